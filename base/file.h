@@ -1,0 +1,19 @@
+// Whole-file helpers and atomic writes (temp file + fsync + rename).
+#pragma once
+
+#include <string>
+
+#include "base/expected.h"
+
+namespace rw {
+
+Expected<std::string> ReadFileToString(const std::string& path);
+// Writes to "<path>.tmp.<pid>", fsyncs, renames over path: readers see the old or the new file, never a torn one.
+Status WriteFileAtomic(const std::string& path, const void* data, size_t size);
+inline Status WriteFileAtomic(const std::string& path, const std::string& data) {
+  return WriteFileAtomic(path, data.data(), data.size());
+}
+bool FileExists(const std::string& path);
+Status MakeDirs(const std::string& path);
+
+}  // namespace rw

@@ -1,0 +1,68 @@
+#include "base/flags.h"
+
+#include <gtest/gtest.h>
+
+namespace rw {
+namespace {
+
+TEST(FlagSet, ParsesLongShortAndPositional) {
+  std::string model;
+  int n = 16;
+  bool verbose = false;
+  std::string file;
+  FlagSet f("rewind x", "test");
+  f.Add("model", 'm', &model, "model");
+  f.Add("n-predict", 'n', &n, "tokens");
+  f.Add("verbose", 0, &verbose, "verbose");
+  f.Positional("FILE", &file, "file", true);
+  const char* argv[] = {"x", "-m", "a.gguf", "--n-predict=5", "--verbose", "in.txt"};
+  ASSERT_TRUE(f.Parse(6, const_cast<char**>(argv)).ok());
+  EXPECT_EQ(model, "a.gguf");
+  EXPECT_EQ(n, 5);
+  EXPECT_TRUE(verbose);
+  EXPECT_EQ(file, "in.txt");
+  EXPECT_TRUE(f.IsSet("model"));
+}
+
+TEST(FlagSet, RejectsUnknownFlagsAndBadNumbers) {
+  int n = 1;
+  FlagSet f("rewind x", "test");
+  f.Add("n", 'n', &n, "n");
+  const char* a1[] = {"x", "--bogus"};
+  EXPECT_FALSE(f.Parse(2, const_cast<char**>(a1)).ok());
+  const char* a2[] = {"x", "-n", "abc"};
+  EXPECT_FALSE(f.Parse(3, const_cast<char**>(a2)).ok());
+  const char* a3[] = {"x", "-n"};
+  EXPECT_FALSE(f.Parse(2, const_cast<char**>(a3)).ok());
+}
+
+TEST(FlagSet, HelpListsEveryFlagWithDefault) {
+  int n = 42;
+  bool b = true;
+  FlagSet f("rewind x", "summary");
+  f.Add("count", 'c', &n, "how many");
+  f.Add("cache", 0, &b, "use the cache");
+  std::string h = f.Help();
+  EXPECT_NE(h.find("--count"), std::string::npos);
+  EXPECT_NE(h.find("default: 42"), std::string::npos);
+  EXPECT_NE(h.find("default: true"), std::string::npos);
+}
+
+TEST(FlagSet, NegatesBooleansWithNoPrefix) {
+  bool cache = true;
+  FlagSet f("rewind x", "s");
+  f.Add("cache", 0, &cache, "c");
+  const char* a[] = {"x", "--no-cache"};
+  ASSERT_TRUE(f.Parse(2, const_cast<char**>(a)).ok());
+  EXPECT_FALSE(cache);
+}
+
+TEST(ParseIntList, AcceptsSpacesCommasAndBrackets) {
+  auto v = ParseIntList("[1, 2 3,-4]");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, (std::vector<int32_t>{1, 2, 3, -4}));
+  EXPECT_FALSE(ParseIntList("1 x").ok());
+}
+
+}  // namespace
+}  // namespace rw

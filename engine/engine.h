@@ -1,0 +1,124 @@
+// The one header the server sees. One engine thread owns sequences and memory; the server submits validated
+// requests and receives tokens through a sink whose callbacks run on the engine thread (they must not block).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/expected.h"
+
+namespace rw::engine {
+
+struct SamplingParams {
+  float temperature = 0.8f;  // 0 = greedy (argmax, ties -> lowest id)
+  float top_p = 1.0f;        // 1 = off
+  int32_t top_k = 0;         // 0 = off
+  float min_p = 0.0f;        // 0 = off
+  uint64_t seed = 0;         // per-request RNG seed
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;              // at least one token
+  // Prefix-cache placement hints: token positions where a checkpoint is worth keeping (chat message starts,
+  // the end of the prompt before the generation header, positions a client asked for). Sorted, < prompt size.
+  std::vector<int32_t> checkpoint_hints;
+  int32_t max_tokens = -1;                  // -1: until an end-of-generation token or the context is full
+  SamplingParams sampling;
+  bool logprobs = false;                    // report the sampled token's log-probability
+  int32_t top_logprobs = 0;                 // and the n most likely alternatives (0..20)
+  bool ignore_eos = false;                  // do not stop at end-of-generation tokens
+  bool cache_prompt = true;                 // false: neither read nor write the prefix cache
+  int32_t slot_id = -1;                     // -1 = any free sequence slot
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+struct TokenEvent {
+  int32_t token = 0;
+  float logprob = 0.0f;                     // valid when the request asked for logprobs
+  std::vector<TokenLogprob> top;            // descending, top_logprobs entries
+};
+
+// I4: what the request reused and why it processed more than the minimum.
+struct CacheReport {
+  int32_t lcp = 0;             // longest common prefix with anything cached
+  int32_t resume_pos = 0;      // position the prompt evaluation resumed from
+  std::string source = "none"; // "live" | "checkpoint" | "replay" | "disk" | "none"
+  int32_t extra_tokens = 0;    // tokens processed beyond the minimum (prompt - lcp, at least 1)
+  std::string reason;          // human-readable, e.g. "nearest checkpoint at 1200, LCP at 1450"
+};
+
+struct Completion {
+  std::string finish_reason;   // "stop" (end-of-generation token), "length", "cancelled", "error"
+  std::optional<Error> error;  // set when finish_reason == "error"
+  int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;   // prompt tokens reused (= resume position)
+  int32_t prompt_evaluated = 0;// prompt tokens evaluated
+  int32_t generated_tokens = 0;
+  double prompt_ms = 0, predicted_ms = 0;
+  int32_t slot_id = -1;
+  CacheReport cache;
+  // Speculative decoding statistics of this request (zero when off).
+  int32_t drafted = 0, accepted = 0;
+};
+
+class RequestSink {
+ public:
+  virtual ~RequestSink() = default;
+  // One call per generated token. Return false to cancel (client gone, stop string matched).
+  virtual bool OnToken(const TokenEvent& event) = 0;
+  // Exactly one call per accepted request, last.
+  virtual void OnDone(const Completion& done) = 0;
+};
+
+struct EngineInfo {
+  std::string model_name;
+  std::string model_path;
+  int32_t n_ctx = 0;           // per-sequence context
+  int32_t n_ctx_train = 0;
+  int32_t n_vocab = 0;
+  int32_t n_parallel = 0;      // sequence slots
+  std::vector<int32_t> eog_tokens;
+};
+
+struct SlotInfo {
+  int32_t id = 0;
+  bool busy = false;
+  int32_t n_ctx = 0;
+  int32_t n_tokens = 0;        // tokens currently held by the slot's sequence
+  uint64_t task_id = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Thread-safe. Queues the request (it waits when all slots are busy). Errors: invalid request (empty prompt,
+  // longer than the context, bad token id, bad parameter).
+  virtual Expected<uint64_t> Submit(GenerationRequest request, std::shared_ptr<RequestSink> sink) = 0;
+  // Thread-safe; the sink still gets OnDone("cancelled").
+  virtual void Cancel(uint64_t request_id) = 0;
+  virtual EngineInfo Info() const = 0;
+  virtual std::vector<SlotInfo> Slots() = 0;
+  // llama-server slot actions; `filename` is relative to the slot-save directory. Return JSON-ready numbers.
+  struct SlotFileResult {
+    int32_t n_tokens = 0;
+    uint64_t n_bytes = 0;
+    double ms = 0;
+  };
+  virtual Expected<SlotFileResult> SaveSlot(int32_t slot, const std::string& filename) = 0;
+  virtual Expected<SlotFileResult> RestoreSlot(int32_t slot, const std::string& filename) = 0;
+  virtual Status EraseSlot(int32_t slot) = 0;
+  // Prometheus text exposition of the engine's counters (without trailing server metrics).
+  virtual std::string MetricsText() = 0;
+  // JSON text for GET /cache (tree size, checkpoints, bytes per tier).
+  virtual std::string CacheJson() = 0;
+};
+
+}  // namespace rw::engine
