@@ -1,0 +1,36 @@
+#include "engine/engine_config.h"
+
+#include <set>
+#include <sstream>
+
+namespace rw::engine {
+
+Status EngineConfig::Validate() const {
+  if (model_path.empty()) return Error::InvalidArgument("no model given (-m FILE)");
+  if (n_ctx < 0) return Error::InvalidArgument("-c/--ctx-size must be >= 0, got " + std::to_string(n_ctx));
+  if (n_parallel < 1 || n_parallel > 256)
+    return Error::InvalidArgument("--parallel must be in [1, 256], got " + std::to_string(n_parallel));
+  if (n_threads < 0 || n_threads > 1024)
+    return Error::InvalidArgument("--threads must be in [0, 1024], got " + std::to_string(n_threads));
+  if (n_batch < 1) return Error::InvalidArgument("--batch-size must be >= 1, got " + std::to_string(n_batch));
+  if (kv_type != "f16" && kv_type != "f32")
+    return Error::InvalidArgument("--kv-type must be f16 or f32, got '" + kv_type + "'");
+  if (cache_ram_mib < 0) return Error::InvalidArgument("--cache-ram must be >= 0");
+  if (cache_disk_mib < 0) return Error::InvalidArgument("--cache-disk must be >= 0");
+  if (checkpoint_every < 0) return Error::InvalidArgument("--checkpoint-every must be >= 0");
+  if (draft_max < 0 || draft_max > 64) return Error::InvalidArgument("--draft-max must be in [0, 64]");
+  if (draft_min < 0 || draft_min > draft_max) return Error::InvalidArgument("--draft-min must be in [0, draft-max]");
+  if (!spec.empty()) {
+    std::stringstream ss(spec);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      if (item != "mtp" && item != "draft" && item != "ngram")
+        return Error::InvalidArgument("--spec: unknown drafter '" + item + "' (expected mtp, draft, ngram)");
+      if (item == "draft" && model_draft.empty())
+        return Error::InvalidArgument("--spec draft needs --model-draft FILE");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace rw::engine

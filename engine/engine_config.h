@@ -1,0 +1,39 @@
+// Engine configuration: data read once at the edge (rewind serve flags), validated before any allocation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/expected.h"
+#include "engine/engine.h"
+
+namespace rw::engine {
+
+struct EngineConfig {
+  std::string model_path;          // GGUF file (required)
+  std::string model_alias;         // name reported by /v1/models; default: file name
+  int32_t n_ctx = 0;               // per-sequence context; 0 = the model's training context, capped at 65536
+  int32_t n_parallel = 4;          // sequence slots served concurrently
+  int32_t n_threads = 0;           // 0 = number of cores
+  int32_t n_batch = 512;           // max tokens per forward batch (prefill chunk)
+  std::string kv_type = "f16";     // f16 | f32
+  bool cache = true;               // prefix cache across requests (false = --no-cache)
+  int64_t cache_ram_mib = 0;       // byte budget of pages + checkpoints; 0 = derived from free memory
+  std::string cache_dir;           // disk tier + persistence ("" = off)
+  int64_t cache_disk_mib = 4096;   // disk tier bound
+  int32_t checkpoint_every = 1024; // checkpoint every N tokens inside long messages (0 = off)
+  std::string slot_save_path;      // directory for /slots save|restore ("" = cache_dir or refuse)
+  // Speculative decoding.
+  std::string spec;                // "", "mtp", "draft", "ngram", or comma-combined
+  std::string model_draft;         // draft model GGUF for --spec draft
+  int32_t draft_max = 8;
+  int32_t draft_min = 0;
+
+  Status Validate() const;
+};
+
+// Loads the model and starts the engine thread.
+Expected<std::unique_ptr<Engine>> CreateEngine(const EngineConfig& config);
+
+}  // namespace rw::engine

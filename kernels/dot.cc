@@ -1,0 +1,71 @@
+#include "kernels/dot.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+
+namespace rw::kernels {
+namespace {
+
+// Final reduction shared by both versions: acc[4][8] -> float, then + tail.
+inline float ReduceLanes(float acc[4][8]) {
+  float s[8];
+  for (int l = 0; l < 8; ++l) s[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
+  // Pairwise over lanes: (0+4, 1+5, 2+6, 3+7), then (0+2, 1+3), then 0+1.
+  float h[4];
+  for (int l = 0; l < 4; ++l) h[l] = s[l] + s[l + 4];
+  const float h0 = h[0] + h[2], h1 = h[1] + h[3];
+  return h0 + h1;
+}
+
+__attribute__((target("avx2,fma"))) float DotF32Avx2(const float* a, const float* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
+         acc3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  alignas(32) float acc[4][8];
+  _mm256_store_ps(acc[0], acc0);
+  _mm256_store_ps(acc[1], acc1);
+  _mm256_store_ps(acc[2], acc2);
+  _mm256_store_ps(acc[3], acc3);
+  float tail = 0.0f;
+  for (; i < n; ++i) tail = std::fma(a[i], b[i], tail);
+  return ReduceLanes(acc) + tail;
+}
+
+bool DetectAvx2Fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+const bool kHasAvx2Fma = DetectAvx2Fma();
+
+}  // namespace
+
+bool HasAvx2Fma() { return kHasAvx2Fma; }
+
+float DotF32Portable(const float* a, const float* b, int64_t n) {
+  float acc[4][8] = {};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 4; ++k)
+      for (int l = 0; l < 8; ++l) acc[k][l] = std::fma(a[i + 8 * k + l], b[i + 8 * k + l], acc[k][l]);
+  }
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) acc[0][l] = std::fma(a[i + l], b[i + l], acc[0][l]);
+  float tail = 0.0f;
+  for (; i < n; ++i) tail = std::fma(a[i], b[i], tail);
+  return ReduceLanes(acc) + tail;
+}
+
+float DotF32(const float* a, const float* b, int64_t n) {
+  return kHasAvx2Fma ? DotF32Avx2(a, b, n) : DotF32Portable(a, b, n);
+}
+
+}  // namespace rw::kernels
