@@ -1,0 +1,167 @@
+// rewind bench: prefill and decode speed with llama-bench's definitions (pp512: one 512-token prompt in one
+// batch on an empty context; tg128: 128 single-token decode steps), median of r runs, plus the memory
+// bandwidth the decode reached, the machine's copy bandwidth, and peak RSS.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "apps/command.h"
+#include "base/flags.h"
+#include "base/timer.h"
+#include "model/forward.h"
+
+namespace rw::apps {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Read+write bytes per second of a large memcpy (the machine's practical memory bandwidth).
+double CopyBandwidth() {
+  const size_t n = size_t{256} << 20;
+  std::vector<char> a(n, 1), b(n, 2);
+  std::vector<double> rates;
+  for (int r = 0; r < 5; ++r) {
+    double t0 = NowSeconds();
+    std::memcpy(b.data(), a.data(), n);
+    double dt = NowSeconds() - t0;
+    rates.push_back(2.0 * n / dt);
+    std::swap(a, b);
+  }
+  return Median(rates);
+}
+
+// Bytes of weights a decode step reads: every tensor except the token embedding (one row per token), unless the
+// embedding doubles as the output head (tied), in which case it is read whole.
+uint64_t WeightBytesPerToken(const model::Model& m) {
+  uint64_t total = 0;
+  bool tied = m.file().FindTensor("output.weight") == nullptr;
+  const auto& cfg = m.config();
+  for (const auto& t : m.file().tensors()) {
+    if (t.name == "token_embd.weight" && !tied) continue;
+    // MTP block tensors are not read by the trunk.
+    if (cfg.n_nextn > 0 && t.name.rfind("blk.", 0) == 0) {
+      int layer = std::atoi(t.name.c_str() + 4);
+      if (layer >= cfg.n_layer) continue;
+    }
+    total += t.nbytes;
+  }
+  return total;
+}
+
+int CmdBench(int argc, char** argv) {
+  std::string model_path;
+  int threads = 0, n_prompt = 512, n_gen = 128, reps = 5;
+  std::string kv = "f16";
+  FlagSet flags("rewind bench", "Prefill (pp) and decode (tg) tokens/s, like llama-bench.");
+  flags.Add("model", 'm', &model_path, "GGUF model file (required)");
+  flags.Add("threads", 't', &threads, "threads (0 = all cores)");
+  flags.Add("n-prompt", 'p', &n_prompt, "prompt tokens for the prefill test (0 = skip)");
+  flags.Add("n-gen", 'n', &n_gen, "generated tokens for the decode test (0 = skip)");
+  flags.Add("repetitions", 'r', &reps, "runs per test; the median is reported");
+  flags.Add("kv-type", 0, &kv, "KV cache element type: f16 or f32");
+  Status st = flags.Parse(argc, argv);
+  if (flags.help_requested()) {
+    std::printf("%s", flags.Help().c_str());
+    return 0;
+  }
+  if (!st.ok() || model_path.empty() || reps < 1 || n_prompt < 0 || n_gen < 0) {
+    std::fprintf(stderr, "rewind bench: %s\n", st.ok() ? "need -m MODEL, r >= 1, p,n >= 0" : st.error().message.c_str());
+    return 2;
+  }
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  model::LoadOptions lo;
+  lo.n_threads = threads;
+  auto loaded = model::Model::Load(model_path, lo);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "rewind bench: %s\n", loaded.error().ToString().c_str());
+    return 1;
+  }
+  model::Model& m = **loaded;
+  const int page = 32;
+  int total = n_prompt + n_gen + 1;
+  int n_pages = (total + page - 1) / page;
+  auto kvs = model::KvStorage::Create(m.MakeKvConfig(n_pages, page, kv == "f32" ? model::KvType::kF32 : model::KvType::kF16));
+  auto sts = model::StateStorage::Create(m.MakeStateShape(), 1);
+  if (!kvs.ok() || !sts.ok()) {
+    std::fprintf(stderr, "rewind bench: cannot allocate storage\n");
+    return 1;
+  }
+  std::vector<int32_t> pages(n_pages);
+  for (int i = 0; i < n_pages; ++i) pages[i] = i;
+  std::mt19937 rng(1234);
+  std::vector<int32_t> tokens(total);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % m.config().n_vocab);
+
+  std::printf("model: %s (%s), threads %d, kv %s\n", model_path.c_str(), m.config().arch_name.c_str(), threads, kv.c_str());
+  model::ForwardOutput out;
+  if (n_prompt > 0) {
+    std::vector<double> rates;
+    for (int r = 0; r < reps + 1; ++r) {  // first run warms up
+      model::BatchSeq s;
+      s.state_in = -1;
+      s.state_out = 0;
+      s.pages = pages;
+      s.pos0 = 0;
+      s.tokens = std::span<const int32_t>(tokens.data(), n_prompt);
+      double t0 = NowSeconds();
+      Status fs = m.Forward({&s, 1}, **kvs, **sts, &out);
+      double dt = NowSeconds() - t0;
+      if (!fs.ok()) {
+        std::fprintf(stderr, "rewind bench: %s\n", fs.error().ToString().c_str());
+        return 1;
+      }
+      if (r > 0) rates.push_back(n_prompt / dt);
+    }
+    std::printf("pp%d %.2f tok/s\n", n_prompt, Median(rates));
+  }
+  if (n_gen > 0) {
+    std::vector<double> rates;
+    for (int r = 0; r < reps + 1; ++r) {
+      double t0 = 0;
+      for (int i = 0; i < n_gen + 1; ++i) {  // step 0 (empty context) is not timed, as in llama-bench's warm-up
+        if (i == 1) t0 = NowSeconds();
+        model::BatchSeq s;
+        s.state_in = i == 0 ? -1 : 0;
+        s.state_out = 0;
+        s.pages = pages;
+        s.pos0 = i;
+        s.tokens = std::span<const int32_t>(tokens.data() + i, 1);
+        Status fs = m.Forward({&s, 1}, **kvs, **sts, &out);
+        if (!fs.ok()) {
+          std::fprintf(stderr, "rewind bench: %s\n", fs.error().ToString().c_str());
+          return 1;
+        }
+      }
+      double dt = NowSeconds() - t0;
+      if (r > 0) rates.push_back(n_gen / dt);
+    }
+    double tg = Median(rates);
+    uint64_t wbytes = WeightBytesPerToken(m);
+    double copy_bw = CopyBandwidth();
+    std::printf("tg%d %.2f tok/s\n", n_gen, tg);
+    std::printf("weights read per token: %.1f MiB; decode bandwidth %.2f GB/s\n", wbytes / 1048576.0, wbytes * tg / 1e9);
+    std::printf("machine copy bandwidth (memcpy read+write): %.2f GB/s; decode bound at that rate: %.2f tok/s; "
+                "reached %.0f%%\n",
+                copy_bw / 1e9, copy_bw / wbytes, 100.0 * tg * wbytes / copy_bw);
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("peak RSS: %.1f MiB\n", ru.ru_maxrss / 1024.0);
+  return 0;
+}
+
+}  // namespace
+
+REWIND_COMMAND("bench", "prefill/decode tokens per second (llama-bench pp/tg)", CmdBench);
+
+}  // namespace rw::apps

@@ -1,0 +1,177 @@
+// rewind serve: the OpenAI / llama-server compatible HTTP server (server/). Wiring only: flags -> EngineConfig +
+// ServerConfig, listen at once (503 while loading), load the model (or the built-in demo model), serve until
+// SIGINT/SIGTERM.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "apps/command.h"
+#include "base/flags.h"
+#include "base/log.h"
+#include "engine/engine_config.h"
+#include "server/model_backend.h"
+#include "server/server.h"
+
+namespace rw::apps {
+namespace {
+
+std::string FileStem(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".gguf") == 0) name.resize(name.size() - 5);
+  return name;
+}
+
+int Serve(int argc, char** argv) {
+  engine::EngineConfig ec;
+  server::ServerConfig sc;
+  std::string chat_template_file;
+  int port = sc.port, n_ctx = ec.n_ctx, n_parallel = ec.n_parallel, n_threads = ec.n_threads,
+      n_batch = ec.n_batch, checkpoint_every = ec.checkpoint_every, draft_max = ec.draft_max,
+      draft_min = ec.draft_min, http_threads = sc.http_threads;
+  int64_t cache_ram = ec.cache_ram_mib, cache_disk = ec.cache_disk_mib;
+  bool cache = ec.cache, log_requests = sc.log_requests;
+  FlagSet flags("serve", "OpenAI-compatible (and llama-server compatible) HTTP server");
+  flags.Add("model", 'm', &ec.model_path, "GGUF model file (default: the built-in demo model, random weights)");
+  flags.Add("alias", 'a', &ec.model_alias, "model name reported by /v1/models and in responses (default: file name)");
+  flags.Add("host", 0, &sc.host, "address to listen on");
+  flags.Add("port", 0, &port, "port to listen on (0: any free port)");
+  flags.Add("ctx-size", 'c', &n_ctx, "context per sequence; 0 = the model's training context (capped at 65536); "
+                                     "may exceed the training context (warned)");
+  flags.Add("parallel", 0, &n_parallel, "sequence slots served concurrently");
+  flags.Add("threads", 't', &n_threads, "compute threads (0 = number of cores)");
+  flags.Add("batch-size", 'b', &n_batch, "max tokens per forward batch (prefill chunk)");
+  flags.Add("kv-type", 0, &ec.kv_type, "attention KV cache type: f16 | f32");
+  flags.Add("cache", 0, &cache, "prefix cache across requests (--no-cache turns it off)");
+  flags.Add("cache-ram", 0, &cache_ram, "RAM budget of the prefix cache in MiB (0 = derived from free memory)");
+  flags.Add("cache-dir", 0, &ec.cache_dir, "disk tier and persistence folder (\"\" = off); also holds the demo model");
+  flags.Add("cache-disk", 0, &cache_disk, "disk tier bound in MiB");
+  flags.Add("checkpoint-every", 0, &checkpoint_every, "checkpoint every N tokens inside long messages (0 = off)");
+  flags.Add("slot-save-path", 0, &ec.slot_save_path, "folder for /slots save|restore (default: --cache-dir)");
+  flags.Add("spec", 0, &ec.spec, "speculative decoding: mtp, draft, ngram or comma-combined (\"\" = off)");
+  flags.Add("model-draft", 0, &ec.model_draft, "draft model GGUF for --spec draft");
+  flags.Add("draft-max", 0, &draft_max, "max drafted tokens per step");
+  flags.Add("draft-min", 0, &draft_min, "min drafted tokens per step");
+  flags.Add("api-key", 0, &sc.api_key, "require 'Authorization: Bearer KEY' (default: $REWIND_API_KEY, else none)");
+  flags.Add("chat-template-file", 0, &chat_template_file, "Jinja chat template overriding the model's");
+  flags.Add("http-threads", 0, &http_threads, "HTTP worker threads (0 = 64)");
+  flags.Add("log-requests", 0, &log_requests, "one log line per request");
+  Status st = flags.Parse(argc, argv);
+  if (!st.ok()) {
+    std::fprintf(stderr, "rewind serve: %s\n%s", st.error().message.c_str(), flags.Help().c_str());
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::printf("%s", flags.Help().c_str());
+    return 0;
+  }
+  ec.n_ctx = n_ctx;
+  ec.n_parallel = n_parallel;
+  ec.n_threads = n_threads;
+  ec.n_batch = n_batch;
+  ec.checkpoint_every = checkpoint_every;
+  ec.draft_max = draft_max;
+  ec.draft_min = draft_min;
+  ec.cache = cache;
+  ec.cache_ram_mib = cache_ram;
+  ec.cache_disk_mib = cache_disk;
+  sc.port = port;
+  sc.http_threads = http_threads;
+  sc.log_requests = log_requests;
+  if (sc.api_key.empty()) {
+    if (const char* env = std::getenv("REWIND_API_KEY")) sc.api_key = env;
+  }
+  if (port < 0 || port > 65535) {
+    std::fprintf(stderr, "rewind serve: --port must be in [0, 65535]\n");
+    return 2;
+  }
+  // Check the flags before binding (the model path is filled in below when the demo model is used).
+  {
+    engine::EngineConfig probe = ec;
+    if (probe.model_path.empty()) probe.model_path = "(demo)";
+    Status valid = probe.Validate();
+    if (!valid.ok()) {
+      std::fprintf(stderr, "rewind serve: %s\n", valid.error().message.c_str());
+      return 2;
+    }
+  }
+  bool demo = ec.model_path.empty();
+  sc.model_name = !ec.model_alias.empty() ? ec.model_alias : demo ? "rewind-demo" : FileStem(ec.model_path);
+
+  // Signals are handled by sigwait in this thread; every thread started below inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  server::Server http(sc);
+  auto bound = http.Bind();
+  if (!bound.ok()) {
+    std::fprintf(stderr, "rewind serve: %s\n", bound.error().message.c_str());
+    return 1;
+  }
+  LOG_INFO("listening on http://%s:%d (answers 503 until the model is loaded)%s", sc.host.c_str(), *bound,
+           sc.api_key.empty() ? "" : ", API key required");
+  std::thread http_thread([&] { http.Run(); });
+
+  std::atomic<bool> load_failed{false};
+  server::LoadedModel model;
+  std::thread loader([&] {
+    if (demo) {
+      LOG_INFO("no -m given: serving the built-in demo model (tiny, random weights: for trying the API, its "
+               "answers are gibberish)");
+      auto path = server::DemoModelPath(ec.cache_dir);
+      if (!path.ok()) {
+        LOG_ERROR("demo model: %s", path.error().ToString().c_str());
+        http.SetLoadFailed(path.error().message);
+        load_failed = true;
+        kill(getpid(), SIGTERM);
+        return;
+      }
+      ec.model_path = *path;
+    }
+    LOG_INFO("loading %s (ctx %d per slot, %d slots, kv %s, cache %s%s%s)", ec.model_path.c_str(), ec.n_ctx,
+             ec.n_parallel, ec.kv_type.c_str(), ec.cache ? "on" : "off", ec.spec.empty() ? "" : ", spec ",
+             ec.spec.c_str());
+    auto loaded = server::LoadModel(ec, chat_template_file);
+    if (!loaded.ok()) {
+      LOG_ERROR("cannot load %s: %s", ec.model_path.c_str(), loaded.error().ToString().c_str());
+      http.SetLoadFailed(loaded.error().message);
+      load_failed = true;
+      kill(getpid(), SIGTERM);
+      return;
+    }
+    model = std::move(*loaded);
+    engine::EngineInfo info = model.engine->Info();
+    if (info.n_ctx_train > 0 && info.n_ctx > info.n_ctx_train) {
+      LOG_WARN("context %d per slot exceeds the model's training context %d: quality may drop past it",
+               info.n_ctx, info.n_ctx_train);
+    }
+    LOG_INFO("loaded %s as '%s': vocab %d, context %d per slot (trained %d), %d slots, resident memory %.1f MiB",
+             info.model_path.c_str(), sc.model_name.c_str(), info.n_vocab, info.n_ctx, info.n_ctx_train,
+             info.n_parallel, server::ResidentBytes() / 1048576.0);
+    http.SetBackend(model.backend());
+    LOG_INFO("ready: http://%s:%d/v1/chat/completions", sc.host.c_str(), *bound);
+  });
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  loader.join();
+  if (!load_failed) LOG_INFO("signal %d: shutting down", sig);
+  http.Stop();
+  http_thread.join();
+  return load_failed ? 1 : 0;
+}
+
+}  // namespace
+
+REWIND_COMMAND("serve", "OpenAI-compatible HTTP server (chat, completions, tokenize, slots, metrics)", Serve);
+
+}  // namespace rw::apps

@@ -1,0 +1,88 @@
+// Model output -> OpenAI message parts, for the Qwen3.5 / Qwen3-Coder conventions:
+//   [<think>] reasoning </think> content <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n
+//   </function>\n</tool_call> ...
+// Streaming: Feed() takes text deltas and returns what can be emitted now; a possible tag prefix at the end
+// of the text is held back, never emitted as content. A tool call is emitted whole (name and complete
+// arguments) once its closing tag arrives; anything malformed is emitted as plain content, never an error.
+// Non-streaming: ParseOutput() = Feed(all) + Finish(). Splitting the text anywhere gives the same result.
+//
+// Whitespace: reasoning is trimmed; content loses its leading whitespace after </think> and the whitespace
+// right before a tool call (the template re-renders it trimmed anyway); other whitespace is kept.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rw::chat {
+
+struct ParserOptions {
+  bool parse_reasoning = true;       // split <think>...</think> into reasoning_content
+  bool starts_in_reasoning = false;  // the prompt ended inside an open <think> block (Qwen3.5, thinking on)
+  bool parse_tool_calls = true;
+  // The request's tools (OpenAI format). A parameter whose schema type is string stays a string; integer,
+  // number, boolean, object, array and null values are parsed from their JSON text, falling back to a string.
+  nlohmann::ordered_json tools;
+};
+
+struct ParsedToolCall {
+  std::string name;
+  std::string arguments;  // JSON object text, keys in the order the model wrote them
+};
+
+struct ToolCallDelta {
+  size_t index = 0;  // position among this message's tool calls
+  std::string name;
+  std::string arguments;
+};
+
+struct ParserDelta {
+  std::string content;
+  std::string reasoning;
+  std::vector<ToolCallDelta> tool_calls;
+  bool empty() const { return content.empty() && reasoning.empty() && tool_calls.empty(); }
+};
+
+struct ParsedMessage {
+  std::string content;
+  std::string reasoning_content;
+  std::vector<ParsedToolCall> tool_calls;
+};
+
+class OutputParser {
+ public:
+  explicit OutputParser(ParserOptions options);
+
+  ParserDelta Feed(std::string_view text);
+  // End of generation: flushes whatever was held back.
+  ParserDelta Finish();
+  // Everything emitted so far, accumulated.
+  const ParsedMessage& message() const { return message_; }
+
+ private:
+  enum class State { kStart, kReasoning, kContent, kToolCall };
+
+  void Process(bool final, ParserDelta* d);
+  void EmitContent(std::string_view s, ParserDelta* d);
+  void EmitReasoning(std::string_view s, ParserDelta* d);
+  void FlushPendingWs(ParserDelta* d);
+  bool TryToolCall(std::string_view block, bool final, ParserDelta* d);
+
+  ParserOptions opt_;
+  State state_;
+  std::string buf_;           // unprocessed text
+  std::string pending_ws_;    // trailing whitespace held until we know what follows
+  std::string ws_before_call_;  // content whitespace dropped before a tool call (restored if malformed)
+  bool content_started_ = false;
+  bool reasoning_started_ = false;
+  ParsedMessage message_;
+};
+
+ParsedMessage ParseOutput(std::string_view text, const ParserOptions& options);
+
+// The JSON value for one parameter given its schema type (see ParserOptions::tools).
+nlohmann::ordered_json ParameterValue(const std::string& raw, const nlohmann::ordered_json* schema);
+
+}  // namespace rw::chat

@@ -1,0 +1,104 @@
+// The engine actor: one thread owns the model, the hybrid cache and every sequence. Requests come in through a
+// locked queue; each loop iteration admits waiting requests, builds one batch mixing prefill chunks and decode
+// steps of all active sequences (continuous batching), runs it, samples, streams, and retires finished requests.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/engine_config.h"
+#include "engine/hybrid_cache.h"
+#include "engine/sampler.h"
+#include "model/forward.h"
+
+namespace rw::engine {
+
+class EngineImpl final : public Engine {
+ public:
+  static Expected<std::unique_ptr<EngineImpl>> Create(const EngineConfig& config);
+  ~EngineImpl() override;
+
+  Expected<uint64_t> Submit(GenerationRequest request, std::shared_ptr<RequestSink> sink) override;
+  void Cancel(uint64_t request_id) override;
+  EngineInfo Info() const override { return info_; }
+  std::vector<SlotInfo> Slots() override;
+  Expected<SlotFileResult> SaveSlot(int32_t slot, const std::string& filename) override;
+  Expected<SlotFileResult> RestoreSlot(int32_t slot, const std::string& filename) override;
+  Status EraseSlot(int32_t slot) override;
+  std::string MetricsText() override;
+  std::string CacheJson() override;
+
+ private:
+  struct Pending {
+    uint64_t id = 0;
+    GenerationRequest request;
+    std::shared_ptr<RequestSink> sink;
+    double submitted_at = 0;
+  };
+  // An admitted request bound to a sequence slot (engine thread only).
+  struct Active {
+    uint64_t id = 0;
+    GenerationRequest request;
+    std::shared_ptr<RequestSink> sink;
+    std::unique_ptr<Sampler> sampler;
+    memory::SeqId seq = memory::kNone;
+    int32_t n_evaluated = 0;          // tokens of prompt+generated evaluated
+    std::vector<int32_t> generated;
+    int32_t pending_token = -1;       // sampled, not yet evaluated
+    CacheReport report;
+    int32_t prompt_evaluated = 0;
+    double t_start = 0, t_first = 0;
+  };
+  struct Counters {
+    uint64_t requests = 0, requests_ok = 0, requests_cancelled = 0, requests_error = 0;
+    uint64_t prompt_tokens = 0, prompt_evaluated = 0, cached_tokens = 0, generated = 0;
+    uint64_t miss_no_shared_prefix = 0, miss_no_exact_state = 0, hits_exact = 0;
+    std::map<std::string, uint64_t> resume_source;
+    uint64_t batches = 0, batch_tokens = 0;
+    double prompt_seconds = 0, decode_seconds = 0;
+  };
+
+  explicit EngineImpl(const EngineConfig& config) : config_(config) {}
+  void Loop();
+  void RunTasks();
+  void Admit();
+  bool Step();  // one batch; false when there was nothing to do
+  void Emit(Active& a, std::span<const float> logits);
+  void Finish(size_t slot, const std::string& reason, std::optional<Error> error = std::nullopt);
+  Status ValidateRequest(const GenerationRequest& r) const;
+  // Runs fn on the engine thread and waits for it.
+  void RunOnEngine(std::function<void()> fn);
+
+  EngineConfig config_;
+  EngineInfo info_;
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<HybridCache> cache_;
+  std::vector<int32_t> eog_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;
+  std::vector<uint64_t> cancels_;
+  std::deque<std::function<void()>> tasks_;
+  bool stop_ = false;
+  std::atomic<uint64_t> next_id_{1};
+  std::thread thread_;
+
+  // Engine thread only.
+  std::vector<std::unique_ptr<Active>> slots_;  // [n_parallel]
+  std::deque<Pending> waiting_;
+  Counters counters_;
+  std::mutex stats_mu_;  // guards a copy of counters_ for MetricsText
+  Counters published_;
+  std::vector<SlotInfo> slot_infos_;
+};
+
+}  // namespace rw::engine

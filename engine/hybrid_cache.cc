@@ -1,0 +1,301 @@
+// HybridCache: executes memory/ plans on the model's storage and drives the forward. See hybrid_cache.h.
+#include "engine/hybrid_cache.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "base/check.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "engine/hybrid_cache_impl.h"
+#include "memory/placement.h"
+
+namespace rw::engine {
+
+using memory::DataOp;
+using memory::SeqId;
+
+HybridCache::~HybridCache() = default;
+
+void HybridCache::Impl::Exec(const std::vector<DataOp>& ops) {
+  for (const DataOp& op : ops) {
+    if (auto* o = std::get_if<memory::CopyPageOp>(&op)) {
+      kv->CopyPage(o->from, o->to, kv->page_size());
+      ++counters.page_copies;
+    } else if (auto* o = std::get_if<memory::ZeroStateOp>(&op)) {
+      states->Clear(o->slot);
+      logs.erase(o->slot);
+    } else if (auto* o = std::get_if<memory::CopyStateOp>(&op)) {
+      states->CopySlot(o->from, o->to);
+      logs.erase(o->to);
+    } else if (auto* o = std::get_if<memory::RestoreCheckpointOp>(&op)) {
+      auto it = ckpts.find(o->ckpt);
+      REWIND_CHECK_MSG(it != ckpts.end(), "restore of checkpoint %d without a buffer", o->ckpt);
+      Status s = states->Restore(it->second, o->slot);
+      REWIND_CHECK_MSG(s.ok(), "checkpoint restore failed: %s", s.error().message.c_str());
+      logs.erase(o->slot);
+      ++counters.restores;
+    } else if (auto* o = std::get_if<memory::SaveCheckpointOp>(&op)) {
+      REWIND_CHECK(ckpts.count(o->ckpt) == 0);
+      ckpts.emplace(o->ckpt, states->Snapshot(o->slot));
+      ++counters.checkpoints_saved;
+    } else if (auto* o = std::get_if<memory::ReplayStateOp>(&op)) {
+      auto it = logs.find(o->from);
+      REWIND_CHECK_MSG(it != logs.end(), "replay from slot %d without a log", o->from);
+      Status s = model->ReplayState(o->from, o->to, it->second, o->count, *states);
+      REWIND_CHECK_MSG(s.ok(), "replay failed: %s", s.error().message.c_str());
+      if (o->to != o->from) logs.erase(o->to);
+      ++counters.replays;
+    } else if (auto* o = std::get_if<memory::FreeCheckpointOp>(&op)) {
+      REWIND_CHECK_MSG(ckpts.erase(o->ckpt) == 1, "free of checkpoint %d without a buffer", o->ckpt);
+    }
+  }
+}
+
+Status HybridCache::Impl::MakeRoom(int64_t bytes, int32_t pages) {
+  REWIND_ASSIGN_OR_RETURN(memory::EvictPlan plan, mm->PlanMakeRoom(bytes, pages));
+  if (plan.removals.empty()) return Status::Ok();
+  mm->Commit(plan);
+  Exec(plan.ops);
+  counters.evictions += plan.removals.size();
+  counters.evicted_bytes += static_cast<uint64_t>(plan.bytes_freed);
+  return Status::Ok();
+}
+
+bool HybridCache::Impl::Checkpoint(SeqId seq) {
+  auto plan = mm->PlanCheckpoint(seq);
+  if (!plan.ok()) {
+    if (!MakeRoom(mm->config().state_bytes, 0).ok()) return false;
+    plan = mm->PlanCheckpoint(seq);
+    if (!plan.ok()) return false;
+  }
+  mm->Commit(*plan);
+  Exec(plan->ops);
+  return true;
+}
+
+Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, const HybridCacheConfig& config) {
+  if (config.page_tokens < 1 || config.page_tokens > 4096)
+    return Error::InvalidArgument("cache page size must be in [1, 4096]");
+  if (config.n_seq_max < 1) return Error::InvalidArgument("need at least one sequence slot");
+  if (config.n_ctx < 1) return Error::InvalidArgument("context must be positive");
+  if (config.checkpoint_every < 0) return Error::InvalidArgument("checkpoint interval must be >= 0");
+  std::unique_ptr<HybridCache> hc(new HybridCache());
+  hc->impl_ = std::make_unique<Impl>();
+  Impl& im = *hc->impl_;
+  im.model = &model;
+  im.cfg = config;
+  const int32_t elem = config.kv_type == model::KvType::kF16 ? 2 : 4;
+  const model::ModelConfig& mc = model.config();
+  memory::MemoryConfig m;
+  m.page_tokens = config.page_tokens;
+  m.page_bytes = static_cast<int64_t>(std::max<uint64_t>(1, mc.KvBytesPerToken(elem) * config.page_tokens));
+  m.state_bytes = static_cast<int64_t>(std::max<uint64_t>(1, model.MakeStateShape().bytes_per_state()));
+  m.budget_bytes = config.budget_bytes;
+  m.max_slots = 2 * (config.n_seq_max + 1);  // two per live sequence, two for imports
+  // The KV pool is allocated up front: live sequences at full context plus as much again for the tree.
+  const int64_t per_seq = (int64_t{config.n_ctx} + config.page_tokens - 1) / config.page_tokens;
+  m.max_pages = static_cast<int32_t>(std::min<int64_t>(2 * (config.n_seq_max + 1) * per_seq, 1 << 30));
+  if (Status s = m.Validate(); !s.ok())
+    return Error::InvalidArgument("cache: " + s.error().message + " (raise the cache budget)");
+  if (m.budget_bytes < m.state_bytes * (config.n_seq_max + 1))
+    return Error::InvalidArgument("cache budget " + std::to_string(m.budget_bytes >> 20) +
+                                  " MiB is below one recurrent state per sequence (" +
+                                  std::to_string((m.state_bytes * (config.n_seq_max + 1)) >> 20) + " MiB)");
+  im.mm = std::make_unique<memory::MemoryManager>(m);
+  REWIND_ASSIGN_OR_RETURN(im.kv, model::KvStorage::Create(model.MakeKvConfig(m.MaxPages(), config.page_tokens,
+                                                                             config.kv_type)));
+  REWIND_ASSIGN_OR_RETURN(im.states, model::StateStorage::Create(model.MakeStateShape(), m.max_slots));
+  uint64_t f = HashString(mc.arch_name);
+  for (int64_t v : {int64_t{mc.n_vocab}, int64_t{mc.n_embd}, int64_t{mc.n_layer}, int64_t{mc.n_head_kv},
+                    int64_t{mc.head_dim}, int64_t{mc.ssm_state}, int64_t{mc.ssm_heads}, int64_t{mc.ssm_group},
+                    int64_t{elem}, int64_t{config.page_tokens}, static_cast<int64_t>(model.file().file_size())})
+    f = HashMix(f, static_cast<uint64_t>(v));
+  im.fingerprint = f;
+  if (!config.disk_dir.empty() && config.use_cache) {
+    Status s = im.LoadDisk();
+    if (!s.ok()) LOG_WARN("cache: persisted checkpoints not loaded: %s", s.error().ToString().c_str());
+  }
+  return hc;
+}
+
+Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
+                                             std::span<const int32_t> checkpoint_hints, bool use_cache) {
+  Impl& im = *impl_;
+  if (prompt.empty()) return Error::InvalidArgument("empty prompt");
+  if (static_cast<int64_t>(prompt.size()) > im.cfg.n_ctx)
+    return Error::OutOfRange("prompt of " + std::to_string(prompt.size()) + " tokens exceeds the context of " +
+                             std::to_string(im.cfg.n_ctx));
+  use_cache = use_cache && im.cfg.use_cache;
+  const std::vector<int32_t> branches = use_cache ? im.mm->tree().BranchPoints(prompt) : std::vector<int32_t>{};
+  REWIND_ASSIGN_OR_RETURN(memory::AcquirePlan plan, im.mm->PlanAcquire(prompt, use_cache));
+  const SeqId seq = im.mm->Commit(plan);
+  im.Exec(plan.ops);
+  ++im.counters.acquires;
+
+  memory::PlacementInput in;
+  in.prompt_size = static_cast<int32_t>(prompt.size());
+  in.resume_pos = plan.hit.resume_pos;
+  in.message_starts = checkpoint_hints;
+  in.branch_points = branches;
+  in.interval = im.cfg.checkpoint_every;
+  im.planned[seq] = use_cache ? memory::PlaceCheckpoints(in) : std::vector<int32_t>{};
+
+  AcquireResult r;
+  r.seq = seq;
+  r.resume_pos = plan.hit.resume_pos;
+  r.report.lcp = plan.hit.lcp;
+  r.report.resume_pos = plan.hit.resume_pos;
+  r.report.source = memory::StateSourceName(plan.hit.source);
+  const int32_t reusable = std::min(plan.hit.lcp, static_cast<int32_t>(prompt.size()) - 1);
+  r.report.extra_tokens = std::max(0, reusable - plan.hit.resume_pos);
+  r.report.reason = plan.hit.reason;
+  return r;
+}
+
+int32_t HybridCache::MaxChunk(SeqId seq, int32_t want) const {
+  const int32_t pos = Position(seq);
+  int32_t n = std::max(1, want);
+  auto it = impl_->planned.find(seq);
+  if (it != impl_->planned.end())
+    for (int32_t p : it->second)
+      if (p > pos) {
+        n = std::min(n, p - pos);
+        break;
+      }
+  return n;
+}
+
+Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutput* out) {
+  Impl& im = *impl_;
+  if (items.empty()) return Error::InvalidArgument("empty batch");
+  const int32_t n_vocab = im.model->config().n_vocab;
+  std::set<SeqId> seen;
+  int64_t bytes = 0;
+  for (const EvalItem& it : items) {
+    if (!im.mm->has_sequence(it.seq)) return Error::InvalidArgument("unknown sequence " + std::to_string(it.seq));
+    if (!seen.insert(it.seq).second) return Error::InvalidArgument("a sequence appears twice in one batch");
+    if (it.tokens.empty()) return Error::InvalidArgument("batch item without tokens");
+    for (int32_t t : it.tokens)
+      if (t < 0 || t >= n_vocab) return Error::InvalidArgument("token id " + std::to_string(t) + " out of range");
+    if (Position(it.seq) + static_cast<int64_t>(it.tokens.size()) > im.cfg.n_ctx)
+      return Error::OutOfRange("sequence would exceed the context of " + std::to_string(im.cfg.n_ctx));
+    bytes += im.mm->AppendBytes(it.seq, static_cast<int32_t>(it.tokens.size()));
+  }
+  REWIND_RETURN_IF_ERROR(im.MakeRoom(bytes, static_cast<int32_t>(bytes / im.mm->config().page_bytes)));
+  // Everything is validated and room is made: from here on the plans cannot fail.
+  std::vector<memory::AppendPlan> plans;
+  plans.reserve(items.size());
+  std::vector<model::BatchSeq> batch(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto plan = im.mm->PlanAppend(items[i].seq, items[i].tokens);
+    REWIND_CHECK_MSG(plan.ok(), "append plan failed after making room: %s", plan.error().message.c_str());
+    im.mm->Commit(*plan);
+    im.Exec(plan->ops);
+    plans.push_back(std::move(plan).value());
+    const memory::AppendPlan& p = plans.back();
+    batch[i].state_in = p.state_in;
+    batch[i].state_out = p.state_out;
+    batch[i].pages = p.page_table;
+    batch[i].pos0 = p.pos0;
+    batch[i].tokens = items[i].tokens;
+    batch[i].all_logits = items[i].all_logits;
+  }
+  model::ReplayLog replay;
+  model::ForwardOptions opts;
+  opts.replay = &replay;
+  Status st = im.model->Forward(batch, *im.kv, *im.states, out, opts);
+  REWIND_CHECK_MSG(st.ok(), "forward failed on a validated batch: %s", st.error().message.c_str());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const memory::AppendPlan& p = plans[i];
+    im.logs.erase(p.state_out);
+    if (p.state_in != p.state_out) im.logs[p.state_in] = std::move(replay.seqs[i]);
+    im.counters.evaluated_tokens += p.tokens.size();
+  }
+  for (const EvalItem& it : items) {
+    auto pl = im.planned.find(it.seq);
+    if (pl == im.planned.end()) continue;
+    const int32_t pos = Position(it.seq);
+    bool hit = std::binary_search(pl->second.begin(), pl->second.end(), pos);
+    pl->second.erase(pl->second.begin(), std::upper_bound(pl->second.begin(), pl->second.end(), pos));
+    if (hit) im.Checkpoint(it.seq);
+  }
+  return Status::Ok();
+}
+
+Expected<TruncateResult> HybridCache::Truncate(SeqId seq, int32_t n) {
+  Impl& im = *impl_;
+  REWIND_ASSIGN_OR_RETURN(memory::TruncatePlan plan, im.mm->PlanTruncate(seq, n));
+  im.mm->Commit(plan);
+  im.Exec(plan.ops);
+  ++im.counters.truncates;
+  TruncateResult r;
+  r.resume_pos = plan.state.pos;
+  r.refeed = plan.refeed;
+  r.source = memory::StateSourceName(plan.state.source);
+  return r;
+}
+
+int32_t HybridCache::Position(SeqId seq) const { return impl_->mm->sequence(seq).pos(); }
+
+void HybridCache::Release(SeqId seq, bool insert) {
+  Impl& im = *impl_;
+  insert = insert && im.cfg.use_cache;
+  if (insert && Position(seq) > 0) im.Checkpoint(seq);  // the final state: the next turn appends to it
+  auto plan = im.mm->PlanRelease(seq, insert);
+  REWIND_CHECK_MSG(plan.ok(), "release of sequence %d: %s", seq, plan.ok() ? "" : plan.error().message.c_str());
+  const memory::Sequence& s = im.mm->sequence(seq);
+  im.logs.erase(s.live);
+  if (s.spare != memory::kNone) im.logs.erase(s.spare);
+  im.mm->Commit(*plan);
+  im.Exec(plan->ops);
+  im.planned.erase(seq);
+}
+
+std::string HybridCache::StatsJson() const {
+  const Impl& im = *impl_;
+  const memory::MemoryManager& m = *im.mm;
+  std::string o = "{";
+  auto num = [&](const char* k, int64_t v, bool last = false) {
+    o += "\"" + std::string(k) + "\":" + std::to_string(v) + (last ? "" : ",");
+  };
+  num("budget_bytes", m.config().budget_bytes);
+  num("used_bytes", m.used_bytes());
+  num("page_tokens", m.config().page_tokens);
+  num("pages_total", m.pages().capacity());
+  num("pages_used", m.pages().used_count());
+  num("checkpoints", m.checkpoints().size());
+  num("checkpoint_bytes", m.checkpoints().total_bytes());
+  num("tree_nodes", m.tree().node_count() - 1);
+  num("sequences", static_cast<int64_t>(m.sequence_ids().size()));
+  num("evictions", static_cast<int64_t>(im.counters.evictions));
+  num("disk_files_written", static_cast<int64_t>(im.counters.persisted));
+  num("disk_files_loaded", static_cast<int64_t>(im.counters.loaded), true);
+  return o + "}";
+}
+
+std::string HybridCache::MetricsText() const {
+  const Impl& im = *impl_;
+  const memory::MemoryManager& m = *im.mm;
+  std::string o;
+  auto metric = [&](const char* name, const char* type, const char* help, int64_t v) {
+    o += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
+         std::to_string(v) + "\n";
+  };
+  metric("rewind_cache_budget_bytes", "gauge", "Byte budget of pages and checkpoints.", m.config().budget_bytes);
+  metric("rewind_cache_used_bytes", "gauge", "Bytes of live pages and checkpoints.", m.used_bytes());
+  metric("rewind_cache_checkpoints", "gauge", "Checkpoints in RAM.", m.checkpoints().size());
+  metric("rewind_cache_tree_nodes", "gauge", "Prefix-tree nodes.", m.tree().node_count() - 1);
+  metric("rewind_cache_evictions_total", "counter", "Tree entries evicted.", im.counters.evictions);
+  metric("rewind_cache_evicted_bytes_total", "counter", "Bytes freed by eviction.", im.counters.evicted_bytes);
+  metric("rewind_cache_checkpoints_saved_total", "counter", "Checkpoints snapshotted.", im.counters.checkpoints_saved);
+  metric("rewind_cache_restores_total", "counter", "States restored from checkpoints.", im.counters.restores);
+  metric("rewind_cache_replays_total", "counter", "States rebuilt from the replay log.", im.counters.replays);
+  metric("rewind_cache_page_copies_total", "counter", "Copy-on-write page copies.", im.counters.page_copies);
+  metric("rewind_cache_truncates_total", "counter", "Rollbacks.", im.counters.truncates);
+  return o;
+}
+
+}  // namespace rw::engine

@@ -1,0 +1,7 @@
+# HybridCache (memory/ bookkeeping executed on the model's storage) and its exactness test. Included from
+# engine/CMakeLists.txt.
+if(TARGET rewind_model AND TARGET rewind_memory)
+  target_sources(rewind_engine PRIVATE ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache.cc
+                                       ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_persist.cc)
+  rewind_tests(exact_tests SOURCES ${CMAKE_CURRENT_LIST_DIR}/exact_test.cc DEPS rewind_engine LABEL exact)
+endif()

@@ -1,0 +1,103 @@
+// HybridCache: the glue between memory/ bookkeeping (MemoryManager: plans, no tensors) and the storage of the
+// model (KvStorage pages, StateStorage slots, checkpoint buffers, replay logs). It executes every plan's data
+// operations on storage and runs the model's forward for the engine.
+//
+// INTERFACE FIXED BY THE LEAD: engine_impl.cc programs against exactly these declarations. The implementation
+// (hybrid_cache.cc) belongs to the memory engineer; private members may be added freely, public signatures not.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/expected.h"
+#include "engine/engine.h"
+#include "memory/ids.h"
+#include "model/forward.h"
+
+namespace rw::engine {
+
+struct HybridCacheConfig {
+  int64_t budget_bytes = 0;       // pages + checkpoints in RAM (never exceeded)
+  int32_t page_tokens = 32;
+  model::KvType kv_type = model::KvType::kF16;
+  int32_t n_seq_max = 4;          // concurrent live sequences (each may hold 2 state slots)
+  int32_t n_ctx = 4096;           // per-sequence context limit
+  int32_t checkpoint_every = 1024;// placement: every N tokens inside long spans (0 = off)
+  bool use_cache = true;          // false: nothing is reused or inserted (--no-cache)
+  std::string disk_dir;           // "" = no disk tier
+  int64_t disk_bytes = 0;
+};
+
+// A live sequence acquired for a request.
+struct AcquireResult {
+  memory::SeqId seq = memory::kNone;
+  int32_t resume_pos = 0;         // tokens [0, resume_pos) of the prompt are already evaluated
+  CacheReport report;             // lcp, resume_pos, source, extra_tokens, reason (I4)
+};
+
+// One item of an evaluation batch: append `tokens` to `seq` and compute logits.
+struct EvalItem {
+  memory::SeqId seq = memory::kNone;
+  std::span<const int32_t> tokens;
+  bool all_logits = false;        // logits for every token, else only the last
+};
+
+struct TruncateResult {
+  int32_t resume_pos = 0;         // exact state position after the rollback
+  std::vector<int32_t> refeed;    // tokens [resume_pos, n) the caller must evaluate again (empty when exact)
+  std::string source;             // "live" | "checkpoint" | "replay" | "none"
+};
+
+class HybridCache {
+ public:
+  static Expected<std::unique_ptr<HybridCache>> Create(model::Model& model, const HybridCacheConfig& config);
+  ~HybridCache();
+
+  // Finds the reusable prefix of `prompt` (hybrid hit rule, strictly before the prompt's end), leases it and
+  // builds a live sequence whose state is exact at resume_pos. `checkpoint_hints` are positions worth a
+  // checkpoint (message starts, generation header, client requests); the cache adds its own placement
+  // (every N tokens, observed branch points) and snapshots them while later Evaluate calls cross them.
+  // kResourceExhausted when no sequence slot or memory is available even after eviction.
+  Expected<AcquireResult> Acquire(std::span<const int32_t> prompt, std::span<const int32_t> checkpoint_hints,
+                                  bool use_cache);
+
+  // The largest number of tokens, starting at the sequence's current position, that may go into one batch
+  // before the next planned checkpoint position (so prefill chunks end exactly there). >= 1.
+  int32_t MaxChunk(memory::SeqId seq, int32_t want) const;
+
+  // Appends and evaluates tokens of several sequences in ONE model forward (continuous batching). Allocates
+  // pages (evicting if needed; fails cleanly, changing nothing, if impossible), records the replay log,
+  // snapshots checkpoints at planned positions reached. out->Row(out->seq_first_row[i] + j) are item i's rows.
+  Status Evaluate(std::span<const EvalItem> items, model::ForwardOutput* out);
+
+  // Exact rollback to n (speculative rejection, edits): see memory::MemoryManager::PlanTruncate.
+  Expected<TruncateResult> Truncate(memory::SeqId seq, int32_t n);
+
+  // Current evaluated length of a sequence.
+  int32_t Position(memory::SeqId seq) const;
+
+  // Ends a sequence. insert=true leaves its tokens, pages and a final-state checkpoint in the prefix tree.
+  void Release(memory::SeqId seq, bool insert);
+
+  // Persist the in-RAM cache to disk_dir (shutdown, periodic); load it at start (done by Create).
+  Status Persist();
+
+  // llama-server slot files: the sequence's tokens + state + KV in one checksummed file / back.
+  Expected<uint64_t> SaveSequence(memory::SeqId seq, const std::string& path);
+  // Restores a saved sequence file into the prefix tree (so the next request with that prefix resumes there).
+  Expected<int32_t> LoadIntoTree(const std::string& path);
+
+  std::string StatsJson() const;     // GET /cache: tree size, checkpoints, bytes per tier
+  std::string MetricsText() const;   // Prometheus lines (rewind_cache_*)
+
+ private:
+  friend class HybridCacheTestPeer;  // engine/exact_test.cc: invariant checks and evict-all
+  HybridCache() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rw::engine

@@ -1,0 +1,41 @@
+// Private state of HybridCache (engine/hybrid_cache.h), shared by hybrid_cache.cc and hybrid_cache_persist.cc.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "engine/hybrid_cache.h"
+#include "memory/memory_manager.h"
+#include "model/forward.h"
+
+namespace rw::engine {
+
+struct HybridCache::Impl {
+  model::Model* model = nullptr;
+  HybridCacheConfig cfg;
+  std::unique_ptr<memory::MemoryManager> mm;
+  std::unique_ptr<model::KvStorage> kv;
+  std::unique_ptr<model::StateStorage> states;
+  std::map<memory::CheckpointId, model::StateCheckpoint> ckpts;  // checkpoint buffers, by bookkeeping id
+  std::map<memory::SlotId, model::ReplaySeqLog> logs;            // batch-start slot -> replay log of that batch
+  std::map<memory::SeqId, std::vector<int32_t>> planned;         // checkpoint positions still to snapshot
+  uint64_t fingerprint = 0;
+
+  struct Counters {
+    uint64_t acquires = 0, evaluated_tokens = 0, evictions = 0, evicted_bytes = 0, checkpoints_saved = 0;
+    uint64_t restores = 0, replays = 0, page_copies = 0, truncates = 0, persisted = 0, loaded = 0;
+  } counters;
+
+  // Performs a committed plan's data operations on storage, in order.
+  void Exec(const std::vector<memory::DataOp>& ops);
+  // Evicts until `bytes` of budget and `pages` pages are free. Fails (changing nothing) if impossible.
+  Status MakeRoom(int64_t bytes, int32_t pages);
+  // Snapshots the live state at the sequence's position (evicting if needed). Best effort: false if no room.
+  bool Checkpoint(memory::SeqId seq);
+  // Writes KV rows and a state into a freshly appended sequence (persistence import instead of a forward).
+  Expected<int32_t> Import(std::span<const int32_t> tokens, std::span<const float> state, std::string_view kv_bytes);
+  Status LoadDisk();
+};
+
+}  // namespace rw::engine

@@ -1,0 +1,183 @@
+// HybridCache persistence: checkpoint files (memory/persist_format.h) for the disk tier, restarts and
+// llama-server slot save/restore. A file holds a token prefix, the recurrent state after it and the KV pages of
+// the prefix; importing one rebuilds a tree path without running the model.
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+#include "base/file.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "engine/hybrid_cache.h"
+#include "engine/hybrid_cache_impl.h"
+#include "memory/persist_format.h"
+
+namespace rw::engine {
+namespace {
+
+// [page][attn_layer][K | V][page_tokens][row_width] spans of the pages covering [0, pos).
+std::vector<std::span<const std::byte>> KvParts(const model::KvStorage& kv, std::span<const memory::PageId> pages) {
+  std::vector<std::span<const std::byte>> parts;
+  const size_t page_layer_bytes = static_cast<size_t>(kv.page_size()) * kv.config().row_width * kv.elem_bytes();
+  for (memory::PageId p : pages)
+    for (int32_t l = 0; l < kv.config().n_layers; ++l) {
+      parts.emplace_back(reinterpret_cast<const std::byte*>(kv.K(l, p)), page_layer_bytes);
+      parts.emplace_back(reinterpret_cast<const std::byte*>(kv.V(l, p)), page_layer_bytes);
+    }
+  return parts;
+}
+
+std::span<const std::byte> Bytes(std::span<const float> f) {
+  return {reinterpret_cast<const std::byte*>(f.data()), f.size_bytes()};
+}
+
+std::string FileName(std::span<const int32_t> tokens) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "ckpt-%016llx-%zu.rwck", static_cast<unsigned long long>(HashTokens(tokens)),
+                tokens.size());
+  return buf;
+}
+
+}  // namespace
+
+Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std::span<const float> state,
+                                            std::string_view kv_bytes) {
+  const int32_t len = static_cast<int32_t>(tokens.size());
+  const int32_t P = kv->page_size();
+  const size_t page_layer_bytes = static_cast<size_t>(P) * kv->config().row_width * kv->elem_bytes();
+  const size_t want_kv = static_cast<size_t>((len + P - 1) / P) * kv->config().n_layers * 2 * page_layer_bytes;
+  if (len == 0 || len > cfg.n_ctx) return Error::InvalidArgument("saved prefix length " + std::to_string(len) + " invalid");
+  if (state.size_bytes() != states->bytes_per_state() || kv_bytes.size() != want_kv)
+    return Error::Corrupt("saved state/KV sizes do not match this cache (other page size or KV type?)");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= model->config().n_vocab) return Error::Corrupt("saved prefix has an invalid token id");
+  std::vector<int32_t> probe(tokens.begin(), tokens.end());
+  probe.push_back(0);  // the hit rule keeps one token to evaluate: ask for one more
+  REWIND_ASSIGN_OR_RETURN(memory::AcquirePlan acq, mm->PlanAcquire(probe, true));
+  if (acq.hit.resume_pos == len) return len;  // already cached
+  const memory::SeqId seq = mm->Commit(acq);
+  Exec(acq.ops);
+  auto drop = [&] {
+    auto rel = mm->PlanRelease(seq, false);
+    REWIND_CHECK(rel.ok());
+    mm->Commit(*rel);
+    Exec(rel->ops);
+  };
+  std::span<const int32_t> rest = tokens.subspan(static_cast<size_t>(acq.hit.resume_pos));
+  const int64_t need = mm->AppendBytes(seq, static_cast<int32_t>(rest.size()));
+  if (Status s = MakeRoom(need, static_cast<int32_t>(need / mm->config().page_bytes)); !s.ok()) {
+    drop();
+    return s.error();
+  }
+  auto app = mm->PlanAppend(seq, rest);
+  REWIND_CHECK(app.ok());
+  mm->Commit(*app);
+  Exec(app->ops);
+  const size_t row_bytes = static_cast<size_t>(kv->config().row_width) * kv->elem_bytes();
+  for (int32_t q = acq.hit.resume_pos; q < len; ++q) {
+    const memory::PageId page = app->page_table[static_cast<size_t>(q / P)];
+    for (int32_t l = 0; l < kv->config().n_layers; ++l) {
+      const size_t base = (static_cast<size_t>(q / P) * kv->config().n_layers + l) * 2 * page_layer_bytes +
+                          static_cast<size_t>(q % P) * row_bytes;
+      std::memcpy(kv->K(l, page) + (q % P) * row_bytes, kv_bytes.data() + base, row_bytes);
+      std::memcpy(kv->V(l, page) + (q % P) * row_bytes, kv_bytes.data() + base + page_layer_bytes, row_bytes);
+    }
+  }
+  Status s = states->Restore(model::StateCheckpoint::FromData(std::vector<float>(state.begin(), state.end())),
+                             app->state_out);
+  REWIND_CHECK(s.ok());
+  logs.erase(app->state_out);
+  logs.erase(app->state_in);
+  if (!Checkpoint(seq)) {
+    drop();
+    return Error::Exhausted("cache budget: no room for the imported checkpoint");
+  }
+  auto rel = mm->PlanRelease(seq, true);
+  REWIND_CHECK(rel.ok());
+  mm->Commit(*rel);
+  Exec(rel->ops);
+  ++counters.loaded;
+  return len;
+}
+
+Status HybridCache::Impl::LoadDisk() {
+  const std::string index = cfg.disk_dir + "/index";
+  if (!FileExists(index)) return Status::Ok();
+  REWIND_ASSIGN_OR_RETURN(auto entries, memory::ReadCheckpointIndex(index, fingerprint));
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.pos < b.pos; });
+  for (const auto& e : entries) {
+    auto f = memory::ReadCheckpointFile(cfg.disk_dir + "/" + e.file, fingerprint);
+    if (!f.ok()) {
+      LOG_WARN("cache: skipping %s", f.error().ToString().c_str());
+      continue;
+    }
+    if (static_cast<int32_t>(f->tokens.size()) != e.pos || f->prefix_hash != e.prefix_hash) {
+      LOG_WARN("cache: %s does not match its index entry; skipped", e.file.c_str());
+      continue;
+    }
+    std::vector<float> state(f->state.size() / sizeof(float));
+    if (state.size() * sizeof(float) != f->state.size()) continue;
+    std::memcpy(state.data(), f->state.data(), f->state.size());
+    auto r = Import(f->tokens, state, f->kv);
+    if (!r.ok()) {
+      LOG_WARN("cache: %s not loaded: %s", e.file.c_str(), r.error().ToString().c_str());
+      if (r.error().kind == ErrorKind::kResourceExhausted) break;
+    }
+  }
+  return Status::Ok();
+}
+
+Status HybridCache::Persist() {
+  Impl& im = *impl_;
+  if (im.cfg.disk_dir.empty() || !im.cfg.use_cache) return Status::Ok();
+  REWIND_RETURN_IF_ERROR(MakeDirs(im.cfg.disk_dir));
+  const memory::PrefixTree& tree = im.mm->tree();
+  std::vector<memory::CheckpointIndexEntry> entries;
+  uint64_t total = 0;
+  for (memory::NodeId id = 1; id < tree.node_id_end(); ++id) {
+    if (!tree.alive(id) || tree.node(id).ckpt == memory::kNone) continue;
+    const std::vector<int32_t> tokens = tree.PathTokens(id);
+    const std::string name = FileName(tokens);
+    const std::string path = im.cfg.disk_dir + "/" + name;
+    const std::vector<memory::PageId> pages = tree.PathPages(tokens, static_cast<int32_t>(tokens.size()));
+    const std::vector<std::span<const std::byte>> kv = KvParts(*im.kv, pages);
+    uint64_t size = 0;
+    if (!FileExists(path)) {
+      std::string bytes = memory::EncodeCheckpointFile(im.fingerprint, tokens,
+                                                       Bytes(im.ckpts.at(tree.node(id).ckpt).data()), kv);
+      if (im.cfg.disk_bytes > 0 && total + bytes.size() > static_cast<uint64_t>(im.cfg.disk_bytes)) continue;
+      REWIND_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
+      size = bytes.size();
+      ++im.counters.persisted;
+    } else {
+      auto existing = ReadFileToString(path);
+      if (!existing.ok()) continue;
+      size = existing->size();
+    }
+    total += size;
+    entries.push_back({name, static_cast<int32_t>(tokens.size()), HashTokens(tokens), size});
+  }
+  return memory::WriteCheckpointIndex(im.cfg.disk_dir + "/index", im.fingerprint, entries);
+}
+
+Expected<uint64_t> HybridCache::SaveSequence(memory::SeqId seq, const std::string& path) {
+  Impl& im = *impl_;
+  if (!im.mm->has_sequence(seq)) return Error::NotFound("no sequence " + std::to_string(seq));
+  const memory::Sequence& s = im.mm->sequence(seq);
+  if (s.tokens.empty()) return Error::InvalidArgument("the sequence holds no tokens");
+  std::string bytes = memory::EncodeCheckpointFile(im.fingerprint, s.tokens, Bytes(im.states->SlotData(s.live)),
+                                                   KvParts(*im.kv, s.pages));
+  REWIND_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
+  return static_cast<uint64_t>(bytes.size());
+}
+
+Expected<int32_t> HybridCache::LoadIntoTree(const std::string& path) {
+  Impl& im = *impl_;
+  REWIND_ASSIGN_OR_RETURN(memory::CheckpointFile f, memory::ReadCheckpointFile(path, im.fingerprint));
+  if (f.state.size() % sizeof(float) != 0) return Error::Corrupt(path + ": state size is not a float array");
+  std::vector<float> state(f.state.size() / sizeof(float));
+  std::memcpy(state.data(), f.state.data(), f.state.size());
+  return im.Import(f.tokens, state, f.kv);
+}
+
+}  // namespace rw::engine

@@ -1,0 +1,224 @@
+// Fast kernels against their scalar twins (kernels/ref), sizes 0..2N with misaligned pointers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/activation.h"
+#include "kernels/attention.h"
+#include "kernels/conv.h"
+#include "kernels/dot.h"
+#include "kernels/f16.h"
+#include "kernels/gdn.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "kernels/ref/kernels_ref.h"
+#include "kernels/rope.h"
+#include "kernels/thread_pool.h"
+
+namespace rw::kernels {
+namespace {
+
+std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+TEST(Dot, AvxAndPortableGiveIdenticalBitsAndMatchDoubleReference) {
+  auto a = Random(200, 1), b = Random(200, 2);
+  for (int off = 0; off < 3; ++off) {
+    for (int64_t n = 0; n <= 160; ++n) {
+      const float fast = DotF32(a.data() + off, b.data() + off, n);
+      const float port = DotF32Portable(a.data() + off, b.data() + off, n);
+      EXPECT_EQ(std::bit_cast<uint32_t>(fast), std::bit_cast<uint32_t>(port)) << "n=" << n;
+      EXPECT_NEAR(fast, ref::Dot(a.data() + off, b.data() + off, n), 1e-4 * (1 + std::sqrt(n)));
+    }
+  }
+}
+
+TEST(MatMul, F32MatchesReferenceForAllShapes) {
+  ThreadPool pool(2);
+  for (int64_t K : {1, 7, 32, 33, 100}) {
+    for (int64_t R : {1, 5, 17}) {
+      auto w = Random(R * K, 3), x = Random(3 * K, 4);
+      Matrix m{gguf::TensorType::kF32, reinterpret_cast<const uint8_t*>(w.data()), K, R, uint64_t(K) * 4};
+      std::vector<float> y(3 * R), yr(3 * R);
+      MatMul(m, x.data(), 3, y.data(), &pool);
+      ref::MatMul(m, x.data(), 3, yr.data());
+      for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], yr[i], 1e-4 * std::sqrt(K));
+    }
+  }
+}
+
+TEST(RmsNorm, MatchesDefinitionWithWeight) {
+  for (int64_t n : {1, 2, 31, 256}) {
+    auto x = Random(n, 5), w = Random(n, 6);
+    std::vector<float> y(n);
+    RmsNorm(x.data(), w.data(), n, 1e-6f, y.data());
+    double ss = 0;
+    for (float v : x) ss += double(v) * v;
+    const double s = 1.0 / std::sqrt(ss / n + 1e-6);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y[i], x[i] * s * w[i], 1e-5 * (1 + std::fabs(y[i])));
+  }
+}
+
+TEST(L2Norm, GivesUnitVectorUpToEps) {
+  auto x = Random(64, 7);
+  std::vector<float> y(64);
+  L2Norm(x.data(), 64, 1e-6f, y.data());
+  double ss = 0, xs = 0;
+  for (int i = 0; i < 64; ++i) ss += double(y[i]) * y[i], xs += double(x[i]) * x[i];
+  EXPECT_NEAR(ss, xs / (xs + 1e-6), 1e-5);
+}
+
+TEST(Activation, SoftplusSwitchesToIdentityAboveTwenty) {
+  EXPECT_EQ(Softplus(20.5f), 20.5f);
+  EXPECT_NEAR(Softplus(0.0f), std::log(2.0f), 1e-7);
+  EXPECT_NEAR(Softplus(20.0f), 20.0f, 1e-6);
+  EXPECT_NEAR(Silu(1.0f), 1.0f / (1.0f + std::exp(-1.0f)), 1e-7);
+  EXPECT_NEAR(Sigmoid(-3.0f), 1.0 / (1.0 + std::exp(3.0)), 1e-7);
+}
+
+TEST(Rope, NeoxRotatesPairsHalfApartAndLeavesTailAlone) {
+  RopeParams p;
+  p.n_rot = 8;
+  p.freq_base = 10000.0f;
+  std::vector<float> cache(8);
+  const int pos = 5;
+  RopeCache(p, pos, cache.data());
+  auto x = Random(12, 8);
+  auto y = x;
+  RopeApply(cache.data(), 8, y.data());
+  for (int i = 0; i < 4; ++i) {
+    const double th = pos * std::pow(10000.0, -2.0 * i / 8);
+    EXPECT_NEAR(y[i], x[i] * std::cos(th) - x[i + 4] * std::sin(th), 1e-5);
+    EXPECT_NEAR(y[i + 4], x[i] * std::sin(th) + x[i + 4] * std::cos(th), 1e-5);
+  }
+  for (int i = 8; i < 12; ++i) EXPECT_EQ(y[i], x[i]);
+}
+
+TEST(Rope, ImropeEqualsNeoxWhenSectionsCoverAllPairsAndZeroesTheFourthComponent) {
+  RopeParams neox;
+  neox.n_rot = 64;
+  neox.freq_base = 1e7f;
+  RopeParams im = neox;
+  im.imrope = true;
+  im.sections = {11, 11, 10, 0};
+  std::vector<float> a(64), b(64);
+  RopeCache(neox, 1234, a.data());
+  RopeCache(im, 1234, b.data());
+  EXPECT_EQ(a, b);
+  im.sections = {1, 1, 1, 1};  // sector 3 of every 4 falls in "e": angle 0
+  RopeCache(im, 1234, b.data());
+  EXPECT_EQ(b[2 * 3], 1.0f);
+  EXPECT_EQ(b[2 * 3 + 1], 0.0f);
+  EXPECT_EQ(b[2 * 1], a[2 * 1]);
+}
+
+TEST(CausalConv, MatchesWindowDefinition) {
+  const int C = 5, Kc = 4, T = 7;
+  auto w = Random(C * Kc, 9), x = Random(T * C, 10);
+  std::vector<float> state(C * (Kc - 1), 0.0f), y(T * C);
+  CausalConvRun(state.data(), w.data(), x.data(), C, T, 0, C, Kc, y.data(), C);
+  for (int c = 0; c < C; ++c)
+    for (int t = 0; t < T; ++t) {
+      double s = 0;
+      for (int i = 0; i < Kc; ++i) {
+        const int tt = t - (Kc - 1) + i;
+        if (tt >= 0) s += double(x[tt * C + c]) * w[c * Kc + i];
+      }
+      EXPECT_NEAR(y[t * C + c], s, 1e-5);
+    }
+  for (int c = 0; c < C; ++c)
+    for (int j = 0; j < Kc - 1; ++j) EXPECT_EQ(state[c * (Kc - 1) + j], x[(T - (Kc - 1) + j) * C + c]);
+}
+
+TEST(Gdn, HeadStepMatchesReferenceOverManyTokens) {
+  for (int S : {1, 8, 33, 64}) {
+    std::vector<float> M(S * S, 0.0f), Mr(S * S, 0.0f), o(S), orf(S);
+    for (int t = 0; t < 6; ++t) {
+      auto q = Random(S, 20 + t, 1.0f / std::sqrt(S)), k = Random(S, 40 + t, 1.0f / std::sqrt(S)),
+           v = Random(S, 60 + t);
+      GdnHeadStep(M.data(), q.data(), k.data(), v.data(), 0.7f, -0.3f, S, o.data());
+      ref::GdnHeadStep(Mr.data(), q.data(), k.data(), v.data(), 0.7f, -0.3f, S, orf.data());
+      for (int j = 0; j < S; ++j) EXPECT_NEAR(o[j], orf[j], 1e-4);
+    }
+    for (int i = 0; i < S * S; ++i) EXPECT_NEAR(M[i], Mr[i], 1e-4);
+  }
+}
+
+TEST(Gdn, ReplayWithoutOutputGivesTheSameState) {
+  const int S = 16;
+  std::vector<float> M(S * S, 0.0f), M2(S * S, 0.0f), o(S);
+  for (int t = 0; t < 4; ++t) {
+    auto q = Random(S, 80 + t), k = Random(S, 90 + t), v = Random(S, 100 + t);
+    GdnHeadStep(M.data(), q.data(), k.data(), v.data(), 0.5f, -0.1f, S, o.data());
+    GdnHeadStep(M2.data(), q.data(), k.data(), v.data(), 0.5f, -0.1f, S, nullptr);
+  }
+  EXPECT_EQ(M, M2);
+}
+
+struct PagedFixture {
+  std::vector<std::vector<uint8_t>> k, v;
+  std::vector<const uint8_t*> kp, vp;
+  KvPages view;
+  PagedFixture(const std::vector<float>& K, const std::vector<float>& V, int n, int W, int page, bool f16) {
+    const int n_pages = (n + page - 1) / page;
+    const int es = f16 ? 2 : 4;
+    for (int pg = 0; pg < n_pages; ++pg) {
+      k.emplace_back(page * W * es);
+      v.emplace_back(page * W * es);
+      for (int r = 0; r < page && pg * page + r < n; ++r)
+        for (int c = 0; c < W; ++c) {
+          const size_t src = (pg * page + r) * W + c, dst = r * W + c;
+          if (f16) {
+            reinterpret_cast<uint16_t*>(k.back().data())[dst] = FloatToHalf(K[src]);
+            reinterpret_cast<uint16_t*>(v.back().data())[dst] = FloatToHalf(V[src]);
+          } else {
+            reinterpret_cast<float*>(k.back().data())[dst] = K[src];
+            reinterpret_cast<float*>(v.back().data())[dst] = V[src];
+          }
+        }
+    }
+    for (auto& p : k) kp.push_back(p.data());
+    for (auto& p : v) vp.push_back(p.data());
+    view = {kp.data(), vp.data(), page, W, f16};
+  }
+};
+
+TEST(Attention, OnlineBlocksMatchTwoPassReferenceF32AndF16) {
+  const int D = 16, Hkv = 2, W = D * Hkv;
+  for (bool f16 : {false, true}) {
+    for (int n : {1, 2, 31, 32, 33, 100}) {
+      auto K = Random(n * W, 11), V = Random(n * W, 12), q = Random(D, 13, 2.0f);
+      PagedFixture kv(K, V, n, W, 8, f16);
+      std::vector<float> o(D), orf(D);
+      for (int h = 0; h < Hkv; ++h) {
+        AttendOne(q.data(), D, h, n, kv.view, 0.25f, o.data());
+        ref::AttendOne(q.data(), D, h, n, kv.view, 0.25f, orf.data());
+        for (int d = 0; d < D; ++d) EXPECT_NEAR(o[d], orf[d], 1e-5) << n << " " << f16;
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 2, 5, 100}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.ParallelFor(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[i]++;
+      });
+      for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rw::kernels

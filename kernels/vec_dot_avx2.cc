@@ -1,0 +1,412 @@
+// AVX2 + FMA + F16C dot products. This file is compiled with -mavx2 -mfma -mf16c -ffp-contract=off and is
+// only called after the CPU check in vec_dot.cc.
+//
+// Fixed reduction order (I1): every dot product of a given n runs the same instruction sequence: integer sums
+// per block (exact), one 8-lane float accumulator updated once per block with an FMA in block order, one
+// fixed horizontal sum at the end (plus, for the _1 formats, a scalar min term accumulated in block order).
+// Several rows are processed together only to share the activation loads; each row keeps its own
+// accumulators, so its bits do not depend on how many rows the call has or where the row sits.
+#include "kernels/vec_dot_avx2.h"
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "gguf/quants.h"
+
+namespace rw::kernels::avx2 {
+namespace {
+
+using gguf::BlockQ4_0;
+using gguf::BlockQ4_1;
+using gguf::BlockQ4_K;
+using gguf::BlockQ5_0;
+using gguf::BlockQ5_1;
+using gguf::BlockQ5_K;
+using gguf::BlockQ6_K;
+using gguf::BlockQ8_0;
+using gguf::BlockQ8_1;
+using gguf::BlockQ8_K;
+using gguf::TensorType;
+
+// ---- Helpers ----------------------------------------------------------------------------------------------
+
+// Horizontal sum in one fixed order: (lo128 + hi128), then (0+2, 1+3), then (0 + 1).
+inline float Hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Software prefetch of the same block in the row group after this one (`ahead` bytes further): rows are read
+// as 4 interleaved short streams, which the hardware prefetcher ramps up on too late at every new row group.
+// Prefetching never faults, so running past the matrix end is harmless. No effect on results.
+template <size_t kBytes>
+inline void Prefetch(const void* block, ptrdiff_t ahead) {
+  const char* p = static_cast<const char*>(block) + ahead;
+  for (size_t off = 0; off < kBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+}
+
+inline float H2F(uint16_t h) { return _cvtsh_ss(h); }
+
+inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m128i Load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+
+// Pairwise sums of 16 int16 -> 8 int32.
+inline __m256i SumPairs16(__m256i v) { return _mm256_madd_epi16(v, _mm256_set1_epi16(1)); }
+
+// sum over each group of 4 bytes of u[i] * s[i] with u unsigned (<= 128) and s signed int8 -> 8 int32.
+inline __m256i DotUnsigned(__m256i u, __m256i s) { return SumPairs16(_mm256_maddubs_epi16(u, s)); }
+
+// Same for two signed int8 vectors (s is never -128: activations are in [-127, 127]).
+inline __m256i DotSigned(__m256i x, __m256i s) {
+  return DotUnsigned(_mm256_sign_epi8(x, x), _mm256_sign_epi8(s, x));
+}
+
+// 16 packed bytes of nibbles -> 32 bytes: low nibbles first (elements 0..15), then high nibbles.
+inline __m256i UnpackNibbles16(const uint8_t* p) {
+  const __m128i b = Load128(p);
+  const __m128i m = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+// Bit i of x -> byte i = 0xFF when set, 0 otherwise.
+inline __m256i BytesFromBits32(const uint8_t* p) {
+  uint32_t x;
+  std::memcpy(&x, p, 4);
+  const __m256i shuf = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202,
+                                          0x0303030303030303);
+  __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), shuf);
+  bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7FBFDFEFF7FBFDFE));
+  return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
+}
+
+// Q4_K/Q5_K scales: bytes 0..7 of the result are the 8 scales, bytes 8..15 the 8 mins.
+inline void UnpackScalesMins(const uint8_t* packed, uint32_t utmp[4]) {
+  constexpr uint32_t kMask1 = 0x3F3F3F3F, kMask2 = 0x0F0F0F0F, kMask3 = 0x03030303;
+  std::memcpy(utmp, packed, 12);
+  utmp[3] = ((utmp[2] >> 4) & kMask2) | (((utmp[1] >> 6) & kMask3) << 4);
+  const uint32_t uaux = utmp[1] & kMask1;
+  utmp[1] = (utmp[2] & kMask2) | (((utmp[0] >> 6) & kMask3) << 4);
+  utmp[2] = uaux;
+  utmp[0] &= kMask1;
+}
+
+// ---- 32-element formats -----------------------------------------------------------------------------------
+// Each kernel: template over R rows; w[r] points at row r's blocks, a at the activation blocks.
+
+template <int R>
+void RowsQ8_0(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
+  const auto* a = static_cast<const BlockQ8_0*>(act);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256i qa = Load256(a[i].qs);
+    const float da = H2F(a[i].d);
+    for (int r = 0; r < R; ++r) {
+      const auto* x = reinterpret_cast<const BlockQ8_0*>(w[r]) + i;
+      Prefetch<sizeof(BlockQ8_0)>(x, ahead);
+      const __m256 d = _mm256_set1_ps(H2F(x->d) * da);
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(DotSigned(Load256(x->qs), qa)), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
+}
+
+template <int R>
+void RowsQ4_0(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
+  const auto* a = static_cast<const BlockQ8_0*>(act);
+  const __m256i off = _mm256_set1_epi8(8);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256i qa = Load256(a[i].qs);
+    const float da = H2F(a[i].d);
+    for (int r = 0; r < R; ++r) {
+      const auto* x = reinterpret_cast<const BlockQ4_0*>(w[r]) + i;
+      Prefetch<sizeof(BlockQ4_0)>(x, ahead);
+      const __m256i q = _mm256_sub_epi8(UnpackNibbles16(x->qs), off);
+      const __m256 d = _mm256_set1_ps(H2F(x->d) * da);
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(DotSigned(q, qa)), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
+}
+
+template <int R>
+void RowsQ5_0(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
+  const auto* a = static_cast<const BlockQ8_0*>(act);
+  const __m256i hi_mask = _mm256_set1_epi8(static_cast<char>(0xF0));
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256i qa = Load256(a[i].qs);
+    const float da = H2F(a[i].d);
+    for (int r = 0; r < R; ++r) {
+      const auto* x = reinterpret_cast<const BlockQ5_0*>(w[r]) + i;
+      Prefetch<sizeof(BlockQ5_0)>(x, ahead);
+      // nibble | (bit ? 0 : 0xF0) == nibble + 16*bit - 16 as int8.
+      const __m256i q = _mm256_or_si256(UnpackNibbles16(x->qs), _mm256_andnot_si256(BytesFromBits32(x->qh), hi_mask));
+      const __m256 d = _mm256_set1_ps(H2F(x->d) * da);
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(DotSigned(q, qa)), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
+}
+
+// Q4_1 / Q5_1 against Q8_1: d_w*d_a*sum(q_w*q_a) in the vector accumulator, m_w*s_a in a scalar one.
+template <int R, bool kFive>
+void RowsQx_1(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
+  const auto* a = static_cast<const BlockQ8_1*>(act);
+  const __m256i bit4 = _mm256_set1_epi8(0x10);
+  __m256 acc[R];
+  float summ[R];
+  for (int r = 0; r < R; ++r) {
+    acc[r] = _mm256_setzero_ps();
+    summ[r] = 0.0f;
+  }
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256i qa = Load256(a[i].qs);
+    const float da = H2F(a[i].d), sa = H2F(a[i].s);
+    for (int r = 0; r < R; ++r) {
+      __m256i q;
+      uint16_t dw, mw;
+      if constexpr (kFive) {
+        const auto* x = reinterpret_cast<const BlockQ5_1*>(w[r]) + i;
+        Prefetch<sizeof(BlockQ5_1)>(x, ahead);
+        q = _mm256_or_si256(UnpackNibbles16(x->qs), _mm256_and_si256(BytesFromBits32(x->qh), bit4));
+        dw = x->d;
+        mw = x->m;
+      } else {
+        const auto* x = reinterpret_cast<const BlockQ4_1*>(w[r]) + i;
+        Prefetch<sizeof(BlockQ4_1)>(x, ahead);
+        q = UnpackNibbles16(x->qs);
+        dw = x->d;
+        mw = x->m;
+      }
+      const __m256 d = _mm256_set1_ps(H2F(dw) * da);
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(DotUnsigned(q, qa)), acc[r]);
+      summ[r] += H2F(mw) * sa;
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]) + summ[r];
+}
+
+// ---- K formats --------------------------------------------------------------------------------------------
+// Per super-block: exact int32 sums of scale * q_w * q_a in 8 lanes, then acc += d * sums (one FMA) and, for
+// Q4_K/Q5_K, acc -= dmin * (mins . bsums) in 8 lanes (one FNMA).
+
+// Byte shuffle that broadcasts int16 element j of each 128-bit lane.
+inline __m256i ScaleShuffle(int j) {
+  return _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8)));
+}
+
+// mins (8 x int16) . (bsums[2j] + bsums[2j+1]) as 8 int32 lanes.
+inline __m256i MinsDotBsums(__m128i mins16, const BlockQ8_K* y) {
+  const __m256i m2 = _mm256_set_m128i(_mm_unpackhi_epi16(mins16, mins16), _mm_unpacklo_epi16(mins16, mins16));
+  return _mm256_madd_epi16(Load256(reinterpret_cast<const uint8_t*>(y) + offsetof(BlockQ8_K, bsums)), m2);
+}
+
+template <int R, bool kFive>
+void RowsQx_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
+  const auto* a = static_cast<const BlockQ8_K*>(act);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi8(1);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const BlockQ8_K* y = a + i;
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* qs;
+      const uint8_t* packed;
+      uint16_t dw, dminw;
+      __m256i hbits = _mm256_setzero_si256();
+      if constexpr (kFive) {
+        const auto* x = reinterpret_cast<const BlockQ5_K*>(w[r]) + i;
+        Prefetch<sizeof(BlockQ5_K)>(x, ahead);
+        qs = x->qs;
+        packed = x->scales;
+        dw = x->d;
+        dminw = x->dmin;
+        hbits = Load256(x->qh);
+      } else {
+        const auto* x = reinterpret_cast<const BlockQ4_K*>(w[r]) + i;
+        Prefetch<sizeof(BlockQ4_K)>(x, ahead);
+        qs = x->qs;
+        packed = x->scales;
+        dw = x->d;
+        dminw = x->dmin;
+      }
+      uint32_t utmp[4];
+      UnpackScalesMins(packed, utmp);
+      // Scales in bytes 0..7, mins in 8..15, built from registers (a vector load of utmp would stall on store
+      // forwarding). 8 scales as int16 in both 128-bit lanes; sub-block j's is broadcast with one byte shuffle.
+      const __m128i scmn = _mm_set_epi32(static_cast<int>(utmp[3]), static_cast<int>(utmp[2]),
+                                         static_cast<int>(utmp[1]), static_cast<int>(utmp[0]));
+      const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scmn));
+      __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        const __m256i q = Load256(qs + 32 * c);
+        __m256i lo = _mm256_and_si256(q, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        if constexpr (kFive) {
+          lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c), one), 4));
+          hi = _mm256_or_si256(hi,
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c + 1), one), 4));
+        }
+        const __m256i plo = _mm256_maddubs_epi16(lo, Load256(y->qs + 64 * c));
+        const __m256i phi = _mm256_maddubs_epi16(hi, Load256(y->qs + 64 * c + 32));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(plo, _mm256_shuffle_epi8(sc16, ScaleShuffle(2 * c))));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(phi, _mm256_shuffle_epi8(sc16, ScaleShuffle(2 * c + 1))));
+      }
+      const __m256 d = _mm256_set1_ps(H2F(dw) * y->d);
+      const __m256 dmin = _mm256_set1_ps(H2F(dminw) * y->d);
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(MinsDotBsums(_mm_cvtepu8_epi16(_mm_srli_si128(scmn, 8)), y)), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
+}
+
+// Byte shuffle: low 128-bit lane broadcasts int16 element 2k, high lane element 2k + 1.
+inline __m256i PairShuffle(int k) {
+  const short lo = static_cast<short>((4 * k) | ((4 * k + 1) << 8));
+  const short hi = static_cast<short>((4 * k + 2) | ((4 * k + 3) << 8));
+  return _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo));
+}
+
+template <int R>
+void RowsQ6_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
+  const auto* a = static_cast<const BlockQ8_K*>(act);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m2 = _mm256_set1_epi8(0x03);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const BlockQ8_K* y = a + i;
+    const __m256i bsums = Load256(reinterpret_cast<const uint8_t*>(y) + offsetof(BlockQ8_K, bsums));
+    for (int r = 0; r < R; ++r) {
+      const auto* x = reinterpret_cast<const BlockQ6_K*>(w[r]) + i;
+      Prefetch<sizeof(BlockQ6_K)>(x, ahead);
+      const __m256i sc16 = _mm256_cvtepi8_epi16(Load128(x->scales));  // [16] int16
+      // sum over groups of Sc_g * (q - 32) * a == sum Sc_g * q * a - 32 * sum Sc_g * bsums_g.
+      __m256i sumi = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 5);
+      sumi = _mm256_sub_epi32(_mm256_setzero_si256(), sumi);
+#pragma GCC unroll 2
+      for (int n = 0; n < 2; ++n) {
+        const __m256i l0 = Load256(x->ql + 64 * n);
+        const __m256i l1 = Load256(x->ql + 64 * n + 32);
+        const __m256i h = Load256(x->qh + 32 * n);
+        __m256i q[4];
+        q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
+        q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+        // Both 128-bit lanes hold Sc[8n .. 8n+7]; PairShuffle(k) puts Sc[8n+2k] in the low lane and
+        // Sc[8n+2k+1] in the high lane (the scales of elements 32k..32k+15 and 32k+16..32k+31).
+        const __m256i sc_half = _mm256_permute4x64_epi64(sc16, n ? 0xEE : 0x44);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+          const __m256i s = _mm256_shuffle_epi8(sc_half, PairShuffle(k));
+          const __m256i p = _mm256_maddubs_epi16(q[k], Load256(y->qs + 128 * n + 32 * k));
+          sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
+        }
+      }
+      const __m256 d = _mm256_set1_ps(H2F(x->d) * y->d);
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
+}
+
+// ---- Float formats (n any; one row at a time, 4 accumulators of 8 lanes) -----------------------------------
+// Order: 32-element steps into acc0..3, then 8-element steps into acc0, then (acc0+acc1)+(acc2+acc3),
+// horizontal sum, then the < 8 tail added element by element.
+
+inline __m256 LoadF32(const void* p, int64_t i) { return _mm256_loadu_ps(static_cast<const float*>(p) + i); }
+inline __m256 LoadF16(const void* p, int64_t i) { return _mm256_cvtph_ps(Load128(static_cast<const uint16_t*>(p) + i)); }
+inline __m256 LoadBF16(const void* p, int64_t i) {
+  const __m256i v = _mm256_cvtepu16_epi32(Load128(static_cast<const uint16_t*>(p) + i));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+inline float ScalarF32(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
+inline float ScalarF16(const void* p, int64_t i) { return gguf::Fp16ToFp32(static_cast<const uint16_t*>(p)[i]); }
+inline float ScalarBF16(const void* p, int64_t i) { return gguf::Bf16ToFp32(static_cast<const uint16_t*>(p)[i]); }
+
+template <__m256 (*Load)(const void*, int64_t), float (*Scalar)(const void*, int64_t)>
+float DotFloat(int64_t n, const void* w, const void* a) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
+         acc3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm256_fmadd_ps(Load(w, i), Load(a, i), acc0);
+    acc1 = _mm256_fmadd_ps(Load(w, i + 8), Load(a, i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(Load(w, i + 16), Load(a, i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(Load(w, i + 24), Load(a, i + 24), acc3);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(Load(w, i), Load(a, i), acc0);
+  float sum = Hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; i < n; ++i) sum += Scalar(w, i) * Scalar(a, i);
+  return sum;
+}
+
+// ---- Row driver -------------------------------------------------------------------------------------------
+
+using RowsFn = void (*)(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out);
+
+// Runs kernel K<4> over groups of 4 rows and K<1> over the rest (each row's bits are the same either way).
+template <RowsFn kFour, RowsFn kOne>
+void DriveRows(int64_t nb, const uint8_t* base, size_t stride, int64_t n_rows, const void* act, float* out) {
+  int64_t r = 0;
+  for (; r + 4 <= n_rows; r += 4) {
+    const uint8_t* rows[4] = {base + r * stride, base + (r + 1) * stride, base + (r + 2) * stride,
+                              base + (r + 3) * stride};
+    kFour(nb, rows, static_cast<ptrdiff_t>(4 * stride), act, out + r);
+  }
+  for (; r < n_rows; ++r) {
+    const uint8_t* row = base + r * stride;
+    kOne(nb, &row, static_cast<ptrdiff_t>(stride), act, out + r);
+  }
+}
+
+}  // namespace
+
+bool Supports(TensorType t) { return gguf::IsSupportedWeightType(t); }
+
+void VecDotRows(TensorType t, int64_t n, const void* w, size_t stride, int64_t n_rows, const void* act,
+                float* out) {
+  const auto* base = static_cast<const uint8_t*>(w);
+  const int64_t nb = n / gguf::BlockSize(t);
+  switch (t) {
+    case TensorType::kQ8_0: return DriveRows<RowsQ8_0<4>, RowsQ8_0<1>>(nb, base, stride, n_rows, act, out);
+    case TensorType::kQ4_0: return DriveRows<RowsQ4_0<4>, RowsQ4_0<1>>(nb, base, stride, n_rows, act, out);
+    case TensorType::kQ5_0: return DriveRows<RowsQ5_0<4>, RowsQ5_0<1>>(nb, base, stride, n_rows, act, out);
+    case TensorType::kQ4_1:
+      return DriveRows<RowsQx_1<4, false>, RowsQx_1<1, false>>(nb, base, stride, n_rows, act, out);
+    case TensorType::kQ5_1:
+      return DriveRows<RowsQx_1<4, true>, RowsQx_1<1, true>>(nb, base, stride, n_rows, act, out);
+    case TensorType::kQ4_K:
+      return DriveRows<RowsQx_K<4, false>, RowsQx_K<1, false>>(nb, base, stride, n_rows, act, out);
+    case TensorType::kQ5_K:
+      return DriveRows<RowsQx_K<4, true>, RowsQx_K<1, true>>(nb, base, stride, n_rows, act, out);
+    case TensorType::kQ6_K: return DriveRows<RowsQ6_K<4>, RowsQ6_K<1>>(nb, base, stride, n_rows, act, out);
+    case TensorType::kF32:
+      for (int64_t r = 0; r < n_rows; ++r) out[r] = DotFloat<LoadF32, ScalarF32>(n, base + r * stride, act);
+      return;
+    case TensorType::kF16:
+      for (int64_t r = 0; r < n_rows; ++r) out[r] = DotFloat<LoadF16, ScalarF16>(n, base + r * stride, act);
+      return;
+    case TensorType::kBF16:
+      for (int64_t r = 0; r < n_rows; ++r) out[r] = DotFloat<LoadBF16, ScalarBF16>(n, base + r * stride, act);
+      return;
+    default: break;
+  }
+}
+
+}  // namespace rw::kernels::avx2

@@ -1,0 +1,251 @@
+// Sequence mutations: append, checkpoint, truncate, fork. Requests (acquire/release/evict) live in
+// memory_requests.cc, invariants in memory_invariants.cc.
+#include "memory/memory_manager.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+#include "base/hash.h"
+#include "memory/sequence_resume.h"
+
+namespace rw::memory {
+
+MemoryManager::MemoryManager(const MemoryConfig& config)
+    : config_(config),
+      pages_(config.MaxPages()),
+      slots_(config.max_slots),
+      tree_(config.page_tokens, config.page_bytes, &pages_, &ckpts_) {
+  REWIND_CHECK_MSG(config.Validate().ok(), "invalid MemoryConfig: %s", config.Validate().error().message.c_str());
+}
+
+const Sequence& MemoryManager::sequence(SeqId id) const {
+  auto it = seqs_.find(id);
+  REWIND_CHECK_MSG(it != seqs_.end(), "unknown sequence %d", id);
+  return it->second;
+}
+
+Sequence& MemoryManager::mut(SeqId id) {
+  auto it = seqs_.find(id);
+  REWIND_CHECK_MSG(it != seqs_.end(), "unknown sequence %d", id);
+  return it->second;
+}
+
+std::vector<SeqId> MemoryManager::sequence_ids() const {
+  std::vector<SeqId> out;
+  for (const auto& [id, s] : seqs_) out.push_back(id);
+  return out;
+}
+
+void MemoryManager::Tick(uint64_t plan_generation) {
+  REWIND_CHECK_MSG(plan_generation == generation_, "stale plan (generation %llu, now %llu)",
+                   static_cast<unsigned long long>(plan_generation), static_cast<unsigned long long>(generation_));
+  ++generation_;
+  ++now_;
+}
+
+int64_t MemoryManager::used_bytes() const {
+  return static_cast<int64_t>(pages_.used_count()) * config_.page_bytes + ckpts_.total_bytes();
+}
+
+Agreement MemoryManager::FindResume(SeqId seq, std::span<const int32_t> candidate, int32_t limit) const {
+  return ResumeInSequence(sequence(seq), ckpts_, candidate, limit);
+}
+
+void MemoryManager::SetIdle(SeqId seq, bool idle) { mut(seq).idle = idle; }
+
+static Error BudgetError(int64_t need, int64_t free) {
+  return Error::Exhausted("memory budget: needs " + std::to_string(need) + " B, " + std::to_string(free) +
+                          " B free (evict first)");
+}
+
+// ---- Append ------------------------------------------------------------------------------------------------
+
+int64_t MemoryManager::AppendBytes(SeqId seq, int32_t n) const {
+  const Sequence& s = sequence(seq);
+  const bool cow = s.pos() % config_.page_tokens != 0 && pages_.RefCount(s.pages.back()) > 1;
+  return static_cast<int64_t>(PagesFor(s.pos() + n) - PagesFor(s.pos()) + (cow ? 1 : 0)) * config_.page_bytes;
+}
+
+Expected<AppendPlan> MemoryManager::PlanAppend(SeqId seq, std::span<const int32_t> tokens) const {
+  if (!has_sequence(seq)) return Error::NotFound("no sequence " + std::to_string(seq));
+  if (tokens.empty()) return Error::InvalidArgument("append of zero tokens");
+  const Sequence& s = sequence(seq);
+  AppendPlan p;
+  p.generation = generation_;
+  p.seq = seq;
+  p.pos0 = s.pos();
+  p.tokens.assign(tokens.begin(), tokens.end());
+  p.page_table = s.pages;
+  const int32_t new_len = p.pos0 + static_cast<int32_t>(tokens.size());
+  int32_t n_new = PagesFor(new_len) - PagesFor(p.pos0);
+  const bool cow = p.pos0 % config_.page_tokens != 0 && pages_.RefCount(s.pages.back()) > 1;
+  int32_t n_take = n_new + (cow ? 1 : 0);
+  p.bytes = static_cast<int64_t>(n_take) * config_.page_bytes;
+  if (p.bytes > free_bytes() || n_take > pages_.free_count()) return BudgetError(p.bytes, free_bytes());
+  p.take = pages_.PeekFree(n_take);
+  size_t k = 0;
+  if (cow) {
+    p.cow_index = static_cast<int32_t>(s.pages.size()) - 1;
+    p.ops.push_back(CopyPageOp{s.pages.back(), p.take[k]});
+    p.page_table.back() = p.take[k++];
+  }
+  while (k < p.take.size()) p.page_table.push_back(p.take[k++]);
+  p.state_in = s.live;
+  p.state_out = s.spare != kNone ? s.spare : s.live;
+  return p;
+}
+
+void MemoryManager::Commit(const AppendPlan& p) {
+  Tick(p.generation);
+  Sequence& s = mut(p.seq);
+  for (PageId id : p.take) pages_.Take(id);
+  if (p.cow_index >= 0) pages_.Unref(s.pages[static_cast<size_t>(p.cow_index)]);
+  s.pages = p.page_table;
+  s.tokens.insert(s.tokens.end(), p.tokens.begin(), p.tokens.end());
+  if (s.spare != kNone) {
+    std::swap(s.live, s.spare);  // state_out is live now; state_in keeps the batch-start state
+    s.replay = {true, p.pos0, static_cast<int32_t>(p.tokens.size())};
+  } else {
+    s.replay = {};
+  }
+  s.last_use = now_;
+}
+
+// ---- Checkpoint --------------------------------------------------------------------------------------------
+
+Expected<CheckpointPlan> MemoryManager::PlanCheckpoint(SeqId seq) const {
+  if (!has_sequence(seq)) return Error::NotFound("no sequence " + std::to_string(seq));
+  const Sequence& s = sequence(seq);
+  CheckpointPlan p;
+  p.generation = generation_;
+  p.seq = seq;
+  p.pos = s.pos();
+  if (!s.checkpoints.empty() && ckpts_.Get(s.checkpoints.back()).pos == p.pos) {
+    p.id = s.checkpoints.back();
+    p.exists = true;
+    return p;
+  }
+  if (config_.state_bytes > free_bytes()) return BudgetError(config_.state_bytes, free_bytes());
+  p.id = ckpts_.next_id();
+  p.ops.push_back(SaveCheckpointOp{s.live, p.id});
+  return p;
+}
+
+void MemoryManager::Commit(const CheckpointPlan& p) {
+  Tick(p.generation);
+  if (p.exists) return;
+  Sequence& s = mut(p.seq);
+  REWIND_CHECK(s.pos() == p.pos);
+  ckpts_.Add(p.id, p.pos, HashTokens(s.tokens), config_.state_bytes, now_);
+  s.checkpoints.push_back(p.id);
+}
+
+// ---- Truncate ----------------------------------------------------------------------------------------------
+
+TruncatePlan MemoryManager::MakeTruncate(const Sequence& s, int32_t n) const {
+  TruncatePlan p;
+  p.generation = generation_;
+  p.seq = s.id;
+  p.target = n;
+  Agreement a = ResumeInSequence(s, ckpts_, std::span<const int32_t>(s.tokens).first(static_cast<size_t>(n)), n);
+  p.state = a.state;
+  const int32_t r = a.state.pos;
+  p.refeed.assign(s.tokens.begin() + r, s.tokens.begin() + n);
+  p.keep_pages = PagesFor(r);
+  switch (a.state.source) {
+    case StateSource::kLive:
+      p.replay_after = s.replay;
+      break;
+    case StateSource::kReplay:
+      p.ops.push_back(ReplayStateOp{s.spare, s.live, r - s.replay.start});
+      p.replay_after = {true, s.replay.start, r - s.replay.start};
+      break;
+    case StateSource::kCheckpoint:
+      p.ops.push_back(RestoreCheckpointOp{a.state.ckpt, s.live});
+      break;
+    case StateSource::kZero:
+      p.ops.push_back(ZeroStateOp{s.live});
+      break;
+  }
+  for (CheckpointId id : s.checkpoints) {
+    const Checkpoint& c = ckpts_.Get(id);
+    if (c.pos <= r) continue;
+    p.drop_ckpts.push_back(id);
+    if (c.refs == 1) p.ops.push_back(FreeCheckpointOp{id});
+  }
+  return p;
+}
+
+Expected<TruncatePlan> MemoryManager::PlanTruncate(SeqId seq, int32_t n) const {
+  if (!has_sequence(seq)) return Error::NotFound("no sequence " + std::to_string(seq));
+  const Sequence& s = sequence(seq);
+  if (n < 0 || n > s.pos())
+    return Error::OutOfRange("truncate to " + std::to_string(n) + " of a sequence of " + std::to_string(s.pos()));
+  return MakeTruncate(s, n);
+}
+
+void MemoryManager::ApplyTruncate(Sequence& s, const TruncatePlan& p) {
+  const int32_t r = p.state.pos;
+  REWIND_CHECK(r <= s.pos());
+  for (size_t i = static_cast<size_t>(p.keep_pages); i < s.pages.size(); ++i) pages_.Unref(s.pages[i]);
+  s.pages.resize(static_cast<size_t>(p.keep_pages));
+  s.tokens.resize(static_cast<size_t>(r));
+  for (CheckpointId id : p.drop_ckpts) {
+    bool freed = ckpts_.Unref(id);
+    bool planned = std::any_of(p.ops.begin(), p.ops.end(), [&](const DataOp& op) {
+      return std::holds_alternative<FreeCheckpointOp>(op) && std::get<FreeCheckpointOp>(op).ckpt == id;
+    });
+    REWIND_CHECK_MSG(freed == planned, "checkpoint %d: plan and commit disagree on freeing it", id);
+    s.checkpoints.erase(std::find(s.checkpoints.begin(), s.checkpoints.end(), id));
+  }
+  s.replay = p.replay_after;
+  s.last_use = now_;
+}
+
+void MemoryManager::Commit(const TruncatePlan& p) {
+  Tick(p.generation);
+  ApplyTruncate(mut(p.seq), p);
+}
+
+// ---- Fork --------------------------------------------------------------------------------------------------
+
+Expected<std::pair<SlotId, SlotId>> MemoryManager::PickSlots() const {
+  if (slots_.free_count() == 0) return Error::Exhausted("no free recurrent-state slot");
+  std::vector<SlotId> ids = slots_.PeekFree(std::min(2, slots_.free_count()));
+  return std::make_pair(ids[0], ids.size() > 1 ? ids[1] : kNone);
+}
+
+Expected<ForkPlan> MemoryManager::PlanFork(SeqId seq) const {
+  if (!has_sequence(seq)) return Error::NotFound("no sequence " + std::to_string(seq));
+  REWIND_ASSIGN_OR_RETURN(auto slots, PickSlots());
+  ForkPlan p;
+  p.generation = generation_;
+  p.src = seq;
+  p.seq = next_seq_;
+  p.live = slots.first;
+  p.spare = slots.second;
+  p.ops.push_back(CopyStateOp{sequence(seq).live, p.live});
+  return p;
+}
+
+SeqId MemoryManager::Commit(const ForkPlan& p) {
+  Tick(p.generation);
+  const Sequence& src = sequence(p.src);
+  REWIND_CHECK(p.seq == next_seq_);
+  Sequence s;
+  s.id = next_seq_++;
+  s.tokens = src.tokens;
+  s.pages = src.pages;
+  s.checkpoints = src.checkpoints;
+  for (PageId id : s.pages) pages_.Ref(id);
+  for (CheckpointId id : s.checkpoints) ckpts_.Ref(id);
+  s.live = p.live;
+  s.spare = p.spare;
+  slots_.Take(s.live);
+  if (s.spare != kNone) slots_.Take(s.spare);
+  s.last_use = now_;
+  seqs_.emplace(s.id, std::move(s));
+  return p.seq;
+}
+
+}  // namespace rw::memory

@@ -1,0 +1,121 @@
+// Gated full attention (spec model-qwen35.md 7.2) over the paged KV storage.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/activation.h"
+#include "kernels/attention.h"
+#include "kernels/f16.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "kernels/rope.h"
+#include "model/layers.h"
+
+namespace rw::model::internal {
+
+using kernels::ParallelFor;
+
+namespace {
+
+kernels::RopeParams MakeRope(const ModelConfig& c) {
+  kernels::RopeParams p;
+  p.n_rot = c.n_rot;
+  p.freq_base = c.rope_freq_base;
+  p.freq_scale = c.rope_freq_scale;
+  p.imrope = c.imrope;
+  p.sections = c.rope_sections;
+  p.yarn = c.rope_yarn;
+  p.yarn_attn_factor = c.rope_attn_factor;
+  p.n_ctx_orig = c.rope_n_ctx_orig;
+  return p;
+}
+
+void StoreRow(const float* src, int32_t n, bool f16, uint8_t* dst) {
+  if (f16) {
+    uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+    for (int32_t i = 0; i < n; ++i) d[i] = kernels::FloatToHalf(src[i]);
+  } else {
+    std::memcpy(dst, src, n * sizeof(float));
+  }
+}
+
+}  // namespace
+
+void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn_index, const float* t,
+                      int32_t N, std::span<const SeqRun> seqs, KvStorage& kv, float* out,
+                      kernels::ThreadPool* pool) {
+  const int32_t D = cfg.head_dim, Hq = cfg.n_head, Hkv = cfg.n_head_kv, QW = Hq * D, KW = Hkv * D;
+  const int32_t ps = kv.page_size();
+  const bool f16 = kv.config().type == KvType::kF16;
+  std::vector<float> qg(static_cast<size_t>(N) * 2 * QW);  // [N][Hq][q D | gate D]
+  std::vector<float> k(static_cast<size_t>(N) * KW), v(static_cast<size_t>(N) * KW);  // [N][Hkv·D]
+  kernels::MatMul(w.q, t, N, qg.data(), pool);
+  kernels::MatMul(w.k, t, N, k.data(), pool);
+  kernels::MatMul(w.v, t, N, v.data(), pool);
+
+  // Row -> (sequence, position).
+  std::vector<int32_t> row_seq(N), row_pos(N);
+  for (size_t s = 0; s < seqs.size(); ++s)
+    for (int32_t j = 0; j < seqs[s].n; ++j) {
+      row_seq[seqs[s].row0 + j] = static_cast<int32_t>(s);
+      row_pos[seqs[s].row0 + j] = seqs[s].pos0 + j;
+    }
+
+  // Per-head norms + RoPE; K and V go to the pages.
+  const kernels::RopeParams rope = MakeRope(cfg);
+  std::vector<float> q(static_cast<size_t>(N) * QW), gate(static_cast<size_t>(N) * QW);  // [N][Hq·D]
+  ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
+    std::vector<float> cache(cfg.n_rot);
+    for (int64_t i = i0; i < i1; ++i) {
+      const int32_t pos = row_pos[i];
+      kernels::RopeCache(rope, pos, cache.data());
+      for (int32_t h = 0; h < Hq; ++h) {
+        const float* src = qg.data() + i * 2 * QW + 2 * h * D;
+        float* qh = q.data() + i * QW + h * D;
+        kernels::RmsNorm(src, w.q_norm, D, cfg.eps, qh);
+        kernels::RopeApply(cache.data(), cfg.n_rot, qh);
+        std::memcpy(gate.data() + i * QW + h * D, src + D, D * sizeof(float));
+      }
+      for (int32_t j = 0; j < Hkv; ++j) {
+        float* kj = k.data() + i * KW + j * D;
+        kernels::RmsNorm(kj, w.k_norm, D, cfg.eps, kj);
+        kernels::RopeApply(cache.data(), cfg.n_rot, kj);
+      }
+      const SeqRun& s = seqs[row_seq[i]];
+      const int32_t page = s.pages[pos / ps];
+      const int64_t off = static_cast<int64_t>(pos % ps) * KW * kv.elem_bytes();
+      StoreRow(k.data() + i * KW, KW, f16, kv.K(attn_index, page) + off);
+      StoreRow(v.data() + i * KW, KW, f16, kv.V(attn_index, page) + off);
+    }
+  });
+
+  // Page pointers per sequence.
+  std::vector<std::vector<const uint8_t*>> kp(seqs.size()), vp(seqs.size());
+  std::vector<kernels::KvPages> views(seqs.size());
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const int32_t n_pages = (seqs[s].pos0 + seqs[s].n + ps - 1) / ps;
+    for (int32_t p = 0; p < n_pages; ++p) {
+      kp[s].push_back(kv.K(attn_index, seqs[s].pages[p]));
+      vp[s].push_back(kv.V(attn_index, seqs[s].pages[p]));
+    }
+    views[s] = {kp[s].data(), vp[s].data(), ps, KW, f16};
+  }
+
+  // Attention per (token, head), then the output gate.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const int32_t group = Hq / Hkv;
+  std::vector<float> att(static_cast<size_t>(N) * QW);  // [N][Hq·D]
+  ParallelFor(pool, static_cast<int64_t>(N) * Hq, [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) {
+      const int64_t i = j / Hq;
+      const int32_t h = static_cast<int32_t>(j % Hq);
+      float* oh = att.data() + i * QW + h * D;
+      kernels::AttendOne(q.data() + i * QW + h * D, D, h / group, row_pos[i] + 1, views[row_seq[i]], scale, oh);
+      const float* gh = gate.data() + i * QW + h * D;
+      for (int32_t d = 0; d < D; ++d) oh[d] = oh[d] * kernels::Sigmoid(gh[d]);
+    }
+  });
+  kernels::MatMul(w.out, att.data(), N, out, pool);
+}
+
+}  // namespace rw::model::internal

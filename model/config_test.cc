@@ -1,0 +1,165 @@
+// ModelConfig and weight binding on the tiny fixtures, plus clear errors for unsupported or broken inputs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "gguf/gguf.h"
+#include "gguf/writer.h"
+#include "model/config.h"
+#include "model/forward.h"
+#include "model/weights.h"
+
+namespace rw::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kDir = std::string(REWIND_TEST_DATA) + "/golden/models/";
+
+TEST(ModelConfig, ReadsTinyQwen35Hyperparameters) {
+  auto f = gguf::File::Open(kDir + "tiny-qwen35-f32.gguf");
+  ASSERT_TRUE(f.ok()) << f.error().ToString();
+  auto c = ModelConfig::FromGguf(**f);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->arch, Arch::kQwen35);
+  EXPECT_EQ(c->n_embd, 256);
+  EXPECT_EQ(c->n_layer, 8);
+  EXPECT_EQ(c->n_nextn, 1);
+  EXPECT_EQ(c->n_vocab, 4000);
+  EXPECT_EQ(c->n_head, 4);
+  EXPECT_EQ(c->n_head_kv, 2);
+  EXPECT_EQ(c->head_dim, 64);
+  EXPECT_EQ(c->n_rot, 16);
+  EXPECT_EQ(c->ssm_conv_dim(), 512);
+  EXPECT_EQ(c->ssm_heads, 4);
+  EXPECT_EQ(c->ssm_group, 2);
+  EXPECT_TRUE(c->imrope);
+  EXPECT_EQ(c->rope_sections, (std::array<int32_t, 4>{3, 3, 2, 0}));
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(c->kinds[i], (i == 3 || i == 7) ? LayerKind::kAttention : LayerKind::kGdn) << i;
+  // README section 5: 6 GDN layers x 4 B x (3 x 512 + 64 x 256) = 430080 B of recurrent payload.
+  EXPECT_EQ(c->StateBytesPerSeq(), 430080u);
+  // 2 attention layers x (K + V) x 2 heads x 64 x 4 B = 2048 B per token with an F32 cache.
+  EXPECT_EQ(c->KvBytesPerToken(4), 2048u);
+  // Tiled (qwen35) vs grouped (qwen3next) key heads.
+  EXPECT_EQ(c->KeyHead(3), 1);
+}
+
+TEST(ModelConfig, BindsTiedOutputHead) {
+  auto m = Model::Load(kDir + "tiny-qwen35-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.error().ToString();
+  EXPECT_TRUE((*m)->weights().tied);
+  EXPECT_EQ((*m)->weights().output.data, (*m)->weights().token_embd.data);
+}
+
+TEST(ModelConfig, MissingFileIsAnError) {
+  auto m = Model::Load(kDir + "does-not-exist.gguf");
+  EXPECT_FALSE(m.ok());
+}
+
+}  // namespace
+}  // namespace rw::model
+
+namespace rw::model {
+namespace {
+
+// Rewrites the tiny qwen35 file into memory with one change, for error-path tests.
+struct Mutation {
+  std::string drop_key;
+  std::string set_key;
+  gguf::Value set_value;
+  std::string drop_tensor;
+  std::string reshape_tensor;
+  std::vector<int64_t> new_shape;
+};
+
+Expected<std::unique_ptr<gguf::File>> Mutate(const Mutation& m) {
+  REWIND_ASSIGN_OR_RETURN(auto src, gguf::File::Open(kDir + "tiny-qwen35-f32.gguf"));
+  gguf::Writer w;
+  for (const auto& [k, v] : src->metadata()) {
+    if (k == m.drop_key) continue;
+    w.Set(k, k == m.set_key ? m.set_value : v);
+  }
+  if (!m.set_key.empty() && !src->Has(m.set_key)) w.Set(m.set_key, m.set_value);
+  std::vector<const gguf::TensorInfo*> kept;
+  for (const auto& t : src->tensors()) {
+    if (t.name == m.drop_tensor) continue;
+    std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
+    if (t.name == m.reshape_tensor) ne = m.new_shape;
+    REWIND_RETURN_IF_ERROR(w.AddTensor(t.name, t.type, ne));
+    kept.push_back(&t);
+  }
+  std::vector<uint8_t> buf;
+  REWIND_RETURN_IF_ERROR(w.OpenBuffer(&buf));
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const uint64_t n = w.tensors()[i].nbytes;
+    std::vector<uint8_t> data(n, 0);
+    std::memcpy(data.data(), kept[i]->data, std::min(n, kept[i]->nbytes));
+    REWIND_RETURN_IF_ERROR(w.WriteTensor(kept[i]->name, data.data(), n));
+  }
+  REWIND_RETURN_IF_ERROR(w.Close());
+  return gguf::File::FromBuffer(buf);
+}
+
+Status LoadError(const Mutation& m) {
+  auto f = Mutate(m);
+  EXPECT_TRUE(f.ok()) << f.error().ToString();
+  if (!f.ok()) return Status::Ok();
+  auto c = ModelConfig::FromGguf(**f);
+  if (!c.ok()) return c.error();
+  auto w = BindWeights(**f, *c);
+  if (!w.ok()) return w.error();
+  return Status::Ok();
+}
+
+TEST(ModelConfig, UnmodifiedRewriteLoads) { EXPECT_TRUE(LoadError({}).ok()); }
+
+TEST(ModelConfig, UnknownArchitectureListsTheSupportedOnes) {
+  Mutation m;
+  m.set_key = "general.architecture";
+  m.set_value = gguf::MakeString("llama");
+  Status s = LoadError(m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::kUnsupported);
+  EXPECT_THAT(s.error().message, HasSubstr("qwen35, qwen35moe, qwen3next"));
+}
+
+TEST(ModelConfig, MissingRequiredKeyIsNamed) {
+  Mutation m;
+  m.drop_key = "qwen35.ssm.conv_kernel";
+  Status s = LoadError(m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("qwen35.ssm.conv_kernel"));
+}
+
+TEST(ModelConfig, KeyWithTheWrongTypeIsRejected) {
+  Mutation m;
+  m.set_key = "qwen35.embedding_length";
+  m.set_value = gguf::MakeI32(256);
+  Status s = LoadError(m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("qwen35.embedding_length"));
+}
+
+TEST(ModelConfig, WrongTensorShapeNamesTensorAndBothShapes) {
+  Mutation m;
+  m.reshape_tensor = "blk.0.ssm_a";
+  m.new_shape = {5};
+  Status s = LoadError(m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("blk.0.ssm_a"));
+  EXPECT_THAT(s.error().message, HasSubstr("{5}"));
+  EXPECT_THAT(s.error().message, HasSubstr("expected {4}"));
+}
+
+TEST(ModelConfig, MissingTensorIsNamed) {
+  Mutation m;
+  m.drop_tensor = "blk.3.attn_k_norm.weight";
+  Status s = LoadError(m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("blk.3.attn_k_norm.weight"));
+}
+
+}  // namespace
+}  // namespace rw::model

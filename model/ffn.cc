@@ -1,0 +1,116 @@
+// Dense SwiGLU FFN (spec 7.5) and the MoE FFN with a gated shared expert (spec 7.6). A token's output depends on
+// that token alone: experts multiply the gathered rows of the tokens routed to them, one dot product per output
+// element, so which other tokens share an expert does not change any bit.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "kernels/activation.h"
+#include "kernels/matmul.h"
+#include "model/layers.h"
+
+namespace rw::model::internal {
+
+using kernels::ParallelFor;
+
+namespace {
+
+void SwiGluFfn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
+               kernels::ThreadPool* pool) {
+  const int64_t F = gate.n_rows;
+  std::vector<float> g(static_cast<size_t>(N) * F), u(static_cast<size_t>(N) * F);  // [N][F]
+  kernels::MatMul(gate, x, N, g.data(), pool);
+  kernels::MatMul(up, x, N, u.data(), pool);
+  kernels::SwiGlu(g.data(), u.data(), static_cast<int64_t>(N) * F, g.data());
+  kernels::MatMul(down, g.data(), N, out, pool);
+}
+
+}  // namespace
+
+void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
+                kernels::ThreadPool* pool) {
+  if (!cfg.is_moe()) {
+    SwiGluFfn(w.gate, w.up, w.down, t, N, out, pool);
+    return;
+  }
+  const int32_t E = cfg.n_embd, X = cfg.n_expert, K = cfg.n_expert_used, F = cfg.n_ff_exp;
+  // Router: softmax over all experts, top-k, renormalise.
+  std::vector<float> logits(static_cast<size_t>(N) * X);  // [N][X]
+  kernels::MatMul(w.router, t, N, logits.data(), pool);
+  std::vector<int32_t> sel(static_cast<size_t>(N) * K);   // [N][K] descending probability
+  std::vector<float> wt(static_cast<size_t>(N) * K);      // [N][K]
+  for (int32_t i = 0; i < N; ++i) {
+    float* l = logits.data() + static_cast<int64_t>(i) * X;
+    float mx = -INFINITY;
+    for (int32_t e = 0; e < X; ++e) mx = std::max(mx, l[e]);
+    double sum = 0.0;
+    for (int32_t e = 0; e < X; ++e) {
+      l[e] = std::exp(l[e] - mx);
+      sum += l[e];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int32_t e = 0; e < X; ++e) l[e] *= inv;
+    std::vector<int32_t> idx(X);
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return l[a] > l[b]; });
+    float s = 0.0f;
+    for (int32_t k = 0; k < K; ++k) {
+      sel[i * K + k] = idx[k];
+      wt[i * K + k] = l[idx[k]];
+      s += wt[i * K + k];
+    }
+    s = std::max(s, 6.103515625e-5f);
+    for (int32_t k = 0; k < K; ++k) wt[i * K + k] /= s;
+  }
+  // Experts over the gathered rows routed to them.
+  std::vector<float> y(static_cast<size_t>(N) * K * E);  // [N][K][E] weighted expert outputs
+  std::vector<float> xs, ys;
+  for (int32_t e = 0; e < X; ++e) {
+    std::vector<int32_t> slots;  // i·K + k
+    for (int32_t j = 0; j < N * K; ++j)
+      if (sel[j] == e) slots.push_back(j);
+    if (slots.empty()) continue;
+    const int32_t n = static_cast<int32_t>(slots.size());
+    xs.resize(static_cast<size_t>(n) * E);
+    for (int32_t r = 0; r < n; ++r)
+      std::copy_n(t + static_cast<int64_t>(slots[r] / K) * E, E, xs.data() + static_cast<int64_t>(r) * E);
+    ys.resize(static_cast<size_t>(n) * E);
+    const Matrix down = RowSlice(w.down_exps, static_cast<int64_t>(e) * E, E);
+    if (w.fused_gate_up) {
+      const Matrix gu = RowSlice(w.gate_up_exps, static_cast<int64_t>(e) * 2 * F, 2 * F);
+      std::vector<float> h(static_cast<size_t>(n) * 2 * F), a(static_cast<size_t>(n) * F);
+      kernels::MatMul(gu, xs.data(), n, h.data(), pool);
+      for (int32_t r = 0; r < n; ++r)
+        kernels::SwiGlu(h.data() + static_cast<int64_t>(r) * 2 * F, h.data() + static_cast<int64_t>(r) * 2 * F + F, F,
+                        a.data() + static_cast<int64_t>(r) * F);
+      kernels::MatMul(down, a.data(), n, ys.data(), pool);
+    } else {
+      SwiGluFfn(RowSlice(w.gate_exps, static_cast<int64_t>(e) * F, F), RowSlice(w.up_exps, static_cast<int64_t>(e) * F, F),
+                down, xs.data(), n, ys.data(), pool);
+    }
+    for (int32_t r = 0; r < n; ++r) {
+      const float wk = wt[slots[r]];
+      float* dst = y.data() + static_cast<int64_t>(slots[r]) * E;
+      const float* src = ys.data() + static_cast<int64_t>(r) * E;
+      for (int32_t d = 0; d < E; ++d) dst[d] = src[d] * wk;
+    }
+  }
+  // Shared expert, gated by one scalar per token.
+  std::vector<float> sh(static_cast<size_t>(N) * E), sg(N);  // [N][E], [N]
+  SwiGluFfn(w.shexp_gate, w.shexp_up, w.shexp_down, t, N, sh.data(), pool);
+  kernels::MatMul(w.shexp_gate_inp, t, N, sg.data(), pool);
+  ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float* o = out + i * E;
+      const float* yi = y.data() + i * K * E;
+      for (int32_t d = 0; d < E; ++d) o[d] = yi[d];
+      for (int32_t k = 1; k < K; ++k)
+        for (int32_t d = 0; d < E; ++d) o[d] = o[d] + yi[static_cast<int64_t>(k) * E + d];
+      const float gs = kernels::Sigmoid(sg[i]);
+      for (int32_t d = 0; d < E; ++d) o[d] = o[d] + sh[i * E + d] * gs;
+    }
+  });
+}
+
+}  // namespace rw::model::internal

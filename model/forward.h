@@ -1,0 +1,109 @@
+// The model: configuration, weights and the forward pass over a batch of sequences. The engine and the memory
+// system drive it through plain structs; they never touch layers.
+//
+// Invariant I1: the logits of a token depend only on the token prefix. Every output element is computed by one
+// code path whatever the batch composition, the micro-batch split, the start position or the thread count.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/expected.h"
+#include "gguf/gguf.h"
+#include "kernels/thread_pool.h"
+#include "model/config.h"
+#include "model/kv_storage.h"
+#include "model/state_storage.h"
+#include "model/weights.h"
+
+namespace rw::model {
+
+// One sequence's part of a batch: tokens at positions [pos0, pos0 + tokens.size()).
+struct BatchSeq {
+  // Recurrent state: read from slot state_in, written to slot state_out. state_in may differ from state_out:
+  // state_in is then left untouched (the state before the batch stays available for exact rollback). -1 = start
+  // from the zero state (a new sequence).
+  int32_t state_in = -1;
+  int32_t state_out = 0;
+  // Page table: position p lives in page pages[p / page_size], row p % page_size. Must cover [0, pos0 + n).
+  std::span<const int32_t> pages;
+  int32_t pos0 = 0;
+  std::span<const int32_t> tokens;
+  bool all_logits = false;  // logits for every token, else only for the last one
+};
+
+// Per-token inputs of the GDN state update, recorded by Forward when ForwardOptions::replay is set.
+struct ReplaySeqLog {
+  int32_t n_tokens = 0;
+  std::vector<float> rows;  // [token][gdn_layer][C (raw qkv, pre-conv) | b (Hv) | a (Hv)]
+};
+struct ReplayLog {
+  std::vector<ReplaySeqLog> seqs;  // one per BatchSeq, in batch order
+};
+
+struct ForwardOptions {
+  ReplayLog* replay = nullptr;  // record the replay log
+  bool want_hidden = false;     // also return the final normed hidden rows (for MTP)
+};
+
+struct ForwardOutput {
+  int32_t n_vocab = 0;
+  int32_t n_embd = 0;
+  std::vector<float> logits;         // [n_rows][n_vocab]
+  std::vector<float> hidden;         // [n_rows][n_embd] when want_hidden
+  std::vector<int32_t> row_seq;      // [n_rows] index into the batch
+  std::vector<int32_t> row_pos;      // [n_rows] position of the token whose next-token logits the row holds
+  std::vector<int32_t> seq_first_row;// [n_seqs] first output row of each sequence
+
+  std::span<const float> Row(int32_t r) const {
+    return {logits.data() + static_cast<size_t>(r) * n_vocab, static_cast<size_t>(n_vocab)};
+  }
+};
+
+struct LoadOptions {
+  int32_t n_threads = 1;
+};
+
+class Model {
+ public:
+  static Expected<std::unique_ptr<Model>> Load(const std::string& path, const LoadOptions& options = {});
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  ~Model();
+
+  const ModelConfig& config() const { return cfg_; }
+  const Weights& weights() const { return w_; }
+  const gguf::File& file() const { return *file_; }
+  int32_t n_threads() const { return pool_->size(); }
+  void SetThreads(int32_t n_threads);
+
+  // Storage shaped for this model.
+  KvStorageConfig MakeKvConfig(int32_t n_pages, int32_t page_size = 32, KvType type = KvType::kF16) const;
+  StateShape MakeStateShape() const;
+  uint64_t ReplayBytesPerToken() const { return cfg_.ReplayBytesPerToken(); }
+
+  // Runs the batch. Input errors (bad token id, slot, page table too short, conflicting state slots) are returned
+  // before anything is written.
+  Status Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStorage& states, ForwardOutput* out,
+                 const ForwardOptions& options = {});
+
+  // Rebuilds, in slot_out, the recurrent state the forward had after the first k tokens of `log`, starting from
+  // the state in slot_in (the state before that forward's batch; -1 = zero state). Same arithmetic as Forward
+  // (a shared function), no matmul: the result is bit-identical. slot_in == slot_out updates in place.
+  Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
+                     StateStorage& states) const;
+
+ private:
+  Model() = default;
+  struct Scratch;
+
+  std::unique_ptr<gguf::File> file_;
+  ModelConfig cfg_;
+  Weights w_;
+  std::unique_ptr<kernels::ThreadPool> pool_;
+};
+
+}  // namespace rw::model

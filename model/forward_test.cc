@@ -1,0 +1,204 @@
+// Invariant I1 on whole models: the logits and the recurrent state are bit-identical whether a prompt is
+// prefilled in one batch, token by token or in random micro-batches, with 1/2/3 threads, alone or batched with
+// other sequences; and the replay log rebuilds the forward's state bit for bit.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "model/forward.h"
+
+namespace rw::model {
+namespace {
+
+const std::string kDir = std::string(REWIND_TEST_DATA) + "/golden/models/";
+
+std::vector<int32_t> Prompt(int n, uint32_t seed, int vocab) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(rng() % vocab);
+  return t;
+}
+
+bool SameBits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+struct Harness {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<KvStorage> kv;
+  std::unique_ptr<StateStorage> st;
+  std::vector<int32_t> pages;  // identity page table per slot: slot s owns pages [s·P, (s+1)·P)
+  int32_t pages_per_seq = 0;
+
+  Harness(const std::string& file, int32_t page_size, KvType type, int n_slots = 4) {
+    auto m = Model::Load(kDir + file);
+    EXPECT_TRUE(m.ok()) << m.error().ToString();
+    model = std::move(m).value();
+    pages_per_seq = (200 + page_size - 1) / page_size;
+    kv = std::move(KvStorage::Create(model->MakeKvConfig(pages_per_seq * n_slots, page_size, type))).value();
+    st = std::move(StateStorage::Create(model->MakeStateShape(), n_slots)).value();
+    pages.resize(pages_per_seq * n_slots);
+    for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int32_t>(i);
+  }
+  std::span<const int32_t> Pages(int slot) const { return {pages.data() + slot * pages_per_seq, size_t(pages_per_seq)}; }
+
+  // Runs `tokens` for sequence `slot` in the given chunk sizes; returns all logits rows concatenated.
+  std::vector<float> Run(const std::vector<int32_t>& tokens, const std::vector<int>& chunks, int slot = 0) {
+    std::vector<float> logits;
+    int32_t pos = 0;
+    for (int n : chunks) {
+      BatchSeq b;
+      b.state_in = pos == 0 ? -1 : slot;
+      b.state_out = slot;
+      b.pages = Pages(slot);
+      b.pos0 = pos;
+      b.tokens = {tokens.data() + pos, size_t(n)};
+      b.all_logits = true;
+      ForwardOutput out;
+      Status s = model->Forward({&b, 1}, *kv, *st, &out);
+      EXPECT_TRUE(s.ok()) << s.error().ToString();
+      logits.insert(logits.end(), out.logits.begin(), out.logits.end());
+      pos += n;
+    }
+    return logits;
+  }
+};
+
+std::vector<int> RandomSplit(int n, std::mt19937& rng) {
+  std::vector<int> c;
+  while (n > 0) {
+    int k = std::min<int>(n, 1 + rng() % 12);
+    c.push_back(k);
+    n -= k;
+  }
+  return c;
+}
+
+void CheckSplitsAndThreads(const std::string& file, KvType type, int32_t page_size) {
+  Harness h(file, page_size, type);
+  const int n = 45;
+  const auto tokens = Prompt(n, 7, h.model->config().n_vocab);
+  const auto whole = h.Run(tokens, {n});
+  const auto state = std::vector<float>(h.st->SlotData(0).begin(), h.st->SlotData(0).end());
+  std::mt19937 rng(11);
+  for (int threads : {1, 2, 3}) {
+    h.model->SetThreads(threads);
+    EXPECT_TRUE(SameBits(h.Run(tokens, std::vector<int>(n, 1)), whole)) << "token by token, threads " << threads;
+    EXPECT_TRUE(SameBits(h.st->SlotData(0), state));
+    EXPECT_TRUE(SameBits(h.Run(tokens, RandomSplit(n, rng)), whole)) << "random split, threads " << threads;
+    EXPECT_TRUE(SameBits(h.st->SlotData(0), state));
+  }
+}
+
+TEST(Forward, Qwen35PrefillEqualsTokenByTokenAndRandomSplitsBitwise) {
+  CheckSplitsAndThreads("tiny-qwen35-f32.gguf", KvType::kF16, 32);
+}
+TEST(Forward, Qwen35WithF32KvAndSmallPagesIsSplitInvariant) {
+  CheckSplitsAndThreads("tiny-qwen35-f32.gguf", KvType::kF32, 8);
+}
+TEST(Forward, QuantisedQwen35IsSplitInvariant) { CheckSplitsAndThreads("tiny-qwen35-q4_k_m.gguf", KvType::kF16, 32); }
+TEST(Forward, Qwen35MoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-qwen35moe-f32.gguf", KvType::kF16, 16); }
+TEST(Forward, Qwen3NextIsSplitInvariant) { CheckSplitsAndThreads("tiny-qwen3next-f32.gguf", KvType::kF16, 32); }
+
+void CheckBatchedWithOthers(const std::string& file) {
+  Harness h(file, 16, KvType::kF16);
+  const int V = h.model->config().n_vocab;
+  const auto a = Prompt(30, 1, V), b = Prompt(17, 2, V), c = Prompt(5, 3, V);
+  // Alone.
+  const auto la = h.Run(a, {30}, 0), lb = h.Run(b, {17}, 1), lc = h.Run(c, {5}, 2);
+  // Together in one batch, in another order, with other slots.
+  std::vector<BatchSeq> batch(3);
+  const std::vector<const std::vector<int32_t>*> toks = {&c, &a, &b};
+  for (int i = 0; i < 3; ++i) {
+    batch[i].state_in = -1;
+    batch[i].state_out = i + 1;
+    batch[i].pages = h.Pages(i + 1);
+    batch[i].tokens = *toks[i];
+    batch[i].all_logits = true;
+  }
+  ForwardOutput out;
+  ASSERT_TRUE(h.model->Forward(batch, *h.kv, *h.st, &out).ok());
+  const size_t rv = V;
+  EXPECT_TRUE(SameBits({out.logits.data(), 5 * rv}, lc));
+  EXPECT_TRUE(SameBits({out.logits.data() + 5 * rv, 30 * rv}, la));
+  EXPECT_TRUE(SameBits({out.logits.data() + 35 * rv, 17 * rv}, lb));
+  EXPECT_EQ(out.seq_first_row, (std::vector<int32_t>{0, 5, 35}));
+}
+
+TEST(Forward, Qwen35SequenceLogitsDoNotDependOnOtherSequencesInTheBatch) {
+  CheckBatchedWithOthers("tiny-qwen35-f32.gguf");
+}
+TEST(Forward, MoeExpertsDoNotDependOnOtherTokensRoutedThere) { CheckBatchedWithOthers("tiny-qwen35moe-f32.gguf"); }
+
+TEST(Forward, StateInIsLeftUntouchedWhenStateOutDiffers) {
+  Harness h("tiny-qwen35-f32.gguf", 32, KvType::kF16);
+  const auto t = Prompt(12, 5, h.model->config().n_vocab);
+  h.Run(t, {8}, 0);
+  const auto before = std::vector<float>(h.st->SlotData(0).begin(), h.st->SlotData(0).end());
+  BatchSeq b{0, 1, h.Pages(0), 8, {t.data() + 8, 4}, false};
+  ForwardOutput out;
+  ASSERT_TRUE(h.model->Forward({&b, 1}, *h.kv, *h.st, &out).ok());
+  EXPECT_TRUE(SameBits(h.st->SlotData(0), before));
+  EXPECT_FALSE(SameBits(h.st->SlotData(1), before));
+  EXPECT_EQ(out.logits.size(), size_t(h.model->config().n_vocab));
+  EXPECT_EQ(out.row_pos[0], 11);
+}
+
+void CheckReplay(const std::string& file) {
+  Harness h(file, 32, KvType::kF16, 5);
+  const int V = h.model->config().n_vocab;
+  const auto t = Prompt(20, 9, V);
+  h.Run(t, {6}, 0);  // slot 0: state after 6 tokens
+  // Verify-style batch of 14 tokens from slot 0 into slot 1, recording the replay log.
+  ReplayLog log;
+  ForwardOptions opt;
+  opt.replay = &log;
+  BatchSeq b{0, 1, h.Pages(0), 6, {t.data() + 6, 14}, true};
+  ForwardOutput out;
+  ASSERT_TRUE(h.model->Forward({&b, 1}, *h.kv, *h.st, &out, opt).ok());
+  ASSERT_EQ(log.seqs.size(), 1u);
+  EXPECT_EQ(log.seqs[0].rows.size() * sizeof(float), 14 * h.model->ReplayBytesPerToken());
+  for (int k = 0; k <= 14; ++k) {
+    // Ground truth: a fresh forward of the first 6 + k tokens in slot 3 (pages of slot 3).
+    std::vector<int> chunks = {6};
+    if (k > 0) chunks.push_back(k);
+    std::vector<int32_t> prefix(t.begin(), t.begin() + 6 + k);
+    h.Run(prefix, chunks, 3);
+    ASSERT_TRUE(h.model->ReplayState(0, 2, log.seqs[0], k, *h.st).ok());
+    EXPECT_TRUE(SameBits(h.st->SlotData(2), h.st->SlotData(3))) << "k = " << k;
+  }
+  EXPECT_TRUE(SameBits(h.st->SlotData(2), h.st->SlotData(1)));
+  // In place, and out of range.
+  ASSERT_TRUE(h.model->ReplayState(0, 0, log.seqs[0], 14, *h.st).ok());
+  EXPECT_TRUE(SameBits(h.st->SlotData(0), h.st->SlotData(1)));
+  EXPECT_FALSE(h.model->ReplayState(0, 2, log.seqs[0], 15, *h.st).ok());
+}
+
+TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQwen35) { CheckReplay("tiny-qwen35-f32.gguf"); }
+TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQwen3Next) { CheckReplay("tiny-qwen3next-f32.gguf"); }
+TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQuantised) { CheckReplay("tiny-qwen35-q8_0.gguf"); }
+
+TEST(Forward, BadInputIsAnErrorAndChangesNothing) {
+  Harness h("tiny-qwen35-f32.gguf", 32, KvType::kF16);
+  const auto t = Prompt(4, 3, h.model->config().n_vocab);
+  h.Run(t, {4}, 0);
+  const auto before = std::vector<float>(h.st->SlotData(0).begin(), h.st->SlotData(0).end());
+  ForwardOutput out;
+  const int32_t bad_tok[] = {1, 999999};
+  BatchSeq b{0, 0, h.Pages(0), 4, bad_tok, false};
+  EXPECT_FALSE(h.model->Forward({&b, 1}, *h.kv, *h.st, &out).ok());
+  const int32_t ok_tok[] = {1};
+  BatchSeq c{0, 7, h.Pages(0), 4, ok_tok, false};  // slot out of range
+  EXPECT_FALSE(h.model->Forward({&c, 1}, *h.kv, *h.st, &out).ok());
+  BatchSeq d{0, 0, h.Pages(0).subspan(0, 1), 40, ok_tok, false};  // page table too short
+  EXPECT_FALSE(h.model->Forward({&d, 1}, *h.kv, *h.st, &out).ok());
+  BatchSeq e1{-1, 1, h.Pages(1), 0, ok_tok, false}, e2{-1, 1, h.Pages(2), 0, ok_tok, false};  // same state_out
+  BatchSeq both[] = {e1, e2};
+  EXPECT_FALSE(h.model->Forward(both, *h.kv, *h.st, &out).ok());
+  EXPECT_TRUE(SameBits(h.st->SlotData(0), before));
+}
+
+}  // namespace
+}  // namespace rw::model

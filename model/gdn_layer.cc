@@ -1,0 +1,139 @@
+// Gated DeltaNet layer (spec model-qwen35.md 7.4).
+#include <cstring>
+#include <vector>
+
+#include "kernels/activation.h"
+#include "kernels/conv.h"
+#include "kernels/gdn.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "model/layers.h"
+
+namespace rw::model::internal {
+
+using kernels::ParallelFor;
+
+void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in, float* conv_state,
+               float* delta_state, float* o, kernels::ThreadPool* pool) {
+  const int32_t T = in.T, S = cfg.ssm_state, Hk = cfg.ssm_group, Hv = cfg.ssm_heads;
+  const int32_t Kd = cfg.ssm_key_dim(), Vd = cfg.ssm_inner, C = cfg.ssm_conv_dim(), Kc = cfg.ssm_conv_kernel;
+  if (T <= 0) return;
+  std::vector<float> u(static_cast<size_t>(T) * C);  // [T][C] conv output -> silu -> q, k L2-normalised
+  std::vector<float> beta(static_cast<size_t>(T) * Hv), g(static_cast<size_t>(T) * Hv);  // [T][Hv]
+  // 3. causal conv: channels are independent, tokens strictly in order.
+  ParallelFor(pool, C, [&](int64_t c0, int64_t c1) {
+    kernels::CausalConvRun(conv_state, w.conv, in.qkv, in.qkv_stride, T, c0, c1, Kc, u.data(), C);
+  }, 64);
+  // 2 + 4. gates, silu, L2 norm: per token.
+  ParallelFor(pool, T, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* row = u.data() + t * C;
+      kernels::SiluInPlace(row, C);
+      for (int32_t j = 0; j < Hk; ++j) {
+        kernels::L2Norm(row + j * S, S, cfg.eps, row + j * S);
+        kernels::L2Norm(row + Kd + j * S, S, cfg.eps, row + Kd + j * S);
+      }
+      const float* b = in.b + t * in.ba_stride;
+      const float* a = in.a + t * in.ba_stride;
+      for (int32_t h = 0; h < Hv; ++h) {
+        beta[t * Hv + h] = kernels::Sigmoid(b[h]);
+        g[t * Hv + h] = kernels::Softplus(a[h] + w.dt_bias[h]) * w.ssm_a[h];
+      }
+    }
+  });
+  // 5. delta rule: heads are independent, tokens strictly in order.
+  ParallelFor(pool, Hv, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h) {
+      float* M = delta_state + h * S * S;
+      const int32_t kh = cfg.KeyHead(static_cast<int32_t>(h));
+      for (int32_t t = 0; t < T; ++t) {
+        const float* row = u.data() + static_cast<int64_t>(t) * C;
+        kernels::GdnHeadStep(M, row + kh * S, row + Kd + kh * S, row + 2 * Kd + h * S, beta[t * Hv + h],
+                             g[t * Hv + h], S, o ? o + static_cast<int64_t>(t) * Vd + h * S : nullptr);
+      }
+    }
+  });
+}
+
+void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, const float* t, int32_t N,
+                std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
+                kernels::ThreadPool* pool) {
+  const int32_t S = cfg.ssm_state, Hk = cfg.ssm_group, Hv = cfg.ssm_heads, r = Hv / Hk;
+  const int32_t Kd = cfg.ssm_key_dim(), Vd = cfg.ssm_inner, C = cfg.ssm_conv_dim();
+  std::vector<float> qkv(static_cast<size_t>(N) * C), z(static_cast<size_t>(N) * Vd);  // [N][C], [N][Vd]
+  std::vector<float> b(static_cast<size_t>(N) * Hv), a(static_cast<size_t>(N) * Hv);   // [N][Hv]
+  // 1. projections.
+  if (w.legacy_in) {
+    const int32_t W = 2 * Kd + 2 * Vd, G = 2 * S + 2 * r * S;
+    std::vector<float> in(static_cast<size_t>(N) * W);  // [N][Hk groups of (q S, k S, v rS, z rS)]
+    kernels::MatMul(w.in, t, N, in.data(), pool);
+    for (int32_t i = 0; i < N; ++i) {
+      const float* src = in.data() + static_cast<int64_t>(i) * W;
+      float* q = qkv.data() + static_cast<int64_t>(i) * C;
+      for (int32_t gi = 0; gi < Hk; ++gi) {
+        const float* grp = src + gi * G;
+        std::memcpy(q + gi * S, grp, S * sizeof(float));
+        std::memcpy(q + Kd + gi * S, grp + S, S * sizeof(float));
+        std::memcpy(q + 2 * Kd + gi * r * S, grp + 2 * S, r * S * sizeof(float));
+        std::memcpy(z.data() + static_cast<int64_t>(i) * Vd + gi * r * S, grp + 2 * S + r * S, r * S * sizeof(float));
+      }
+    }
+  } else {
+    kernels::MatMul(w.qkv, t, N, qkv.data(), pool);
+    kernels::MatMul(w.gate, t, N, z.data(), pool);
+  }
+  if (cfg.arch == Arch::kQwen3Next) {
+    std::vector<float> ba(static_cast<size_t>(N) * 2 * Hv);  // [N][Hk groups of (b r, a r)]
+    kernels::MatMul(w.ba, t, N, ba.data(), pool);
+    for (int32_t i = 0; i < N; ++i)
+      for (int32_t gi = 0; gi < Hk; ++gi)
+        for (int32_t m = 0; m < r; ++m) {
+          b[i * Hv + gi * r + m] = ba[static_cast<int64_t>(i) * 2 * Hv + gi * 2 * r + m];
+          a[i * Hv + gi * r + m] = ba[static_cast<int64_t>(i) * 2 * Hv + gi * 2 * r + r + m];
+        }
+  } else {
+    kernels::MatMul(w.beta, t, N, b.data(), pool);
+    kernels::MatMul(w.alpha, t, N, a.data(), pool);
+  }
+  // Replay log: the raw inputs of the state update.
+  if (replay != nullptr) {
+    const int64_t rw = C + 2 * Hv, n_gdn = cfg.n_gdn_layers();
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      float* dst = replay->seqs[s].rows.data();
+      for (int32_t j = 0; j < seqs[s].n; ++j) {
+        const int64_t row = seqs[s].row0 + j;
+        float* d = dst + (j * n_gdn + gdn_index) * rw;
+        std::memcpy(d, qkv.data() + row * C, C * sizeof(float));
+        std::memcpy(d + C, b.data() + row * Hv, Hv * sizeof(float));
+        std::memcpy(d + C + Hv, a.data() + row * Hv, Hv * sizeof(float));
+      }
+    }
+  }
+  // 2-5. state update per sequence.
+  std::vector<float> o(static_cast<size_t>(N) * Vd);  // [N][Vd] core output
+  for (const SeqRun& s : seqs) {
+    GdnInputs in;
+    in.qkv = qkv.data() + static_cast<int64_t>(s.row0) * C;
+    in.qkv_stride = C;
+    in.b = b.data() + static_cast<int64_t>(s.row0) * Hv;
+    in.a = a.data() + static_cast<int64_t>(s.row0) * Hv;
+    in.ba_stride = Hv;
+    in.T = s.n;
+    GdnUpdate(cfg, w, in, states.Conv(s.slot, gdn_index), states.Delta(s.slot, gdn_index),
+              o.data() + static_cast<int64_t>(s.row0) * Vd, pool);
+  }
+  // 6. gated RMSNorm per head, output projection.
+  ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      for (int32_t h = 0; h < Hv; ++h) {
+        float* oh = o.data() + i * Vd + h * S;
+        const float* zh = z.data() + i * Vd + h * S;
+        kernels::RmsNorm(oh, w.norm, S, cfg.eps, oh);
+        for (int32_t k = 0; k < S; ++k) oh[k] = oh[k] * kernels::Silu(zh[k]);
+      }
+    }
+  });
+  kernels::MatMul(w.out, o.data(), N, out, pool);
+}
+
+}  // namespace rw::model::internal

@@ -1,0 +1,34 @@
+#include "model/kv_storage.h"
+
+#include <cstring>
+#include <new>
+
+#include "base/check.h"
+
+namespace rw::model {
+
+KvStorage::KvStorage(const KvStorageConfig& c) : cfg_(c) {}
+
+Expected<std::unique_ptr<KvStorage>> KvStorage::Create(const KvStorageConfig& c) {
+  if (c.n_layers < 0 || c.row_width < 0 || c.page_size <= 0 || c.n_pages < 0)
+    return Error::InvalidArgument("KV storage: sizes must be non-negative and page_size > 0");
+  std::unique_ptr<KvStorage> s(new KvStorage(c));
+  const uint64_t bytes = static_cast<uint64_t>(c.n_layers) * c.n_pages * s->PageBytes();
+  s->k_.reset(new (std::nothrow) uint8_t[bytes > 0 ? bytes : 1]());
+  s->v_.reset(new (std::nothrow) uint8_t[bytes > 0 ? bytes : 1]());
+  if (!s->k_ || !s->v_) return Error::Exhausted("KV storage: cannot allocate " + std::to_string(2 * bytes) + " bytes");
+  return s;
+}
+
+void KvStorage::CopyPage(int32_t src, int32_t dst, int32_t n_rows) {
+  REWIND_CHECK(src >= 0 && src < cfg_.n_pages && dst >= 0 && dst < cfg_.n_pages);
+  REWIND_CHECK(n_rows >= 0 && n_rows <= cfg_.page_size);
+  if (src == dst) return;
+  const uint64_t n = static_cast<uint64_t>(n_rows) * cfg_.row_width * elem_bytes();
+  for (int32_t l = 0; l < cfg_.n_layers; ++l) {
+    std::memcpy(K(l, dst), K(l, src), n);
+    std::memcpy(V(l, dst), V(l, src), n);
+  }
+}
+
+}  // namespace rw::model

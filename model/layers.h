@@ -1,0 +1,51 @@
+// Internal to model/: the per-layer forward functions over a whole batch, and the GDN state update shared by
+// Forward and ReplayState.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "kernels/thread_pool.h"
+#include "model/config.h"
+#include "model/forward.h"
+#include "model/kv_storage.h"
+#include "model/state_storage.h"
+#include "model/weights.h"
+
+namespace rw::model::internal {
+
+// A BatchSeq resolved to rows of the batch: rows [row0, row0 + n) hold positions [pos0, pos0 + n).
+struct SeqRun {
+  int32_t row0 = 0;
+  int32_t n = 0;
+  int32_t pos0 = 0;
+  int32_t slot = 0;  // state_out
+  std::span<const int32_t> pages;
+};
+
+// Inputs of the GDN state update for T consecutive tokens of one sequence.
+struct GdnInputs {
+  const float* qkv = nullptr;  // [T][qkv_stride], first C values = raw qkv projection (pre-conv)
+  int64_t qkv_stride = 0;
+  const float* b = nullptr;    // [T][ba_stride], first Hv values (pre-sigmoid)
+  const float* a = nullptr;    // [T][ba_stride], first Hv values (pre-softplus)
+  int64_t ba_stride = 0;
+  int32_t T = 0;
+};
+
+// Conv window + conv + silu + L2 norm + gates + delta rule, token by token (spec 7.4 steps 2-5). Writes the core
+// output o [T][Vd] when o is not null. The only code that changes a GDN state.
+void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in, float* conv_state,
+               float* delta_state, float* o, kernels::ThreadPool* pool);
+
+// Mixers and FFN over all N rows of a batch; `out` [N][E] receives the block output (not yet added).
+void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, const float* t, int32_t N,
+                std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
+                kernels::ThreadPool* pool);
+void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn_index, const float* t,
+                      int32_t N, std::span<const SeqRun> seqs, KvStorage& kv, float* out,
+                      kernels::ThreadPool* pool);
+void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
+                kernels::ThreadPool* pool);
+
+}  // namespace rw::model::internal

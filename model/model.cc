@@ -1,0 +1,218 @@
+// Model loading and the batch forward driver (spec model-qwen35.md 7.1).
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "model/forward.h"
+#include "model/layers.h"
+
+namespace rw::model {
+
+using kernels::ParallelFor;
+
+Model::~Model() = default;
+
+Expected<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOptions& options) {
+  std::unique_ptr<Model> m(new Model());
+  REWIND_ASSIGN_OR_RETURN(m->file_, gguf::File::Open(path));
+  REWIND_ASSIGN_OR_RETURN(m->cfg_, ModelConfig::FromGguf(*m->file_));
+  REWIND_ASSIGN_OR_RETURN(m->w_, BindWeights(*m->file_, m->cfg_));
+  m->pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, options.n_threads));
+  return m;
+}
+
+void Model::SetThreads(int32_t n_threads) { pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, n_threads)); }
+
+KvStorageConfig Model::MakeKvConfig(int32_t n_pages, int32_t page_size, KvType type) const {
+  KvStorageConfig c;
+  c.n_layers = cfg_.n_attn_layers();
+  c.row_width = cfg_.n_head_kv * cfg_.head_dim;
+  c.page_size = page_size;
+  c.n_pages = n_pages;
+  c.type = type;
+  return c;
+}
+
+StateShape Model::MakeStateShape() const {
+  StateShape s;
+  s.n_layers = cfg_.n_gdn_layers();
+  s.channels = cfg_.ssm_conv_dim();
+  s.conv_len = cfg_.ssm_conv_kernel - 1;
+  s.n_heads = cfg_.ssm_heads;
+  s.head_dim = cfg_.ssm_state;
+  return s;
+}
+
+namespace {
+
+bool SameShape(const StateShape& a, const StateShape& b) {
+  return a.n_layers == b.n_layers && a.channels == b.channels && a.conv_len == b.conv_len &&
+         a.n_heads == b.n_heads && a.head_dim == b.head_dim;
+}
+
+}  // namespace
+
+Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStorage& states, ForwardOutput* out,
+                      const ForwardOptions& options) {
+  const ModelConfig& c = cfg_;
+  const int32_t E = c.n_embd, V = c.n_vocab;
+  // ---- Validate everything before writing anything.
+  const KvStorageConfig want_kv = MakeKvConfig(kv.n_pages(), kv.page_size(), kv.config().type);
+  if (c.n_attn_layers() > 0 && (kv.config().n_layers != want_kv.n_layers || kv.config().row_width != want_kv.row_width))
+    return Error::InvalidArgument("KV storage is not shaped for this model");
+  if (!SameShape(states.shape(), MakeStateShape()))
+    return Error::InvalidArgument("state storage is not shaped for this model");
+  std::set<int32_t> outs;
+  int64_t n_rows = 0;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const BatchSeq& b = batch[s];
+    const std::string where = "batch sequence " + std::to_string(s) + ": ";
+    if (b.tokens.empty()) return Error::InvalidArgument(where + "no tokens");
+    if (b.pos0 < 0) return Error::InvalidArgument(where + "negative start position");
+    for (int32_t tok : b.tokens)
+      if (tok < 0 || tok >= V)
+        return Error::InvalidArgument(where + "token id " + std::to_string(tok) + " out of range [0, " +
+                                      std::to_string(V) + ")");
+    if (b.state_out < 0 || b.state_out >= states.n_slots() || b.state_in < -1 || b.state_in >= states.n_slots())
+      return Error::InvalidArgument(where + "state slot out of range");
+    if (!outs.insert(b.state_out).second) return Error::InvalidArgument(where + "state_out shared with another sequence");
+    if (c.n_attn_layers() > 0) {
+      const int64_t end = static_cast<int64_t>(b.pos0) + b.tokens.size();
+      const int64_t need = (end + kv.page_size() - 1) / kv.page_size();
+      if (static_cast<int64_t>(b.pages.size()) < need)
+        return Error::InvalidArgument(where + "page table covers " + std::to_string(b.pages.size()) +
+                                      " pages, positions up to " + std::to_string(end) + " need " +
+                                      std::to_string(need));
+      for (int64_t p = 0; p < need; ++p)
+        if (b.pages[p] < 0 || b.pages[p] >= kv.n_pages())
+          return Error::InvalidArgument(where + "page id " + std::to_string(b.pages[p]) + " out of range");
+    }
+    n_rows += b.tokens.size();
+  }
+  for (size_t s = 0; s < batch.size(); ++s)
+    if (batch[s].state_in >= 0 && batch[s].state_in != batch[s].state_out && outs.count(batch[s].state_in))
+      return Error::InvalidArgument("batch sequence " + std::to_string(s) +
+                                    ": state_in is another sequence's state_out");
+  if (n_rows > (1 << 30)) return Error::OutOfRange("batch too large");
+  const int32_t N = static_cast<int32_t>(n_rows);
+
+  // ---- Resolve rows, prepare states and the replay log.
+  std::vector<internal::SeqRun> seqs(batch.size());
+  int32_t row = 0;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    seqs[s] = {row, static_cast<int32_t>(batch[s].tokens.size()), batch[s].pos0, batch[s].state_out, batch[s].pages};
+    row += seqs[s].n;
+    if (batch[s].state_in < 0) {
+      states.Clear(batch[s].state_out);
+    } else {
+      states.CopySlot(batch[s].state_in, batch[s].state_out);
+    }
+  }
+  if (options.replay != nullptr) {
+    options.replay->seqs.assign(batch.size(), {});
+    const uint64_t per_tok = c.ReplayBytesPerToken() / sizeof(float);
+    for (size_t s = 0; s < batch.size(); ++s) {
+      options.replay->seqs[s].n_tokens = seqs[s].n;
+      options.replay->seqs[s].rows.assign(per_tok * seqs[s].n, 0.0f);
+    }
+  }
+
+  // ---- Embeddings.
+  std::vector<float> x(static_cast<size_t>(N) * E), t(static_cast<size_t>(N) * E), y(static_cast<size_t>(N) * E);
+  for (size_t s = 0; s < batch.size(); ++s)
+    for (int32_t j = 0; j < seqs[s].n; ++j)
+      kernels::DequantizeRowTo(w_.token_embd, batch[s].tokens[j], x.data() + static_cast<int64_t>(seqs[s].row0 + j) * E);
+
+  kernels::ThreadPool* pool = pool_.get();
+  auto norm_rows = [&](const float* weight) {
+    ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) kernels::RmsNorm(x.data() + i * E, weight, E, c.eps, t.data() + i * E);
+    });
+  };
+  auto add_rows = [&]() {
+    for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] + y[i];
+  };
+
+  // ---- Layers.
+  for (int32_t il = 0; il < c.n_layer; ++il) {
+    const LayerWeights& L = w_.layers[il];
+    norm_rows(L.attn_norm);
+    if (c.kinds[il] == LayerKind::kGdn) {
+      internal::GdnForward(c, L.gdn, c.kind_index[il], t.data(), N, seqs, states, options.replay, y.data(), pool);
+    } else {
+      internal::AttentionForward(c, L.attn, c.kind_index[il], t.data(), N, seqs, kv, y.data(), pool);
+    }
+    add_rows();
+    norm_rows(L.post_norm);
+    internal::FfnForward(c, L.ffn, t.data(), N, y.data(), pool);
+    add_rows();
+  }
+
+  // ---- Output rows: the last token of each sequence, or all of them.
+  out->n_vocab = V;
+  out->n_embd = E;
+  out->row_seq.clear();
+  out->row_pos.clear();
+  out->seq_first_row.assign(batch.size(), 0);
+  std::vector<int32_t> src_rows;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    out->seq_first_row[s] = static_cast<int32_t>(src_rows.size());
+    const int32_t first = batch[s].all_logits ? 0 : seqs[s].n - 1;
+    for (int32_t j = first; j < seqs[s].n; ++j) {
+      src_rows.push_back(seqs[s].row0 + j);
+      out->row_seq.push_back(static_cast<int32_t>(s));
+      out->row_pos.push_back(seqs[s].pos0 + j);
+    }
+  }
+  const int32_t n_out = static_cast<int32_t>(src_rows.size());
+  std::vector<float> hn(static_cast<size_t>(n_out) * E);  // [n_out][E]
+  for (int32_t r = 0; r < n_out; ++r)
+    kernels::RmsNorm(x.data() + static_cast<int64_t>(src_rows[r]) * E, w_.output_norm, E, c.eps,
+                     hn.data() + static_cast<int64_t>(r) * E);
+  out->logits.resize(static_cast<size_t>(n_out) * V);
+  kernels::MatMul(w_.output, hn.data(), n_out, out->logits.data(), pool);
+  if (options.want_hidden) {
+    out->hidden = std::move(hn);
+  } else {
+    out->hidden.clear();
+  }
+  return Status::Ok();
+}
+
+Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
+                          StateStorage& states) const {
+  const ModelConfig& c = cfg_;
+  if (!SameShape(states.shape(), MakeStateShape()))
+    return Error::InvalidArgument("state storage is not shaped for this model");
+  if (slot_out < 0 || slot_out >= states.n_slots() || slot_in < -1 || slot_in >= states.n_slots())
+    return Error::InvalidArgument("replay: state slot out of range");
+  if (k < 0 || k > log.n_tokens) return Error::OutOfRange("replay: k outside [0, logged tokens]");
+  const int64_t rw = c.ssm_conv_dim() + 2 * c.ssm_heads, n_gdn = c.n_gdn_layers();
+  if (log.rows.size() != static_cast<size_t>(log.n_tokens * n_gdn * rw))
+    return Error::InvalidArgument("replay: log size does not match this model");
+  if (slot_in < 0) {
+    states.Clear(slot_out);
+  } else {
+    states.CopySlot(slot_in, slot_out);
+  }
+  for (int32_t il = 0; il < c.n_layer; ++il) {
+    if (c.kinds[il] != LayerKind::kGdn) continue;
+    const int32_t gi = c.kind_index[il];
+    internal::GdnInputs in;
+    in.qkv = log.rows.data() + gi * rw;
+    in.qkv_stride = n_gdn * rw;
+    in.b = in.qkv + c.ssm_conv_dim();
+    in.a = in.b + c.ssm_heads;
+    in.ba_stride = n_gdn * rw;
+    in.T = k;
+    internal::GdnUpdate(c, w_.layers[il].gdn, in, states.Conv(slot_out, gi), states.Delta(slot_out, gi), nullptr,
+                        pool_.get());
+  }
+  return Status::Ok();
+}
+
+}  // namespace rw::model

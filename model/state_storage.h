@@ -1,0 +1,90 @@
+// Recurrent-state slots of the GDN layers, F32. The memory system decides which slot belongs to which sequence;
+// this class holds the bytes and makes the named deep copies.
+// Per slot, per GDN layer: conv window [C][Kc-1] (llama.cpp layout, spec 9.2: [c·(Kc-1) + j], j = 0 oldest raw
+// qkv input) followed by the delta state [Hv][S][S] (llama.cpp layout: [h·S·S + j·S + i] = M_h[i][j], i = key
+// index). A slot is one contiguous block: [gdn_layer][conv | delta].
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/expected.h"
+
+namespace rw::model {
+
+struct StateShape {
+  int32_t n_layers = 0;   // GDN layers
+  int32_t channels = 0;   // C = 2·Kd + Vd
+  int32_t conv_len = 0;   // Kc - 1
+  int32_t n_heads = 0;    // Hv
+  int32_t head_dim = 0;   // S
+
+  uint64_t conv_floats() const { return static_cast<uint64_t>(channels) * conv_len; }
+  uint64_t delta_floats() const { return static_cast<uint64_t>(n_heads) * head_dim * head_dim; }
+  uint64_t layer_floats() const { return conv_floats() + delta_floats(); }
+  uint64_t slot_floats() const { return layer_floats() * n_layers; }
+  uint64_t bytes_per_state() const { return slot_floats() * sizeof(float); }
+};
+
+// An immutable copy of one slot (all GDN layers), taken by StateStorage::Snapshot. Move-only.
+class StateCheckpoint {
+ public:
+  StateCheckpoint() = default;
+  StateCheckpoint(StateCheckpoint&&) = default;
+  StateCheckpoint& operator=(StateCheckpoint&&) = default;
+  StateCheckpoint(const StateCheckpoint&) = delete;
+  StateCheckpoint& operator=(const StateCheckpoint&) = delete;
+
+  // For persistence: rebuild from saved floats (size must match the storage's slot size on Restore).
+  static StateCheckpoint FromData(std::vector<float> data) {
+    StateCheckpoint c;
+    c.data_ = std::move(data);
+    return c;
+  }
+  std::span<const float> data() const { return data_; }
+  uint64_t bytes() const { return data_.size() * sizeof(float); }
+  bool empty() const { return data_.empty(); }
+
+ private:
+  friend class StateStorage;
+  std::vector<float> data_;  // [gdn_layer][conv | delta]
+};
+
+class StateStorage {
+ public:
+  static Expected<std::unique_ptr<StateStorage>> Create(const StateShape& shape, int32_t n_slots);
+  StateStorage(const StateStorage&) = delete;
+  StateStorage& operator=(const StateStorage&) = delete;
+
+  const StateShape& shape() const { return shape_; }
+  int32_t n_slots() const { return n_slots_; }
+  uint64_t bytes_per_state() const { return shape_.bytes_per_state(); }
+
+  float* Conv(int32_t slot, int32_t layer) { return Layer(slot, layer); }                        // [C][Kc-1]
+  float* Delta(int32_t slot, int32_t layer) { return Layer(slot, layer) + shape_.conv_floats(); } // [Hv][S][S]
+  const float* Conv(int32_t slot, int32_t layer) const { return Layer(slot, layer); }
+  const float* Delta(int32_t slot, int32_t layer) const { return Layer(slot, layer) + shape_.conv_floats(); }
+  std::span<const float> SlotData(int32_t slot) const;
+  std::span<float> MutableSlotData(int32_t slot);
+
+  // The state of a new sequence: all zeros.
+  void Clear(int32_t slot);
+  // Deep copies.
+  void CopySlot(int32_t src, int32_t dst);
+  StateCheckpoint Snapshot(int32_t slot) const;
+  // Errors if the checkpoint's size does not match this storage's slot size.
+  Status Restore(const StateCheckpoint& checkpoint, int32_t slot);
+
+ private:
+  StateStorage(const StateShape& s, int32_t n) : shape_(s), n_slots_(n) {}
+  float* Layer(int32_t slot, int32_t layer);
+  const float* Layer(int32_t slot, int32_t layer) const;
+
+  StateShape shape_;
+  int32_t n_slots_ = 0;
+  std::vector<float> data_;  // [slot][gdn_layer][conv | delta]
+};
+
+}  // namespace rw::model

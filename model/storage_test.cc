@@ -1,0 +1,56 @@
+// KV pages and recurrent-state slots: layout, deep copies, snapshot / restore, sizes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "model/kv_storage.h"
+#include "model/state_storage.h"
+
+namespace rw::model {
+namespace {
+
+TEST(KvStorage, PagesAreDisjointPerLayerAndCopyPageCopiesAllLayers) {
+  auto kv = std::move(KvStorage::Create({2, 8, 4, 3, KvType::kF32})).value();
+  EXPECT_EQ(kv->bytes_per_token(), 2u * 2 * 8 * 4);
+  EXPECT_EQ(kv->total_bytes(), kv->bytes_per_page() * 3);
+  EXPECT_EQ(kv->K(0, 1) - kv->K(0, 0), 4 * 8 * 4);
+  EXPECT_EQ(kv->K(1, 0) - kv->K(0, 0), 3 * 4 * 8 * 4);
+  for (int l = 0; l < 2; ++l) {
+    std::memset(kv->K(l, 0), 0x11 + l, 4 * 8 * 4);
+    std::memset(kv->V(l, 0), 0x21 + l, 4 * 8 * 4);
+  }
+  kv->CopyPage(0, 2, 3);
+  for (int l = 0; l < 2; ++l) {
+    EXPECT_EQ(kv->K(l, 2)[0], 0x11 + l);
+    EXPECT_EQ(kv->V(l, 2)[3 * 8 * 4 - 1], 0x21 + l);
+    EXPECT_EQ(kv->K(l, 2)[3 * 8 * 4], 0);  // row 3 not copied
+  }
+  auto f16 = std::move(KvStorage::Create({1, 8, 32, 2, KvType::kF16})).value();
+  EXPECT_EQ(f16->bytes_per_token(), 2u * 8 * 2);
+  EXPECT_FALSE(KvStorage::Create({1, 8, 0, 2, KvType::kF16}).ok());
+}
+
+TEST(StateStorage, CopySnapshotRestoreAreDeepAndExact) {
+  StateShape shape{2, 6, 3, 2, 4};
+  EXPECT_EQ(shape.bytes_per_state(), 4u * 2 * (6 * 3 + 2 * 16));
+  auto st = std::move(StateStorage::Create(shape, 3)).value();
+  for (int l = 0; l < 2; ++l) {
+    st->Conv(0, l)[5] = 1.5f + l;
+    st->Delta(0, l)[7] = -2.0f - l;
+  }
+  st->CopySlot(0, 1);
+  EXPECT_EQ(st->Conv(1, 1)[5], 2.5f);
+  EXPECT_EQ(st->Delta(1, 1)[7], -3.0f);
+  StateCheckpoint cp = st->Snapshot(0);
+  EXPECT_EQ(cp.bytes(), shape.bytes_per_state());
+  st->Clear(0);
+  EXPECT_EQ(st->Conv(0, 0)[5], 0.0f);
+  EXPECT_EQ(cp.data()[5], 1.5f);  // the checkpoint is a separate copy
+  ASSERT_TRUE(st->Restore(cp, 2).ok());
+  EXPECT_EQ(std::memcmp(st->SlotData(2).data(), st->SlotData(1).data(), shape.bytes_per_state()), 0);
+  StateCheckpoint wrong = StateCheckpoint::FromData(std::vector<float>(3));
+  EXPECT_FALSE(st->Restore(wrong, 2).ok());
+}
+
+}  // namespace
+}  // namespace rw::model

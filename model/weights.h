@@ -1,0 +1,81 @@
+// Weights bound by name from a GGUF file with exact shape checks (spec model-qwen35.md section 5). Pointers refer
+// into the File's mapping, which must outlive the Weights. MTP / NextN blocks are not bound (not executed).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/expected.h"
+#include "gguf/gguf.h"
+#include "kernels/matmul.h"
+#include "model/config.h"
+
+namespace rw::model {
+
+using kernels::Matrix;
+
+struct GdnWeights {
+  Matrix qkv;        // {E, C}   rows [q Kd | k Kd | v Vd]      (absent with legacy ssm_in)
+  Matrix gate;       // {E, Vd}  z                               (absent with legacy ssm_in)
+  Matrix in;         // {E, 2Kd + 2Vd} legacy qwen3next ssm_in (Hk groups of [q, k, v, z])
+  bool legacy_in = false;
+  Matrix beta;       // {E, Hv}  qwen35*
+  Matrix alpha;      // {E, Hv}  qwen35*
+  Matrix ba;         // {E, 2Hv} qwen3next: Hk groups of [b (r), a (r)]
+  Matrix out;        // {Vd, E}
+  const float* dt_bias = nullptr;  // [Hv]
+  const float* ssm_a = nullptr;    // [Hv] = -exp(A_log)
+  const float* conv = nullptr;     // [C][Kc]
+  const float* norm = nullptr;     // [S]
+};
+
+struct AttnWeights {
+  Matrix q;          // {E, 2·D·Hq}: per head [q (D) | gate (D)]
+  Matrix k, v;       // {E, D·Hkv}
+  Matrix out;        // {D·Hq, E}
+  const float* q_norm = nullptr;  // [D]
+  const float* k_norm = nullptr;  // [D]
+};
+
+struct FfnWeights {
+  // Dense (qwen35).
+  Matrix gate, up, down;
+  // MoE: expert e owns rows [e·F, (e+1)·F) of gate_exps/up_exps and rows [e·E, (e+1)·E) of down_exps.
+  Matrix router;       // {E, X} F32
+  Matrix gate_exps;    // {E, F, X} as X·F rows
+  Matrix up_exps;      // {E, F, X}
+  Matrix gate_up_exps; // {E, 2F, X} alternative: per expert rows [0,F) gate, [F,2F) up
+  bool fused_gate_up = false;
+  Matrix down_exps;    // {F, E, X} as X·E rows
+  Matrix shexp_gate_inp;  // {E} as one row
+  Matrix shexp_gate, shexp_up, shexp_down;
+};
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;  // [E]
+  const float* post_norm = nullptr;  // [E]
+  GdnWeights gdn;
+  AttnWeights attn;
+  FfnWeights ffn;
+};
+
+struct Weights {
+  Matrix token_embd;   // {E, n_vocab}
+  Matrix output;       // {E, n_vocab}; == token_embd when tied
+  bool tied = false;
+  const float* output_norm = nullptr;  // [E]
+  std::vector<LayerWeights> layers;    // [n_layer]
+};
+
+// Errors name the tensor: missing, wrong shape (expected vs found) or unsupported type.
+Expected<Weights> BindWeights(const gguf::File& file, const ModelConfig& cfg);
+
+// Rows [first, first + n) of a matrix as a matrix (one expert of a stacked 3-D tensor).
+inline Matrix RowSlice(const Matrix& m, int64_t first, int64_t n) {
+  Matrix s = m;
+  s.data = m.Row(first);
+  s.n_rows = n;
+  return s;
+}
+
+}  // namespace rw::model

@@ -1,0 +1,287 @@
+// make-model tests: the tiny preset reproduces the fixture layout (keys, types, values, tensor names, shapes,
+// types and offsets) of the llama.cpp-made tiny-qwen35 files, output is deterministic, weights follow the
+// documented scales, and the demo model is generated once and reused.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "base/file.h"
+#include "gguf/describe.h"
+#include "gguf/gguf.h"
+#include "gguf/quants.h"
+#include "modelgen/demo_model.h"
+#include "modelgen/make_model.h"
+#include "modelgen/rng.h"
+
+namespace rw::modelgen {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kVocab = std::string(REWIND_TEST_DATA) + "/vocab/tiny-qwen35-vocab.gguf";
+
+std::string TempPath(const std::string& stem) {
+  return ::testing::TempDir() + "/modelgen_test_" + std::to_string(::getpid()) + "_" + stem;
+}
+
+std::unique_ptr<gguf::File> OpenOrDie(const std::string& path) {
+  auto f = gguf::File::Open(path);
+  EXPECT_TRUE(f.ok()) << f.error().message;
+  return f.ok() ? std::move(f).value() : nullptr;
+}
+
+std::vector<std::string> Lines(const std::string& text, bool drop_free_text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    // general.name / general.description are free text that differs by generator.
+    if (drop_free_text && (line.rfind("kv general.name ", 0) == 0 || line.rfind("kv general.description ", 0) == 0)) {
+      continue;
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+std::string Make(const std::string& type, uint64_t seed = 0, int threads = 2) {
+  auto vocab = OpenOrDie(kVocab);
+  const std::string path = TempPath(type + "_" + std::to_string(seed) + "_" + std::to_string(threads) + ".gguf");
+  MakeModelOptions opt;
+  opt.preset = "tiny";
+  opt.file_type = type;
+  opt.seed = seed;
+  opt.threads = threads;
+  Status s = MakeModel(opt, *vocab, path);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return path;
+}
+
+// Golden layouts made with `rewind make-model --describe` from ../shared/fixtures/llama-ref/models.
+class TinyLayout : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TinyLayout, MatchesTheLlamaCppMadeFixture) {
+  const std::string type = GetParam();
+  auto golden = ReadFileToString(std::string(REWIND_TEST_DATA) + "/gguf/tiny-qwen35-" + type + ".layout.txt");
+  ASSERT_TRUE(golden.ok()) << golden.error().message;
+  const std::string path = Make(type);
+  auto f = OpenOrDie(path);
+  ASSERT_NE(f, nullptr);
+  const auto want = Lines(*golden, true);
+  const auto got = Lines(gguf::DescribeLayout(*f), true);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) EXPECT_EQ(got[i], want[i]) << "line " << i;
+  std::remove(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, TinyLayout, ::testing::Values("f32", "q8_0", "q4_k_m"));
+
+TEST(MakeModel, TinyHasTheExpectedKeysAndShapes) {
+  const std::string path = Make("f32");
+  auto f = OpenOrDie(path);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(*f->GetString("general.architecture"), "qwen35");
+  EXPECT_EQ(*f->GetU32("qwen35.block_count"), 9u);
+  EXPECT_EQ(*f->GetU32("qwen35.nextn_predict_layers"), 1u);
+  EXPECT_EQ(*f->GetU32("qwen35.embedding_length"), 256u);
+  EXPECT_EQ(*f->GetIntArray("qwen35.rope.dimension_sections"), (std::vector<int64_t>{3, 3, 2, 0}));
+  EXPECT_EQ(*f->GetString("tokenizer.ggml.pre"), "qwen35");
+  EXPECT_EQ(f->GetStringArray("tokenizer.ggml.tokens")->size(), 4000u);
+  EXPECT_THAT(*f->GetString("tokenizer.chat_template"), HasSubstr("<|im_start|>"));
+  EXPECT_EQ(f->FindTensor("token_embd.weight")->ShapeString(), "{256, 4000}");
+  EXPECT_EQ(f->FindTensor("blk.0.attn_qkv.weight")->ShapeString(), "{256, 512}");
+  EXPECT_EQ(f->FindTensor("blk.3.attn_q.weight")->ShapeString(), "{256, 512}");
+  EXPECT_EQ(f->FindTensor("blk.8.nextn.eh_proj.weight")->ShapeString(), "{512, 256}");
+  EXPECT_EQ(f->FindTensor("output.weight"), nullptr);  // tied
+  EXPECT_EQ(f->FindTensor("blk.3.attn_qkv.weight"), nullptr);
+  std::remove(path.c_str());
+}
+
+TEST(MakeModel, IsByteIdenticalAcrossRunsAndThreadCountsAndDependsOnTheSeed) {
+  const std::string a = Make("q8_0", 0, 1), b = Make("q8_0", 0, 3), c = Make("q8_0", 7, 2);
+  auto ra = ReadFileToString(a), rb = ReadFileToString(b), rc = ReadFileToString(c);
+  ASSERT_TRUE(ra.ok() && rb.ok() && rc.ok());
+  EXPECT_TRUE(*ra == *rb);
+  EXPECT_FALSE(*ra == *rc);
+  for (const auto& p : {a, b, c}) std::remove(p.c_str());
+}
+
+// Mean and standard deviation of a F32 tensor.
+std::pair<double, double> Moments(const gguf::TensorInfo& t) {
+  const float* x = reinterpret_cast<const float*>(t.data);
+  double s = 0, s2 = 0;
+  const int64_t n = t.n_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    s += x[i];
+    s2 += static_cast<double>(x[i]) * x[i];
+  }
+  const double mean = s / n;
+  return {mean, std::sqrt(s2 / n - mean * mean)};
+}
+
+TEST(MakeModel, DrawsWeightsWithTheFixtureScales) {
+  const std::string path = Make("f32");
+  auto f = OpenOrDie(path);
+  ASSERT_NE(f, nullptr);
+  struct Case { const char* name; double mean, std, tol; };
+  const Case cases[] = {
+      {"token_embd.weight", 0, 1.0, 0.01},
+      {"output_norm.weight", 0, 4.0 / 16, 0.05},              // tied: N(0, (4/sqrt(E))^2)
+      {"blk.0.attn_qkv.weight", 0, 1.0 / 16, 0.01},           // 1/sqrt(fan_in)
+      {"blk.0.ssm_alpha.weight", 0, 0.5 / 16, 0.05},
+      {"blk.0.ssm_out.weight", 0, 0.5 / 16, 0.01},            // residual writer 0.5/sqrt(fan_in)
+      {"blk.0.ffn_down.weight", 0, 0.5 / 16, 0.01},
+      {"blk.0.ssm_conv1d.weight", 0, 0.5, 0.05},
+      {"blk.0.attn_norm.weight", 1.0, 0.1, 0.1},
+      {"blk.8.nextn.eh_proj.weight", 0, 1.0 / std::sqrt(512.0), 0.01},
+  };
+  for (const Case& c : cases) {
+    const gguf::TensorInfo* t = f->FindTensor(c.name);
+    ASSERT_NE(t, nullptr) << c.name;
+    auto [mean, std] = Moments(*t);
+    EXPECT_NEAR(mean, c.mean, 4 * c.std / std::sqrt(static_cast<double>(t->n_elements())) + 1e-9) << c.name;
+    EXPECT_NEAR(std / c.std, 1.0, c.tol * 3) << c.name;
+  }
+  const float* a = reinterpret_cast<const float*>(f->FindTensor("blk.0.ssm_a")->data);
+  const float* dt = reinterpret_cast<const float*>(f->FindTensor("blk.0.ssm_dt.bias")->data);
+  for (int h = 0; h < 4; ++h) {
+    EXPECT_LE(a[h], -1.0f);
+    EXPECT_GE(a[h], -16.0f);
+    const double softplus = std::log1p(std::exp(static_cast<double>(dt[h])));
+    EXPECT_GE(softplus, 1e-3 * 0.999);
+    EXPECT_LE(softplus, 1e-1 * 1.001);
+  }
+  std::remove(path.c_str());
+}
+
+TEST(MakeModel, KeepsNormsAndSmallTensorsInF32AndQuantisesMatrices) {
+  const std::string path = Make("bf16");
+  auto f = OpenOrDie(path);
+  ASSERT_NE(f, nullptr);
+  for (const gguf::TensorInfo& t : f->tensors()) {
+    const bool f32 = t.n_dims == 1 || t.name.find("ssm_conv1d") != std::string::npos;
+    EXPECT_EQ(t.type, f32 ? gguf::TensorType::kF32 : gguf::TensorType::kBF16) << t.name;
+  }
+  EXPECT_EQ(*f->GetU32("general.file_type"), 32u);
+  std::remove(path.c_str());
+}
+
+TEST(MakeModel, RejectsUnknownPresetsTypesAndNonVocabFiles) {
+  auto vocab = OpenOrDie(kVocab);
+  MakeModelOptions opt;
+  opt.preset = "nope";
+  EXPECT_THAT(MakeModel(opt, *vocab, TempPath("x.gguf")).error().message, HasSubstr("unknown preset"));
+  opt.preset = "tiny";
+  opt.file_type = "q3_x";
+  EXPECT_THAT(MakeModel(opt, *vocab, TempPath("x.gguf")).error().message, HasSubstr("unknown --type"));
+  gguf::Writer w;
+  w.SetString("general.architecture", "qwen35");
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(w.OpenBuffer(&bytes).ok());
+  ASSERT_TRUE(w.Close().ok());
+  auto empty = gguf::File::FromBuffer(bytes);
+  ASSERT_TRUE(empty.ok());
+  opt.file_type = "f32";
+  EXPECT_THAT(MakeModel(opt, **empty, TempPath("x.gguf")).error().message, HasSubstr("tokenizer.ggml.tokens"));
+  EXPECT_FALSE(FileExists(TempPath("x.gguf")));
+}
+
+TEST(MakeModel, PlansEveryPresetWithConsistentShapes) {
+  auto vocab = OpenOrDie(kVocab);
+  for (const Preset& p : Presets()) {
+    gguf::Writer w;
+    MakeModelOptions opt;
+    opt.preset = p.name;
+    opt.file_type = "q4_k_m";
+    auto plan = PlanModel(opt, *vocab, &w);
+    ASSERT_TRUE(plan.ok()) << p.name << ": " << plan.error().message;
+    const ModelConfig& c = plan->config;
+    int64_t attn = 0, gdn = 0;
+    for (const TensorSpec& t : plan->tensors) {
+      attn += t.kind == "attn_q";
+      gdn += t.kind == "attn_qkv";
+    }
+    EXPECT_EQ(attn, c.n_layer / 4 + c.n_nextn) << p.name;
+    EXPECT_EQ(gdn, c.n_layer - c.n_layer / 4) << p.name;
+    EXPECT_GT(w.FileSize(), 0u);
+  }
+}
+
+TEST(ExtractVocab, KeepsEveryTokenizerKeyAndNoTensors) {
+  auto vocab = OpenOrDie(kVocab);
+  const std::string path = TempPath("vocab.gguf");
+  ASSERT_TRUE(ExtractVocab(*vocab, path).ok());
+  auto f = OpenOrDie(path);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->tensors().empty());
+  size_t n_tok = 0;
+  for (const auto& [key, value] : vocab->metadata()) {
+    if (key.rfind("tokenizer.", 0) != 0) continue;
+    ++n_tok;
+    ASSERT_NE(f->Find(key), nullptr) << key;
+    EXPECT_EQ(gguf::DescribeValue(*f->Find(key)), gguf::DescribeValue(value)) << key;
+  }
+  EXPECT_EQ(n_tok, 10u);
+  std::remove(path.c_str());
+}
+
+TEST(DemoModel, EmbedsTheRepoVocab) {
+  auto disk = ReadFileToString(kVocab);
+  ASSERT_TRUE(disk.ok());
+  const auto embedded = TinyVocabGguf();
+  ASSERT_EQ(embedded.size(), disk->size());
+  EXPECT_EQ(0, std::memcmp(embedded.data(), disk->data(), disk->size()));
+}
+
+TEST(DemoModel, IsGeneratedOnceThenReusedAndRegeneratedWhenDamaged) {
+  const std::string dir = TempPath("cache");
+  auto p1 = EnsureDemoModel(dir, "q8_0");
+  ASSERT_TRUE(p1.ok()) << p1.error().message;
+  auto first = ReadFileToString(*p1);
+  ASSERT_TRUE(first.ok());
+  auto f = OpenOrDie(*p1);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->FindTensor("blk.0.attn_qkv.weight")->type, gguf::TensorType::kQ8_0);
+  f.reset();
+
+  auto p2 = EnsureDemoModel(dir, "q8_0");
+  ASSERT_TRUE(p2.ok());
+  EXPECT_EQ(*p2, *p1);
+
+  // Damage one byte: the hash no longer matches, so the file is regenerated identically.
+  std::string damaged = *first;
+  damaged[damaged.size() / 2] ^= 0x5A;
+  ASSERT_TRUE(WriteFileAtomic(*p1, damaged).ok());
+  auto p3 = EnsureDemoModel(dir, "q8_0");
+  ASSERT_TRUE(p3.ok());
+  auto again = ReadFileToString(*p3);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(*again == *first);
+  EXPECT_FALSE(EnsureDemoModel(dir, "q4_0").ok());
+  std::remove(p1->c_str());
+  std::remove((*p1 + ".fnv1a").c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST(Rng, IsDeterministicAndRoughlyStandardNormal) {
+  Rng a(42), b(42);
+  double s = 0, s2 = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const double x = a.Normal();
+    EXPECT_EQ(x, b.Normal());
+    s += x;
+    s2 += x * x;
+  }
+  EXPECT_NEAR(s / n, 0.0, 0.01);
+  EXPECT_NEAR(s2 / n, 1.0, 0.02);
+  EXPECT_NE(RowSeed(1, "a", 0), RowSeed(1, "a", 1));
+  EXPECT_NE(RowSeed(1, "a", 0), RowSeed(1, "b", 0));
+}
+
+}  // namespace
+}  // namespace rw::modelgen

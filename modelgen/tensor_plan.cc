@@ -1,0 +1,140 @@
+// Architecture specs for generated models. qwen35: llama.cpp v0.5.0 names and shapes
+// (../shared/spec/model-qwen35.md sections 2 and 5), tensor order as in the fixtures.
+#include "modelgen/tensor_plan.h"
+
+#include <cmath>
+
+namespace rw::modelgen {
+
+int64_t TensorSpec::rows() const {
+  int64_t r = 1;
+  for (size_t d = 1; d < ne.size(); ++d) r *= ne[d];
+  return r;
+}
+
+namespace {
+
+// Weight scales of the fixture generator (README section 2.1).
+double InStd(int64_t fan_in) { return 1.0 / std::sqrt(static_cast<double>(fan_in)); }
+double ResidualStd(int64_t fan_in) { return 0.5 / std::sqrt(static_cast<double>(fan_in)); }
+
+class Planner {
+ public:
+  explicit Planner(std::vector<TensorSpec>* out) : out_(*out) {}
+
+  // A matrix {fan_in, rows...} drawn from N(0, std^2).
+  void Matrix(int64_t layer, const std::string& kind, std::vector<int64_t> ne, double std) {
+    Add(layer, kind, std::move(ne), Init::kNormal, 0, std, false);
+  }
+  // Norm gain N(1, 0.1^2), F32.
+  void Gain(int64_t layer, const std::string& kind, int64_t n) { Add(layer, kind, {n}, Init::kNormal, 1, 0.1, true); }
+  void Add(int64_t layer, const std::string& kind, std::vector<int64_t> ne, Init init, double mean, double std,
+           bool keep_f32, const char* suffix = ".weight") {
+    TensorSpec t;
+    t.name = (layer >= 0 ? "blk." + std::to_string(layer) + "." : std::string()) + kind + suffix;
+    t.ne = std::move(ne);
+    t.init = init;
+    t.mean = mean;
+    t.std = std;
+    t.keep_f32 = keep_f32 || t.ne.size() == 1;
+    t.layer = layer;
+    t.kind = kind;
+    out_.push_back(std::move(t));
+  }
+
+ private:
+  std::vector<TensorSpec>& out_;
+};
+
+void Qwen35Metadata(const ModelConfig& c, gguf::Writer* w) {
+  const std::string a = c.arch + ".";
+  w->SetU32(a + "context_length", c.n_ctx_train);
+  w->SetU32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
+  w->SetU32(a + "block_count", static_cast<uint32_t>(c.n_layer_all()));
+  w->SetU32(a + "feed_forward_length", static_cast<uint32_t>(c.n_ff));
+  w->SetU32(a + "attention.head_count", static_cast<uint32_t>(c.n_head));
+  w->SetU32(a + "attention.head_count_kv", static_cast<uint32_t>(c.n_head_kv));
+  w->SetU32(a + "attention.key_length", static_cast<uint32_t>(c.head_dim));
+  w->SetU32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
+  w->SetF32(a + "rope.freq_base", c.rope_base);
+  w->SetU32(a + "rope.dimension_count", static_cast<uint32_t>(c.n_rot));
+  w->Set(a + "rope.dimension_sections",
+         gguf::MakeI32Array({c.rope_sections[0], c.rope_sections[1], c.rope_sections[2], c.rope_sections[3]}));
+  w->SetF32(a + "attention.layer_norm_rms_epsilon", c.eps);
+  w->SetU32(a + "ssm.conv_kernel", static_cast<uint32_t>(c.ssm_conv));
+  w->SetU32(a + "ssm.state_size", static_cast<uint32_t>(c.ssm_state));
+  w->SetU32(a + "ssm.group_count", static_cast<uint32_t>(c.ssm_groups));
+  w->SetU32(a + "ssm.time_step_rank", static_cast<uint32_t>(c.ssm_dt_rank));
+  w->SetU32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_inner()));
+  std::vector<bool> recurrent;
+  for (int64_t i = 0; i < c.n_layer_all(); ++i) recurrent.push_back(c.IsRecurrent(i));
+  w->Set(a + "attention.recurrent_layers", gguf::MakeBoolArray(recurrent));
+  w->SetU32(a + "full_attention_interval", static_cast<uint32_t>(c.full_attention_interval));
+  if (c.n_nextn > 0) w->SetU32(a + "nextn_predict_layers", static_cast<uint32_t>(c.n_nextn));
+}
+
+std::vector<TensorSpec> Qwen35Plan(const ModelConfig& c) {
+  std::vector<TensorSpec> t;
+  Planner p(&t);
+  const int64_t E = c.n_embd, V = c.n_vocab, D = c.head_dim, S = c.ssm_state;
+  const int64_t Vd = c.ssm_inner(), C = c.ssm_conv_dim(), Hv = c.ssm_dt_rank, F = c.n_ff;
+  const double out_scale = 4.0 / std::sqrt(static_cast<double>(E));
+
+  p.Matrix(-1, "token_embd", {E, V}, 1.0);
+  if (c.tied) {
+    // Tied head: zero-mean output-norm gains keep logits at std ~4 (README 2.1).
+    p.Add(-1, "output_norm", {E}, Init::kNormal, 0, out_scale, true);
+  } else {
+    p.Gain(-1, "output_norm", E);
+    p.Matrix(-1, "output", {E, V}, out_scale);
+  }
+  for (int64_t il = 0; il < c.n_layer_all(); ++il) {
+    p.Gain(il, "attn_norm", E);
+    p.Gain(il, "post_attention_norm", E);
+    if (c.IsRecurrent(il)) {
+      p.Matrix(il, "attn_qkv", {E, C}, InStd(E));
+      p.Matrix(il, "attn_gate", {E, Vd}, InStd(E));
+      p.Add(il, "ssm_conv1d", {c.ssm_conv, C}, Init::kNormal, 0, 0.5, true);
+      p.Add(il, "ssm_dt", {Hv}, Init::kDtBias, 0, 0, true, ".bias");
+      p.Add(il, "ssm_a", {Hv}, Init::kSsmA, 0, 0, true, "");
+      p.Matrix(il, "ssm_beta", {E, Hv}, InStd(E));
+      p.Matrix(il, "ssm_alpha", {E, Hv}, 0.5 * InStd(E));
+      p.Gain(il, "ssm_norm", S);
+      p.Matrix(il, "ssm_out", {Vd, E}, ResidualStd(Vd));
+    } else {
+      p.Matrix(il, "attn_q", {E, 2 * D * c.n_head}, InStd(E));
+      p.Matrix(il, "attn_k", {E, D * c.n_head_kv}, InStd(E));
+      p.Matrix(il, "attn_v", {E, D * c.n_head_kv}, InStd(E));
+      p.Matrix(il, "attn_output", {D * c.n_head, E}, ResidualStd(D * c.n_head));
+      p.Gain(il, "attn_q_norm", D);
+      p.Gain(il, "attn_k_norm", D);
+    }
+    p.Matrix(il, "ffn_gate", {E, F}, InStd(E));
+    p.Matrix(il, "ffn_up", {E, F}, InStd(E));
+    p.Matrix(il, "ffn_down", {F, E}, ResidualStd(F));
+    if (il >= c.n_layer) {  // MTP block
+      p.Matrix(il, "nextn.eh_proj", {2 * E, E}, InStd(2 * E));
+      p.Gain(il, "nextn.enorm", E);
+      p.Gain(il, "nextn.hnorm", E);
+      p.Gain(il, "nextn.shared_head_norm", E);
+    }
+  }
+  return t;
+}
+
+const ArchSpec kArchs[] = {
+    {"qwen35", Qwen35Metadata, Qwen35Plan},
+    // {"qwen35moe", ...}, {"qwen3next", ...}: MoE FFN (ffn_gate_inp router std 2.5/sqrt(E), *_exps, *_shexp)
+    // and, for qwen3next, ssm_ba instead of ssm_beta/ssm_alpha.
+};
+
+}  // namespace
+
+const ArchSpec* FindArch(const std::string& arch) {
+  for (const ArchSpec& a : kArchs) {
+    if (arch == a.arch) return &a;
+  }
+  return nullptr;
+}
+
+}  // namespace rw::modelgen

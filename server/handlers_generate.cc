@@ -1,0 +1,340 @@
+// POST /v1/chat/completions and /v1/completions: render, tokenize, submit, then stream SSE chunks or collect.
+#include <algorithm>
+#include <random>
+
+#include "base/log.h"
+#include "server/generation.h"
+#include "server/responses.h"
+#include "server/server_impl.h"
+
+namespace rw::server {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+template <typename T>
+bool Take(ParseResult<T>& parsed, httplib::Response& res, T** out) {
+  if (auto* e = std::get_if<ApiError>(&parsed)) {
+    Server::Impl::SendError(res, *e);
+    return false;
+  }
+  *out = &std::get<T>(parsed);
+  return true;
+}
+
+std::vector<int32_t> NormaliseHints(std::vector<int32_t> hints, size_t prompt_size) {
+  std::sort(hints.begin(), hints.end());
+  hints.erase(std::unique(hints.begin(), hints.end()), hints.end());
+  hints.erase(std::remove_if(hints.begin(), hints.end(),
+                             [&](int32_t p) { return p <= 0 || static_cast<size_t>(p) >= prompt_size; }),
+              hints.end());
+  return hints;
+}
+
+double MsSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// The state of one response, shared by the chunk writer and the final summary.
+struct ResponseState {
+  std::shared_ptr<Generation> gen;
+  bool chat = true;
+  bool stream = false;
+  bool include_usage = false;
+  bool logprobs = false;
+  std::string id, model;
+  int64_t created = 0;
+  int32_t prompt_tokens = 0;
+  Clock::time_point start;
+  Clock::time_point last_write;
+  bool role_sent = false;
+  bool finished = false;
+  int tool_index = 0;
+  size_t text_offset = 0;
+  GenerationChunk total;  // non-streaming: everything
+};
+
+json ChunkBase(const ResponseState& st) {
+  return {{"id", st.id},
+          {"object", st.chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", st.created},
+          {"model", st.model}};
+}
+
+std::string Sse(const json& j) { return "data: " + DumpJson(j) + "\n\n"; }
+
+// One SSE event for a chunk of progress ("" if there is nothing to send).
+std::string StreamChunk(ResponseState& st, const GenerationChunk& c) {
+  if (c.empty()) return "";
+  json choice = {{"index", 0}, {"finish_reason", nullptr}};
+  if (st.chat) {
+    json delta = json::object();
+    if (!st.role_sent) {
+      delta["role"] = "assistant";
+      st.role_sent = true;
+    }
+    if (!c.delta.reasoning.empty()) delta["reasoning_content"] = c.delta.reasoning;
+    if (!c.delta.content.empty()) delta["content"] = c.delta.content;
+    if (!c.delta.tool_calls.empty()) {
+      json calls = json::array();
+      for (const auto& call : c.delta.tool_calls) calls.push_back(ToolCallJson(call, st.tool_index++, true));
+      delta["tool_calls"] = std::move(calls);
+    }
+    choice["delta"] = std::move(delta);
+    choice["logprobs"] = st.logprobs && !c.tokens.empty() ? ChatLogprobsJson(c.tokens) : json(nullptr);
+  } else {
+    choice["text"] = c.delta.content;
+    choice["logprobs"] =
+        st.logprobs && !c.tokens.empty() ? CompletionLogprobsJson(c.tokens, st.text_offset) : json(nullptr);
+    for (const auto& t : c.tokens) st.text_offset += t.piece.size();
+  }
+  json chunk = ChunkBase(st);
+  chunk["choices"] = json::array({std::move(choice)});
+  return Sse(chunk);
+}
+
+json Usage(const ResponseState& st) {
+  const auto& c = st.gen->completion();
+  return UsageJson(st.prompt_tokens, st.gen->accepted_tokens(), c.cached_tokens);
+}
+
+// The closing events of a stream: finish_reason chunk, optional usage chunk, [DONE].
+std::string StreamFinal(ResponseState& st) {
+  const auto& c = st.gen->completion();
+  std::string out;
+  if (c.finish_reason == "error") {
+    ApiError e = c.error ? ApiError::FromError(*c.error) : ApiError::Internal("generation failed");
+    out += Sse(e.ToJson());
+  }
+  json choice = {{"index", 0}, {"finish_reason", st.gen->FinishReason()}, {"logprobs", nullptr}};
+  if (st.chat) {
+    json delta = json::object();
+    if (!st.role_sent) delta["role"] = "assistant";
+    choice["delta"] = std::move(delta);
+  } else {
+    choice["text"] = "";
+  }
+  json chunk = ChunkBase(st);
+  chunk["choices"] = json::array({std::move(choice)});
+  chunk["timings"] = TimingsJson(c);
+  chunk["cache"] = CacheReportJson(c.cache);
+  out += Sse(chunk);
+  if (st.include_usage) {
+    json u = ChunkBase(st);
+    u["choices"] = json::array();
+    u["usage"] = Usage(st);
+    u["timings"] = TimingsJson(c);
+    out += Sse(u);
+  }
+  out += "data: [DONE]\n\n";
+  return out;
+}
+
+json FullResponse(const ResponseState& st) {
+  const auto& c = st.gen->completion();
+  json choice = {{"index", 0}, {"finish_reason", st.gen->FinishReason()}};
+  const ParsedDelta& d = st.total.delta;
+  if (st.chat) {
+    json msg = {{"role", "assistant"}};
+    msg["content"] = d.content.empty() && !d.tool_calls.empty() ? json(nullptr) : json(d.content);
+    if (!d.reasoning.empty()) msg["reasoning_content"] = d.reasoning;
+    if (!d.tool_calls.empty()) {
+      json calls = json::array();
+      for (const auto& call : d.tool_calls) calls.push_back(ToolCallJson(call, 0, false));
+      msg["tool_calls"] = std::move(calls);
+    }
+    choice["message"] = std::move(msg);
+    choice["logprobs"] = st.logprobs ? ChatLogprobsJson(st.total.tokens) : json(nullptr);
+  } else {
+    choice["text"] = d.content;
+    choice["logprobs"] = st.logprobs ? CompletionLogprobsJson(st.total.tokens, 0) : json(nullptr);
+  }
+  return {{"id", st.id},
+          {"object", st.chat ? "chat.completion" : "text_completion"},
+          {"created", st.created},
+          {"model", st.model},
+          {"choices", json::array({std::move(choice)})},
+          {"usage", Usage(st)},
+          {"timings", TimingsJson(c)},
+          {"cache", CacheReportJson(c.cache)}};
+}
+
+void Accumulate(GenerationChunk* total, GenerationChunk&& c) {
+  total->delta.reasoning += c.delta.reasoning;
+  total->delta.content += c.delta.content;
+  for (auto& t : c.delta.tool_calls) total->delta.tool_calls.push_back(std::move(t));
+  for (auto& t : c.tokens) total->tokens.push_back(std::move(t));
+}
+
+}  // namespace
+
+void Server::Impl::HandleChat(const httplib::Request& req, httplib::Response& res) {
+  auto body = ParseJsonBody(req.body);
+  nlohmann::ordered_json* j = nullptr;
+  if (!Take(body, res, &j)) return;
+  auto parsed = ParseChatRequest(*j);
+  ChatRequest* r = nullptr;
+  if (!Take(parsed, res, &r)) return;
+  ChatOptions options;
+  options.kwargs = r->template_kwargs;
+  nlohmann::ordered_json tools = r->tool_choice == "none" ? nlohmann::ordered_json(nullptr) : r->tools;
+  auto rendered = backend.chat->Render(r->messages, tools, options);
+  if (!rendered.ok()) return SendError(res, ApiError::FromError(rendered.error()));
+  PreparedGeneration p;
+  p.chat = true;
+  p.prompt = backend.codec->Encode(rendered->prompt, /*parse_special=*/true, /*add_special=*/true);
+  std::vector<size_t> offsets = rendered->message_offsets;
+  offsets.push_back(rendered->generation_offset);
+  std::vector<int32_t> hints = OffsetsToTokenPositions(*backend.codec, p.prompt, offsets);
+  hints.insert(hints.end(), r->checkpoint_positions.begin(), r->checkpoint_positions.end());
+  p.checkpoint_hints = NormaliseHints(std::move(hints), p.prompt.size());
+  p.parser = backend.chat->NewParser(*rendered, tools);
+  p.gen = r->gen;
+  RunGeneration(req, res, std::move(p));
+}
+
+void Server::Impl::HandleCompletion(const httplib::Request& req, httplib::Response& res) {
+  auto body = ParseJsonBody(req.body);
+  nlohmann::ordered_json* j = nullptr;
+  if (!Take(body, res, &j)) return;
+  auto parsed = ParseCompletionRequest(*j);
+  CompletionRequest* r = nullptr;
+  if (!Take(parsed, res, &r)) return;
+  PreparedGeneration p;
+  p.chat = false;
+  p.prompt = r->prompt_is_tokens ? r->prompt_tokens
+                                 : backend.codec->Encode(r->prompt_text, /*parse_special=*/true, /*add_special=*/true);
+  p.checkpoint_hints = NormaliseHints(r->checkpoint_positions, p.prompt.size());
+  p.gen = r->gen;
+  RunGeneration(req, res, std::move(p));
+}
+
+void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response& res, PreparedGeneration p) {
+  if (p.prompt.empty()) return SendError(res, ApiError::BadRequest("the prompt is empty", "prompt"));
+  int32_t vocab = backend.codec->VocabSize();
+  for (int32_t t : p.prompt) {
+    if (t < 0 || t >= vocab) {
+      return SendError(res, ApiError::BadRequest("token id " + std::to_string(t) + " is outside the vocabulary",
+                                                 "prompt"));
+    }
+  }
+  if (info.n_ctx > 0 && static_cast<int64_t>(p.prompt.size()) >= info.n_ctx) {
+    return SendError(res, ApiError::ContextExceeded("the prompt has " + std::to_string(p.prompt.size()) +
+                                                    " tokens, the context holds " + std::to_string(info.n_ctx) +
+                                                    " (one is needed for the answer)"));
+  }
+  engine::GenerationRequest g;
+  g.prompt = p.prompt;
+  g.checkpoint_hints = p.checkpoint_hints;
+  g.max_tokens = p.gen.max_tokens;
+  g.sampling.temperature = p.gen.temperature;
+  g.sampling.top_p = p.gen.top_p;
+  g.sampling.top_k = p.gen.top_k;
+  g.sampling.min_p = p.gen.min_p;
+  g.sampling.seed = p.gen.seed ? *p.gen.seed : std::random_device{}() * 0x9E3779B97F4A7C15ull + 1;
+  g.logprobs = p.gen.logprobs;
+  g.top_logprobs = p.gen.top_logprobs;
+  g.ignore_eos = p.gen.ignore_eos;
+  g.cache_prompt = p.gen.cache_prompt;
+  g.slot_id = p.gen.slot_id;
+
+  auto st = std::make_shared<ResponseState>();
+  st->gen = std::make_shared<Generation>(backend, std::move(p.parser), p.gen.stop, p.gen.logprobs);
+  Status submitted = st->gen->Submit(std::move(g));
+  if (!submitted.ok()) return SendError(res, ApiError::FromError(submitted.error()));
+  st->chat = p.chat;
+  st->stream = p.gen.stream;
+  st->include_usage = p.gen.include_usage;
+  st->logprobs = p.gen.logprobs;
+  st->id = RandomId(p.chat ? "chatcmpl-" : "cmpl-");
+  st->model = config.model_name;
+  st->created = UnixTime();
+  st->prompt_tokens = static_cast<int32_t>(p.prompt.size());
+  st->start = st->last_write = Clock::now();
+  metrics.RequestStarted();
+
+  // Called once per request when it ends (normally or not).
+  auto finish = [this, st, path = req.path](bool client_gone) {
+    metrics.RequestFinished();
+    if (client_gone) {
+      metrics.CountDisconnect();
+      if (config.log_requests) LOG_INFO("%s client disconnected, request cancelled", path.c_str());
+      return;
+    }
+    const auto& c = st->gen->completion();
+    double total_ms = MsSince(st->start);
+    metrics.CountGeneration(st->prompt_tokens, c.cached_tokens, c.prompt_evaluated, c.generated_tokens,
+                            total_ms / 1e3);
+    if (config.log_requests) {
+      LOG_INFO("%s %s slot=%d prompt=%d cached=%d evaluated=%d generated=%d prompt_ms=%.1f (%.1f t/s) "
+               "gen_ms=%.1f (%.1f t/s) total_ms=%.1f finish=%s cache=%s%s%s",
+               path.c_str(), st->stream ? "stream" : "json", c.slot_id, st->prompt_tokens, c.cached_tokens,
+               c.prompt_evaluated, c.generated_tokens, c.prompt_ms,
+               c.prompt_ms > 0 ? 1e3 * c.prompt_evaluated / c.prompt_ms : 0.0, c.predicted_ms,
+               c.predicted_ms > 0 ? 1e3 * c.generated_tokens / c.predicted_ms : 0.0, total_ms,
+               st->gen->FinishReason().c_str(), c.cache.source.c_str(), c.cache.reason.empty() ? "" : " ",
+               c.cache.reason.c_str());
+    }
+  };
+
+  if (!st->stream) {
+    while (true) {
+      GenerationChunk chunk;
+      bool done = st->gen->Poll(std::chrono::milliseconds(200), &chunk);
+      Accumulate(&st->total, std::move(chunk));
+      if (done) break;
+    }
+    finish(false);
+    const auto& c = st->gen->completion();
+    if (c.finish_reason == "error") {
+      return SendError(res, c.error ? ApiError::FromError(*c.error) : ApiError::Internal("generation failed"));
+    }
+    return SendJson(res, 200, FullResponse(*st));
+  }
+
+  metrics.CountStreamed();
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st, finish](size_t, httplib::DataSink& sink) {
+        if (st->finished) {
+          sink.done();
+          return true;
+        }
+        GenerationChunk chunk;
+        bool done = st->gen->Poll(std::chrono::milliseconds(100), &chunk);
+        std::string out = StreamChunk(*st, chunk);
+        if (done) out += StreamFinal(*st);
+        // A comment line now and then: SSE clients ignore it, and a failed write tells us the client is gone
+        // even while the prompt is still being evaluated.
+        if (out.empty() && MsSince(st->last_write) > 1000) out = ": keep-alive\n\n";
+        if (!out.empty()) {
+          if (!sink.write(out.data(), out.size())) {
+            st->gen->Cancel();
+            st->finished = true;
+            finish(/*client_gone=*/true);
+            return false;
+          }
+          st->last_write = Clock::now();
+        }
+        if (done) {
+          st->finished = true;
+          finish(false);
+          sink.done();
+        }
+        return true;
+      },
+      [st, finish](bool success) {
+        if (!st->finished) {  // the connection failed before the end (httplib saw it first)
+          st->gen->Cancel();
+          st->finished = true;
+          finish(/*client_gone=*/true);
+        }
+        (void)success;
+      });
+}
+
+}  // namespace rw::server

@@ -1,0 +1,160 @@
+#include "server/model_backend.h"
+
+#include <cstdio>
+#include <cstring>
+
+#if REWIND_HAVE_TOKENIZER && REWIND_HAVE_CHAT
+#include "chat/chat_render.h"
+#include "chat/output_parser.h"
+#include "gguf/gguf.h"
+#include "tokenizer/tokenizer.h"
+#endif
+#if REWIND_HAVE_MODELGEN
+#include "modelgen/demo_model.h"
+#endif
+
+namespace rw::server {
+
+#if REWIND_HAVE_TOKENIZER && REWIND_HAVE_CHAT
+namespace {
+
+class TokenizerCodec : public TextCodec {
+ public:
+  explicit TokenizerCodec(std::unique_ptr<tokenizer::Tokenizer> tok) : tok_(std::move(tok)) {}
+  std::vector<int32_t> Encode(std::string_view text, bool parse_special, bool add_special) const override {
+    return tok_->Encode(text, parse_special, add_special);
+  }
+  std::string TokenToPiece(int32_t token, bool special) const override { return tok_->TokenToPiece(token, special); }
+  bool IsEog(int32_t token) const override { return tok_->IsEog(token); }
+  int32_t VocabSize() const override { return tok_->n_vocab(); }
+  const tokenizer::Tokenizer& tokenizer() const { return *tok_; }
+
+ private:
+  std::unique_ptr<tokenizer::Tokenizer> tok_;
+};
+
+class ChatParserAdapter : public OutputParser {
+ public:
+  explicit ChatParserAdapter(chat::ParserOptions options) : parser_(std::move(options)) {}
+  ParsedDelta Push(std::string_view text) override { return Convert(parser_.Feed(text)); }
+  ParsedDelta Finish() override { return Convert(parser_.Finish()); }
+
+ private:
+  static ParsedDelta Convert(chat::ParserDelta d) {
+    ParsedDelta out;
+    out.content = std::move(d.content);
+    out.reasoning = std::move(d.reasoning);
+    for (auto& call : d.tool_calls) out.tool_calls.push_back({"", std::move(call.name), std::move(call.arguments)});
+    return out;
+  }
+  chat::OutputParser parser_;
+};
+
+class TemplateChat : public ChatFormatter {
+ public:
+  TemplateChat(chat::Template tmpl, std::string bos, std::string eos)
+      : tmpl_(std::move(tmpl)), bos_(std::move(bos)), eos_(std::move(eos)) {}
+
+  Expected<RenderedChat> Render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                const ChatOptions& options) const override {
+    chat::RenderOptions ro;
+    ro.add_generation_prompt = options.add_generation_prompt;
+    ro.chat_template_kwargs = options.kwargs;
+    if (options.kwargs.contains("enable_thinking") && options.kwargs["enable_thinking"].is_boolean()) {
+      ro.enable_thinking = options.kwargs["enable_thinking"].get<bool>();
+    }
+    ro.bos_token = bos_;
+    ro.eos_token = eos_;
+    auto r = chat::RenderChat(tmpl_, messages, tools, ro);
+    if (!r.ok()) return r.error();
+    RenderedChat out;
+    out.prompt = std::move(r->text);
+    out.message_offsets = r->spans.message_start;
+    out.generation_offset = r->spans.generation_start;
+    // Thinking is open when the generation header opened a <think> block it did not close.
+    size_t open = out.prompt.rfind("<think>");
+    size_t close = out.prompt.rfind("</think>");
+    out.thinking_open = options.add_generation_prompt && open != std::string::npos &&
+                        open >= out.generation_offset && (close == std::string::npos || close < open);
+    return out;
+  }
+
+  std::unique_ptr<OutputParser> NewParser(const RenderedChat& rendered,
+                                          const nlohmann::ordered_json& tools) const override {
+    chat::ParserOptions po;
+    po.parse_reasoning = true;
+    po.starts_in_reasoning = rendered.thinking_open;
+    po.parse_tool_calls = tools.is_array() && !tools.empty();
+    if (po.parse_tool_calls) po.tools = tools;
+    return std::make_unique<ChatParserAdapter>(std::move(po));
+  }
+
+ private:
+  chat::Template tmpl_;
+  std::string bos_, eos_;
+};
+
+std::string TokenTextOrEmpty(const tokenizer::Tokenizer& tok, int32_t id) {
+  return id >= 0 && tok.IsValid(id) ? tok.TokenText(id) : std::string();
+}
+
+}  // namespace
+#endif
+
+Expected<LoadedModel> LoadModel(const engine::EngineConfig& config, const std::string& chat_template_file) {
+#if REWIND_HAVE_TOKENIZER && REWIND_HAVE_CHAT && REWIND_HAVE_ENGINE
+  REWIND_RETURN_IF_ERROR(config.Validate());
+  LoadedModel m;
+  {
+    auto file = gguf::File::Open(config.model_path);
+    if (!file.ok()) return file.error();
+    auto tok = tokenizer::Tokenizer::FromGguf(**file);
+    if (!tok.ok()) return tok.error();
+    std::string gguf_template;
+    if ((*file)->Has("tokenizer.chat_template")) {
+      auto t = (*file)->GetString("tokenizer.chat_template");
+      if (t.ok()) gguf_template = *t;
+    }
+    auto tmpl = chat::SelectTemplate(gguf_template, chat_template_file);
+    if (!tmpl.ok()) return tmpl.error();
+    std::string bos = TokenTextOrEmpty(**tok, (*tok)->bos_id());
+    std::string eos = TokenTextOrEmpty(**tok, (*tok)->eos_id());
+    m.chat = std::make_unique<TemplateChat>(std::move(*tmpl), bos, eos);
+    m.codec = std::make_unique<TokenizerCodec>(std::move(*tok));
+  }
+  auto engine = engine::CreateEngine(config);
+  if (!engine.ok()) return engine.error();
+  m.engine = std::move(*engine);
+  return m;
+#else
+  (void)config;
+  (void)chat_template_file;
+  return Error::Unavailable("this build of rewind has no engine, tokenizer or chat library yet");
+#endif
+}
+
+Expected<std::string> DemoModelPath(const std::string& cache_dir) {
+#if REWIND_HAVE_MODELGEN
+  return modelgen::EnsureDemoModel(cache_dir);
+#else
+  (void)cache_dir;
+  return Error::Unavailable("this build has no built-in demo model (modelgen missing); pass -m MODEL.gguf");
+#endif
+}
+
+int64_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  int64_t kb = 0;
+  while (std::fgets(line, sizeof(line), f)) {
+    if (std::strncmp(line, "VmRSS:", 6) == 0) {
+      kb = std::atoll(line + 6);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kb * 1024;
+}
+
+}  // namespace rw::server

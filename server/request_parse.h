@@ -1,0 +1,94 @@
+// Request parsing and validation: pure functions from a request body to a typed request or an ApiError.
+// No I/O, no engine, no exceptions escape: the fuzz target and the random-body unit test call these directly.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+
+namespace rw::server {
+
+template <typename T>
+using ParseResult = std::variant<T, ApiError>;
+
+// Fields shared by chat and text completions.
+struct GenerationParams {
+  int32_t max_tokens = -1;           // -1: until end of generation or context
+  float temperature = 0.8f;
+  float top_p = 1.0f;
+  int32_t top_k = 0;
+  float min_p = 0.0f;
+  std::optional<uint64_t> seed;      // none: a random seed per request
+  std::vector<std::string> stop;     // up to 16 non-empty strings
+  bool logprobs = false;
+  int32_t top_logprobs = 0;          // 0..20
+  bool ignore_eos = false;
+  bool cache_prompt = true;
+  int32_t slot_id = -1;
+  bool stream = false;
+  bool include_usage = false;        // stream_options.include_usage
+};
+
+struct ChatRequest {
+  std::string model;
+  nlohmann::ordered_json messages;           // validated array; tool-call arguments given as JSON text become objects
+  nlohmann::ordered_json tools;              // null or a non-empty array of {"type":"function","function":{name,...}}
+  std::string tool_choice = "auto";  // auto | none | required | function:<name>
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs (+ top-level enable_thinking)
+  bool add_generation_prompt = true; // /apply-template only
+  GenerationParams gen;
+  // `checkpoints`: message indices (ints, negative from the end) and token positions ({"position": N}).
+  std::vector<int32_t> checkpoint_messages;
+  std::vector<int32_t> checkpoint_positions;
+};
+
+struct CompletionRequest {
+  std::string model;
+  std::string prompt_text;             // when the prompt is text
+  std::vector<int32_t> prompt_tokens;  // when the prompt is token ids
+  bool prompt_is_tokens = false;
+  GenerationParams gen;
+  std::vector<int32_t> checkpoint_positions;
+};
+
+struct TokenizeRequest {
+  std::string content;
+  bool add_special = false;
+  bool parse_special = true;
+  bool with_pieces = false;
+};
+
+struct DetokenizeRequest {
+  std::vector<int32_t> tokens;
+};
+
+struct SlotActionRequest {
+  int32_t slot = 0;
+  std::string action;    // save | restore | erase
+  std::string filename;  // save/restore: a plain file name (no directories)
+};
+
+// Parses a JSON body; malformed JSON (including invalid UTF-8) and non-object bodies are 400.
+ParseResult<nlohmann::ordered_json> ParseJsonBody(std::string_view body);
+
+ParseResult<ChatRequest> ParseChatRequest(const nlohmann::ordered_json& body);
+// /apply-template: the chat fields only (messages, tools, chat_template_kwargs, add_generation_prompt).
+ParseResult<ChatRequest> ParseApplyTemplateRequest(const nlohmann::ordered_json& body);
+ParseResult<CompletionRequest> ParseCompletionRequest(const nlohmann::ordered_json& body);
+ParseResult<TokenizeRequest> ParseTokenizeRequest(const nlohmann::ordered_json& body);
+ParseResult<DetokenizeRequest> ParseDetokenizeRequest(const nlohmann::ordered_json& body);
+// slot_id from the path, action from the query, body may be empty for erase.
+ParseResult<SlotActionRequest> ParseSlotAction(std::string_view slot_id, std::string_view action,
+                                               std::string_view body);
+
+// True if `s` is valid UTF-8 (no overlong forms, no surrogates).
+bool IsValidUtf8(std::string_view s);
+
+}  // namespace rw::server

@@ -1,0 +1,234 @@
+#include "server/request_parse.h"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+namespace rw::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+template <typename T>
+const ApiError* ErrorOf(const ParseResult<T>& r) {
+  return std::get_if<ApiError>(&r);
+}
+
+ParseResult<ChatRequest> Chat(const std::string& body) {
+  auto j = ParseJsonBody(body);
+  if (auto* e = std::get_if<ApiError>(&j)) return *e;
+  return ParseChatRequest(std::get<json>(j));
+}
+
+const json kMessages = json::array({{{"role", "user"}, {"content", "hi"}}});
+
+json WithMessages(json extra) {
+  extra["messages"] = kMessages;
+  return extra;
+}
+
+TEST(ParseChatRequest, AcceptsAMinimalRequestWithDefaults) {
+  auto r = ParseChatRequest(WithMessages({}));
+  ASSERT_EQ(ErrorOf(r), nullptr);
+  const auto& c = std::get<ChatRequest>(r);
+  EXPECT_EQ(c.gen.max_tokens, -1);
+  EXPECT_FALSE(c.gen.stream);
+  EXPECT_EQ(c.tool_choice, "auto");
+  EXPECT_TRUE(c.tools.is_null());
+  EXPECT_EQ(c.messages.size(), 1u);
+}
+
+TEST(ParseChatRequest, ReadsSamplingStreamAndLogprobFields) {
+  auto r = ParseChatRequest(WithMessages({{"temperature", 0},
+                                          {"top_p", 0.5},
+                                          {"top_k", 40},
+                                          {"min_p", 0.05},
+                                          {"seed", 42},
+                                          {"max_completion_tokens", 17},
+                                          {"stop", "END"},
+                                          {"logprobs", true},
+                                          {"top_logprobs", 3},
+                                          {"stream", true},
+                                          {"stream_options", {{"include_usage", true}}}}));
+  ASSERT_EQ(ErrorOf(r), nullptr);
+  const auto& g = std::get<ChatRequest>(r).gen;
+  EXPECT_EQ(g.temperature, 0.0f);
+  EXPECT_EQ(g.top_p, 0.5f);
+  EXPECT_EQ(g.top_k, 40);
+  EXPECT_FLOAT_EQ(g.min_p, 0.05f);
+  EXPECT_EQ(*g.seed, 42u);
+  EXPECT_EQ(g.max_tokens, 17);
+  EXPECT_EQ(g.stop, std::vector<std::string>{"END"});
+  EXPECT_TRUE(g.logprobs);
+  EXPECT_EQ(g.top_logprobs, 3);
+  EXPECT_TRUE(g.stream);
+  EXPECT_TRUE(g.include_usage);
+}
+
+TEST(ParseChatRequest, RejectsBadParametersWithTheFieldNamed) {
+  struct Case {
+    json extra;
+    std::string param;
+  };
+  std::vector<Case> cases = {
+      {{{"max_tokens", -5}}, "max_tokens"},        {{{"max_tokens", "ten"}}, "max_tokens"},
+      {{{"max_tokens", 0}}, "max_tokens"},         {{{"temperature", -0.1}}, "temperature"},
+      {{{"top_p", 1.5}}, "top_p"},                 {{{"top_k", -3}}, "top_k"},
+      {{{"min_p", 2}}, "min_p"},                   {{{"n", 2}}, "n"},
+      {{{"stream", "yes"}}, "stream"},             {{{"stop", 5}}, "stop"},
+      {{{"top_logprobs", 3}}, "top_logprobs"},     {{{"logprobs", true}, {"top_logprobs", 21}}, "top_logprobs"},
+      {{{"seed", 1.5}}, "seed"},                   {{{"tools", "x"}}, "tools"},
+      {{{"tool_choice", "sometimes"}}, "tool_choice"}, {{{"logit_bias", {{"1", 5}}}}, "logit_bias"},
+      {{{"response_format", {{"type", "json_schema"}}}}, "response_format"},
+      {{{"chat_template_kwargs", 3}}, "chat_template_kwargs"},
+      {{{"presence_penalty", 3}}, "presence_penalty"},
+      {{{"checkpoints", {7}}}, "checkpoints"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseChatRequest(WithMessages(c.extra));
+    const ApiError* e = ErrorOf(r);
+    ASSERT_NE(e, nullptr) << c.extra.dump();
+    EXPECT_EQ(e->status, 400) << c.extra.dump();
+    EXPECT_EQ(e->param, c.param) << c.extra.dump() << " -> " << e->message;
+    EXPECT_FALSE(e->message.empty());
+  }
+}
+
+TEST(ParseChatRequest, RejectsMalformedMessages) {
+  std::vector<json> bodies = {
+      json::object(),
+      {{"messages", json::array()}},
+      {{"messages", "hi"}},
+      {{"messages", {1}}},
+      {{"messages", {{{"content", "no role"}}}}},
+      {{"messages", {{{"role", "wizard"}, {"content", "x"}}}}},
+      {{"messages", {{{"role", "user"}, {"content", 5}}}}},
+      {{"messages", {{{"role", "user"}}}}},
+      {{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", "x"}}}}}}}},
+      {{"messages", {{{"role", "assistant"}, {"tool_calls", {{{"function", {{"name", "f"}, {"arguments", "{"}}}}}}}}}},
+      {{"messages", {{{"role", "assistant"}, {"tool_calls", {{{"function", {{"arguments", "{}"}}}}}}}}}},
+  };
+  for (const auto& b : bodies) {
+    auto r = ParseChatRequest(b);
+    ASSERT_NE(ErrorOf(r), nullptr) << b.dump();
+    EXPECT_EQ(ErrorOf(r)->status, 400);
+  }
+}
+
+TEST(ParseChatRequest, NormalisesPartsToolCallsAndTools) {
+  json body = {{"messages",
+                {{{"role", "developer"}, {"content", "sys"}},
+                 {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}},
+                 {{"role", "assistant"},
+                  {"content", nullptr},
+                  {"tool_calls",
+                   {{{"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{\"x\": 1}"}}}}}}},
+                 {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "ok"}}}},
+               {"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", json::object()}}}}}},
+               {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}},
+               {"chat_template_kwargs", {{"enable_thinking", false}}},
+               {"checkpoints", {1, -1, {{"position", 12}}}}};
+  auto r = ParseChatRequest(body);
+  ASSERT_EQ(ErrorOf(r), nullptr) << ErrorOf(r)->message;
+  const auto& c = std::get<ChatRequest>(r);
+  EXPECT_EQ(c.messages[0]["role"], "system");
+  EXPECT_EQ(c.messages[1]["content"].size(), 2u);
+  EXPECT_EQ(c.messages[2]["tool_calls"][0]["function"]["arguments"], json({{"x", 1}}));
+  EXPECT_EQ(c.messages[3]["tool_call_id"], "c1");
+  EXPECT_EQ(c.tools.size(), 1u);
+  EXPECT_EQ(c.tool_choice, "function:f");
+  EXPECT_EQ(c.template_kwargs["enable_thinking"], false);
+  EXPECT_EQ(c.checkpoint_messages, (std::vector<int32_t>{1, 3}));
+  EXPECT_EQ(c.checkpoint_positions, (std::vector<int32_t>{12}));
+}
+
+TEST(ParseJsonBody, RejectsMalformedJsonInvalidUtf8AndDeepNesting) {
+  for (std::string body : {std::string("{"), std::string("[1,2]"), std::string("\"x\""), std::string("{\"a\": \xff}"),
+                           std::string("{\"messages\": \"\xC3\x28\"}"), std::string("{\"a\": \"\\ud800\"}"),
+                           std::string(10000, '[') + std::string(10000, ']'), std::string()}) {
+    auto r = ParseJsonBody(body);
+    ASSERT_NE(ErrorOf(r), nullptr) << body.substr(0, 40);
+    EXPECT_EQ(ErrorOf(r)->status, 400);
+  }
+  auto ok = ParseJsonBody("{\"a\": \"h\xC3\xA9\"}");
+  EXPECT_EQ(ErrorOf(ok), nullptr);
+}
+
+TEST(ParseCompletionRequest, AcceptsTextTokensAndOneElementArrays) {
+  for (json prompt : {json("hello"), json({1, 2, 3}), json({"hello"}), json({{1, 2}})}) {
+    auto r = ParseCompletionRequest({{"prompt", prompt}, {"logprobs", 2}});
+    ASSERT_EQ(ErrorOf(r), nullptr) << prompt.dump();
+    EXPECT_EQ(std::get<CompletionRequest>(r).gen.top_logprobs, 2);
+    EXPECT_TRUE(std::get<CompletionRequest>(r).gen.logprobs);
+  }
+  for (json body : {json::object(), json({{"prompt", 5}}), json({{"prompt", {"a", "b"}}}), json({{"prompt", {-1}}}),
+                    json({{"prompt", "x"}, {"echo", true}}), json({{"prompt", "x"}, {"logprobs", 50}})}) {
+    EXPECT_NE(ErrorOf(ParseCompletionRequest(body)), nullptr) << body.dump();
+  }
+}
+
+TEST(ParseSlotAction, ValidatesIdActionAndFilename) {
+  EXPECT_EQ(ErrorOf(ParseSlotAction("0", "save", "{\"filename\": \"a.bin\"}")), nullptr);
+  EXPECT_EQ(ErrorOf(ParseSlotAction("3", "erase", "")), nullptr);
+  EXPECT_NE(ErrorOf(ParseSlotAction("x", "save", "{\"filename\": \"a.bin\"}")), nullptr);
+  EXPECT_NE(ErrorOf(ParseSlotAction("0", "delete", "")), nullptr);
+  EXPECT_NE(ErrorOf(ParseSlotAction("0", "save", "{}")), nullptr);
+  EXPECT_NE(ErrorOf(ParseSlotAction("0", "save", "{\"filename\": \"../etc/passwd\"}")), nullptr);
+  EXPECT_NE(ErrorOf(ParseSlotAction("0", "restore", "{\"filename\": \"a/b\"}")), nullptr);
+}
+
+TEST(IsValidUtf8, RejectsOverlongSurrogatesAndTruncation) {
+  EXPECT_TRUE(IsValidUtf8("h\xC3\xA9 \xF0\x9F\x98\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate
+  EXPECT_FALSE(IsValidUtf8("\xE6\x97"));          // truncated
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // > U+10FFFF
+}
+
+// Random and mutated bodies: every parser returns a value or an error; nothing throws or crashes.
+TEST(RequestParse, SurvivesThousandsOfRandomAndMutatedBodies) {
+  std::mt19937 rng(1234);
+  std::vector<std::string> seeds = {
+      WithMessages({{"max_tokens", 5}, {"stream", true}, {"stop", {"a", "b"}}}).dump(),
+      json({{"messages", {{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {{{"function", {{"name", "f"}, {"arguments", "{}"}}}}}}}}},
+            {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}},
+            {"checkpoints", {0, {{"position", 3}}}}})
+          .dump(),
+      json({{"prompt", {1, 2, 3}}, {"logprobs", 3}, {"seed", -1}}).dump(),
+      json({{"content", "abc"}, {"with_pieces", true}}).dump(),
+      json({{"tokens", {1, 2}}}).dump(),
+  };
+  const std::string alphabet = "{}[]\",:0123456789-.eE truefalsnul\\u\xC3\xA9\xFF";
+  int parsed_ok = 0;
+  for (int i = 0; i < 4000; ++i) {
+    std::string body = seeds[rng() % seeds.size()];
+    int edits = 1 + rng() % 6;
+    for (int k = 0; k < edits && !body.empty(); ++k) {
+      size_t pos = rng() % body.size();
+      switch (rng() % 4) {
+        case 0: body[pos] = alphabet[rng() % alphabet.size()]; break;
+        case 1: body.erase(pos, 1 + rng() % 4); break;
+        case 2: body.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;
+        case 3: body.insert(pos, body.substr(rng() % body.size(), rng() % 16)); break;
+      }
+    }
+    if (i % 10 == 0) {  // pure noise
+      body.clear();
+      for (int k = rng() % 64; k > 0; --k) body.push_back(static_cast<char>(rng()));
+    }
+    auto j = ParseJsonBody(body);
+    if (auto* v = std::get_if<json>(&j)) {
+      ++parsed_ok;
+      (void)ParseChatRequest(*v);
+      (void)ParseApplyTemplateRequest(*v);
+      (void)ParseCompletionRequest(*v);
+      (void)ParseTokenizeRequest(*v);
+      (void)ParseDetokenizeRequest(*v);
+    }
+    (void)ParseSlotAction(body.substr(0, i % 4), i % 2 ? "save" : "restore", body);
+  }
+  EXPECT_GT(parsed_ok, 100);  // the mutations still reach the field validators
+}
+
+}  // namespace
+}  // namespace rw::server

@@ -1,0 +1,146 @@
+// serve_bench: N concurrent streaming chat clients against a running server; prints requests/s, tokens/s and
+// time-to-first-token percentiles. Numbers only, no assertions.
+//   serve_bench --url http://127.0.0.1:8080 --clients 8 --requests 4 --max-tokens 64
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/flags.h"
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct Sample {
+  bool ok = false;
+  double ttft_ms = 0, total_ms = 0;
+  int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+};
+
+double Pct(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
+}
+
+Sample OneRequest(httplib::Client& client, const json& body) {
+  Sample s;
+  auto t0 = Clock::now();
+  std::string buffer;
+  bool first = true;
+  json usage;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/chat/completions";
+  req.headers = {{"Accept", "text/event-stream"}, {"Content-Type", "application/json"}};
+  req.body = body.dump();
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+        buffer.append(data, n);
+        size_t end;
+        while ((end = buffer.find("\n\n")) != std::string::npos) {
+          std::string event = buffer.substr(0, end);
+          buffer.erase(0, end + 2);
+          if (event.rfind("data: ", 0) != 0 || event == "data: [DONE]") continue;
+          json j = json::parse(event.substr(6), nullptr, false);
+          if (j.is_discarded()) continue;
+          if (first && j.contains("choices") && !j["choices"].empty()) {
+            s.ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+            first = false;
+          }
+          if (j.contains("usage") && j["usage"].is_object()) usage = j["usage"];
+        }
+        return true;
+      };
+  auto r = client.send(req);
+  s.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  s.ok = r && r->status == 200 && usage.is_object();
+  if (s.ok) {
+    s.prompt_tokens = usage.value("prompt_tokens", 0);
+    s.completion_tokens = usage.value("completion_tokens", 0);
+    if (usage.contains("prompt_tokens_details")) s.cached_tokens = usage["prompt_tokens_details"].value("cached_tokens", 0);
+  } else if (r) {
+    std::fprintf(stderr, "serve_bench: HTTP %d: %.200s\n", r->status, r->body.c_str());
+  } else {
+    std::fprintf(stderr, "serve_bench: %s\n", httplib::to_string(r.error()).c_str());
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string url = "http://127.0.0.1:8080", prompt = "Write a short story about a lighthouse keeper.", api_key;
+  int clients = 8, requests = 4, max_tokens = 64;
+  double temperature = 0;
+  bool shared_prefix = false;
+  rw::FlagSet flags("serve_bench", "concurrent streaming chat clients against a running rewind (or any OpenAI) server");
+  flags.Add("url", 0, &url, "server base URL");
+  flags.Add("clients", 'n', &clients, "concurrent clients");
+  flags.Add("requests", 'r', &requests, "requests per client");
+  flags.Add("max-tokens", 0, &max_tokens, "tokens to generate per request");
+  flags.Add("prompt", 'p', &prompt, "user message (each client prefixes its number unless --shared-prefix)");
+  flags.Add("shared-prefix", 0, &shared_prefix, "all clients send the same prompt (prefix-cache friendly)");
+  flags.Add("temperature", 0, &temperature, "sampling temperature");
+  flags.Add("api-key", 0, &api_key, "bearer token");
+  auto st = flags.Parse(argc, argv);
+  if (!st.ok() || flags.help_requested()) {
+    if (!st.ok()) std::fprintf(stderr, "%s\n", st.error().message.c_str());
+    std::printf("%s", flags.Help().c_str());
+    return st.ok() ? 0 : 2;
+  }
+  std::mutex mu;
+  std::vector<Sample> samples;
+  auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      httplib::Client client(url);
+      client.set_read_timeout(600);
+      if (!api_key.empty()) client.set_bearer_token_auth(api_key);
+      for (int i = 0; i < requests; ++i) {
+        std::string text = shared_prefix ? prompt : "Client " + std::to_string(c) + ", request " + std::to_string(i) + ": " + prompt;
+        json body = {{"model", "bench"},
+                     {"messages", {{{"role", "user"}, {"content", text}}}},
+                     {"max_tokens", max_tokens},
+                     {"temperature", temperature},
+                     {"stream", true},
+                     {"stream_options", {{"include_usage", true}}}};
+        Sample s = OneRequest(client, body);
+        std::lock_guard<std::mutex> lock(mu);
+        samples.push_back(s);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  int ok = 0;
+  int64_t gen = 0, prompt_tokens = 0, cached = 0;
+  std::vector<double> ttft, total;
+  for (const auto& s : samples) {
+    if (!s.ok) continue;
+    ++ok;
+    gen += s.completion_tokens;
+    prompt_tokens += s.prompt_tokens;
+    cached += s.cached_tokens;
+    ttft.push_back(s.ttft_ms);
+    total.push_back(s.total_ms);
+  }
+  std::printf("clients=%d requests=%zu ok=%d failed=%zu wall=%.2fs\n", clients, samples.size(), ok,
+              samples.size() - ok, wall);
+  std::printf("requests/s=%.2f generated_tokens/s=%.1f prompt_tokens/s=%.1f cached_prompt_tokens=%lld/%lld\n",
+              ok / wall, gen / wall, prompt_tokens / wall, static_cast<long long>(cached),
+              static_cast<long long>(prompt_tokens));
+  std::printf("ttft_ms p50=%.1f p90=%.1f p99=%.1f  latency_ms p50=%.1f p90=%.1f p99=%.1f\n", Pct(ttft, 0.5),
+              Pct(ttft, 0.9), Pct(ttft, 0.99), Pct(total, 0.5), Pct(total, 0.9), Pct(total, 0.99));
+  return ok == static_cast<int>(samples.size()) ? 0 : 1;
+}

@@ -1,0 +1,216 @@
+#include "server/server.h"
+
+#include <algorithm>
+#include <exception>
+#include <thread>
+
+#include "base/log.h"
+#include "server/server_impl.h"
+
+namespace rw::server {
+
+using nlohmann::json;
+
+namespace {
+
+struct Route {
+  const char* pattern;  // httplib regex
+  const char* label;    // metric label
+  bool post;            // POST (else GET)
+  void (Server::Impl::*handler)(const httplib::Request&, httplib::Response&);
+  bool is_public;       // served without the API key (as llama-server does)
+};
+
+const std::vector<Route>& Routes() {
+  using I = Server::Impl;
+  static const std::vector<Route> routes = {
+      {"/health", "/health", false, &I::HandleHealth, true},
+      {"/v1/health", "/health", false, &I::HandleHealth, true},
+      {"/v1/models", "/v1/models", false, &I::HandleModels, true},
+      {"/models", "/v1/models", false, &I::HandleModels, true},
+      {"/metrics", "/metrics", false, &I::HandleMetrics, false},
+      {"/slots", "/slots", false, &I::HandleSlots, false},
+      {"/cache", "/cache", false, &I::HandleCache, false},
+      {"/v1/chat/completions", "/v1/chat/completions", true, &I::HandleChat, false},
+      {"/chat/completions", "/v1/chat/completions", true, &I::HandleChat, false},
+      {"/v1/completions", "/v1/completions", true, &I::HandleCompletion, false},
+      {"/completions", "/v1/completions", true, &I::HandleCompletion, false},
+      {"/tokenize", "/tokenize", true, &I::HandleTokenize, false},
+      {"/detokenize", "/detokenize", true, &I::HandleDetokenize, false},
+      {"/apply-template", "/apply-template", true, &I::HandleApplyTemplate, false},
+      {"/slots/([^/]*)", "/slots/{id}", true, &I::HandleSlotAction, false},
+  };
+  return routes;
+}
+
+// The route a path belongs to, for metrics and auth; nullptr for unknown paths.
+const Route* FindRoute(const std::string& path) {
+  for (const auto& r : Routes()) {
+    if (path == r.pattern) return &r;
+  }
+  if (path.rfind("/slots/", 0) == 0) return &Routes().back();
+  return nullptr;
+}
+
+}  // namespace
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  // Compares every byte of the longer string so the time depends only on the lengths.
+  size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+std::vector<int32_t> OffsetsToTokenPositions(const TextCodec& codec, const std::vector<int32_t>& tokens,
+                                             const std::vector<size_t>& offsets) {
+  std::vector<size_t> sorted = offsets;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int32_t> out;
+  size_t pos = 0, k = 0;
+  for (size_t i = 0; i < tokens.size() && k < sorted.size(); ++i) {
+    while (k < sorted.size() && sorted[k] < pos) ++k;  // inside the previous token
+    if (k < sorted.size() && sorted[k] == pos) {
+      out.push_back(static_cast<int32_t>(i));
+      while (k < sorted.size() && sorted[k] == pos) ++k;
+    }
+    pos += codec.TokenToPiece(tokens[i], true).size();
+  }
+  return out;
+}
+
+void Server::Impl::SendJson(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(DumpJson(body), "application/json; charset=utf-8");
+}
+
+void Server::Impl::SendError(httplib::Response& res, const ApiError& error) {
+  SendJson(res, error.status, error.ToJson());
+}
+
+bool Server::Impl::Authorized(const httplib::Request& req) const {
+  if (config.api_key.empty()) return true;
+  std::string auth = req.get_header_value("Authorization");
+  const std::string bearer = "Bearer ";
+  if (auth.size() > bearer.size() && auth.compare(0, bearer.size(), bearer) == 0) {
+    return ConstantTimeEquals(auth.substr(bearer.size()), config.api_key);
+  }
+  std::string key = req.get_header_value("X-Api-Key");
+  return !key.empty() && ConstantTimeEquals(key, config.api_key);
+}
+
+void Server::Impl::Routes() {
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const Route* route = FindRoute(req.path);
+    if (route && !route->is_public && !Authorized(req)) {
+      SendError(res, ApiError::Unauthorized());
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    State s = state.load();
+    if (s != State::kReady && route && route->handler != &Impl::HandleHealth) {
+      SendError(res, ApiError::Unavailable(s == State::kLoading ? "Loading model" : "Model failed to load: " + load_error));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  for (const auto& r : rw::server::Routes()) {
+    auto handler = [this, h = r.handler](const httplib::Request& req, httplib::Response& res) {
+      try {
+        (this->*h)(req, res);
+      } catch (const std::exception& e) {
+        LOG_ERROR("%s %s: internal error: %s", req.method.c_str(), req.path.c_str(), e.what());
+        SendError(res, ApiError::Internal(std::string("internal error: ") + e.what()));
+      } catch (...) {
+        SendError(res, ApiError::Internal("internal error"));
+      }
+    };
+    std::string method = r.post ? "POST" : "GET";
+    auto not_allowed = [method](const httplib::Request& req, httplib::Response& res) {
+      res.set_header("Allow", method);
+      SendError(res, ApiError::MethodNotAllowed("method " + req.method + " is not allowed on " + req.path +
+                                                " (use " + method + ")"));
+    };
+    if (r.post) {
+      http.Post(r.pattern, handler);
+      http.Get(r.pattern, not_allowed);
+    } else {
+      http.Get(r.pattern, handler);
+      http.Post(r.pattern, not_allowed);
+    }
+    http.Put(r.pattern, not_allowed);
+    http.Patch(r.pattern, not_allowed);
+    http.Delete(r.pattern, not_allowed);
+  }
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    ApiError e = res.status == 404 ? ApiError::NotFound("unknown endpoint " + req.method + " " + req.path)
+                                   : ApiError{res.status, "HTTP error " + std::to_string(res.status),
+                                              "invalid_request_error", "", ""};
+    SendError(res, e);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    SendError(res, ApiError::Internal("internal error"));
+  });
+  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    const Route* route = FindRoute(req.path);
+    metrics.CountRequest(route ? route->label : "other", res.status);
+    bool generation = route && (route->handler == &Impl::HandleChat || route->handler == &Impl::HandleCompletion);
+    if (config.log_requests && !(generation && res.status == 200)) {
+      LOG_INFO("%s %s %d %s", req.method.c_str(), req.path.c_str(), res.status, req.remote_addr.c_str());
+    }
+  });
+}
+
+Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {
+  int threads = impl_->config.http_threads > 0 ? impl_->config.http_threads : 64;
+  impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  impl_->http.set_payload_max_length(64ull << 20);
+  impl_->http.set_keep_alive_max_count(1000);
+  impl_->http.set_keep_alive_timeout(10);
+  impl_->http.set_read_timeout(60);
+  impl_->http.set_write_timeout(60);
+  impl_->Routes();
+}
+
+Server::~Server() { Stop(); }
+
+Expected<int> Server::Bind() {
+  const auto& c = impl_->config;
+  int port = c.port;
+  if (port == 0) {
+    port = impl_->http.bind_to_any_port(c.host);
+    if (port < 0) return Error::Io("cannot bind to " + c.host);
+  } else if (!impl_->http.bind_to_port(c.host, port)) {
+    return Error::Io("cannot bind to " + c.host + ":" + std::to_string(port) + " (address in use?)");
+  }
+  impl_->bound_port = port;
+  return port;
+}
+
+void Server::Run() { impl_->http.listen_after_bind(); }
+
+void Server::Stop() {
+  if (impl_->http.is_running()) impl_->http.stop();
+}
+
+int Server::port() const { return impl_->bound_port; }
+
+void Server::SetBackend(const Backend& backend) {
+  impl_->backend = backend;
+  impl_->info = backend.engine->Info();
+  impl_->state.store(Impl::State::kReady);
+}
+
+void Server::SetLoadFailed(const std::string& message) {
+  impl_->load_error = message;
+  impl_->state.store(Impl::State::kFailed);
+}
+
+ServerMetrics& Server::metrics() { return impl_->metrics; }
+
+}  // namespace rw::server

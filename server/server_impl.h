@@ -1,0 +1,77 @@
+// Internal to server/: the state behind Server and the route handlers (split over handlers_*.cc).
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/request_parse.h"
+#include "server/server.h"
+
+namespace rw::server {
+
+// What a generation handler hands to the shared streaming / non-streaming runner.
+struct PreparedGeneration {
+  bool chat = true;                      // chat.completion vs text_completion shapes
+  std::string model;
+  std::vector<int32_t> prompt;
+  std::vector<int32_t> checkpoint_hints;
+  GenerationParams gen;
+  std::unique_ptr<OutputParser> parser;  // chat only
+};
+
+struct Server::Impl {
+  explicit Impl(ServerConfig c) : config(std::move(c)) {}
+
+  ServerConfig config;
+  httplib::Server http;
+  ServerMetrics metrics;
+  int bound_port = -1;
+
+  enum class State { kLoading, kReady, kFailed };
+  std::atomic<State> state{State::kLoading};
+  std::string load_error;  // set before state = kFailed
+  Backend backend;         // set before state = kReady
+  engine::EngineInfo info;
+
+  void Routes();
+  bool Authorized(const httplib::Request& req) const;
+
+  // Responses.
+  static void SendJson(httplib::Response& res, int status, const nlohmann::json& body);
+  static void SendError(httplib::Response& res, const ApiError& error);
+
+  // handlers_generate.cc
+  void HandleChat(const httplib::Request& req, httplib::Response& res);
+  void HandleCompletion(const httplib::Request& req, httplib::Response& res);
+  void RunGeneration(const httplib::Request& req, httplib::Response& res, PreparedGeneration p);
+
+  // handlers_misc.cc
+  void HandleHealth(const httplib::Request& req, httplib::Response& res);
+  void HandleModels(const httplib::Request& req, httplib::Response& res);
+  void HandleMetrics(const httplib::Request& req, httplib::Response& res);
+  void HandleTokenize(const httplib::Request& req, httplib::Response& res);
+  void HandleDetokenize(const httplib::Request& req, httplib::Response& res);
+  void HandleApplyTemplate(const httplib::Request& req, httplib::Response& res);
+  void HandleSlots(const httplib::Request& req, httplib::Response& res);
+  void HandleSlotAction(const httplib::Request& req, httplib::Response& res);
+  void HandleCache(const httplib::Request& req, httplib::Response& res);
+};
+
+// Byte offsets in `text` (sorted or not) -> token positions in `tokens` where a token starts exactly there.
+// Offsets that fall inside a token are dropped.
+std::vector<int32_t> OffsetsToTokenPositions(const TextCodec& codec, const std::vector<int32_t>& tokens,
+                                             const std::vector<size_t>& offsets);
+
+// Constant-time string comparison (API keys).
+bool ConstantTimeEquals(const std::string& a, const std::string& b);
+
+}  // namespace rw::server
