@@ -18,6 +18,8 @@ int Conformance(int argc, char** argv) {
   flags.Add("model", 'm', &model_name, "only this reference folder or model file name");
   flags.Add("case", 'c', &case_name, "only this case (prompt name)");
   flags.Add("threads", 't', &threads, "threads");
+  bool kv_f16 = false;
+  flags.Add("kv-f16", 0, &kv_f16, "use an F16 KV cache (serving default) instead of F32 like the references");
   flags.Add("steps", 0, &steps, "greedy steps to compare (-1 = all the reference has)");
   Status st = flags.Parse(argc, argv);
   if (!st.ok()) {
@@ -32,6 +34,7 @@ int Conformance(int argc, char** argv) {
   opt.case_filter = case_name;
   opt.n_threads = threads;
   opt.greedy_steps = steps;
+  opt.kv_f16 = kv_f16;
   auto res = model::RunConformance(opt, [](const model::CaseResult& r) {
     std::printf("%s\n", model::FormatCase(r).c_str());
     std::fflush(stdout);

@@ -18,17 +18,21 @@ int MakeModelMain(int argc, char** argv) {
   int64_t seed = 0;
   int threads = 0;
   bool list = false, quiet = false;
-  FlagSet flags("make-model",
-                "Write a deterministic random-weight model (llama.cpp-compatible GGUF) from a preset and a vocab.");
+  FlagSet flags(
+      "make-model",
+      "Write a deterministic random-weight model (llama.cpp-compatible GGUF) from a preset and a vocab.");
   flags.Add("preset", 'p', &preset, "model shape: " + modelgen::PresetNames());
-  flags.Add("vocab", 'v', &vocab_path, "GGUF whose tokenizer.* keys are copied (a vocab-only file or any model)");
+  flags.Add("vocab", 'v', &vocab_path,
+            "GGUF whose tokenizer.* keys are copied (a vocab-only file or any model)");
   flags.Add("output", 'o', &out, "output GGUF path");
   flags.Add("type", 't', &type, "tensor type: " + modelgen::FileTypeNames());
   flags.Add("seed", 's', &seed, "random seed (0: the preset's default)");
   flags.Add("threads", 'j', &threads, "generator threads (0: all cores); the output does not depend on it");
   flags.Add("name", 0, &name, "general.name (default: the preset name)");
-  flags.Add("extract-vocab", 0, &extract, "instead: write the tokenizer.* keys of this GGUF as a vocab-only file to -o");
-  flags.Add("demo", 0, &demo_type, "instead: make sure the built-in demo model (f32 or q8_0) is in the cache, print its path");
+  flags.Add("extract-vocab", 0, &extract,
+            "instead: write the tokenizer.* keys of this GGUF as a vocab-only file to -o");
+  flags.Add("demo", 0, &demo_type,
+            "instead: make sure the built-in demo model (f32 or q8_0) is in the cache, print its path");
   flags.Add("describe", 0, &describe, "instead: print the metadata and tensor layout of this GGUF");
   flags.Add("list", 0, &list, "list the presets and types");
   flags.Add("quiet", 'q', &quiet, "no progress output");
@@ -105,7 +109,8 @@ int MakeModelMain(int argc, char** argv) {
   }
   auto check = gguf::File::Open(out);
   if (!check.ok()) {
-    std::fprintf(stderr, "rewind make-model: written file does not validate: %s\n", check.error().message.c_str());
+    std::fprintf(stderr, "rewind make-model: written file does not validate: %s\n",
+                 check.error().message.c_str());
     return 1;
   }
   if (!quiet) {

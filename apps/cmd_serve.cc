@@ -37,8 +37,8 @@ int Serve(int argc, char** argv) {
   int64_t cache_ram = ec.cache_ram_mib, cache_disk = ec.cache_disk_mib;
   bool cache = ec.cache, log_requests = sc.log_requests;
   FlagSet flags("serve", "OpenAI-compatible (and llama-server compatible) HTTP server");
-  flags.Add("model", 'm', &ec.model_path, "GGUF model file (default: the built-in demo model, random weights)");
-  flags.Add("alias", 'a', &ec.model_alias, "model name reported by /v1/models and in responses (default: file name)");
+  flags.Add("model", 'm', &ec.model_path, "GGUF model file; none: the built-in demo model (random weights)");
+  flags.Add("alias", 'a', &ec.model_alias, "model name reported by /v1/models and in responses; none: the file name");
   flags.Add("host", 0, &sc.host, "address to listen on");
   flags.Add("port", 0, &port, "port to listen on (0: any free port)");
   flags.Add("ctx-size", 'c', &n_ctx, "context per sequence; 0 = the model's training context (capped at 65536); "
@@ -52,12 +52,12 @@ int Serve(int argc, char** argv) {
   flags.Add("cache-dir", 0, &ec.cache_dir, "disk tier and persistence folder (\"\" = off); also holds the demo model");
   flags.Add("cache-disk", 0, &cache_disk, "disk tier bound in MiB");
   flags.Add("checkpoint-every", 0, &checkpoint_every, "checkpoint every N tokens inside long messages (0 = off)");
-  flags.Add("slot-save-path", 0, &ec.slot_save_path, "folder for /slots save|restore (default: --cache-dir)");
+  flags.Add("slot-save-path", 0, &ec.slot_save_path, "folder for /slots save|restore (none: --cache-dir)");
   flags.Add("spec", 0, &ec.spec, "speculative decoding: mtp, draft, ngram or comma-combined (\"\" = off)");
   flags.Add("model-draft", 0, &ec.model_draft, "draft model GGUF for --spec draft");
   flags.Add("draft-max", 0, &draft_max, "max drafted tokens per step");
   flags.Add("draft-min", 0, &draft_min, "min drafted tokens per step");
-  flags.Add("api-key", 0, &sc.api_key, "require 'Authorization: Bearer KEY' (default: $REWIND_API_KEY, else none)");
+  flags.Add("api-key", 0, &sc.api_key, "require 'Authorization: Bearer KEY' (none: $REWIND_API_KEY if set)");
   flags.Add("chat-template-file", 0, &chat_template_file, "Jinja chat template overriding the model's");
   flags.Add("http-threads", 0, &http_threads, "HTTP worker threads (0 = 64)");
   flags.Add("log-requests", 0, &log_requests, "one log line per request");

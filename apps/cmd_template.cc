@@ -1,5 +1,6 @@
 // rewind template: renders a conversation with a chat template, exactly as the server would (no newline
 // added). Template errors (including the template's raise_exception) exit 1 with the message on stderr.
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -50,6 +51,7 @@ int Template(int argc, char** argv) {
   chat::RenderOptions opt;
   opt.add_generation_prompt = false;
   bool spans = false;
+  int bench = 0;
   flags.Add("model", 'm', &model, "GGUF model whose tokenizer.chat_template is used");
   flags.Add("template", 0, &template_file, "Jinja template file (overrides the model's)");
   flags.Add("chat-template-file", 0, &template_file2, "same as --template (llama-server's name)");
@@ -61,6 +63,7 @@ int Template(int argc, char** argv) {
   flags.Add("bos-token", 0, &opt.bos_token, "template variable bos_token");
   flags.Add("eos-token", 0, &opt.eos_token, "template variable eos_token");
   flags.Add("spans", 0, &spans, "also print the message start offsets as JSON on stderr");
+  flags.Add("bench", 0, &bench, "render this many more times and print the mean time per render on stderr");
   Status st = flags.Parse(static_cast<int>(args.size()), args.data());
   if (!st.ok()) {
     std::fprintf(stderr, "rewind template: %s\n%s", st.error().message.c_str(), flags.Help().c_str());
@@ -115,6 +118,16 @@ int Template(int argc, char** argv) {
               {"generation_start", r->spans.generation_start},
               {"exact", r->spans.exact}};
     std::fprintf(stderr, "%s\n", j.dump().c_str());
+  }
+  if (bench > 0) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < bench; ++i) {
+      auto again = chat::RenderChat(*tmpl, messages, tools, opt);
+      if (!again.ok()) return fail(again.error());
+    }
+    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / bench;
+    std::fprintf(stderr, "render: %zu messages, %zu bytes, %.1f us per render (mean of %d)\n", messages.size(),
+                 r->text.size(), us, bench);
   }
   return 0;
 }

@@ -125,17 +125,77 @@ std::string Replace(std::string_view s, std::string_view from, std::string_view 
   return out;
 }
 
-std::string Lower(std::string_view s) {
-  std::string o(s);
-  for (auto& c : o) c = ToLower(c);
+namespace {
+
+// Simple case mapping for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic (what chat templates meet).
+uint32_t MapCase(uint32_t c, bool upper) {
+  if (c < 0x80) {
+    if (upper && c >= 'a' && c <= 'z') return c - 32;
+    if (!upper && c >= 'A' && c <= 'Z') return c + 32;
+    return c;
+  }
+  if (upper) {
+    if (c >= 0xE0 && c <= 0xFE && c != 0xF7) return c - 32;
+    if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x178 && c != 0x17F) {
+      bool odd_lower = !((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E));
+      if (odd_lower ? (c & 1) : !(c & 1)) return c - 1;
+      return c;
+    }
+    if (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) return c - 32;
+    if (c >= 0x430 && c <= 0x44F) return c - 32;
+    if (c >= 0x450 && c <= 0x45F) return c - 80;
+  } else {
+    if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;
+    if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x178 && c != 0x17F) {
+      bool odd_lower = !((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E));
+      if (odd_lower ? !(c & 1) : (c & 1)) return c + 1;
+      return c;
+    }
+    if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
+    if (c >= 0x410 && c <= 0x42F) return c + 32;
+    if (c >= 0x400 && c <= 0x40F) return c + 80;
+  }
+  return c;
+}
+
+void PutUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    *out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    *out += static_cast<char>(0xC0 | (cp >> 6));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    *out += static_cast<char>(0xE0 | (cp >> 12));
+    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+std::string ChangeCase(std::string_view s, bool upper) {
+  std::string o;
+  o.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      o += static_cast<char>(MapCase(c, upper));
+      ++i;
+    } else if ((c >> 5) == 0x6 && i + 1 < s.size() && (static_cast<unsigned char>(s[i + 1]) & 0xC0) == 0x80) {
+      uint32_t cp = ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(s[i + 1]) & 0x3Fu);
+      PutUtf8(MapCase(cp, upper), &o);
+      i += 2;
+    } else {
+      o += static_cast<char>(c);
+      ++i;
+    }
+  }
   return o;
 }
 
-std::string Upper(std::string_view s) {
-  std::string o(s);
-  for (auto& c : o) c = ToUpper(c);
-  return o;
-}
+}  // namespace
+
+std::string Lower(std::string_view s) { return ChangeCase(s, false); }
+std::string Upper(std::string_view s) { return ChangeCase(s, true); }
 
 std::string Title(std::string_view s) {
   std::string o(s);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <unordered_map>
 
@@ -86,7 +87,8 @@ class Reference {
 };
 
 struct Totals {
-  int64_t scripts = 0, ops = 0, compared_rows = 0, prefills = 0;
+  int64_t scripts = 0, ops = 0, compared_rows = 0, prefills = 0, evictions = 0, restores = 0, replays = 0;
+  int64_t checkpoints = 0, page_copies = 0;
   std::map<std::string, int64_t> sources;
 };
 
@@ -105,7 +107,7 @@ class Script {
     const int64_t state = static_cast<int64_t>(m.MakeStateShape().bytes_per_state());
     const int64_t page = static_cast<int64_t>(m.config().KvBytesPerToken(cfg_.kv_type == model::KvType::kF16 ? 2 : 4)) *
                          cfg_.page_tokens;
-    cfg_.budget_bytes = state * (5 + R(8)) + page * (3 * kMaxLen / cfg_.page_tokens + R(40));
+    cfg_.budget_bytes = state * (4 + R(6)) + page * (2 * kMaxLen / cfg_.page_tokens + R(24));
     auto c = HybridCache::Create(m, cfg_);
     EXPECT_TRUE(c.ok()) << c.error().ToString();
     cache_ = std::move(c).value();
@@ -164,8 +166,9 @@ class Script {
   std::vector<int32_t> RandomPrompt() {
     std::vector<int32_t> p;
     if (!known_.empty() && R(4) != 0) {
-      p = known_[R(static_cast<int32_t>(known_.size()))];
-      p.resize(static_cast<size_t>(R(static_cast<int32_t>(p.size()) + 1)));
+      const int32_t recent = std::min<int32_t>(4, static_cast<int32_t>(known_.size()));
+      p = known_[known_.size() - 1 - static_cast<size_t>(R(recent))];  // mostly recent conversations
+      if (R(2)) p.resize(static_cast<size_t>(R(static_cast<int32_t>(p.size()) + 1)));  // else: the next turn
     }
     int32_t extra = 1 + R(14);
     for (int32_t i = 0; i < extra && static_cast<int32_t>(p.size()) < kMaxLen - 20; ++i) p.push_back(1 + R(5));
@@ -175,9 +178,10 @@ class Script {
   void NewRequest() {
     std::vector<int32_t> prompt = RandomPrompt();
     std::vector<int32_t> hints;
-    for (int32_t i = 0; i < 3; ++i)
+    for (int32_t i = 0; i < 4; ++i)
       if (R(2)) hints.push_back(R(static_cast<int32_t>(prompt.size())));
     std::sort(hints.begin(), hints.end());
+    hints.erase(std::unique(hints.begin(), hints.end()), hints.end());
     auto a = cache_->Acquire(prompt, hints, R(8) != 0);
     if (!a.ok()) {
       ASSERT_EQ(a.error().kind, ErrorKind::kResourceExhausted) << a.error().ToString();
@@ -272,7 +276,13 @@ class Script {
       }
     }
     while (!live_.empty() && !::testing::Test::HasFailure()) Release();
-    HybridCache::Impl& im = HybridCacheTestPeer::impl(*cache_);
+    if (::testing::Test::HasFailure()) return;
+    auto& im = HybridCacheTestPeer::impl(*cache_);
+    totals_->evictions += static_cast<int64_t>(im.counters.evictions);
+    totals_->restores += static_cast<int64_t>(im.counters.restores);
+    totals_->replays += static_cast<int64_t>(im.counters.replays);
+    totals_->checkpoints += static_cast<int64_t>(im.counters.checkpoints_saved);
+    totals_->page_copies += static_cast<int64_t>(im.counters.page_copies);
     auto all = im.mm->PlanEvictAll();
     ASSERT_TRUE(all.ok());
     im.mm->Commit(*all);
@@ -316,6 +326,114 @@ TEST(Exact, RandomScriptsMatchAStraightPrefillBitForBit) {
               static_cast<long long>(totals.scripts), static_cast<long long>(totals.ops),
               static_cast<long long>(totals.compared_rows), static_cast<long long>(totals.prefills));
   for (const auto& [k, v] : totals.sources) std::printf("  %s: %lld\n", k.c_str(), static_cast<long long>(v));
+  std::printf("  storage: %lld checkpoints saved, %lld restores, %lld replays, %lld page copies, %lld evictions\n",
+              static_cast<long long>(totals.checkpoints), static_cast<long long>(totals.restores),
+              static_cast<long long>(totals.replays), static_cast<long long>(totals.page_copies),
+              static_cast<long long>(totals.evictions));
+  EXPECT_GT(totals.evictions, 0);
+  EXPECT_GT(totals.replays, 0);
+  EXPECT_GT(totals.restores, 0);
+  EXPECT_GT(totals.page_copies, 0);
+}
+
+HybridCacheConfig SmallConfig(const std::string& dir = "") {
+  HybridCacheConfig c;
+  c.page_tokens = 8;
+  c.kv_type = model::KvType::kF16;
+  c.n_seq_max = 2;
+  c.n_ctx = 64;
+  c.checkpoint_every = 0;
+  c.budget_bytes = 64 << 20;
+  c.disk_dir = dir;
+  return c;
+}
+
+// Prefills `prompt` from the cache's resume point, returns the last row and the acquire report.
+std::vector<float> Prefill(HybridCache& cache, const std::vector<int32_t>& prompt, AcquireResult* acq_out) {
+  auto acq = cache.Acquire(prompt, {}, true);
+  EXPECT_TRUE(acq.ok()) << acq.error().ToString();
+  *acq_out = *acq;
+  std::span<const int32_t> rest(prompt.data() + acq->resume_pos, prompt.size() - acq->resume_pos);
+  EvalItem item{acq->seq, rest, false};
+  model::ForwardOutput out;
+  Status s = cache.Evaluate({&item, 1}, &out);
+  EXPECT_TRUE(s.ok()) << s.error().ToString();
+  auto row = out.Row(0);
+  return {row.begin(), row.end()};
+}
+
+TEST(Exact, PersistedCheckpointsSurviveARestartBitForBit) {
+  model::Model& m = TinyModel();
+  m.SetThreads(1);
+  const std::string dir = ::testing::TempDir() + "/rewind_persist_" + std::to_string(getpid());
+  std::vector<int32_t> turn1 = {5, 9, 2, 7, 7, 1, 3, 8, 4, 4, 2, 6, 9, 1};
+  std::vector<int32_t> turn2 = turn1;
+  for (int32_t t : {3, 3, 5, 1}) turn2.push_back(t);
+  {
+    auto c = HybridCache::Create(m, SmallConfig(dir));
+    ASSERT_TRUE(c.ok());
+    AcquireResult a;
+    Prefill(**c, turn1, &a);
+    (*c)->Release(a.seq, true);
+    ASSERT_TRUE((*c)->Persist().ok());
+  }
+  Reference ref(m, 8, model::KvType::kF16, 64);
+  auto c = HybridCache::Create(m, SmallConfig(dir));
+  ASSERT_TRUE(c.ok());
+  AcquireResult a;
+  std::vector<float> got = Prefill(**c, turn2, &a);
+  EXPECT_EQ(a.resume_pos, static_cast<int32_t>(turn1.size()));
+  EXPECT_EQ(a.report.source, "checkpoint");
+  auto want = ref.Row(turn2, static_cast<int32_t>(turn2.size()) - 1);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size_bytes()), 0);
+  (*c)->Release(a.seq, false);
+
+  // A corrupted file is rejected as a whole: the next start resumes from nothing, with the reason reported.
+  c->reset();
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".rwck") continue;
+    auto bytes = ReadFileToString(e.path().string());
+    ASSERT_TRUE(bytes.ok());
+    (*bytes)[bytes->size() - 3] ^= 0x10;
+    ASSERT_TRUE(WriteFileAtomic(e.path().string(), *bytes).ok());
+  }
+  auto c2 = HybridCache::Create(m, SmallConfig(dir));
+  ASSERT_TRUE(c2.ok());
+  AcquireResult b;
+  Prefill(**c2, turn2, &b);
+  EXPECT_EQ(b.resume_pos, 0);
+  EXPECT_EQ(b.report.reason, "no shared prefix");
+  (*c2)->Release(b.seq, false);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Exact, BadBatchesFailCleanly) {
+  model::Model& m = TinyModel();
+  auto c = HybridCache::Create(m, SmallConfig());
+  ASSERT_TRUE(c.ok());
+  HybridCache& cache = **c;
+  auto a = cache.Acquire(std::vector<int32_t>{1, 2, 3}, {}, true);
+  ASSERT_TRUE(a.ok());
+  std::vector<int32_t> bad = {1, m.config().n_vocab};
+  EvalItem item{a->seq, bad, false};
+  model::ForwardOutput out;
+  Status s = cache.Evaluate({&item, 1}, &out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_EQ(cache.Position(a->seq), 0);
+  std::vector<int32_t> too_long(65, 1);
+  item.tokens = too_long;
+  EXPECT_EQ(cache.Evaluate({&item, 1}, &out).error().kind, ErrorKind::kOutOfRange);
+  EvalItem twice[2] = {{a->seq, std::span<const int32_t>(bad).first(1), false},
+                       {a->seq, std::span<const int32_t>(bad).first(1), false}};
+  EXPECT_FALSE(cache.Evaluate(twice, &out).ok());
+  EXPECT_FALSE(cache.Truncate(a->seq, 1).ok());
+  EXPECT_FALSE(cache.Acquire(std::vector<int32_t>{}, {}, true).ok());
+  EXPECT_FALSE(cache.LoadIntoTree("/nonexistent/file").ok());
+  HybridCacheTestPeer::impl(cache).mm->CheckInvariants();
+  EXPECT_EQ(cache.Position(a->seq), 0);
+  cache.Release(a->seq, true);
 }
 
 }  // namespace

@@ -16,15 +16,22 @@ uint64_t HashValue(const Value& v, uint64_t h) {
   const uint32_t t = static_cast<uint32_t>(v.type);
   h = HashBytes(&t, sizeof t, h);
   switch (v.type) {
-    case ValueType::kString: return HashString(v.s, HashMix(h, v.s.size()));
+    case ValueType::kString:
+      return HashString(v.s, HashMix(h, v.s.size()));
     case ValueType::kArray:
       h = HashMix(h, v.array.size());
       for (const Value& e : v.array) h = HashValue(e, h);
       return h;
-    case ValueType::kFloat32: case ValueType::kFloat64: return HashBytes(&v.f, sizeof v.f, h);
-    case ValueType::kInt8: case ValueType::kInt16: case ValueType::kInt32: case ValueType::kInt64:
+    case ValueType::kFloat32:
+    case ValueType::kFloat64:
+      return HashBytes(&v.f, sizeof v.f, h);
+    case ValueType::kInt8:
+    case ValueType::kInt16:
+    case ValueType::kInt32:
+    case ValueType::kInt64:
       return HashMix(h, static_cast<uint64_t>(v.i));
-    default: return HashMix(h, v.u);
+    default:
+      return HashMix(h, v.u);
   }
 }
 
@@ -48,10 +55,14 @@ std::string DescribeValue(const Value& v) {
       }
       return s + "]";
     }
-    case ValueType::kFloat32: case ValueType::kFloat64:
+    case ValueType::kFloat32:
+    case ValueType::kFloat64:
       std::snprintf(buf, sizeof buf, "%.17g", v.f);
       return buf;
-    case ValueType::kInt8: case ValueType::kInt16: case ValueType::kInt32: case ValueType::kInt64:
+    case ValueType::kInt8:
+    case ValueType::kInt16:
+    case ValueType::kInt32:
+    case ValueType::kInt64:
       return std::to_string(v.i);
     default:
       return std::to_string(v.u);
@@ -59,8 +70,8 @@ std::string DescribeValue(const Value& v) {
 }
 
 std::string DescribeLayout(const File& file) {
-  std::string out = "version " + std::to_string(file.version()) + "\nalignment " +
-                    std::to_string(file.alignment()) + "\n";
+  std::string out =
+      "version " + std::to_string(file.version()) + "\nalignment " + std::to_string(file.alignment()) + "\n";
   for (const auto& [key, value] : file.metadata()) {
     out += "kv " + key + " " + ValueTypeName(value.type) + " " + DescribeValue(value) + "\n";
   }

@@ -1,5 +1,5 @@
-// libFuzzer target for the GGUF reader: any byte string must give a File or an Error, never a crash, a sanitizer
-// report or a huge allocation. Built only with -DREWIND_FUZZ=ON and clang (see docs/gguf.md).
+// libFuzzer target for the GGUF reader: any byte string must give a File or an Error, never a crash, a
+// sanitizer report or a huge allocation. Built only with -DREWIND_FUZZ=ON and clang (see docs/gguf.md).
 #include <cstddef>
 #include <cstdint>
 

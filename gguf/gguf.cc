@@ -1,5 +1,6 @@
-// GGUF reader (../shared/spec/gguf-and-quants.md section 1). Everything is validated at open: a hostile header
-// cannot make the reader allocate more than a small multiple of the file size or read outside the mapping.
+// GGUF reader (../shared/spec/gguf-and-quants.md section 1). Everything is validated at open: a hostile
+// header cannot make the reader allocate more than a small multiple of the file size or read outside the
+// mapping.
 #include "gguf/gguf.h"
 
 #include <fcntl.h>
@@ -9,20 +10,19 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
-#include <cinttypes>
 #include <cstring>
 #include <limits>
 
-#include "base/hash.h"
 
 namespace rw::gguf {
 namespace {
 
-constexpr uint64_t kMaxTensorName = 63;     // GGML_MAX_NAME - 1
-constexpr uint32_t kMaxDims = 4;            // GGML_MAX_DIMS
-constexpr int kMaxArrayDepth = 8;           // nested arrays (llama.cpp allows none)
+constexpr uint64_t kMaxTensorName = 63;  // GGML_MAX_NAME - 1
+constexpr uint32_t kMaxDims = 4;         // GGML_MAX_DIMS
+constexpr int kMaxArrayDepth = 8;        // nested arrays (llama.cpp allows none)
 // Values are ~100 bytes in memory; this caps metadata memory at well under 1 GiB whatever the header says.
 constexpr uint64_t kMaxTotalArrayElements = uint64_t{8} << 20;
 
@@ -39,12 +39,25 @@ std::string Fmt(const char* fmt, ...) {
 // Smallest encoded size of one value of type t (for bounding counts by the remaining bytes).
 uint64_t MinEncodedSize(ValueType t) {
   switch (t) {
-    case ValueType::kUint8: case ValueType::kInt8: case ValueType::kBool: return 1;
-    case ValueType::kUint16: case ValueType::kInt16: return 2;
-    case ValueType::kUint32: case ValueType::kInt32: case ValueType::kFloat32: return 4;
-    case ValueType::kUint64: case ValueType::kInt64: case ValueType::kFloat64: return 8;
-    case ValueType::kString: return 8;
-    case ValueType::kArray: return 12;
+    case ValueType::kUint8:
+    case ValueType::kInt8:
+    case ValueType::kBool:
+      return 1;
+    case ValueType::kUint16:
+    case ValueType::kInt16:
+      return 2;
+    case ValueType::kUint32:
+    case ValueType::kInt32:
+    case ValueType::kFloat32:
+      return 4;
+    case ValueType::kUint64:
+    case ValueType::kInt64:
+    case ValueType::kFloat64:
+      return 8;
+    case ValueType::kString:
+      return 8;
+    case ValueType::kArray:
+      return 12;
   }
   return 1;
 }
@@ -60,7 +73,8 @@ class Cursor {
 
   Status Bytes(void* dst, uint64_t n, const std::string& what) {
     if (n > remaining()) {
-      return Error::Corrupt(Fmt("%s at offset %" PRIu64 ": needs %" PRIu64 " bytes, file has %" PRIu64 " left",
+      return Error::Corrupt(Fmt("%s at offset %" PRIu64 ": needs %" PRIu64 " bytes, file has %" PRIu64
+                                " left",
                                 what.c_str(), pos_, n, remaining()));
     }
     if (n) std::memcpy(dst, base_ + pos_, n);
@@ -68,19 +82,23 @@ class Cursor {
     return Status::Ok();
   }
   template <typename T>
-  Status Pod(T* v, const std::string& what) { return Bytes(v, sizeof(T), what); }
+  Status Pod(T* v, const std::string& what) {
+    return Bytes(v, sizeof(T), what);
+  }
 
-  Status String(std::string* s, const std::string& what, uint64_t max_len = std::numeric_limits<uint64_t>::max()) {
+  Status String(std::string* s, const std::string& what,
+                uint64_t max_len = std::numeric_limits<uint64_t>::max()) {
     const uint64_t at = pos_;
     uint64_t len = 0;
     REWIND_RETURN_IF_ERROR(Pod(&len, what + " length"));
     if (len > max_len) {
-      return Error::Corrupt(Fmt("%s at offset %" PRIu64 ": length %" PRIu64 " > %" PRIu64, what.c_str(), at, len,
-                                max_len));
+      return Error::Corrupt(
+          Fmt("%s at offset %" PRIu64 ": length %" PRIu64 " > %" PRIu64, what.c_str(), at, len, max_len));
     }
     if (len > remaining()) {
       return Error::Corrupt(Fmt("%s at offset %" PRIu64 ": length %" PRIu64 " exceeds the %" PRIu64
-                                " bytes left in the file", what.c_str(), at, len, remaining()));
+                                " bytes left in the file",
+                                what.c_str(), at, len, remaining()));
     }
     s->assign(reinterpret_cast<const char*>(base_ + pos_), len);
     pos_ += len;
@@ -100,19 +118,77 @@ class MetaParser {
   Status ReadValue(ValueType t, Value* v, const std::string& what, int depth) {
     v->type = t;
     switch (t) {
-      case ValueType::kUint8: { uint8_t x; REWIND_RETURN_IF_ERROR(c_.Pod(&x, what)); v->u = x; break; }
-      case ValueType::kInt8: { int8_t x; REWIND_RETURN_IF_ERROR(c_.Pod(&x, what)); v->i = x; break; }
-      case ValueType::kUint16: { uint16_t x; REWIND_RETURN_IF_ERROR(c_.Pod(&x, what)); v->u = x; break; }
-      case ValueType::kInt16: { int16_t x; REWIND_RETURN_IF_ERROR(c_.Pod(&x, what)); v->i = x; break; }
-      case ValueType::kUint32: { uint32_t x; REWIND_RETURN_IF_ERROR(c_.Pod(&x, what)); v->u = x; break; }
-      case ValueType::kInt32: { int32_t x; REWIND_RETURN_IF_ERROR(c_.Pod(&x, what)); v->i = x; break; }
-      case ValueType::kUint64: { uint64_t x; REWIND_RETURN_IF_ERROR(c_.Pod(&x, what)); v->u = x; break; }
-      case ValueType::kInt64: { int64_t x; REWIND_RETURN_IF_ERROR(c_.Pod(&x, what)); v->i = x; break; }
-      case ValueType::kFloat32: { float x; REWIND_RETURN_IF_ERROR(c_.Pod(&x, what)); v->f = x; break; }
-      case ValueType::kFloat64: { double x; REWIND_RETURN_IF_ERROR(c_.Pod(&x, what)); v->f = x; break; }
-      case ValueType::kBool: { uint8_t x; REWIND_RETURN_IF_ERROR(c_.Pod(&x, what)); v->u = x != 0; break; }
-      case ValueType::kString: REWIND_RETURN_IF_ERROR(c_.String(&v->s, what)); break;
-      case ValueType::kArray: return ReadArray(v, what, depth);
+      case ValueType::kUint8: {
+        uint8_t x;
+        REWIND_RETURN_IF_ERROR(c_.Pod(&x, what));
+        v->u = x;
+        break;
+      }
+      case ValueType::kInt8: {
+        int8_t x;
+        REWIND_RETURN_IF_ERROR(c_.Pod(&x, what));
+        v->i = x;
+        break;
+      }
+      case ValueType::kUint16: {
+        uint16_t x;
+        REWIND_RETURN_IF_ERROR(c_.Pod(&x, what));
+        v->u = x;
+        break;
+      }
+      case ValueType::kInt16: {
+        int16_t x;
+        REWIND_RETURN_IF_ERROR(c_.Pod(&x, what));
+        v->i = x;
+        break;
+      }
+      case ValueType::kUint32: {
+        uint32_t x;
+        REWIND_RETURN_IF_ERROR(c_.Pod(&x, what));
+        v->u = x;
+        break;
+      }
+      case ValueType::kInt32: {
+        int32_t x;
+        REWIND_RETURN_IF_ERROR(c_.Pod(&x, what));
+        v->i = x;
+        break;
+      }
+      case ValueType::kUint64: {
+        uint64_t x;
+        REWIND_RETURN_IF_ERROR(c_.Pod(&x, what));
+        v->u = x;
+        break;
+      }
+      case ValueType::kInt64: {
+        int64_t x;
+        REWIND_RETURN_IF_ERROR(c_.Pod(&x, what));
+        v->i = x;
+        break;
+      }
+      case ValueType::kFloat32: {
+        float x;
+        REWIND_RETURN_IF_ERROR(c_.Pod(&x, what));
+        v->f = x;
+        break;
+      }
+      case ValueType::kFloat64: {
+        double x;
+        REWIND_RETURN_IF_ERROR(c_.Pod(&x, what));
+        v->f = x;
+        break;
+      }
+      case ValueType::kBool: {
+        uint8_t x;
+        REWIND_RETURN_IF_ERROR(c_.Pod(&x, what));
+        v->u = x != 0;
+        break;
+      }
+      case ValueType::kString:
+        REWIND_RETURN_IF_ERROR(c_.String(&v->s, what));
+        break;
+      case ValueType::kArray:
+        return ReadArray(v, what, depth);
     }
     return Status::Ok();
   }
@@ -121,13 +197,14 @@ class MetaParser {
   Status ReadArray(Value* v, const std::string& what, int depth) {
     const uint64_t at = c_.pos();
     if (depth >= kMaxArrayDepth) {
-      return Error::Corrupt(Fmt("%s at offset %" PRIu64 ": arrays nested deeper than %d", what.c_str(), at,
-                                kMaxArrayDepth));
+      return Error::Corrupt(
+          Fmt("%s at offset %" PRIu64 ": arrays nested deeper than %d", what.c_str(), at, kMaxArrayDepth));
     }
     uint32_t et = 0;
     REWIND_RETURN_IF_ERROR(c_.Pod(&et, what + " element type"));
     if (!ValidValueType(et)) {
-      return Error::Corrupt(Fmt("%s at offset %" PRIu64 ": unknown array element type %u", what.c_str(), at, et));
+      return Error::Corrupt(
+          Fmt("%s at offset %" PRIu64 ": unknown array element type %u", what.c_str(), at, et));
     }
     v->elem_type = static_cast<ValueType>(et);
     const uint64_t count_at = c_.pos();
@@ -135,19 +212,23 @@ class MetaParser {
     REWIND_RETURN_IF_ERROR(c_.Pod(&count, what + " array count"));
     const uint64_t min_size = MinEncodedSize(v->elem_type);
     if (count > c_.remaining() / min_size) {
-      return Error::Corrupt(Fmt("%s at offset %" PRIu64 ": array count %" PRIu64 " of %s needs at least %" PRIu64
-                                "x%" PRIu64 " bytes, file has %" PRIu64 " left", what.c_str(), count_at, count,
-                                ValueTypeName(v->elem_type), count, min_size, c_.remaining()));
+      return Error::Corrupt(
+          Fmt("%s at offset %" PRIu64 ": array count %" PRIu64 " of %s needs at least %" PRIu64 "x%" PRIu64
+              " bytes, file has %" PRIu64 " left",
+              what.c_str(), count_at, count, ValueTypeName(v->elem_type), count, min_size, c_.remaining()));
     }
     if (count > kMaxTotalArrayElements - total_elements_) {
       return Error::Corrupt(Fmt("%s at offset %" PRIu64 ": array count %" PRIu64
-                                " exceeds the limit of %" PRIu64 " array elements per file", what.c_str(), count_at,
-                                count, kMaxTotalArrayElements));
+                                " exceeds the limit of %" PRIu64 " array elements per file",
+                                what.c_str(), count_at, count, kMaxTotalArrayElements));
     }
     total_elements_ += count;
     v->array.resize(count);
     for (uint64_t k = 0; k < count; ++k) {
-      REWIND_RETURN_IF_ERROR(ReadValue(v->elem_type, &v->array[k], what + Fmt("[%" PRIu64 "]", k), depth + 1));
+      // The element index is added only on failure: no per-element string building for 250k-entry
+      // vocabularies.
+      Status s = ReadValue(v->elem_type, &v->array[k], what, depth + 1);
+      if (!s.ok()) return Error{s.error().kind, s.error().message + Fmt(" (array element %" PRIu64 ")", k)};
     }
     return Status::Ok();
   }
@@ -164,86 +245,7 @@ uint64_t RoundUp(uint64_t x, uint64_t align, bool* overflow) {
   return r;
 }
 
-bool IsIntType(ValueType t) {
-  switch (t) {
-    case ValueType::kUint8: case ValueType::kInt8: case ValueType::kUint16: case ValueType::kInt16:
-    case ValueType::kUint32: case ValueType::kInt32: case ValueType::kUint64: case ValueType::kInt64:
-      return true;
-    default:
-      return false;
-  }
-}
-bool IsUnsigned(ValueType t) {
-  return t == ValueType::kUint8 || t == ValueType::kUint16 || t == ValueType::kUint32 || t == ValueType::kUint64;
-}
-
-void HashValue(const Value& v, uint64_t* h) {
-  const uint32_t t = static_cast<uint32_t>(v.type);
-  *h = HashBytes(&t, sizeof t, *h);
-  switch (v.type) {
-    case ValueType::kString: {
-      const uint64_t n = v.s.size();
-      *h = HashBytes(&n, sizeof n, *h);
-      *h = HashBytes(v.s.data(), v.s.size(), *h);
-      break;
-    }
-    case ValueType::kArray: {
-      const uint32_t et = static_cast<uint32_t>(v.elem_type);
-      const uint64_t n = v.array.size();
-      *h = HashBytes(&et, sizeof et, *h);
-      *h = HashBytes(&n, sizeof n, *h);
-      for (const Value& e : v.array) HashValue(e, h);
-      break;
-    }
-    case ValueType::kFloat32: case ValueType::kFloat64:
-      *h = HashBytes(&v.f, sizeof v.f, *h);
-      break;
-    default:
-      *h = HashBytes(&v.u, sizeof v.u, *h);
-      *h = HashBytes(&v.i, sizeof v.i, *h);
-  }
-}
-
-Error TypeMismatch(std::string_view key, const char* want, ValueType got) {
-  return Error::InvalidArgument(Fmt("key '%.*s' has type %s, expected %s", static_cast<int>(key.size()), key.data(),
-                                    ValueTypeName(got), want));
-}
-
 }  // namespace
-
-const char* ValueTypeName(ValueType t) {
-  switch (t) {
-    case ValueType::kUint8: return "UINT8";
-    case ValueType::kInt8: return "INT8";
-    case ValueType::kUint16: return "UINT16";
-    case ValueType::kInt16: return "INT16";
-    case ValueType::kUint32: return "UINT32";
-    case ValueType::kInt32: return "INT32";
-    case ValueType::kFloat32: return "FLOAT32";
-    case ValueType::kBool: return "BOOL";
-    case ValueType::kString: return "STRING";
-    case ValueType::kArray: return "ARRAY";
-    case ValueType::kUint64: return "UINT64";
-    case ValueType::kInt64: return "INT64";
-    case ValueType::kFloat64: return "FLOAT64";
-  }
-  return "?";
-}
-
-uint64_t TensorInfo::row_bytes() const {
-  const TypeInfo* info = GetTypeInfo(type);
-  if (!info) return 0;
-  return static_cast<uint64_t>(ne[0] / info->block_size) * static_cast<uint64_t>(info->block_bytes);
-}
-
-std::string TensorInfo::ShapeString() const {
-  std::string s = "{";
-  for (uint32_t d = 0; d < n_dims && d < kMaxDims; ++d) {
-    if (d) s += ", ";
-    s += std::to_string(ne[d]);
-  }
-  return s + "}";
-}
 
 Expected<std::unique_ptr<File>> File::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -314,15 +316,17 @@ Status File::Parse() {
   int64_t n_tensors = 0, n_kv = 0;
   REWIND_RETURN_IF_ERROR(c.Pod(&n_tensors, "n_tensors"));
   REWIND_RETURN_IF_ERROR(c.Pod(&n_kv, "n_kv"));
-  // Each KV pair takes at least 8 (key length) + 1 (key) + 4 (type) + 1 (value) bytes; each tensor info at least
-  // 8 (name length) + 4 (n_dims) + 4 (type) + 8 (offset).
+  // Each KV pair takes at least 8 (key length) + 1 (key) + 4 (type) + 1 (value) bytes; each tensor info at
+  // least 8 (name length) + 4 (n_dims) + 4 (type) + 8 (offset).
   if (n_tensors < 0 || static_cast<uint64_t>(n_tensors) > c.remaining() / 24) {
     return Error::Corrupt(Fmt("n_tensors at offset 8: %" PRId64 " is negative or larger than the %" PRIu64
-                              " bytes left allow", n_tensors, c.remaining()));
+                              " bytes left allow",
+                              n_tensors, c.remaining()));
   }
   if (n_kv < 0 || static_cast<uint64_t>(n_kv) > c.remaining() / 14) {
     return Error::Corrupt(Fmt("n_kv at offset 16: %" PRId64 " is negative or larger than the %" PRIu64
-                              " bytes left allow", n_kv, c.remaining()));
+                              " bytes left allow",
+                              n_kv, c.remaining()));
   }
 
   // Metadata.
@@ -332,7 +336,8 @@ Status File::Parse() {
     const uint64_t at = c.pos();
     std::string key;
     REWIND_RETURN_IF_ERROR(c.String(&key, Fmt("key of KV pair %" PRId64, k)));
-    if (key.empty()) return Error::Corrupt(Fmt("key of KV pair %" PRId64 " at offset %" PRIu64 ": empty", k, at));
+    if (key.empty())
+      return Error::Corrupt(Fmt("key of KV pair %" PRId64 " at offset %" PRIu64 ": empty", k, at));
     const std::string what = "value of key '" + key + "'";
     if (kv_index_.count(key)) {
       return Error::Corrupt(Fmt("key '%s' at offset %" PRIu64 ": duplicate key", key.c_str(), at));
@@ -341,18 +346,20 @@ Status File::Parse() {
     uint32_t type = 0;
     REWIND_RETURN_IF_ERROR(c.Pod(&type, "type of key '" + key + "'"));
     if (!ValidValueType(type)) {
-      return Error::Corrupt(Fmt("key '%s' at offset %" PRIu64 ": unknown value type %u", key.c_str(), type_at, type));
+      return Error::Corrupt(
+          Fmt("key '%s' at offset %" PRIu64 ": unknown value type %u", key.c_str(), type_at, type));
     }
     Value v;
     REWIND_RETURN_IF_ERROR(mp.ReadValue(static_cast<ValueType>(type), &v, what, 0));
     if (key == "general.alignment") {
       if (v.type != ValueType::kUint32) {
-        return Error::Corrupt(Fmt("key 'general.alignment' at offset %" PRIu64 ": type %s, must be UINT32", at,
-                                  ValueTypeName(v.type)));
+        return Error::Corrupt(Fmt("key 'general.alignment' at offset %" PRIu64 ": type %s, must be UINT32",
+                                  at, ValueTypeName(v.type)));
       }
       if (v.u == 0 || (v.u & (v.u - 1)) != 0) {
         return Error::Corrupt(Fmt("key 'general.alignment' at offset %" PRIu64 ": %" PRIu64
-                                  " is not a non-zero power of two", at, v.u));
+                                  " is not a non-zero power of two",
+                                  at, v.u));
       }
       alignment_ = v.u;
     }
@@ -369,10 +376,12 @@ Status File::Parse() {
     const std::string where = Fmt("tensor '%s' info at offset %" PRIu64, ti.name.c_str(), at);
     if (tensor_index_.count(ti.name)) return Error::Corrupt(where + ": duplicate tensor name");
     REWIND_RETURN_IF_ERROR(c.Pod(&ti.n_dims, where + ": n_dims"));
-    if (ti.n_dims > kMaxDims) return Error::Corrupt(Fmt("%s: n_dims %u > %u", where.c_str(), ti.n_dims, kMaxDims));
+    if (ti.n_dims > kMaxDims)
+      return Error::Corrupt(Fmt("%s: n_dims %u > %u", where.c_str(), ti.n_dims, kMaxDims));
     for (uint32_t d = 0; d < ti.n_dims; ++d) {
       REWIND_RETURN_IF_ERROR(c.Pod(&ti.ne[d], where + Fmt(": ne[%u]", d)));
-      if (ti.ne[d] < 0) return Error::Corrupt(Fmt("%s: ne[%u] = %" PRId64 " < 0", where.c_str(), d, ti.ne[d]));
+      if (ti.ne[d] < 0)
+        return Error::Corrupt(Fmt("%s: ne[%u] = %" PRId64 " < 0", where.c_str(), d, ti.ne[d]));
     }
     uint32_t type_id = 0;
     REWIND_RETURN_IF_ERROR(c.Pod(&type_id, where + ": type"));
@@ -417,7 +426,8 @@ Status File::Parse() {
     TensorInfo& ti = tensors_[k];
     order[k] = k;
     if (ti.offset % alignment_ != 0) {
-      return Error::Corrupt(Fmt("tensor '%s': data offset %" PRIu64 " is not a multiple of the alignment %" PRIu64,
+      return Error::Corrupt(Fmt("tensor '%s': data offset %" PRIu64
+                                " is not a multiple of the alignment %" PRIu64,
                                 ti.name.c_str(), ti.offset, alignment_));
     }
     if (ti.offset > data_size || ti.nbytes > data_size - ti.offset) {
@@ -434,123 +444,11 @@ Status File::Parse() {
     const TensorInfo& cur = tensors_[order[k]];
     if (prev.nbytes > 0 && cur.offset < prev.offset + prev.nbytes) {
       return Error::Corrupt(Fmt("tensor '%s': data at offset %" PRIu64 " overlaps tensor '%s' [%" PRIu64
-                                ", +%" PRIu64 ")", cur.name.c_str(), cur.offset, prev.name.c_str(), prev.offset,
-                                prev.nbytes));
+                                ", +%" PRIu64 ")",
+                                cur.name.c_str(), cur.offset, prev.name.c_str(), prev.offset, prev.nbytes));
     }
   }
   return Status::Ok();
-}
-
-const Value* File::Find(std::string_view key) const {
-  auto it = kv_index_.find(key);
-  return it == kv_index_.end() ? nullptr : &kv_[it->second].second;
-}
-
-const TensorInfo* File::FindTensor(std::string_view name) const {
-  auto it = tensor_index_.find(name);
-  return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
-}
-
-#define REWIND_GGUF_FIND(key)                                                                   \
-  const Value* v = Find(key);                                                                   \
-  if (!v) {                                                                                     \
-    return Error::NotFound("key '" + std::string(key) + "' not found");                        \
-  }
-
-Expected<uint32_t> File::GetU32(std::string_view key) const {
-  REWIND_GGUF_FIND(key);
-  if (v->type != ValueType::kUint32) return TypeMismatch(key, "UINT32", v->type);
-  return static_cast<uint32_t>(v->u);
-}
-Expected<int32_t> File::GetI32(std::string_view key) const {
-  REWIND_GGUF_FIND(key);
-  if (v->type != ValueType::kInt32) return TypeMismatch(key, "INT32", v->type);
-  return static_cast<int32_t>(v->i);
-}
-Expected<uint64_t> File::GetU64(std::string_view key) const {
-  REWIND_GGUF_FIND(key);
-  if (v->type != ValueType::kUint64) return TypeMismatch(key, "UINT64", v->type);
-  return v->u;
-}
-Expected<float> File::GetF32(std::string_view key) const {
-  REWIND_GGUF_FIND(key);
-  if (v->type != ValueType::kFloat32) return TypeMismatch(key, "FLOAT32", v->type);
-  return static_cast<float>(v->f);
-}
-Expected<bool> File::GetBool(std::string_view key) const {
-  REWIND_GGUF_FIND(key);
-  if (v->type != ValueType::kBool) return TypeMismatch(key, "BOOL", v->type);
-  return v->u != 0;
-}
-Expected<std::string> File::GetString(std::string_view key) const {
-  REWIND_GGUF_FIND(key);
-  if (v->type != ValueType::kString) return TypeMismatch(key, "STRING", v->type);
-  return v->s;
-}
-Expected<std::vector<std::string>> File::GetStringArray(std::string_view key) const {
-  REWIND_GGUF_FIND(key);
-  if (v->type != ValueType::kArray || v->elem_type != ValueType::kString) {
-    return TypeMismatch(key, "ARRAY of STRING", v->type);
-  }
-  std::vector<std::string> out;
-  out.reserve(v->array.size());
-  for (const Value& e : v->array) out.push_back(e.s);
-  return out;
-}
-Expected<std::vector<int64_t>> File::GetIntArray(std::string_view key) const {
-  REWIND_GGUF_FIND(key);
-  if (v->type != ValueType::kArray || !IsIntType(v->elem_type)) {
-    return TypeMismatch(key, "ARRAY of integers", v->type);
-  }
-  std::vector<int64_t> out;
-  out.reserve(v->array.size());
-  for (size_t k = 0; k < v->array.size(); ++k) {
-    const Value& e = v->array[k];
-    if (IsUnsigned(v->elem_type)) {
-      if (e.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return Error::OutOfRange(Fmt("key '%.*s'[%zu]: %" PRIu64 " does not fit in int64",
-                                     static_cast<int>(key.size()), key.data(), k, e.u));
-      }
-      out.push_back(static_cast<int64_t>(e.u));
-    } else {
-      out.push_back(e.i);
-    }
-  }
-  return out;
-}
-Expected<std::vector<float>> File::GetF32Array(std::string_view key) const {
-  REWIND_GGUF_FIND(key);
-  const bool is_float = v->elem_type == ValueType::kFloat32 || v->elem_type == ValueType::kFloat64;
-  if (v->type != ValueType::kArray || !(is_float || IsIntType(v->elem_type))) {
-    return TypeMismatch(key, "ARRAY of numbers", v->type);
-  }
-  std::vector<float> out;
-  out.reserve(v->array.size());
-  for (const Value& e : v->array) {
-    if (is_float) out.push_back(static_cast<float>(e.f));
-    else if (IsUnsigned(v->elem_type)) out.push_back(static_cast<float>(e.u));
-    else out.push_back(static_cast<float>(e.i));
-  }
-  return out;
-}
-#undef REWIND_GGUF_FIND
-
-uint64_t File::Fingerprint() const {
-  uint64_t h = kFnvOffset;
-  h = HashBytes(&version_, sizeof version_, h);
-  for (const auto& [key, value] : kv_) {
-    h = HashString(key, h);
-    HashValue(value, &h);
-  }
-  for (const TensorInfo& ti : tensors_) {
-    h = HashString(ti.name, h);
-    const uint32_t type = static_cast<uint32_t>(ti.type);
-    h = HashBytes(&type, sizeof type, h);
-    h = HashBytes(&ti.n_dims, sizeof ti.n_dims, h);
-    h = HashBytes(ti.ne, sizeof ti.ne, h);
-    h = HashBytes(&ti.offset, sizeof ti.offset, h);
-  }
-  return h;
 }
 
 }  // namespace rw::gguf

@@ -1,15 +1,15 @@
-// Reader tests over hand-made files: valid v2/v3 files with every value type, and corrupt ones that must give an
-// Error (never a crash), including every truncation of a small valid file.
+// Reader tests over hand-made files: valid v2/v3 files with every value type, and corrupt ones that must give
+// an Error (never a crash), including every truncation of a small valid file.
 #include "gguf/gguf.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace rw::gguf {
@@ -61,8 +61,8 @@ std::string ErrorOf(const Bytes& bytes) {
   return f.error().message;
 }
 
-// A valid file with one key of every scalar type, a string, arrays and two tensors (sizes multiples of 32 so the
-// file ends exactly at the end of the last tensor: every strict prefix is invalid).
+// A valid file with one key of every scalar type, a string, arrays and two tensors (sizes multiples of 32 so
+// the file ends exactly at the end of the last tensor: every strict prefix is invalid).
 Bytes SmallValidFile(uint32_t version = 3) {
   Bytes w;
   w.Header(version, 2, 15);
@@ -82,7 +82,7 @@ Bytes SmallValidFile(uint32_t version = 3) {
   w.Key("k.arr_str", ValueType::kArray).U32(8).U64(2).Str("a").Str("bc");
   // Nested: array of 2 arrays of u8.
   w.Key("k.nested", ValueType::kArray).U32(9).U64(2).U32(0).U64(1).U8(7).U32(0).U64(2).U8(8).U8(9);
-  w.TensorInfo("t.f32", {8, 2}, TensorType::kF32, 0);   // 64 bytes
+  w.TensorInfo("t.f32", {8, 2}, TensorType::kF32, 0);    // 64 bytes
   w.TensorInfo("t.q8", {32, 1}, TensorType::kQ8_0, 64);  // 34 bytes -> ends at 98
   w.PadTo(32);
   for (int i = 0; i < 16; ++i) w.Pod<float>(static_cast<float>(i));
@@ -308,7 +308,10 @@ TEST(GgufReader, RejectsDuplicateKeysAndTensorNames) {
   w.Header(3, 0, 2).Key("a", ValueType::kUint8).U8(1).Key("a", ValueType::kUint8).U8(2);
   EXPECT_THAT(ErrorOf(w), HasSubstr("duplicate key"));
   Bytes t;
-  t.Header(3, 2, 0).TensorInfo("x", {8}, TensorType::kF32, 0).TensorInfo("x", {8}, TensorType::kF32, 32).PadTo(32);
+  t.Header(3, 2, 0)
+      .TensorInfo("x", {8}, TensorType::kF32, 0)
+      .TensorInfo("x", {8}, TensorType::kF32, 32)
+      .PadTo(32);
   for (int i = 0; i < 16; ++i) t.Pod<float>(0);
   EXPECT_THAT(ErrorOf(t), HasSubstr("duplicate tensor name"));
 }
@@ -377,7 +380,8 @@ TEST(GgufReader, FingerprintDependsOnMetadataAndLayoutOnly) {
   data_changed.b[data_changed.b.size() - 1] ^= 0xFF;
   Bytes meta_changed = a;
   // "hello" -> "hellp"
-  auto pos = std::search(meta_changed.b.begin(), meta_changed.b.end(), std::begin("hello"), std::end("hello") - 1);
+  auto pos =
+      std::search(meta_changed.b.begin(), meta_changed.b.end(), std::begin("hello"), std::end("hello") - 1);
   ASSERT_NE(pos, meta_changed.b.end());
   pos[4] = 'p';
   const uint64_t fa = (*Parse(a))->Fingerprint();

@@ -5,6 +5,7 @@ namespace rw::gguf {
 namespace {
 
 // Indexed by type id; name == nullptr marks an unknown or removed id.
+// clang-format off
 constexpr TypeInfo kTypes[] = {
     {"F32", 1, 4},        {"F16", 1, 2},        {"Q4_0", 32, 18},    {"Q4_1", 32, 20},
     {nullptr, 0, 0},      {nullptr, 0, 0},      {"Q5_0", 32, 22},    {"Q5_1", 32, 24},
@@ -18,6 +19,7 @@ constexpr TypeInfo kTypes[] = {
     {nullptr, 0, 0},      {nullptr, 0, 0},      {nullptr, 0, 0},     {"MXFP4", 32, 17},
     {"NVFP4", 64, 36},    {"Q1_0", 128, 18},    {"Q2_0", 64, 18},
 };
+// clang-format on
 constexpr uint32_t kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
 static_assert(kNumTypes == 43);
 

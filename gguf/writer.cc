@@ -21,18 +21,66 @@ Value Scalar(ValueType t) {
 
 }  // namespace
 
-Value MakeU8(uint8_t v) { Value r = Scalar(ValueType::kUint8); r.u = v; return r; }
-Value MakeI8(int8_t v) { Value r = Scalar(ValueType::kInt8); r.i = v; return r; }
-Value MakeU16(uint16_t v) { Value r = Scalar(ValueType::kUint16); r.u = v; return r; }
-Value MakeI16(int16_t v) { Value r = Scalar(ValueType::kInt16); r.i = v; return r; }
-Value MakeU32(uint32_t v) { Value r = Scalar(ValueType::kUint32); r.u = v; return r; }
-Value MakeI32(int32_t v) { Value r = Scalar(ValueType::kInt32); r.i = v; return r; }
-Value MakeU64(uint64_t v) { Value r = Scalar(ValueType::kUint64); r.u = v; return r; }
-Value MakeI64(int64_t v) { Value r = Scalar(ValueType::kInt64); r.i = v; return r; }
-Value MakeF32(float v) { Value r = Scalar(ValueType::kFloat32); r.f = v; return r; }
-Value MakeF64(double v) { Value r = Scalar(ValueType::kFloat64); r.f = v; return r; }
-Value MakeBool(bool v) { Value r = Scalar(ValueType::kBool); r.u = v ? 1 : 0; return r; }
-Value MakeString(std::string v) { Value r = Scalar(ValueType::kString); r.s = std::move(v); return r; }
+Value MakeU8(uint8_t v) {
+  Value r = Scalar(ValueType::kUint8);
+  r.u = v;
+  return r;
+}
+Value MakeI8(int8_t v) {
+  Value r = Scalar(ValueType::kInt8);
+  r.i = v;
+  return r;
+}
+Value MakeU16(uint16_t v) {
+  Value r = Scalar(ValueType::kUint16);
+  r.u = v;
+  return r;
+}
+Value MakeI16(int16_t v) {
+  Value r = Scalar(ValueType::kInt16);
+  r.i = v;
+  return r;
+}
+Value MakeU32(uint32_t v) {
+  Value r = Scalar(ValueType::kUint32);
+  r.u = v;
+  return r;
+}
+Value MakeI32(int32_t v) {
+  Value r = Scalar(ValueType::kInt32);
+  r.i = v;
+  return r;
+}
+Value MakeU64(uint64_t v) {
+  Value r = Scalar(ValueType::kUint64);
+  r.u = v;
+  return r;
+}
+Value MakeI64(int64_t v) {
+  Value r = Scalar(ValueType::kInt64);
+  r.i = v;
+  return r;
+}
+Value MakeF32(float v) {
+  Value r = Scalar(ValueType::kFloat32);
+  r.f = v;
+  return r;
+}
+Value MakeF64(double v) {
+  Value r = Scalar(ValueType::kFloat64);
+  r.f = v;
+  return r;
+}
+Value MakeBool(bool v) {
+  Value r = Scalar(ValueType::kBool);
+  r.u = v ? 1 : 0;
+  return r;
+}
+Value MakeString(std::string v) {
+  Value r = Scalar(ValueType::kString);
+  r.s = std::move(v);
+  return r;
+}
 Value MakeArray(ValueType elem, std::vector<Value> elements) {
   for (const Value& e : elements) REWIND_CHECK(e.type == elem);
   Value r = Scalar(ValueType::kArray);
@@ -133,11 +181,23 @@ namespace {
 uint64_t StringSize(const std::string& s) { return 8 + s.size(); }
 uint64_t ValueSize(const Value& v) {
   switch (v.type) {
-    case ValueType::kUint8: case ValueType::kInt8: case ValueType::kBool: return 1;
-    case ValueType::kUint16: case ValueType::kInt16: return 2;
-    case ValueType::kUint32: case ValueType::kInt32: case ValueType::kFloat32: return 4;
-    case ValueType::kUint64: case ValueType::kInt64: case ValueType::kFloat64: return 8;
-    case ValueType::kString: return StringSize(v.s);
+    case ValueType::kUint8:
+    case ValueType::kInt8:
+    case ValueType::kBool:
+      return 1;
+    case ValueType::kUint16:
+    case ValueType::kInt16:
+      return 2;
+    case ValueType::kUint32:
+    case ValueType::kInt32:
+    case ValueType::kFloat32:
+      return 4;
+    case ValueType::kUint64:
+    case ValueType::kInt64:
+    case ValueType::kFloat64:
+      return 8;
+    case ValueType::kString:
+      return StringSize(v.s);
     case ValueType::kArray: {
       uint64_t n = 12;
       for (const Value& e : v.array) n += ValueSize(e);
@@ -177,17 +237,43 @@ Status Writer::WriteString(const std::string& s) {
 
 Status Writer::WriteValue(const Value& v) {
   switch (v.type) {
-    case ValueType::kUint8: case ValueType::kBool: { const uint8_t x = static_cast<uint8_t>(v.u); return WriteRaw(&x, 1); }
-    case ValueType::kInt8: { const int8_t x = static_cast<int8_t>(v.i); return WriteRaw(&x, 1); }
-    case ValueType::kUint16: { const uint16_t x = static_cast<uint16_t>(v.u); return WriteRaw(&x, 2); }
-    case ValueType::kInt16: { const int16_t x = static_cast<int16_t>(v.i); return WriteRaw(&x, 2); }
-    case ValueType::kUint32: { const uint32_t x = static_cast<uint32_t>(v.u); return WriteRaw(&x, 4); }
-    case ValueType::kInt32: { const int32_t x = static_cast<int32_t>(v.i); return WriteRaw(&x, 4); }
-    case ValueType::kFloat32: { const float x = static_cast<float>(v.f); return WriteRaw(&x, 4); }
-    case ValueType::kUint64: return WriteRaw(&v.u, 8);
-    case ValueType::kInt64: return WriteRaw(&v.i, 8);
-    case ValueType::kFloat64: return WriteRaw(&v.f, 8);
-    case ValueType::kString: return WriteString(v.s);
+    case ValueType::kUint8:
+    case ValueType::kBool: {
+      const uint8_t x = static_cast<uint8_t>(v.u);
+      return WriteRaw(&x, 1);
+    }
+    case ValueType::kInt8: {
+      const int8_t x = static_cast<int8_t>(v.i);
+      return WriteRaw(&x, 1);
+    }
+    case ValueType::kUint16: {
+      const uint16_t x = static_cast<uint16_t>(v.u);
+      return WriteRaw(&x, 2);
+    }
+    case ValueType::kInt16: {
+      const int16_t x = static_cast<int16_t>(v.i);
+      return WriteRaw(&x, 2);
+    }
+    case ValueType::kUint32: {
+      const uint32_t x = static_cast<uint32_t>(v.u);
+      return WriteRaw(&x, 4);
+    }
+    case ValueType::kInt32: {
+      const int32_t x = static_cast<int32_t>(v.i);
+      return WriteRaw(&x, 4);
+    }
+    case ValueType::kFloat32: {
+      const float x = static_cast<float>(v.f);
+      return WriteRaw(&x, 4);
+    }
+    case ValueType::kUint64:
+      return WriteRaw(&v.u, 8);
+    case ValueType::kInt64:
+      return WriteRaw(&v.i, 8);
+    case ValueType::kFloat64:
+      return WriteRaw(&v.f, 8);
+    case ValueType::kString:
+      return WriteString(v.s);
     case ValueType::kArray: {
       const uint32_t et = static_cast<uint32_t>(v.elem_type);
       const uint64_t n = v.array.size();
@@ -262,12 +348,13 @@ Status Writer::WriteHeader() {
 Status Writer::WriteTensorChunk(std::string_view name, const void* data, uint64_t nbytes) {
   REWIND_CHECK(open_);
   if (next_tensor_ >= tensors_.size()) {
-    return Error::InvalidArgument("tensor '" + std::string(name) + "': all declared tensors are already written");
+    return Error::InvalidArgument("tensor '" + std::string(name) +
+                                  "': all declared tensors are already written");
   }
   const TensorInfo& ti = tensors_[next_tensor_];
   if (ti.name != name) {
-    return Error::InvalidArgument("tensor '" + std::string(name) + "' written out of order: expected '" + ti.name +
-                                  "'");
+    return Error::InvalidArgument("tensor '" + std::string(name) + "' written out of order: expected '" +
+                                  ti.name + "'");
   }
   if (nbytes > ti.nbytes - tensor_written_) {
     return Error::InvalidArgument("tensor '" + ti.name + "': " + std::to_string(tensor_written_ + nbytes) +

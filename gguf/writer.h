@@ -1,7 +1,7 @@
 // GGUF writer: version 3, metadata in insertion order, tensors in declaration order with llama.cpp's strict
 // offsets (offset_0 = 0, offset_{i+1} = offset_i + roundup(nbytes_i, alignment)), every tensor padded to the
-// alignment. Deterministic: the same calls give the same bytes. Tensor data is streamed (one tensor at a time),
-// so a multi-GB model never has to be in memory. Format: ../shared/spec/gguf-and-quants.md section 1.
+// alignment. Deterministic: the same calls give the same bytes. Tensor data is streamed (one tensor at a
+// time), so a multi-GB model never has to be in memory. Format: ../shared/spec/gguf-and-quants.md section 1.
 #pragma once
 
 #include <cstdint>
@@ -54,8 +54,8 @@ class Writer {
   void SetString(const std::string& key, std::string v) { Set(key, MakeString(std::move(v))); }
   const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
 
-  // Declares the next tensor (ne[0] first). Errors: bad name (empty, > 63 bytes, duplicate), > 4 dims, negative
-  // dims, unknown type, ne[0] not a multiple of the block size, byte size overflow.
+  // Declares the next tensor (ne[0] first). Errors: bad name (empty, > 63 bytes, duplicate), > 4 dims,
+  // negative dims, unknown type, ne[0] not a multiple of the block size, byte size overflow.
   Status AddTensor(const std::string& name, TensorType type, std::span<const int64_t> ne);
   Status AddTensor(const std::string& name, TensorType type, std::initializer_list<int64_t> ne) {
     return AddTensor(name, type, std::span<const int64_t>(ne.begin(), ne.size()));
@@ -69,8 +69,8 @@ class Writer {
   Status Open(const std::string& path);
   // Same, into memory (tests).
   Status OpenBuffer(std::vector<uint8_t>* out);
-  // Data of the next tensor in declaration order; `nbytes` must equal its size. May be given in several chunks
-  // through WriteTensorChunk, then the tensor completes when its size is reached.
+  // Data of the next tensor in declaration order; `nbytes` must equal its size. May be given in several
+  // chunks through WriteTensorChunk, then the tensor completes when its size is reached.
   Status WriteTensor(std::string_view name, const void* data, uint64_t nbytes);
   Status WriteTensorChunk(std::string_view name, const void* data, uint64_t nbytes);
   // Checks every tensor was written, flushes, fsyncs and renames into place.

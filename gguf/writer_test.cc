@@ -1,4 +1,5 @@
-// Writer tests: round trips through the reader, llama.cpp's strict offsets, deterministic bytes, misuse errors.
+// Writer tests: round trips through the reader, llama.cpp's strict offsets, deterministic bytes, misuse
+// errors.
 #include "gguf/writer.h"
 
 #include <gmock/gmock.h>
@@ -93,9 +94,9 @@ TEST(GgufWriter, RoundTripsEveryValueTypeAndTensor) {
 TEST(GgufWriter, UsesLlamaCppStrictOffsets) {
   Writer w;
   w.SetU32("general.alignment", 64);
-  ASSERT_TRUE(w.AddTensor("t0", TensorType::kF32, {3}).ok());    // 12 bytes -> next at 64
+  ASSERT_TRUE(w.AddTensor("t0", TensorType::kF32, {3}).ok());       // 12 bytes -> next at 64
   ASSERT_TRUE(w.AddTensor("t1", TensorType::kQ8_0, {32, 3}).ok());  // 102 bytes -> next at 64 + 128
-  ASSERT_TRUE(w.AddTensor("t2", TensorType::kF32, {16}).ok());   // 64 bytes
+  ASSERT_TRUE(w.AddTensor("t2", TensorType::kF32, {16}).ok());      // 64 bytes
   EXPECT_EQ(w.tensors()[0].offset, 0u);
   EXPECT_EQ(w.tensors()[1].offset, 64u);
   EXPECT_EQ(w.tensors()[2].offset, 192u);

@@ -1,11 +1,15 @@
 // Dot products of one weight row (any supported gguf weight type) with one activation row already converted
-// to gguf::VecDotType(weight type) by gguf::QuantizeRow. Spec: ../shared/spec/gguf-and-quants.md section 4.
+// to gguf::VecDotType(weight type) by gguf::QuantizeActivationRow (llama.cpp's x86 activation rounding; plain
+// gguf::QuantizeRow also works but rounds Q8_0/Q8_1 ties the _ref way, further from the golden files). Spec: ../shared/spec/gguf-and-quants.md section 4.
 //
 // Invariant I1 (batch invariance): the result for a given (weight row, activation row, n) is bit-identical
 // whatever the number of rows in the call, the row index, the pointer alignment or the calling thread. Each
 // dot reduces in one fixed order (fixed lane layout, block order and final horizontal sum); VecDotRows only
 // interleaves independent rows. The AVX2 code (picked at run time when the CPU has AVX2+FMA+F16C) and the
-// scalar twin (gguf::VecDotRef, llama.cpp's generic numerics) agree to rounding, not bitwise.
+// scalar twin (gguf::VecDotRef, llama.cpp's generic numerics) agree to rounding, not bitwise. The AVX2 float
+// order of Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 is the one of llama.cpp's AVX2 vec_dot and tinyBLAS kernels (8 lanes, one
+// FMA per block, same final sum), F16/BF16/F32 follow tinyBLAS (one 8-lane FMA accumulator), which llama.cpp
+// uses for batches of >= 2 tokens; the K-quants use their own fixed order (llama.cpp repacks those).
 #pragma once
 
 #include <cstddef>

@@ -101,10 +101,12 @@ template <int R>
 void RowsQ8_0(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
   const auto* a = static_cast<const BlockQ8_0*>(act);
   __m256 acc[R];
+  #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     const __m256i qa = Load256(a[i].qs);
     const float da = H2F(a[i].d);
+    #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const auto* x = reinterpret_cast<const BlockQ8_0*>(w[r]) + i;
       Prefetch<sizeof(BlockQ8_0)>(x, ahead);
@@ -112,6 +114,7 @@ void RowsQ8_0(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
       acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(DotSigned(Load256(x->qs), qa)), acc[r]);
     }
   }
+  #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
 }
 
@@ -120,10 +123,12 @@ void RowsQ4_0(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
   const auto* a = static_cast<const BlockQ8_0*>(act);
   const __m256i off = _mm256_set1_epi8(8);
   __m256 acc[R];
+  #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     const __m256i qa = Load256(a[i].qs);
     const float da = H2F(a[i].d);
+    #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const auto* x = reinterpret_cast<const BlockQ4_0*>(w[r]) + i;
       Prefetch<sizeof(BlockQ4_0)>(x, ahead);
@@ -132,6 +137,7 @@ void RowsQ4_0(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
       acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(DotSigned(q, qa)), acc[r]);
     }
   }
+  #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
 }
 
@@ -140,10 +146,12 @@ void RowsQ5_0(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
   const auto* a = static_cast<const BlockQ8_0*>(act);
   const __m256i hi_mask = _mm256_set1_epi8(static_cast<char>(0xF0));
   __m256 acc[R];
+  #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     const __m256i qa = Load256(a[i].qs);
     const float da = H2F(a[i].d);
+    #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const auto* x = reinterpret_cast<const BlockQ5_0*>(w[r]) + i;
       Prefetch<sizeof(BlockQ5_0)>(x, ahead);
@@ -153,6 +161,7 @@ void RowsQ5_0(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
       acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(DotSigned(q, qa)), acc[r]);
     }
   }
+  #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
 }
 
@@ -163,6 +172,7 @@ void RowsQx_1(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
   const __m256i bit4 = _mm256_set1_epi8(0x10);
   __m256 acc[R];
   float summ[R];
+  #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     acc[r] = _mm256_setzero_ps();
     summ[r] = 0.0f;
@@ -170,6 +180,7 @@ void RowsQx_1(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
   for (int64_t i = 0; i < nb; ++i) {
     const __m256i qa = Load256(a[i].qs);
     const float da = H2F(a[i].d), sa = H2F(a[i].s);
+    #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       __m256i q;
       uint16_t dw, mw;
@@ -191,6 +202,7 @@ void RowsQx_1(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
       summ[r] += H2F(mw) * sa;
     }
   }
+  #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]) + summ[r];
 }
 
@@ -215,9 +227,11 @@ void RowsQx_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   __m256 acc[R];
+  #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     const BlockQ8_K* y = a + i;
+    #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const uint8_t* qs;
       const uint8_t* packed;
@@ -268,6 +282,7 @@ void RowsQx_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
       acc[r] = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(MinsDotBsums(_mm_cvtepu8_epi16(_mm_srli_si128(scmn, 8)), y)), acc[r]);
     }
   }
+  #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
 }
 
@@ -284,10 +299,12 @@ void RowsQ6_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m2 = _mm256_set1_epi8(0x03);
   __m256 acc[R];
+  #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     const BlockQ8_K* y = a + i;
     const __m256i bsums = Load256(reinterpret_cast<const uint8_t*>(y) + offsetof(BlockQ8_K, bsums));
+    #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const auto* x = reinterpret_cast<const BlockQ6_K*>(w[r]) + i;
       Prefetch<sizeof(BlockQ6_K)>(x, ahead);
@@ -322,12 +339,14 @@ void RowsQ6_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
       acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc[r]);
     }
   }
+  #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
 }
 
-// ---- Float formats (n any; one row at a time, 4 accumulators of 8 lanes) -----------------------------------
-// Order: 32-element steps into acc0..3, then 8-element steps into acc0, then (acc0+acc1)+(acc2+acc3),
-// horizontal sum, then the < 8 tail added element by element.
+// ---- Float formats (n any) ---------------------------------------------------------------------------------
+// The order of llama.cpp's tinyBLAS (llamafile sgemm), which is what its CPU backend uses for F16/BF16 weights
+// whenever a batch has 2 or more tokens: one 8-lane accumulator, one FMA per 8 elements in order, then Hsum.
+// A tail of n % 8 elements (never in real models) is added element by element after the Hsum.
 
 inline __m256 LoadF32(const void* p, int64_t i) { return _mm256_loadu_ps(static_cast<const float*>(p) + i); }
 inline __m256 LoadF16(const void* p, int64_t i) { return _mm256_cvtph_ps(Load128(static_cast<const uint16_t*>(p) + i)); }
@@ -339,25 +358,34 @@ inline float ScalarF32(const void* p, int64_t i) { return static_cast<const floa
 inline float ScalarF16(const void* p, int64_t i) { return gguf::Fp16ToFp32(static_cast<const uint16_t*>(p)[i]); }
 inline float ScalarBF16(const void* p, int64_t i) { return gguf::Bf16ToFp32(static_cast<const uint16_t*>(p)[i]); }
 
-template <__m256 (*Load)(const void*, int64_t), float (*Scalar)(const void*, int64_t)>
-float DotFloat(int64_t n, const void* w, const void* a) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
-         acc3 = _mm256_setzero_ps();
+// R rows share each activation load; every row has its own single accumulator (one dependency chain per row,
+// so single-row calls are FMA-latency bound while the usual 4-row groups are not).
+template <int R, __m256 (*Load)(const void*, int64_t), float (*Scalar)(const void*, int64_t), int kElemBytes>
+void RowsFloat(int64_t n, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
+  constexpr int64_t kLineElems = 64 / kElemBytes;
+  __m256 acc[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm256_fmadd_ps(Load(w, i), Load(a, i), acc0);
-    acc1 = _mm256_fmadd_ps(Load(w, i + 8), Load(a, i + 8), acc1);
-    acc2 = _mm256_fmadd_ps(Load(w, i + 16), Load(a, i + 16), acc2);
-    acc3 = _mm256_fmadd_ps(Load(w, i + 24), Load(a, i + 24), acc3);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 a = Load(act, i);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      if ((i & (kLineElems - 1)) == 0) _mm_prefetch(reinterpret_cast<const char*>(w[r]) + i * kElemBytes + ahead, _MM_HINT_T0);
+      acc[r] = _mm256_fmadd_ps(Load(w[r], i), a, acc[r]);
+    }
   }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(Load(w, i), Load(a, i), acc0);
-  float sum = Hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-  for (; i < n; ++i) sum += Scalar(w, i) * Scalar(a, i);
-  return sum;
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    float sum = Hsum(acc[r]);
+    for (int64_t k = i; k < n; ++k) sum += Scalar(w[r], k) * Scalar(act, k);
+    out[r] = sum;
+  }
 }
 
 // ---- Row driver -------------------------------------------------------------------------------------------
 
+// nb: blocks for the quantised formats, elements for F32/F16/BF16.
 using RowsFn = void (*)(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out);
 
 // Runs kernel K<4> over groups of 4 rows and K<1> over the rest (each row's bits are the same either way).
@@ -382,7 +410,7 @@ bool Supports(TensorType t) { return gguf::IsSupportedWeightType(t); }
 void VecDotRows(TensorType t, int64_t n, const void* w, size_t stride, int64_t n_rows, const void* act,
                 float* out) {
   const auto* base = static_cast<const uint8_t*>(w);
-  const int64_t nb = n / gguf::BlockSize(t);
+  const int64_t nb = n / gguf::BlockSize(t);  // == n for the float formats
   switch (t) {
     case TensorType::kQ8_0: return DriveRows<RowsQ8_0<4>, RowsQ8_0<1>>(nb, base, stride, n_rows, act, out);
     case TensorType::kQ4_0: return DriveRows<RowsQ4_0<4>, RowsQ4_0<1>>(nb, base, stride, n_rows, act, out);
@@ -397,14 +425,14 @@ void VecDotRows(TensorType t, int64_t n, const void* w, size_t stride, int64_t n
       return DriveRows<RowsQx_K<4, true>, RowsQx_K<1, true>>(nb, base, stride, n_rows, act, out);
     case TensorType::kQ6_K: return DriveRows<RowsQ6_K<4>, RowsQ6_K<1>>(nb, base, stride, n_rows, act, out);
     case TensorType::kF32:
-      for (int64_t r = 0; r < n_rows; ++r) out[r] = DotFloat<LoadF32, ScalarF32>(n, base + r * stride, act);
-      return;
+      return DriveRows<RowsFloat<4, LoadF32, ScalarF32, 4>, RowsFloat<1, LoadF32, ScalarF32, 4>>(
+          n, base, stride, n_rows, act, out);
     case TensorType::kF16:
-      for (int64_t r = 0; r < n_rows; ++r) out[r] = DotFloat<LoadF16, ScalarF16>(n, base + r * stride, act);
-      return;
+      return DriveRows<RowsFloat<4, LoadF16, ScalarF16, 2>, RowsFloat<1, LoadF16, ScalarF16, 2>>(
+          n, base, stride, n_rows, act, out);
     case TensorType::kBF16:
-      for (int64_t r = 0; r < n_rows; ++r) out[r] = DotFloat<LoadBF16, ScalarBF16>(n, base + r * stride, act);
-      return;
+      return DriveRows<RowsFloat<4, LoadBF16, ScalarBF16, 2>, RowsFloat<1, LoadBF16, ScalarBF16, 2>>(
+          n, base, stride, n_rows, act, out);
     default: break;
   }
 }

@@ -13,6 +13,8 @@
 #include "gguf/quants.h"
 #include "kernels/ref/vec_dot_ref.h"
 
+#include <immintrin.h>
+
 namespace rw::kernels {
 namespace {
 
@@ -259,6 +261,55 @@ TEST(VecDot, HandBuiltRowsGiveExactIntegers) {
   for (const auto& c : cases) {
     EXPECT_EQ(ref::VecDot(c.t, c.n, c.w, c.a), c.expected) << gguf::TypeName(c.t);
     EXPECT_EQ(VecDot(c.t, c.n, c.w, c.a), c.expected) << gguf::TypeName(c.t);
+  }
+}
+
+// llama.cpp's summation orders, written independently with intrinsics: the AVX2 kernels must reproduce them
+// bit for bit (these are the orders behind the golden files).
+__attribute__((target("avx2,fma,f16c"))) float HsumTiny(__m256 x) {  // tinyBLAS / ggml hsum
+  __m128 v = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  v = _mm_add_ss(v, _mm_movehdup_ps(v));
+  return _mm_cvtss_f32(v);
+}
+__attribute__((target("avx2,fma,f16c"))) float TinyBlasF16(const uint16_t* w, const uint16_t* a, int64_t n) {
+  __m256 c = _mm256_setzero_ps();
+  for (int64_t l = 0; l < n; l += 8) {
+    c = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + l))),
+                        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + l))), c);
+  }
+  return HsumTiny(c);
+}
+__attribute__((target("avx2,fma,f16c"))) float LlamaQ8_0(const gguf::BlockQ8_0* x, const gguf::BlockQ8_0* y,
+                                                          int64_t nb) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256 d = _mm256_set1_ps(gguf::Fp16ToFp32(x[i].d) * gguf::Fp16ToFp32(y[i].d));
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+    const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+    const __m256i dot = _mm256_maddubs_epi16(_mm256_sign_epi8(qx, qx), _mm256_sign_epi8(qy, qx));
+    const __m256 q = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot, _mm256_set1_epi16(1)));
+    acc = _mm256_fmadd_ps(d, q, acc);
+  }
+  return HsumTiny(acc);
+}
+
+TEST(VecDot, Avx2ReproducesLlamaCppSummationOrderForF16AndQ8_0) {
+  SKIP_WITHOUT_AVX2();
+  std::mt19937 rng(8);
+  for (int64_t n : {256, 1024, 4096}) {
+    const auto w16 = WeightRow(TT::kF16, n, rng, false);
+    const auto a16 = ActRow(TT::kF16, n, rng);
+    const float want16 = TinyBlasF16(reinterpret_cast<const uint16_t*>(w16.data()),
+                                     reinterpret_cast<const uint16_t*>(a16.data()), n);
+    const float got16 = Fast(TT::kF16, n, w16.data(), a16.data());
+    EXPECT_EQ(std::memcmp(&want16, &got16, 4), 0) << "F16 n=" << n << " " << want16 << " vs " << got16;
+    const auto w8 = WeightRow(TT::kQ8_0, n, rng, false);
+    const auto a8 = ActRow(TT::kQ8_0, n, rng);
+    const float want8 = LlamaQ8_0(reinterpret_cast<const gguf::BlockQ8_0*>(w8.data()),
+                                  reinterpret_cast<const gguf::BlockQ8_0*>(a8.data()), n / 32);
+    const float got8 = Fast(TT::kQ8_0, n, w8.data(), a8.data());
+    EXPECT_EQ(std::memcmp(&want8, &got8, 4), 0) << "Q8_0 n=" << n << " " << want8 << " vs " << got8;
   }
 }
 

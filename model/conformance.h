@@ -17,6 +17,7 @@ struct ConformanceOptions {
   std::string case_filter;   // case name; empty = all
   int32_t n_threads = 1;
   int32_t greedy_steps = -1; // -1: as many as the reference has
+  bool kv_f16 = false;       // F16 KV cache (the serving default; references used F32): F32 tolerance 2e-2
 };
 
 enum class Precision { kF32, kQ8_0, kQ4K, k16Bit, kOther };

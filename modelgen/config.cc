@@ -1,11 +1,13 @@
-// Preset table. Shapes of the published models: docs/make-model.md (with the sources and what is a best guess).
+// Preset table. Shapes of the published models: docs/make-model.md (with the sources and what is a best
+// guess).
 #include "modelgen/config.h"
 
 namespace rw::modelgen {
 namespace {
 
 // Qwen3.5 family: 3 GDN layers then 1 attention layer, attention heads of 256 with 64 rotary dims and
-// IMROPE sections [11, 11, 10, 0], GDN heads of 128, conv 4, one MTP block, rope base 1e7, eps 1e-6, 262144 ctx.
+// IMROPE sections [11, 11, 10, 0], GDN heads of 128, conv 4, one MTP block, rope base 1e7, eps 1e-6, 262144
+// ctx.
 ModelConfig Qwen35(const char* preset, int64_t layers, int64_t embd, int64_t heads, int64_t kv_heads,
                    int64_t gdn_k_heads, int64_t gdn_v_heads, int64_t ff, bool tied) {
   ModelConfig c;

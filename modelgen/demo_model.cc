@@ -71,9 +71,10 @@ Expected<std::string> EnsureDemoModel(std::string cache_dir, const std::string& 
   opt.file_type = file_type;
   gguf::Writer w;
   REWIND_ASSIGN_OR_RETURN(ModelPlan plan, PlanModel(opt, *vocab, &w));
-  const uint64_t key = HashMix(HashMix(HashBytes(kTinyVocabGguf, kTinyVocabGgufSize), kGeneratorVersion),
-                               plan.seed);
-  const std::string path = cache_dir + "/demo-tiny-qwen35-" + file_type + "-" + Hex(key).substr(0, 12) + ".gguf";
+  const uint64_t key =
+      HashMix(HashMix(HashBytes(kTinyVocabGguf, kTinyVocabGgufSize), kGeneratorVersion), plan.seed);
+  const std::string path =
+      cache_dir + "/demo-tiny-qwen35-" + file_type + "-" + Hex(key).substr(0, 12) + ".gguf";
   const std::string sum_path = path + ".fnv1a";
 
   // Reuse when the size is right and the content hash matches the one recorded at generation.

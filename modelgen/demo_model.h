@@ -17,7 +17,7 @@ std::span<const uint8_t> TinyVocabGguf();
 std::string DefaultCacheDir();
 
 // Path of the demo model (tiny preset, default seed, `file_type` "f32" or "q8_0") in `cache_dir` (empty:
-// DefaultCacheDir()). Generates it on first use (~21 MB F32, ~6 MB Q8_0, well under a second); later calls
+// DefaultCacheDir()). Generates it on first use (~21 MB F32, ~6 MB Q8_0, 1-2 s); later calls
 // reuse the file when its size and content hash match what was recorded when it was generated.
 Expected<std::string> EnsureDemoModel(std::string cache_dir = "", const std::string& file_type = "f32");
 

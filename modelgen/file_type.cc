@@ -8,6 +8,7 @@ namespace {
 
 using gguf::TensorType;
 
+// clang-format off
 constexpr FileType kFileTypes[] = {
     {"f32", 0, TensorType::kF32, false},     {"f16", 1, TensorType::kF16, false},
     {"bf16", 32, TensorType::kBF16, false},  {"q8_0", 7, TensorType::kQ8_0, false},
@@ -17,6 +18,7 @@ constexpr FileType kFileTypes[] = {
     {"q5_k_s", 16, TensorType::kQ5_K, false}, {"q5_k_m", 17, TensorType::kQ5_K, true},
     {"q6_k", 18, TensorType::kQ6_K, false},
 };
+// clang-format on
 
 // llama-quantize's use_more_bits(i_layer, n_layers).
 bool UseMoreBits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
@@ -24,10 +26,14 @@ bool UseMoreBits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (
 // llama-quantize's fallback when a row is not a whole number of blocks.
 TensorType Fallback(TensorType t) {
   switch (t) {
-    case TensorType::kQ4_K: return TensorType::kQ5_0;
-    case TensorType::kQ5_K: return TensorType::kQ5_1;
-    case TensorType::kQ6_K: return TensorType::kQ8_0;
-    default: return TensorType::kF16;
+    case TensorType::kQ4_K:
+      return TensorType::kQ5_0;
+    case TensorType::kQ5_K:
+      return TensorType::kQ5_1;
+    case TensorType::kQ6_K:
+      return TensorType::kQ8_0;
+    default:
+      return TensorType::kF16;
   }
 }
 

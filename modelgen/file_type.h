@@ -1,5 +1,5 @@
-// Output file types of make-model (--type) and the per-tensor type choice, approximating llama-quantize v0.5.0
-// without an importance matrix (docs/make-model.md lists the rules).
+// Output file types of make-model (--type) and the per-tensor type choice, approximating llama-quantize
+// v0.5.0 without an importance matrix (docs/make-model.md lists the rules).
 #pragma once
 
 #include <cstdint>
@@ -13,10 +13,10 @@
 namespace rw::modelgen {
 
 struct FileType {
-  const char* name;          // "q4_k_m"
-  uint32_t llama_ftype;      // general.file_type (LlamaFileType)
-  gguf::TensorType base;     // type of most matrices
-  bool mix_m;                // *_M: attn_v / attn_qkv / ffn_down of some layers get Q6_K
+  const char* name;       // "q4_k_m"
+  uint32_t llama_ftype;   // general.file_type (LlamaFileType)
+  gguf::TensorType base;  // type of most matrices
+  bool mix_m;             // *_M: attn_v / attn_qkv / ffn_down of some layers get Q6_K
 };
 
 Expected<FileType> ParseFileType(const std::string& name);

@@ -51,7 +51,8 @@ void ParallelFor(int64_t n, int threads, const std::function<void(int64_t, int64
 Expected<int64_t> VocabSize(const gguf::File& vocab) {
   const gguf::Value* tokens = vocab.Find("tokenizer.ggml.tokens");
   if (!tokens || tokens->type != gguf::ValueType::kArray || tokens->elem_type != gguf::ValueType::kString) {
-    return Error::InvalidArgument(vocab.path() + ": no tokenizer.ggml.tokens string array (not a vocab file?)");
+    return Error::InvalidArgument(vocab.path() +
+                                  ": no tokenizer.ggml.tokens string array (not a vocab file?)");
   }
   if (tokens->array.empty()) return Error::InvalidArgument(vocab.path() + ": empty vocabulary");
   return static_cast<int64_t>(tokens->array.size());
@@ -113,8 +114,8 @@ Status WriteModelData(const ModelPlan& plan, int threads, gguf::Writer* w,
                       const std::function<void(size_t, size_t, const TensorSpec&)>& progress) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min(threads, kMaxThreads);
-  std::vector<float> src;     // [chunk rows][ne0]
-  std::vector<uint8_t> dst;   // [chunk rows][row bytes]
+  std::vector<float> src;    // [chunk rows][ne0]
+  std::vector<uint8_t> dst;  // [chunk rows][row bytes]
   for (size_t k = 0; k < plan.tensors.size(); ++k) {
     const TensorSpec& t = plan.tensors[k];
     const gguf::TensorType type = plan.types[k];
@@ -152,7 +153,8 @@ Status MakeModel(const MakeModelOptions& opt, const gguf::File& vocab, const std
 
 Status ExtractVocab(const gguf::File& model, const std::string& out_path) {
   gguf::Writer w;
-  if (const gguf::Value* arch = model.Find("general.architecture"); arch && arch->type == gguf::ValueType::kString) {
+  if (const gguf::Value* arch = model.Find("general.architecture");
+      arch && arch->type == gguf::ValueType::kString) {
     w.SetString("general.architecture", arch->s);
   }
   w.SetString("general.type", "vocab");

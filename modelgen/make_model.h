@@ -20,9 +20,9 @@ namespace rw::modelgen {
 struct MakeModelOptions {
   std::string preset = "tiny";
   std::string file_type = "f32";
-  uint64_t seed = 0;   // 0: the preset's default seed
-  int threads = 0;     // 0: all hardware threads (at most 16); the output does not depend on it
-  std::string name;    // general.name; empty: the preset's
+  uint64_t seed = 0;  // 0: the preset's default seed
+  int threads = 0;    // 0: all hardware threads (at most 16); the output does not depend on it
+  std::string name;   // general.name; empty: the preset's
   // Called before each tensor is generated (index, count, tensor).
   std::function<void(size_t, size_t, const TensorSpec&)> progress;
 };

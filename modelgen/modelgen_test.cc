@@ -40,7 +40,8 @@ std::vector<std::string> Lines(const std::string& text, bool drop_free_text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     // general.name / general.description are free text that differs by generator.
-    if (drop_free_text && (line.rfind("kv general.name ", 0) == 0 || line.rfind("kv general.description ", 0) == 0)) {
+    if (drop_free_text &&
+        (line.rfind("kv general.name ", 0) == 0 || line.rfind("kv general.description ", 0) == 0)) {
       continue;
     }
     out.push_back(line);
@@ -50,7 +51,8 @@ std::vector<std::string> Lines(const std::string& text, bool drop_free_text) {
 
 std::string Make(const std::string& type, uint64_t seed = 0, int threads = 2) {
   auto vocab = OpenOrDie(kVocab);
-  const std::string path = TempPath(type + "_" + std::to_string(seed) + "_" + std::to_string(threads) + ".gguf");
+  const std::string path =
+      TempPath(type + "_" + std::to_string(seed) + "_" + std::to_string(threads) + ".gguf");
   MakeModelOptions opt;
   opt.preset = "tiny";
   opt.file_type = type;
@@ -127,13 +129,16 @@ TEST(MakeModel, DrawsWeightsWithTheFixtureScales) {
   const std::string path = Make("f32");
   auto f = OpenOrDie(path);
   ASSERT_NE(f, nullptr);
-  struct Case { const char* name; double mean, std, tol; };
+  struct Case {
+    const char* name;
+    double mean, std, tol;
+  };
   const Case cases[] = {
       {"token_embd.weight", 0, 1.0, 0.01},
-      {"output_norm.weight", 0, 4.0 / 16, 0.05},              // tied: N(0, (4/sqrt(E))^2)
-      {"blk.0.attn_qkv.weight", 0, 1.0 / 16, 0.01},           // 1/sqrt(fan_in)
+      {"output_norm.weight", 0, 4.0 / 16, 0.05},     // tied: N(0, (4/sqrt(E))^2)
+      {"blk.0.attn_qkv.weight", 0, 1.0 / 16, 0.01},  // 1/sqrt(fan_in)
       {"blk.0.ssm_alpha.weight", 0, 0.5 / 16, 0.05},
-      {"blk.0.ssm_out.weight", 0, 0.5 / 16, 0.01},            // residual writer 0.5/sqrt(fan_in)
+      {"blk.0.ssm_out.weight", 0, 0.5 / 16, 0.01},  // residual writer 0.5/sqrt(fan_in)
       {"blk.0.ffn_down.weight", 0, 0.5 / 16, 0.01},
       {"blk.0.ssm_conv1d.weight", 0, 0.5, 0.05},
       {"blk.0.attn_norm.weight", 1.0, 0.1, 0.1},
@@ -186,7 +191,8 @@ TEST(MakeModel, RejectsUnknownPresetsTypesAndNonVocabFiles) {
   auto empty = gguf::File::FromBuffer(bytes);
   ASSERT_TRUE(empty.ok());
   opt.file_type = "f32";
-  EXPECT_THAT(MakeModel(opt, **empty, TempPath("x.gguf")).error().message, HasSubstr("tokenizer.ggml.tokens"));
+  EXPECT_THAT(MakeModel(opt, **empty, TempPath("x.gguf")).error().message,
+              HasSubstr("tokenizer.ggml.tokens"));
   EXPECT_FALSE(FileExists(TempPath("x.gguf")));
 }
 

@@ -27,9 +27,11 @@ class Planner {
     Add(layer, kind, std::move(ne), Init::kNormal, 0, std, false);
   }
   // Norm gain N(1, 0.1^2), F32.
-  void Gain(int64_t layer, const std::string& kind, int64_t n) { Add(layer, kind, {n}, Init::kNormal, 1, 0.1, true); }
-  void Add(int64_t layer, const std::string& kind, std::vector<int64_t> ne, Init init, double mean, double std,
-           bool keep_f32, const char* suffix = ".weight") {
+  void Gain(int64_t layer, const std::string& kind, int64_t n) {
+    Add(layer, kind, {n}, Init::kNormal, 1, 0.1, true);
+  }
+  void Add(int64_t layer, const std::string& kind, std::vector<int64_t> ne, Init init, double mean,
+           double std, bool keep_f32, const char* suffix = ".weight") {
     TensorSpec t;
     t.name = (layer >= 0 ? "blk." + std::to_string(layer) + "." : std::string()) + kind + suffix;
     t.ne = std::move(ne);
@@ -58,8 +60,8 @@ void Qwen35Metadata(const ModelConfig& c, gguf::Writer* w) {
   w->SetU32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
   w->SetF32(a + "rope.freq_base", c.rope_base);
   w->SetU32(a + "rope.dimension_count", static_cast<uint32_t>(c.n_rot));
-  w->Set(a + "rope.dimension_sections",
-         gguf::MakeI32Array({c.rope_sections[0], c.rope_sections[1], c.rope_sections[2], c.rope_sections[3]}));
+  w->Set(a + "rope.dimension_sections", gguf::MakeI32Array({c.rope_sections[0], c.rope_sections[1],
+                                                            c.rope_sections[2], c.rope_sections[3]}));
   w->SetF32(a + "attention.layer_norm_rms_epsilon", c.eps);
   w->SetU32(a + "ssm.conv_kernel", static_cast<uint32_t>(c.ssm_conv));
   w->SetU32(a + "ssm.state_size", static_cast<uint32_t>(c.ssm_state));

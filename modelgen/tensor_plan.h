@@ -1,6 +1,6 @@
-// What a generated model contains, per architecture: the architecture metadata keys and the ordered tensor list
-// with the initialisation of each tensor (../shared/fixtures/llama-ref/README.md section 2.1). An architecture
-// is one ArchSpec; qwen35 is implemented, MoE architectures plug in the same way.
+// What a generated model contains, per architecture: the architecture metadata keys and the ordered tensor
+// list with the initialisation of each tensor (../shared/fixtures/llama-ref/README.md section 2.1). An
+// architecture is one ArchSpec; qwen35 is implemented, MoE architectures plug in the same way.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,7 @@ struct TensorSpec {
   int64_t layer = -1;     // block index; -1 for global tensors
   std::string kind;       // name without "blk.N." and ".weight": "attn_v", "ffn_down", "token_embd", ...
 
-  int64_t rows() const;   // product of ne[1..]
+  int64_t rows() const;  // product of ne[1..]
 };
 
 struct ArchSpec {

@@ -54,7 +54,7 @@ TEST(Bpe, ShortAndLongPathsMatchTheNaiveAlgorithm) {
                                           "\xF0\x9F\xA6\x99", "\xC3\xA9", "ab", "123", "=", "==", "\xFF", "\xE2\x80"};
   std::mt19937 rng(7);
   int n_long = 0;
-  for (int iter = 0; iter < 400; ++iter) {
+  for (int iter = 0; iter < 200; ++iter) {
     std::string piece;
     const int n_parts = iter % 4 == 0 ? 40 + static_cast<int>(rng() % 80) : 1 + static_cast<int>(rng() % 10);
     for (int k = 0; k < n_parts; ++k) piece += parts[rng() % parts.size()];
@@ -68,7 +68,7 @@ TEST(Bpe, ShortAndLongPathsMatchTheNaiveAlgorithm) {
     ASSERT_EQ(got_cached, want);
     ASSERT_EQ(again, want);
   }
-  EXPECT_GT(n_long, 20);  // both merge paths were exercised
+  EXPECT_GT(n_long, 10);  // both merge paths were exercised
 }
 
 TEST(Bpe, IgnoresMalformedMergesAndKeepsTheFirstRankOfDuplicates) {

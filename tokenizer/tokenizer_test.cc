@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "base/file.h"
 #include "gguf/gguf.h"
 #include "tokenizer/test_util.h"
+#include "tokenizer/unicode.h"
 
 namespace rw::tokenizer {
 namespace {
@@ -152,6 +154,33 @@ TEST_F(TinyVocab, RoundTripsArbitraryValidText) {
     EXPECT_EQ(tok_->Decode(tok_->Encode(t, true, false)), t) << Escape(t);
     EXPECT_EQ(tok_->Decode(tok_->Encode(t, false, false)), t) << Escape(t);
   }
+}
+
+TEST_F(TinyVocab, SurvivesRandomBytesAndRoundTripsWellFormedOnes) {
+  std::mt19937 rng(99);
+  const std::vector<std::string> parts = {"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<|", "|>", "<",
+                                          " ", "\n", "a", "Z", "9", "'s", "\xC3\xA9", "\xF0\x9F\xA6\x99", "\xFF",
+                                          "\xE4\xBD", "\xCC\x81", "\r\n", "\t"};
+  int n_well_formed = 0;
+  for (int iter = 0; iter < 2000; ++iter) {
+    std::string text;
+    const int n = static_cast<int>(rng() % 30);
+    for (int k = 0; k < n; ++k) {
+      if (rng() % 4 == 0) text += static_cast<char>(rng() & 0xFF);
+      else text += parts[rng() % parts.size()];
+    }
+    std::vector<uint32_t> cpts;
+    const bool canonical = DecodeUtf8Lenient(text, &cpts);
+    for (bool special : {false, true}) {
+      const auto ids = tok_->Encode(text, special, true);
+      for (int32_t id : ids) ASSERT_TRUE(tok_->IsValid(id));
+      if (canonical) {
+        ASSERT_EQ(tok_->Decode(ids), text) << Escape(text);
+      }
+    }
+    n_well_formed += canonical;
+  }
+  EXPECT_GT(n_well_formed, 50);
 }
 
 TEST_F(TinyVocab, PrefersTheLongerOfOverlappingSpecialTokens) {

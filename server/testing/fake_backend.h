@@ -34,7 +34,7 @@ class FakeCodec : public TextCodec {
 // raise_exception().
 class FakeChat : public ChatFormatter {
  public:
-  Expected<RenderedChat> Render(const nlohmann::json& messages, const nlohmann::json& tools,
+  Expected<RenderedChat> Render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                 const ChatOptions& options) const override;
   std::unique_ptr<OutputParser> NewParser(const RenderedChat& rendered,
                                           const nlohmann::ordered_json& tools) const override;

@@ -1,0 +1,193 @@
+// Reasoning / tool-call parsing of model output, one-shot and streaming.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "chat/output_parser.h"
+
+namespace rw::chat {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json WeatherTools() {
+  return Json::parse(R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+    "properties":{"city":{"type":"string"},"days":{"type":"integer"},"metric":{"type":"boolean"},
+    "opts":{"type":"object"},"tags":{"type":"array"},"ratio":{"type":"number"},"zip":{"type":"string"}}}}}])");
+}
+
+ParserOptions Thinking() {
+  ParserOptions o;
+  o.starts_in_reasoning = true;
+  o.tools = WeatherTools();
+  return o;
+}
+
+// Concatenation of every delta, as a streaming client would see it.
+ParsedMessage Stream(const std::string& text, const ParserOptions& o, const std::vector<size_t>& cuts) {
+  OutputParser p(o);
+  ParsedMessage acc;
+  auto take = [&](const ParserDelta& d) {
+    acc.content += d.content;
+    acc.reasoning_content += d.reasoning;
+    for (const auto& tc : d.tool_calls) {
+      EXPECT_EQ(tc.index, acc.tool_calls.size());
+      acc.tool_calls.push_back({tc.name, tc.arguments});
+    }
+  };
+  size_t prev = 0;
+  for (size_t c : cuts) {
+    take(p.Feed(std::string_view(text).substr(prev, c - prev)));
+    prev = c;
+  }
+  take(p.Feed(std::string_view(text).substr(prev)));
+  take(p.Finish());
+  const ParsedMessage& m = p.message();
+  EXPECT_EQ(m.content, acc.content);
+  EXPECT_EQ(m.reasoning_content, acc.reasoning_content);
+  EXPECT_EQ(m.tool_calls.size(), acc.tool_calls.size());
+  return acc;
+}
+
+void ExpectSame(const ParsedMessage& a, const ParsedMessage& b, const std::string& where) {
+  EXPECT_EQ(a.content, b.content) << where;
+  EXPECT_EQ(a.reasoning_content, b.reasoning_content) << where;
+  ASSERT_EQ(a.tool_calls.size(), b.tool_calls.size()) << where;
+  for (size_t i = 0; i < a.tool_calls.size(); ++i) {
+    EXPECT_EQ(a.tool_calls[i].name, b.tool_calls[i].name) << where;
+    EXPECT_EQ(a.tool_calls[i].arguments, b.tool_calls[i].arguments) << where;
+  }
+}
+
+const char* kToolCallOutput =
+    "I should check.\n</think>\n\nLet me look that up.\n\n<tool_call>\n<function=get_weather>\n"
+    "<parameter=city>\nSan Francisco\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
+    "<parameter=metric>\nTrue\n</parameter>\n<parameter=opts>\n{\"a\": [1, 2]}\n</parameter>\n"
+    "<parameter=zip>\n94103\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_weather>\n"
+    "<parameter=city>\nline one\nline two\n</parameter>\n</function>\n</tool_call>";
+
+TEST(OutputParser, SplitsThinkBlockIntoReasoning) {
+  ParserOptions o;
+  ParsedMessage m = ParseOutput("<think>\nLet me think.\n</think>\n\nThe answer is 4.", o);
+  EXPECT_EQ(m.reasoning_content, "Let me think.");
+  EXPECT_EQ(m.content, "The answer is 4.");
+  EXPECT_TRUE(m.tool_calls.empty());
+}
+
+TEST(OutputParser, StartsInsideThinkingWhenThePromptOpenedTheBlock) {
+  ParsedMessage m = ParseOutput("Adding.\n</think>\n\n2+2 = 4.", Thinking());
+  EXPECT_EQ(m.reasoning_content, "Adding.");
+  EXPECT_EQ(m.content, "2+2 = 4.");
+}
+
+TEST(OutputParser, ThinkingDisabledOutputIsAllContent) {
+  ParsedMessage m = ParseOutput("Just an answer with a <think> mention.", ParserOptions{});
+  EXPECT_EQ(m.content, "Just an answer with a <think> mention.");
+  EXPECT_EQ(m.reasoning_content, "");
+}
+
+TEST(OutputParser, UnfinishedReasoningStaysReasoning) {
+  ParsedMessage m = ParseOutput("still thinking when the budget ran out", Thinking());
+  EXPECT_EQ(m.reasoning_content, "still thinking when the budget ran out");
+  EXPECT_EQ(m.content, "");
+}
+
+TEST(OutputParser, ParsesQwenToolCallsWithValuesTypedByTheSchema) {
+  ParsedMessage m = ParseOutput(kToolCallOutput, Thinking());
+  EXPECT_EQ(m.reasoning_content, "I should check.");
+  EXPECT_EQ(m.content, "Let me look that up.");
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(m.tool_calls[0].arguments,
+            R"({"city":"San Francisco","days":3,"metric":true,"opts":{"a":[1,2]},"zip":"94103"})");
+  EXPECT_EQ(m.tool_calls[1].arguments, R"({"city":"line one\nline two"})");
+}
+
+TEST(OutputParser, ToolCallStraightAfterReasoningEndsTheReasoning) {
+  ParsedMessage m = ParseOutput(
+      "need weather\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>",
+      Thinking());
+  EXPECT_EQ(m.reasoning_content, "need weather");
+  EXPECT_EQ(m.content, "");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+}
+
+TEST(OutputParser, ValuesThatDoNotFitTheSchemaFallBackToStrings) {
+  Json s_int = Json::parse(R"({"type":"integer"})");
+  Json s_num = Json::parse(R"({"type":["number","null"]})");
+  EXPECT_EQ(ParameterValue("12", &s_int), Json(12));
+  EXPECT_EQ(ParameterValue("twelve", &s_int), Json("twelve"));
+  EXPECT_EQ(ParameterValue("1.5", &s_num), Json(1.5));
+  EXPECT_EQ(ParameterValue("null", &s_num), Json(nullptr));
+  EXPECT_EQ(ParameterValue("{\"a\":1}", nullptr), Json("{\"a\":1}"));
+}
+
+TEST(OutputParser, MalformedToolCallsDegradeToContent) {
+  const char* bad[] = {
+      "text <tool_call>\nnot a function\n</tool_call> after",
+      "<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</tool_call>",
+      "<tool_call>\n<function=>\n</function>\n</tool_call>",
+      "<tool_call>\n<function=f>\n<parameter=x>\nnever closed",
+  };
+  for (const char* text : bad) {
+    ParsedMessage m = ParseOutput(text, ParserOptions{});
+    EXPECT_TRUE(m.tool_calls.empty()) << text;
+    EXPECT_NE(m.content.find("<tool_call>"), std::string::npos) << text;
+  }
+}
+
+TEST(OutputParser, ToolCallMissingOnlyItsClosingTagAtTheEndIsAccepted) {
+  ParsedMessage m = ParseOutput("<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</function>",
+                                ParserOptions{});
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].arguments, R"({"x":"1"})");
+}
+
+TEST(OutputParser, NeverStreamsAPartialTagAsContent) {
+  OutputParser p(ParserOptions{});
+  ParserDelta d1 = p.Feed("Hello <tool");
+  EXPECT_EQ(d1.content, "Hello");
+  ParserDelta d2 = p.Feed("_c");
+  EXPECT_EQ(d2.content, "");
+  ParserDelta d3 = p.Feed("ap> and more");
+  EXPECT_EQ(d3.content, " <tool_cap> and more");
+  OutputParser q(Thinking());
+  EXPECT_EQ(q.Feed("abc </thi").reasoning, "abc");
+  ParserDelta d4 = q.Feed("nk>\n\nok");
+  EXPECT_EQ(d4.reasoning, "");
+  EXPECT_EQ(d4.content, "ok");
+}
+
+TEST(OutputParser, StreamingSplitAtEveryByteMatchesOneShot) {
+  struct Sample {
+    std::string text;
+    ParserOptions opt;
+  };
+  ParserOptions plain;
+  plain.tools = WeatherTools();
+  std::vector<Sample> samples = {
+      {kToolCallOutput, Thinking()},
+      {"<think>\nr1\n\nr2\n</think>\n\ncontent  with  spaces \n", plain},
+      {"  \n<think>x</think>y", plain},
+      {"Plain answer, no tags at all.\n", plain},
+      {"a <tool_call>\nbroken\n</tool_call> b <tool_call>\n<function=get_weather>\n</function>\n</tool_call>", plain},
+      {"<think>\nunterminated reasoning <tool_ca", plain},
+      {"reasoning</think>content<tool_call>\n<function=get_weather>\n<parameter=days>\n2\n</parameter>\n</function>",
+       Thinking()},
+      {"<thinking is not a tag> <think", plain},
+  };
+  for (const auto& s : samples) {
+    ParsedMessage one = ParseOutput(s.text, s.opt);
+    ExpectSame(Stream(s.text, s.opt, {}), one, "whole: " + s.text);
+    for (size_t cut = 0; cut <= s.text.size(); ++cut) {
+      ExpectSame(Stream(s.text, s.opt, {cut}), one, "cut " + std::to_string(cut) + ": " + s.text);
+    }
+    std::vector<size_t> every;
+    for (size_t i = 1; i < s.text.size(); ++i) every.push_back(i);
+    ExpectSame(Stream(s.text, s.opt, every), one, "byte by byte: " + s.text);
+  }
+}
+
+}  // namespace
+}  // namespace rw::chat
