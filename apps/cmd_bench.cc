@@ -58,6 +58,12 @@ uint64_t WeightBytesPerToken(const model::Model& m) {
   return total;
 }
 
+void PrintPeakRss() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("peak RSS: %.1f MiB (model, KV and state; before the copy benchmark)\n", ru.ru_maxrss / 1024.0);
+}
+
 int CmdBench(int argc, char** argv) {
   std::string model_path;
   int threads = 0, n_prompt = 512, n_gen = 128, reps = 5;
@@ -147,6 +153,7 @@ int CmdBench(int argc, char** argv) {
     }
     double tg = Median(rates);
     uint64_t wbytes = WeightBytesPerToken(m);
+    PrintPeakRss();
     double copy_bw = CopyBandwidth();
     std::printf("tg%d %.2f tok/s\n", n_gen, tg);
     std::printf("weights read per token: %.1f MiB; decode bandwidth %.2f GB/s\n", wbytes / 1048576.0, wbytes * tg / 1e9);
@@ -154,9 +161,7 @@ int CmdBench(int argc, char** argv) {
                 "reached %.0f%%\n",
                 copy_bw / 1e9, copy_bw / wbytes, 100.0 * tg * wbytes / copy_bw);
   }
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  std::printf("peak RSS: %.1f MiB\n", ru.ru_maxrss / 1024.0);
+  if (n_gen == 0) PrintPeakRss();
   return 0;
 }
 

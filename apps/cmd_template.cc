@@ -3,10 +3,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "apps/command.h"
 #include "base/file.h"
@@ -55,7 +54,8 @@ int Template(int argc, char** argv) {
   flags.Add("model", 'm', &model, "GGUF model whose tokenizer.chat_template is used");
   flags.Add("template", 0, &template_file, "Jinja template file (overrides the model's)");
   flags.Add("chat-template-file", 0, &template_file2, "same as --template (llama-server's name)");
-  flags.Add("messages", 0, &messages_file, "JSON file: an array of messages, or an object with \"messages\" (and \"tools\")");
+  flags.Add("messages", 0, &messages_file,
+            "JSON file: an array of messages, or an object with \"messages\" (and \"tools\")");
   flags.Add("tools", 0, &tools_file, "JSON file with the tools array");
   flags.Add("add-generation-prompt", 0, &opt.add_generation_prompt, "append the assistant generation prompt");
   flags.Add("enable-thinking", 0, &opt.enable_thinking, "template variable enable_thinking");
@@ -75,7 +75,8 @@ int Template(int argc, char** argv) {
   }
   if (template_file.empty()) template_file = template_file2;
   if (messages_file.empty() || (model.empty() && template_file.empty())) {
-    std::fprintf(stderr, "rewind template: need --messages and one of -m / --template\n%s", flags.Help().c_str());
+    std::fprintf(stderr, "rewind template: need --messages and one of -m / --template\n%s",
+                 flags.Help().c_str());
     return 2;
   }
   auto fail = [](const Error& e) {
@@ -125,9 +126,10 @@ int Template(int argc, char** argv) {
       auto again = chat::RenderChat(*tmpl, messages, tools, opt);
       if (!again.ok()) return fail(again.error());
     }
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / bench;
-    std::fprintf(stderr, "render: %zu messages, %zu bytes, %.1f us per render (mean of %d)\n", messages.size(),
-                 r->text.size(), us, bench);
+    double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / bench;
+    std::fprintf(stderr, "render: %zu messages, %zu bytes, %.1f us per render (mean of %d)\n",
+                 messages.size(), r->text.size(), us, bench);
   }
   return 0;
 }

@@ -165,14 +165,17 @@ Expected<RenderedChat> RenderChat(const Template& tmpl, const Json& messages_in,
     Value pctx = MakeContext(prefix, tools, no_gen, &pm);
     auto text = tmpl.Render(pctx, nullptr);
     size_t at = text.ok() ? std::max(prev, CommonPrefix(r.text, *text)) : prev;
-    if (i < n) r.spans.message_start[i] = at;
-    else r.spans.generation_start = options.add_generation_prompt ? at : r.text.size();
+    if (i < n)
+      r.spans.message_start[i] = at;
+    else
+      r.spans.generation_start = options.add_generation_prompt ? at : r.text.size();
     prev = at;
   }
   return r;
 }
 
-TokenSpans MapSpansToTokens(const MessageSpans& spans, std::span<const size_t> token_offsets, size_t text_size) {
+TokenSpans MapSpansToTokens(const MessageSpans& spans, std::span<const size_t> token_offsets,
+                            size_t text_size) {
   auto map = [&](size_t b, bool* aligned) -> size_t {
     if (b >= text_size || token_offsets.empty()) {
       *aligned = true;
@@ -200,7 +203,8 @@ namespace rw::chat {
 Expected<Template> SelectTemplate(const std::string& gguf_template, const std::string& template_file) {
   if (!template_file.empty()) {
     auto text = ReadFileToString(template_file);
-    if (!text.ok()) return Error::NotFound("chat template file " + template_file + ": " + text.error().message);
+    if (!text.ok())
+      return Error::NotFound("chat template file " + template_file + ": " + text.error().message);
     return Template::Parse(*text);
   }
   if (gguf_template.empty()) {

@@ -13,11 +13,10 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/expected.h"
 #include "chat/jinja.h"
@@ -63,7 +62,8 @@ struct TokenSpans {
   size_t generation_start = 0;
   bool generation_aligned = true;
 };
-TokenSpans MapSpansToTokens(const MessageSpans& spans, std::span<const size_t> token_offsets, size_t text_size);
+TokenSpans MapSpansToTokens(const MessageSpans& spans, std::span<const size_t> token_offsets,
+                            size_t text_size);
 
 // llama.cpp's tool normalisation (see RenderOptions::normalize_tools); exposed for the server and tests.
 nlohmann::ordered_json NormalizeTools(const nlohmann::ordered_json& tools);

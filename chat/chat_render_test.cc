@@ -1,12 +1,13 @@
 // Chat rendering: the Qwen3.5 fixture cases byte for byte, the family templates against Python's jinja2,
 // and message spans.
+#include "chat/chat_render.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "base/file.h"
-#include "chat/chat_render.h"
 
 namespace rw::chat {
 namespace {
@@ -100,7 +101,9 @@ TEST(ChatRender, SpansStartExactlyAtEachMessage) {
         std::string content = m["content"];
         size_t p = content.find("</think>");
         if (p != std::string::npos) content = content.substr(content.rfind('\n') + 1);
-        EXPECT_NE(r->text.substr(s.message_start[i], end - s.message_start[i]).find(content), std::string::npos) << i;
+        EXPECT_NE(r->text.substr(s.message_start[i], end - s.message_start[i]).find(content),
+                  std::string::npos)
+            << i;
       }
     }
     if (c.value("add_generation_prompt", false)) {
@@ -132,14 +135,17 @@ TEST(ChatRender, ToolArgumentsAsJsonStringsRenderLikeObjects) {
   auto b = RenderChat(t, as_str, Json(), RenderOptions{});
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->text, b->text);
-  EXPECT_NE(a->text.find("<parameter=b>\n1\n</parameter>\n<parameter=a>\ns\n</parameter>"), std::string::npos);
+  EXPECT_NE(a->text.find("<parameter=b>\n1\n</parameter>\n<parameter=a>\ns\n</parameter>"),
+            std::string::npos);
 }
 
 TEST(ChatRender, ToolsAreNormalisedLikeLlamaCpp) {
   Json tools = Json::parse(R"([{"type":"function","function":{"parameters":{"type":"object"},"name":"f",
     "strict":true}}])");
   Json n = NormalizeTools(tools);
-  EXPECT_EQ(n.dump(), R"([{"type":"function","function":{"name":"f","description":"","parameters":{"type":"object"}}}])");
+  EXPECT_EQ(
+      n.dump(),
+      R"([{"type":"function","function":{"name":"f","description":"","parameters":{"type":"object"}}}])");
 }
 
 TEST(ChatRender, KwargsOverrideEnableThinking) {
@@ -153,8 +159,9 @@ TEST(ChatRender, KwargsOverrideEnableThinking) {
 }
 
 TEST(ChatRender, TemplatesWithoutAMessageLoopFallBackToPrefixRendering) {
-  auto t = Template::Parse("{{ messages[0].content }}|{% if messages|length > 1 %}{{ messages[1].content }}|{% endif %}"
-                           "{% if add_generation_prompt %}GEN{% endif %}");
+  auto t = Template::Parse(
+      "{{ messages[0].content }}|{% if messages|length > 1 %}{{ messages[1].content }}|{% endif %}"
+      "{% if add_generation_prompt %}GEN{% endif %}");
   ASSERT_TRUE(t.ok());
   auto r = RenderChat(*t, Json::parse(R"([{"role":"user","content":"aa"},{"role":"user","content":"bbb"}])"),
                       Json(), RenderOptions{});

@@ -12,21 +12,21 @@
 namespace rw::chat::jinja {
 
 enum class ExprKind : uint8_t {
-  kLiteral,   // literal
-  kName,      // name
-  kList,      // children
-  kTuple,     // children
-  kDict,      // children: key0, value0, key1, value1, ...
-  kGetAttr,   // children[0].name
-  kGetItem,   // children[0][children[1]]
-  kSlice,     // children[0][c1:c2:c3], missing parts are null
-  kCall,      // children[0](children[1..], kwargs)
-  kFilter,    // children[0] | name(children[1..], kwargs); children[0] null inside {% filter %}
-  kTest,      // children[0] is [not] name(children[1..])
-  kUnary,     // op children[0]: "-", "+", "not"
-  kBinary,    // children[0] op children[1]: + - * / // % ** ~ and or
-  kCompare,   // children[0] ops[0] children[1] ops[1] children[2] ...: == != < <= > >= in notin
-  kCond,      // children[1] if children[0] else children[2] (children[2] may be null)
+  kLiteral,  // literal
+  kName,     // name
+  kList,     // children
+  kTuple,    // children
+  kDict,     // children: key0, value0, key1, value1, ...
+  kGetAttr,  // children[0].name
+  kGetItem,  // children[0][children[1]]
+  kSlice,    // children[0][c1:c2:c3], missing parts are null
+  kCall,     // children[0](children[1..], kwargs)
+  kFilter,   // children[0] | name(children[1..], kwargs); children[0] null inside {% filter %}
+  kTest,     // children[0] is [not] name(children[1..])
+  kUnary,    // op children[0]: "-", "+", "not"
+  kBinary,   // children[0] op children[1]: + - * / // % ** ~ and or
+  kCompare,  // children[0] ops[0] children[1] ops[1] children[2] ...: == != < <= > >= in notin
+  kCond,     // children[1] if children[0] else children[2] (children[2] may be null)
 };
 
 struct Expr;
@@ -36,7 +36,7 @@ struct Expr {
   ExprKind kind = ExprKind::kLiteral;
   int line = 0;
   Value literal;
-  std::string name;  // name, attribute, filter/test name, or operator
+  std::string name;      // name, attribute, filter/test name, or operator
   bool negated = false;  // kTest: `is not`
   std::vector<ExprPtr> children;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
@@ -55,7 +55,7 @@ enum class StmtKind : uint8_t {
   kFilterBlock,  // filter expr body
   kBreak,
   kContinue,
-  kDo,           // do expr
+  kDo,  // do expr
 };
 
 struct Stmt;
@@ -68,7 +68,7 @@ struct Stmt {
   std::string text;  // kText
   ExprPtr expr;
   ExprPtr target;
-  ExprPtr condition;  // kFor: loop filter
+  ExprPtr condition;                               // kFor: loop filter
   std::vector<std::pair<ExprPtr, Body>> branches;  // kIf
   Body body;
   Body else_body;

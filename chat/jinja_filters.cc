@@ -27,7 +27,8 @@ Value AttrPath(const Value& v, const std::string& path) {
   while (true) {
     size_t e = path.find('.', b);
     std::string part = path.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    bool digits =
+        !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
     cur = digits && cur.is_list() ? GetItem(cur, Value(static_cast<int64_t>(std::atoll(part.c_str()))))
                                   : GetAttr(cur, part);
     if (e == std::string::npos) return cur;
@@ -102,12 +103,23 @@ Value ApplyFilter(Interpreter& in, const std::string& name, const Value& v, Call
     std::string out;
     for (char c : Str(v)) {
       switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&#34;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out += c;
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&#34;";
+          break;
+        case '\'':
+          out += "&#39;";
+          break;
+        default:
+          out += c;
       }
     }
     return Value(std::move(out));
@@ -121,11 +133,16 @@ Value ApplyFilter(Interpreter& in, const std::string& name, const Value& v, Call
   }
   if (n == "length" || n == "count") {
     switch (v.kind()) {
-      case Value::Kind::kString: return Value(CodePointLength(v.as_string()));
-      case Value::Kind::kList: return Value(v.as_list()->size());
-      case Value::Kind::kDict: return Value(v.as_dict()->items.size());
-      case Value::Kind::kUndefined: return Value(int64_t{0});
-      default: in.Fail(std::string("object of type ") + v.TypeName() + " has no length");
+      case Value::Kind::kString:
+        return Value(CodePointLength(v.as_string()));
+      case Value::Kind::kList:
+        return Value(v.as_list()->size());
+      case Value::Kind::kDict:
+        return Value(v.as_dict()->items.size());
+      case Value::Kind::kUndefined:
+        return Value(int64_t{0});
+      default:
+        in.Fail(std::string("object of type ") + v.TypeName() + " has no length");
     }
   }
   if (n == "first" || n == "last") {
@@ -255,7 +272,8 @@ Value ApplyFilter(Interpreter& in, const std::string& name, const Value& v, Call
     int64_t dflt = IntArg(in, args.Get(0, "default"), 0);
     if (v.is_int()) return v;
     if (v.is_bool()) return Value(int64_t{v.as_bool()});
-    if (v.is_float()) return std::isfinite(v.as_float()) ? Value(static_cast<int64_t>(v.as_float())) : Value(dflt);
+    if (v.is_float())
+      return std::isfinite(v.as_float()) ? Value(static_cast<int64_t>(v.as_float())) : Value(dflt);
     if (v.is_string()) {
       std::string s = Strip(v.as_string(), nullptr, true, true);
       char* end = nullptr;
@@ -290,15 +308,19 @@ Value ApplyFilter(Interpreter& in, const std::string& name, const Value& v, Call
     if (!v.is_number()) in.Fail("round expects a number");
     double scale = std::pow(10.0, static_cast<double>(prec));
     double x = v.as_number() * scale;
-    if (method == "ceil") x = std::ceil(x);
-    else if (method == "floor") x = std::floor(x);
-    else x = std::nearbyint(x);  // Python round(): half to even
+    if (method == "ceil")
+      x = std::ceil(x);
+    else if (method == "floor")
+      x = std::floor(x);
+    else
+      x = std::nearbyint(x);  // Python round(): half to even
     return Value(x / scale);
   }
   if (n == "indent") {
     const Value& w = args.Get(0, "width");
     std::string pad = w.is_string() ? w.as_string() : std::string(static_cast<size_t>(IntArg(in, w, 4)), ' ');
-    return Value(Indent(Str(v), pad, BoolArg(args.Get(1, "first"), false), BoolArg(args.Get(2, "blank"), false)));
+    return Value(
+        Indent(Str(v), pad, BoolArg(args.Get(1, "first"), false), BoolArg(args.Get(2, "blank"), false)));
   }
   if (n == "attr") return GetAttr(v, Str(args.Get(0, "name")));
   if (n == "wordcount") return Value(Split(Str(v), nullptr, -1).size());
@@ -327,8 +349,10 @@ bool ApplyTest(Interpreter& in, const std::string& n, const Value& v, CallArgs& 
   if (n == "number") return v.is_number() || v.is_bool();
   if (n == "string") return v.is_string();
   if (n == "mapping") return v.is_dict() && !v.as_dict()->is_namespace;
-  if (n == "iterable") return v.is_list() || v.is_string() || v.is_undefined() || (v.is_dict() && !v.as_dict()->is_namespace);
-  if (n == "sequence") return v.is_list() || v.is_string() || v.is_undefined() || (v.is_dict() && !v.as_dict()->is_namespace);
+  if (n == "iterable")
+    return v.is_list() || v.is_string() || v.is_undefined() || (v.is_dict() && !v.as_dict()->is_namespace);
+  if (n == "sequence")
+    return v.is_list() || v.is_string() || v.is_undefined() || (v.is_dict() && !v.as_dict()->is_namespace);
   if (n == "callable") return v.is_callable();
   if (n == "sameas") {
     if (v.kind() != arg.kind()) return false;

@@ -49,16 +49,24 @@ std::string Interpreter::Capture(const Body& body, const ScopePtr& scope) {
 Interpreter::Flow Interpreter::ExecStmt(const Stmt& s, const ScopePtr& scope) {
   line_ = s.line;
   switch (s.kind) {
-    case StmtKind::kText: *out_ += s.text; return Flow::kNormal;
-    case StmtKind::kOutput: Eval(*s.expr, scope).AppendTo(out_); return Flow::kNormal;
+    case StmtKind::kText:
+      *out_ += s.text;
+      return Flow::kNormal;
+    case StmtKind::kOutput:
+      Eval(*s.expr, scope).AppendTo(out_);
+      return Flow::kNormal;
     case StmtKind::kIf:
       for (const auto& [cond, body] : s.branches) {
         if (!cond || Eval(*cond, scope).Truthy()) return Exec(body, scope);
         line_ = s.line;
       }
       return Flow::kNormal;
-    case StmtKind::kFor: ExecFor(s, scope); return Flow::kNormal;
-    case StmtKind::kSet: Assign(*s.target, Eval(*s.expr, scope), scope); return Flow::kNormal;
+    case StmtKind::kFor:
+      ExecFor(s, scope);
+      return Flow::kNormal;
+    case StmtKind::kSet:
+      Assign(*s.target, Eval(*s.expr, scope), scope);
+      return Flow::kNormal;
     case StmtKind::kSetBlock: {
       Value v(Capture(s.body, scope));
       if (s.expr) {
@@ -70,7 +78,9 @@ Interpreter::Flow Interpreter::ExecStmt(const Stmt& s, const ScopePtr& scope) {
       Assign(*s.target, std::move(v), scope);
       return Flow::kNormal;
     }
-    case StmtKind::kMacro: scope->Set(s.name, MakeMacro(s, scope)); return Flow::kNormal;
+    case StmtKind::kMacro:
+      scope->Set(s.name, MakeMacro(s, scope));
+      return Flow::kNormal;
     case StmtKind::kCallBlock: {
       const Stmt* sp = &s;
       auto caller = std::make_shared<Callable>();
@@ -95,9 +105,13 @@ Interpreter::Flow Interpreter::ExecStmt(const Stmt& s, const ScopePtr& scope) {
       Eval(*s.expr, inner).AppendTo(out_);
       return Flow::kNormal;
     }
-    case StmtKind::kBreak: return Flow::kBreak;
-    case StmtKind::kContinue: return Flow::kContinue;
-    case StmtKind::kDo: Eval(*s.expr, scope); return Flow::kNormal;
+    case StmtKind::kBreak:
+      return Flow::kBreak;
+    case StmtKind::kContinue:
+      return Flow::kContinue;
+    case StmtKind::kDo:
+      Eval(*s.expr, scope);
+      return Flow::kNormal;
   }
   return Flow::kNormal;
 }
@@ -384,14 +398,22 @@ Value Interpreter::EvalCompare(const Expr& e, const ScopePtr& scope) {
     line_ = e.line;
     const std::string& op = e.ops[i];
     bool r;
-    if (op == "==") r = left.Equals(right);
-    else if (op == "!=") r = !left.Equals(right);
-    else if (op == "<") r = Less(*this, left, right);
-    else if (op == ">") r = Less(*this, right, left);
-    else if (op == "<=") r = !Less(*this, right, left);
-    else if (op == ">=") r = !Less(*this, left, right);
-    else if (op == "in") r = Contains(right, left);
-    else r = !Contains(right, left);
+    if (op == "==")
+      r = left.Equals(right);
+    else if (op == "!=")
+      r = !left.Equals(right);
+    else if (op == "<")
+      r = Less(*this, left, right);
+    else if (op == ">")
+      r = Less(*this, right, left);
+    else if (op == "<=")
+      r = !Less(*this, right, left);
+    else if (op == ">=")
+      r = !Less(*this, left, right);
+    else if (op == "in")
+      r = Contains(right, left);
+    else
+      r = !Contains(right, left);
     if (!r) return Value(false);
     left = std::move(right);
   }
@@ -400,8 +422,10 @@ Value Interpreter::EvalCompare(const Expr& e, const ScopePtr& scope) {
 
 Value Interpreter::Eval(const Expr& e, const ScopePtr& scope) {
   switch (e.kind) {
-    case ExprKind::kLiteral: return e.literal;
-    case ExprKind::kName: return Lookup(e.name, scope);
+    case ExprKind::kLiteral:
+      return e.literal;
+    case ExprKind::kName:
+      return Lookup(e.name, scope);
     case ExprKind::kList:
     case ExprKind::kTuple: {
       List l;
@@ -417,7 +441,8 @@ Value Interpreter::Eval(const Expr& e, const ScopePtr& scope) {
       }
       return Value(std::move(d));
     }
-    case ExprKind::kGetAttr: return GetAttr(Eval(*e.children[0], scope), e.name);
+    case ExprKind::kGetAttr:
+      return GetAttr(Eval(*e.children[0], scope), e.name);
     case ExprKind::kGetItem: {
       Value obj = Eval(*e.children[0], scope);
       return GetItem(obj, Eval(*e.children[1], scope));
@@ -426,7 +451,8 @@ Value Interpreter::Eval(const Expr& e, const ScopePtr& scope) {
       Value obj = Eval(*e.children[0], scope);
       Value parts[3];
       for (int k = 0; k < 3; ++k) {
-        if (e.children[static_cast<size_t>(k) + 1]) parts[k] = Eval(*e.children[static_cast<size_t>(k) + 1], scope);
+        if (e.children[static_cast<size_t>(k) + 1])
+          parts[k] = Eval(*e.children[static_cast<size_t>(k) + 1], scope);
       }
       line_ = e.line;
       for (const auto& p : parts) {
@@ -439,7 +465,8 @@ Value Interpreter::Eval(const Expr& e, const ScopePtr& scope) {
       if (parts[2].is_int() && parts[2].as_int() == 0) Fail("slice step cannot be zero");
       return Slice(obj, parts[0], parts[1], parts[2]);
     }
-    case ExprKind::kCall: return EvalCall(e, scope);
+    case ExprKind::kCall:
+      return EvalCall(e, scope);
     case ExprKind::kFilter: {
       Value v = e.children[0] ? Eval(*e.children[0], scope) : Lookup("\x01body", scope);
       CallArgs args;
@@ -467,8 +494,10 @@ Value Interpreter::Eval(const Expr& e, const ScopePtr& scope) {
       if (e.name == "+") return v;
       return v.is_int() ? Value(-v.as_int()) : Value(-v.as_float());
     }
-    case ExprKind::kBinary: return EvalBinary(e, scope);
-    case ExprKind::kCompare: return EvalCompare(e, scope);
+    case ExprKind::kBinary:
+      return EvalBinary(e, scope);
+    case ExprKind::kCompare:
+      return EvalCompare(e, scope);
     case ExprKind::kCond: {
       if (Eval(*e.children[0], scope).Truthy()) return Eval(*e.children[1], scope);
       if (e.children[2]) return Eval(*e.children[2], scope);

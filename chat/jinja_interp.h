@@ -87,7 +87,8 @@ List Iterate(const Interpreter& interp, const Value& v);
 Value ApplyFilter(Interpreter& interp, const std::string& name, const Value& v, CallArgs& args);
 bool ApplyTest(Interpreter& interp, const std::string& name, const Value& v, CallArgs& args);
 // Returns true and sets *result if `obj` has a method `name` (string, list and dict methods).
-bool CallMethod(Interpreter& interp, const Value& obj, const std::string& name, CallArgs& args, Value* result);
+bool CallMethod(Interpreter& interp, const Value& obj, const std::string& name, CallArgs& args,
+                Value* result);
 // range, namespace, dict, raise_exception, strftime_now; undefined if `name` is none of them.
 Value LookupGlobal(const std::string& name);
 

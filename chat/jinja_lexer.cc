@@ -127,7 +127,8 @@ class Lexer {
     size_t from = nl == std::string_view::npos ? 0 : nl + 1;
     if (nl == std::string_view::npos && !line_starting) return text;
     for (size_t i = from; i < text.size(); ++i) {
-      if (text[i] != ' ' && text[i] != '\t' && text[i] != '\r' && text[i] != '\f' && text[i] != '\v') return text;
+      if (text[i] != ' ' && text[i] != '\t' && text[i] != '\r' && text[i] != '\f' && text[i] != '\v')
+        return text;
     }
     return text.substr(0, from);
   }
@@ -202,7 +203,8 @@ class Lexer {
     const char close = kind == '%' ? '%' : '}';
     while (true) {
       while (pos < src_.size() && IsSpace(src_[pos])) ++pos;
-      if (pos >= src_.size()) return Err(LineAt(start), kind == '%' ? "unterminated '{%' tag" : "unterminated '{{'");
+      if (pos >= src_.size())
+        return Err(LineAt(start), kind == '%' ? "unterminated '{%' tag" : "unterminated '{{'");
       char c = src_[pos];
       if (depth == 0) {
         size_t q = pos;
@@ -304,7 +306,8 @@ class Lexer {
     return Status::Ok();
   }
 
-  // Python string literal rules: \n \t \r \\ \' \" \0 \xNN \uNNNN \UNNNNNNNN; unknown escapes stay as written.
+  // Python string literal rules: \n \t \r \\ \' \" \0 \xNN \uNNNN \UNNNNNNNN; unknown escapes stay as
+  // written.
   Status LexString(size_t* pos_io) {
     size_t pos = *pos_io;
     char q = src_[pos];
@@ -326,18 +329,41 @@ class Lexer {
       char e = src_[pos + 1];
       pos += 2;
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'v': out += '\v'; break;
-        case 'a': out += '\a'; break;
-        case '0': out += '\0'; break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case '\n': break;  // line continuation
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case '0':
+          out += '\0';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case '\n':
+          break;  // line continuation
         case 'x':
         case 'u':
         case 'U': {

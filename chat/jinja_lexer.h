@@ -19,10 +19,10 @@ enum class Tok : uint8_t {
   kVarBegin,    // {{
   kVarEnd,      // }}
   kName,
-  kString,      // text holds the decoded value
+  kString,  // text holds the decoded value
   kInt,
   kFloat,
-  kOp,          // operators and punctuation, text holds the spelling
+  kOp,  // operators and punctuation, text holds the spelling
   kEof,
 };
 

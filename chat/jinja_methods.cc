@@ -117,8 +117,9 @@ bool StringMethod(Interpreter& in, const std::string& s, const std::string& n, C
   } else if (n == "find" || n == "rfind" || n == "index") {
     size_t p = n == "rfind" ? s.rfind(Str(a0)) : s.find(Str(a0));
     if (p == std::string::npos && n == "index") in.Fail("substring not found");
-    *r = p == std::string::npos ? Value(int64_t{-1})
-                                : Value(static_cast<int64_t>(CodePointLength(std::string_view(s).substr(0, p))));
+    *r = p == std::string::npos
+             ? Value(int64_t{-1})
+             : Value(static_cast<int64_t>(CodePointLength(std::string_view(s).substr(0, p))));
   } else if (n == "count") {
     *r = Value(CountOf(s, Str(a0)));
   } else if (n == "join") {

@@ -106,8 +106,10 @@ bool Contains(const Value& container, const Value& item) {
         if (x.Equals(item)) return true;
       }
       return false;
-    case Value::Kind::kDict: return container.as_dict()->Find(item.ToString()) != nullptr;
-    default: return false;
+    case Value::Kind::kDict:
+      return container.as_dict()->Find(item.ToString()) != nullptr;
+    default:
+      return false;
   }
 }
 
@@ -135,8 +137,10 @@ bool Less(const Interpreter& interp, const Value& a, const Value& b) {
 
 List Iterate(const Interpreter& interp, const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return {};
-    case Value::Kind::kList: return *v.as_list();
+    case Value::Kind::kUndefined:
+      return {};
+    case Value::Kind::kList:
+      return *v.as_list();
     case Value::Kind::kDict: {
       List keys;
       keys.reserve(v.as_dict()->items.size());
@@ -148,7 +152,8 @@ List Iterate(const Interpreter& interp, const Value& v) {
       for (auto& cp : CodePoints(v.as_string())) out.emplace_back(std::move(cp));
       return out;
     }
-    default: interp.Fail(std::string("a ") + v.TypeName() + " value is not iterable");
+    default:
+      interp.Fail(std::string("a ") + v.TypeName() + " value is not iterable");
   }
 }
 

@@ -48,11 +48,16 @@ class Parser {
   std::string Found() const {
     switch (Cur().type) {
       case Tok::kName:
-      case Tok::kOp: return ", found '" + Cur().text + "'";
-      case Tok::kBlockEnd: return ", found end of tag";
-      case Tok::kVarEnd: return ", found '}}'";
-      case Tok::kEof: return ", found end of template";
-      default: return "";
+      case Tok::kOp:
+        return ", found '" + Cur().text + "'";
+      case Tok::kBlockEnd:
+        return ", found end of tag";
+      case Tok::kVarEnd:
+        return ", found '}}'";
+      case Tok::kEof:
+        return ", found end of template";
+      default:
+        return "";
     }
   }
   std::string ExpectName() {
@@ -447,9 +452,12 @@ class Parser {
       case Tok::kName: {
         const std::string& n = tok.text;
         auto lit = Make(ExprKind::kLiteral, line);
-        if (n == "true" || n == "True") lit->literal = Value(true);
-        else if (n == "false" || n == "False") lit->literal = Value(false);
-        else if (n == "none" || n == "None") lit->literal = Value(nullptr);
+        if (n == "true" || n == "True")
+          lit->literal = Value(true);
+        else if (n == "false" || n == "False")
+          lit->literal = Value(false);
+        else if (n == "none" || n == "None")
+          lit->literal = Value(nullptr);
         else {
           auto e = Make(ExprKind::kName, line);
           e->name = n;
@@ -518,7 +526,8 @@ class Parser {
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
     Fail("unexpected token in expression" + Found());
   }

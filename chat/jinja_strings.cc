@@ -136,7 +136,8 @@ uint32_t MapCase(uint32_t c, bool upper) {
   }
   if (upper) {
     if (c >= 0xE0 && c <= 0xFE && c != 0xF7) return c - 32;
-    if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x178 && c != 0x17F) {
+    if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x178 &&
+        c != 0x17F) {
       bool odd_lower = !((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E));
       if (odd_lower ? (c & 1) : !(c & 1)) return c - 1;
       return c;
@@ -146,7 +147,8 @@ uint32_t MapCase(uint32_t c, bool upper) {
     if (c >= 0x450 && c <= 0x45F) return c - 80;
   } else {
     if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;
-    if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x178 && c != 0x17F) {
+    if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x178 &&
+        c != 0x17F) {
       bool odd_lower = !((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E));
       if (odd_lower ? !(c & 1) : (c & 1)) return c + 1;
       return c;

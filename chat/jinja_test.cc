@@ -1,5 +1,7 @@
 // The Jinja engine, construct by construct. Expected outputs in tests/data/chat/jinja_cases.json come from
 // Python's jinja2 with Hugging Face's settings (make_jinja_cases.py); the rest checks rewind's own choices.
+#include "chat/jinja.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "base/file.h"
-#include "chat/jinja.h"
 #include "chat/jinja_value.h"
 
 namespace rw::chat {
@@ -96,9 +97,22 @@ TEST(Jinja, RaiseExceptionGivesExactlyTheTemplatesMessage) {
 }
 
 TEST(Jinja, MalformedTemplatesAreErrorsNotCrashes) {
-  const char* bad[] = {"{{", "{%", "{#", "{{ 'unterminated }}", "{% if %}", "{% for %}{% endfor %}",
-                       "{{ a[ }}", "{{ (1, }}", "{% endif %}", "{{ } }}", "{% set %}", "{{ 1 | }}",
-                       "{% macro %}{% endmacro %}", "{{ x is }}", "{% raw %}no end", "{{ '\\x4' }}",
+  const char* bad[] = {"{{",
+                       "{%",
+                       "{#",
+                       "{{ 'unterminated }}",
+                       "{% if %}",
+                       "{% for %}{% endfor %}",
+                       "{{ a[ }}",
+                       "{{ (1, }}",
+                       "{% endif %}",
+                       "{{ } }}",
+                       "{% set %}",
+                       "{{ 1 | }}",
+                       "{% macro %}{% endmacro %}",
+                       "{{ x is }}",
+                       "{% raw %}no end",
+                       "{{ '\\x4' }}",
                        "{{ 99999999999999999999 }}"};
   for (const char* src : bad) {
     auto t = Template::Parse(src);
@@ -110,10 +124,20 @@ TEST(Jinja, MalformedTemplatesAreErrorsNotCrashes) {
 }
 
 TEST(Jinja, RuntimeTypeErrorsAreErrorsNotCrashes) {
-  const char* bad[] = {"{{ 1 / 0 }}", "{{ 1 // 0 }}", "{{ 5 % 0 }}", "{{ none + 1 }}", "{{ [] - 1 }}",
-                       "{{ 'a' < 1 }}", "{% for x in 5 %}{% endfor %}", "{{ 'x'.nomethod() }}",
-                       "{{ 3() }}", "{{ [1][::0] }}", "{{ range(1, 2, 0) }}",
-                       "{% set a, b = [1] %}", "{{ 'x'|nofilter }}", "{{ 1 is notatest }}",
+  const char* bad[] = {"{{ 1 / 0 }}",
+                       "{{ 1 // 0 }}",
+                       "{{ 5 % 0 }}",
+                       "{{ none + 1 }}",
+                       "{{ [] - 1 }}",
+                       "{{ 'a' < 1 }}",
+                       "{% for x in 5 %}{% endfor %}",
+                       "{{ 'x'.nomethod() }}",
+                       "{{ 3() }}",
+                       "{{ [1][::0] }}",
+                       "{{ range(1, 2, 0) }}",
+                       "{% set a, b = [1] %}",
+                       "{{ 'x'|nofilter }}",
+                       "{{ 1 is notatest }}",
                        "{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}"};
   for (const char* src : bad) EXPECT_FALSE(RenderError(src).empty()) << src;
 }
@@ -142,7 +166,8 @@ TEST(Jinja, StrftimeNowFormatsTheCurrentTime) {
 }
 
 TEST(Jinja, TemplateIsReusableAcrossRenders) {
-  auto t = Template::Parse("{% set ns = namespace(n=0) %}{% for m in xs %}{% set ns.n = ns.n + m %}{% endfor %}{{ ns.n }}");
+  auto t = Template::Parse(
+      "{% set ns = namespace(n=0) %}{% for m in xs %}{% set ns.n = ns.n + m %}{% endfor %}{{ ns.n }}");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(*t->Render(Json{{"xs", {1, 2}}}), "3");
   EXPECT_EQ(*t->Render(Json{{"xs", {5}}}), "5");

@@ -19,14 +19,22 @@ Value Value::MakeNamespace() {
 bool Value::Truthy() const {
   switch (kind()) {
     case Kind::kUndefined:
-    case Kind::kNone: return false;
-    case Kind::kBool: return as_bool();
-    case Kind::kInt: return as_int() != 0;
-    case Kind::kFloat: return as_float() != 0.0;
-    case Kind::kString: return !as_string().empty();
-    case Kind::kList: return !as_list()->empty();
-    case Kind::kDict: return as_dict()->is_namespace || !as_dict()->items.empty();
-    case Kind::kCallable: return true;
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return as_bool();
+    case Kind::kInt:
+      return as_int() != 0;
+    case Kind::kFloat:
+      return as_float() != 0.0;
+    case Kind::kString:
+      return !as_string().empty();
+    case Kind::kList:
+      return !as_list()->empty();
+    case Kind::kDict:
+      return as_dict()->is_namespace || !as_dict()->items.empty();
+    case Kind::kCallable:
+      return true;
   }
   return false;
 }
@@ -67,13 +75,26 @@ std::string FormatFloat(double d) {
 
 void Value::AppendTo(std::string* out) const {
   switch (kind()) {
-    case Kind::kUndefined: return;
-    case Kind::kNone: *out += "None"; return;
-    case Kind::kBool: *out += as_bool() ? "True" : "False"; return;
-    case Kind::kInt: *out += std::to_string(as_int()); return;
-    case Kind::kFloat: *out += FormatFloat(as_float()); return;
-    case Kind::kString: *out += as_string(); return;
-    default: *out += Repr(); return;
+    case Kind::kUndefined:
+      return;
+    case Kind::kNone:
+      *out += "None";
+      return;
+    case Kind::kBool:
+      *out += as_bool() ? "True" : "False";
+      return;
+    case Kind::kInt:
+      *out += std::to_string(as_int());
+      return;
+    case Kind::kFloat:
+      *out += FormatFloat(as_float());
+      return;
+    case Kind::kString:
+      *out += as_string();
+      return;
+    default:
+      *out += Repr();
+      return;
   }
 }
 
@@ -92,10 +113,18 @@ void ReprString(const std::string& s, std::string* out) {
   *out += q;
   for (unsigned char c : s) {
     switch (c) {
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
       default:
         if (c == static_cast<unsigned char>(q)) {
           *out += '\\';
@@ -114,8 +143,11 @@ void ReprString(const std::string& s, std::string* out) {
 
 void ReprTo(const Value& v, std::string* out) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return;
-    case Value::Kind::kString: ReprString(v.as_string(), out); return;
+    case Value::Kind::kUndefined:
+      return;
+    case Value::Kind::kString:
+      ReprString(v.as_string(), out);
+      return;
     case Value::Kind::kList: {
       *out += '[';
       bool first = true;
@@ -142,8 +174,12 @@ void ReprTo(const Value& v, std::string* out) {
       if (v.as_dict()->is_namespace) *out += '>';
       return;
     }
-    case Value::Kind::kCallable: *out += "<function " + v.as_callable()->name + ">"; return;
-    default: v.AppendTo(out); return;
+    case Value::Kind::kCallable:
+      *out += "<function " + v.as_callable()->name + ">";
+      return;
+    default:
+      v.AppendTo(out);
+      return;
   }
 }
 
@@ -165,9 +201,12 @@ bool Value::Equals(const Value& o) const {
   if (kind() != o.kind()) return false;
   switch (kind()) {
     case Kind::kUndefined:
-    case Kind::kNone: return true;
-    case Kind::kBool: return as_bool() == o.as_bool();
-    case Kind::kString: return as_string() == o.as_string();
+    case Kind::kNone:
+      return true;
+    case Kind::kBool:
+      return as_bool() == o.as_bool();
+    case Kind::kString:
+      return as_string() == o.as_string();
     case Kind::kList: {
       const auto& a = *as_list();
       const auto& b = *o.as_list();
@@ -188,22 +227,33 @@ bool Value::Equals(const Value& o) const {
       }
       return true;
     }
-    case Kind::kCallable: return as_callable() == o.as_callable();
-    default: return false;
+    case Kind::kCallable:
+      return as_callable() == o.as_callable();
+    default:
+      return false;
   }
 }
 
 const char* Value::TypeName() const {
   switch (kind()) {
-    case Kind::kUndefined: return "undefined";
-    case Kind::kNone: return "none";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "string";
-    case Kind::kList: return "list";
-    case Kind::kDict: return as_dict()->is_namespace ? "namespace" : "dict";
-    case Kind::kCallable: return "callable";
+    case Kind::kUndefined:
+      return "undefined";
+    case Kind::kNone:
+      return "none";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "string";
+    case Kind::kList:
+      return "list";
+    case Kind::kDict:
+      return as_dict()->is_namespace ? "namespace" : "dict";
+    case Kind::kCallable:
+      return "callable";
   }
   return "?";
 }
@@ -248,16 +298,21 @@ const Value& CallArgs::Get(size_t i, std::string_view name) const {
 
 Value FromJson(const nlohmann::ordered_json& j) {
   switch (j.type()) {
-    case nlohmann::ordered_json::value_t::null: return Value(nullptr);
-    case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer: return Value(j.get<int64_t>());
+    case nlohmann::ordered_json::value_t::null:
+      return Value(nullptr);
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value(j.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer:
+      return Value(j.get<int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned: {
       uint64_t u = j.get<uint64_t>();
       if (u > static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<double>(u));
       return Value(static_cast<int64_t>(u));
     }
-    case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return Value(j.get_ref<const std::string&>());
+    case nlohmann::ordered_json::value_t::number_float:
+      return Value(j.get<double>());
+    case nlohmann::ordered_json::value_t::string:
+      return Value(j.get_ref<const std::string&>());
     case nlohmann::ordered_json::value_t::array: {
       List l;
       l.reserve(j.size());
@@ -270,18 +325,24 @@ Value FromJson(const nlohmann::ordered_json& j) {
       for (auto it = j.begin(); it != j.end(); ++it) d->items.emplace_back(it.key(), FromJson(it.value()));
       return Value(std::move(d));
     }
-    default: return Value(nullptr);
+    default:
+      return Value(nullptr);
   }
 }
 
 nlohmann::ordered_json ToJson(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined:
-    case Value::Kind::kNone: return nullptr;
-    case Value::Kind::kBool: return v.as_bool();
-    case Value::Kind::kInt: return v.as_int();
-    case Value::Kind::kFloat: return v.as_float();
-    case Value::Kind::kString: return v.as_string();
+    case Value::Kind::kNone:
+      return nullptr;
+    case Value::Kind::kBool:
+      return v.as_bool();
+    case Value::Kind::kInt:
+      return v.as_int();
+    case Value::Kind::kFloat:
+      return v.as_float();
+    case Value::Kind::kString:
+      return v.as_string();
     case Value::Kind::kList: {
       auto a = nlohmann::ordered_json::array();
       for (const auto& x : *v.as_list()) a.push_back(ToJson(x));
@@ -292,7 +353,8 @@ nlohmann::ordered_json ToJson(const Value& v) {
       for (const auto& [k, x] : v.as_dict()->items) o[k] = ToJson(x);
       return o;
     }
-    case Value::Kind::kCallable: return nullptr;
+    case Value::Kind::kCallable:
+      return nullptr;
   }
   return nullptr;
 }
@@ -303,13 +365,27 @@ void JsonString(const std::string& s, std::string* out) {
   *out += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      case '\b': *out += "\\b"; break;
-      case '\f': *out += "\\f"; break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\b':
+        *out += "\\b";
+        break;
+      case '\f':
+        *out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           char b[8];
@@ -331,17 +407,28 @@ void JsonTo(const Value& v, int indent, bool sort_keys, int depth, std::string* 
   switch (v.kind()) {
     case Value::Kind::kUndefined:
     case Value::Kind::kNone:
-    case Value::Kind::kCallable: *out += "null"; return;
-    case Value::Kind::kBool: *out += v.as_bool() ? "true" : "false"; return;
-    case Value::Kind::kInt: *out += std::to_string(v.as_int()); return;
+    case Value::Kind::kCallable:
+      *out += "null";
+      return;
+    case Value::Kind::kBool:
+      *out += v.as_bool() ? "true" : "false";
+      return;
+    case Value::Kind::kInt:
+      *out += std::to_string(v.as_int());
+      return;
     case Value::Kind::kFloat: {
       double d = v.as_float();
-      if (std::isnan(d)) *out += "NaN";
-      else if (std::isinf(d)) *out += d < 0 ? "-Infinity" : "Infinity";
-      else *out += FormatFloat(d);
+      if (std::isnan(d))
+        *out += "NaN";
+      else if (std::isinf(d))
+        *out += d < 0 ? "-Infinity" : "Infinity";
+      else
+        *out += FormatFloat(d);
       return;
     }
-    case Value::Kind::kString: JsonString(v.as_string(), out); return;
+    case Value::Kind::kString:
+      JsonString(v.as_string(), out);
+      return;
     case Value::Kind::kList: {
       const auto& l = *v.as_list();
       if (l.empty()) {

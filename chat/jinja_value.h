@@ -6,13 +6,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace rw::chat::jinja {
 
@@ -36,21 +35,25 @@ class Value {
  public:
   enum class Kind : uint8_t { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kCallable };
 
-  Value() = default;  // undefined
-  Value(std::nullptr_t) : v_(NoneT{}) {}  // NOLINT
-  Value(bool b) : v_(b) {}                // NOLINT
-  Value(int v) : v_(int64_t{v}) {}        // NOLINT
-  Value(int64_t v) : v_(v) {}             // NOLINT
-  Value(size_t v) : v_(static_cast<int64_t>(v)) {}  // NOLINT
-  Value(double v) : v_(v) {}              // NOLINT
-  Value(std::string s) : v_(std::move(s)) {}  // NOLINT
+  Value() = default;                                 // undefined
+  Value(std::nullptr_t) : v_(NoneT{}) {}             // NOLINT
+  Value(bool b) : v_(b) {}                           // NOLINT
+  Value(int v) : v_(int64_t{v}) {}                   // NOLINT
+  Value(int64_t v) : v_(v) {}                        // NOLINT
+  Value(size_t v) : v_(static_cast<int64_t>(v)) {}   // NOLINT
+  Value(double v) : v_(v) {}                         // NOLINT
+  Value(std::string s) : v_(std::move(s)) {}         // NOLINT
   Value(std::string_view s) : v_(std::string(s)) {}  // NOLINT
-  Value(const char* s) : v_(std::string(s)) {}  // NOLINT
-  Value(ListPtr l) : v_(std::move(l)) {}  // NOLINT
-  Value(DictPtr d) : v_(std::move(d)) {}  // NOLINT
-  Value(CallablePtr c) : v_(std::move(c)) {}  // NOLINT
+  Value(const char* s) : v_(std::string(s)) {}       // NOLINT
+  Value(ListPtr l) : v_(std::move(l)) {}             // NOLINT
+  Value(DictPtr d) : v_(std::move(d)) {}             // NOLINT
+  Value(CallablePtr c) : v_(std::move(c)) {}         // NOLINT
 
-  static Value MakeUndefined(std::string hint) { Value v; v.v_ = Undefined{std::move(hint)}; return v; }
+  static Value MakeUndefined(std::string hint) {
+    Value v;
+    v.v_ = Undefined{std::move(hint)};
+    return v;
+  }
   static Value MakeList(List items = {});
   static Value MakeDict();
   static Value MakeNamespace();

@@ -81,7 +81,8 @@ Json ParameterValue(const std::string& raw, const Json* schema) {
         (has("array") && parsed.is_array())) {
       return parsed;
     }
-    if (has("integer") && parsed.is_number_float() && parsed.get<double>() == static_cast<double>(static_cast<int64_t>(parsed.get<double>()))) {
+    if (has("integer") && parsed.is_number_float() &&
+        parsed.get<double>() == static_cast<double>(static_cast<int64_t>(parsed.get<double>()))) {
       return static_cast<int64_t>(parsed.get<double>());
     }
   }
@@ -89,8 +90,10 @@ Json ParameterValue(const std::string& raw, const Json* schema) {
 }
 
 OutputParser::OutputParser(ParserOptions options) : opt_(std::move(options)) {
-  if (!opt_.parse_reasoning) state_ = State::kContent;
-  else state_ = opt_.starts_in_reasoning ? State::kReasoning : State::kStart;
+  if (!opt_.parse_reasoning)
+    state_ = State::kContent;
+  else
+    state_ = opt_.starts_in_reasoning ? State::kReasoning : State::kStart;
 }
 
 void OutputParser::FlushPendingWs(ParserDelta* d) {
@@ -210,7 +213,8 @@ void OutputParser::Process(bool final, ParserDelta* d) {
           size_t i = SkipWs(buf_, 0);
           std::string_view rest = std::string_view(buf_).substr(i);
           if (rest.empty() && !final) return;
-          if (opt_.starts_in_reasoning && !final && StartsWith(kThinkOpen, rest) && rest.size() < kThinkOpen.size()) {
+          if (opt_.starts_in_reasoning && !final && StartsWith(kThinkOpen, rest) &&
+              rest.size() < kThinkOpen.size()) {
             return;
           }
           if (opt_.starts_in_reasoning && StartsWith(rest, kThinkOpen)) i += kThinkOpen.size();
@@ -300,6 +304,13 @@ ParserDelta OutputParser::Finish() {
   ParserDelta d;
   Process(true, &d);
   return d;
+}
+
+bool PromptEndsInsideThinking(std::string_view prompt) {
+  size_t open = prompt.rfind(kThinkOpen);
+  if (open == std::string_view::npos) return false;
+  size_t close = prompt.rfind(kThinkClose);
+  return close == std::string_view::npos || close < open;
 }
 
 ParsedMessage ParseOutput(std::string_view text, const ParserOptions& options) {

@@ -10,11 +10,10 @@
 // right before a tool call (the template re-renders it trimmed anyway); other whitespace is kept.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace rw::chat {
 
@@ -72,8 +71,8 @@ class OutputParser {
 
   ParserOptions opt_;
   State state_;
-  std::string buf_;           // unprocessed text
-  std::string pending_ws_;    // trailing whitespace held until we know what follows
+  std::string buf_;             // unprocessed text
+  std::string pending_ws_;      // trailing whitespace held until we know what follows
   std::string ws_before_call_;  // content whitespace dropped before a tool call (restored if malformed)
   bool content_started_ = false;
   bool reasoning_started_ = false;
@@ -81,6 +80,10 @@ class OutputParser {
 };
 
 ParsedMessage ParseOutput(std::string_view text, const ParserOptions& options);
+
+// True when the rendered prompt leaves a <think> block open (its last "<think>" comes after its last
+// "</think>"), i.e. generation starts inside reasoning: use it for ParserOptions::starts_in_reasoning.
+bool PromptEndsInsideThinking(std::string_view prompt);
 
 // The JSON value for one parameter given its schema type (see ParserOptions::tools).
 nlohmann::ordered_json ParameterValue(const std::string& raw, const nlohmann::ordered_json* schema);

@@ -1,10 +1,10 @@
 // Reasoning / tool-call parsing of model output, one-shot and streaming.
+#include "chat/output_parser.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "chat/output_parser.h"
 
 namespace rw::chat {
 namespace {
@@ -81,6 +81,13 @@ TEST(OutputParser, StartsInsideThinkingWhenThePromptOpenedTheBlock) {
   EXPECT_EQ(m.content, "2+2 = 4.");
 }
 
+TEST(OutputParser, DetectsPromptsThatOpenTheThinkBlock) {
+  EXPECT_TRUE(PromptEndsInsideThinking("<|im_start|>assistant\n<think>\n"));
+  EXPECT_FALSE(PromptEndsInsideThinking("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+  EXPECT_FALSE(PromptEndsInsideThinking("<|im_start|>assistant\n"));
+  EXPECT_TRUE(PromptEndsInsideThinking("<think>\nold\n</think>\n\nA<|im_end|>\n<|im_start|>assistant\n<think>\n"));
+}
+
 TEST(OutputParser, ThinkingDisabledOutputIsAllContent) {
   ParsedMessage m = ParseOutput("Just an answer with a <think> mention.", ParserOptions{});
   EXPECT_EQ(m.content, "Just an answer with a <think> mention.");
@@ -106,7 +113,9 @@ TEST(OutputParser, ParsesQwenToolCallsWithValuesTypedByTheSchema) {
 
 TEST(OutputParser, ToolCallStraightAfterReasoningEndsTheReasoning) {
   ParsedMessage m = ParseOutput(
-      "need weather\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>",
+      "need "
+      "weather\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</"
+      "tool_call>",
       Thinking());
   EXPECT_EQ(m.reasoning_content, "need weather");
   EXPECT_EQ(m.content, "");
@@ -138,8 +147,8 @@ TEST(OutputParser, MalformedToolCallsDegradeToContent) {
 }
 
 TEST(OutputParser, ToolCallMissingOnlyItsClosingTagAtTheEndIsAccepted) {
-  ParsedMessage m = ParseOutput("<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</function>",
-                                ParserOptions{});
+  ParsedMessage m =
+      ParseOutput("<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</function>", ParserOptions{});
   ASSERT_EQ(m.tool_calls.size(), 1u);
   EXPECT_EQ(m.tool_calls[0].arguments, R"({"x":"1"})");
 }
@@ -171,9 +180,11 @@ TEST(OutputParser, StreamingSplitAtEveryByteMatchesOneShot) {
       {"<think>\nr1\n\nr2\n</think>\n\ncontent  with  spaces \n", plain},
       {"  \n<think>x</think>y", plain},
       {"Plain answer, no tags at all.\n", plain},
-      {"a <tool_call>\nbroken\n</tool_call> b <tool_call>\n<function=get_weather>\n</function>\n</tool_call>", plain},
+      {"a <tool_call>\nbroken\n</tool_call> b <tool_call>\n<function=get_weather>\n</function>\n</tool_call>",
+       plain},
       {"<think>\nunterminated reasoning <tool_ca", plain},
-      {"reasoning</think>content<tool_call>\n<function=get_weather>\n<parameter=days>\n2\n</parameter>\n</function>",
+      {"reasoning</think>content<tool_call>\n<function=get_weather>\n<parameter=days>\n2\n</parameter>\n</"
+       "function>",
        Thinking()},
       {"<thinking is not a tag> <think", plain},
   };

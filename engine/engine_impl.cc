@@ -77,6 +77,24 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   }
   REWIND_ASSIGN_OR_RETURN(e->cache_, HybridCache::Create(*e->model_, hc));
 
+  if (!config.spec.empty()) {
+    std::stringstream ss(config.spec);
+    std::string kind;
+    while (std::getline(ss, kind, ',')) {
+      if (kind == "ngram") {
+        e->drafters_.push_back(MakeNgramDrafter(3));
+      } else if (kind == "mtp") {
+        REWIND_ASSIGN_OR_RETURN(auto d, MakeMtpDrafter(*e->model_, lo.n_threads));
+        e->drafters_.push_back(std::move(d));
+      } else if (kind == "draft") {
+        REWIND_ASSIGN_OR_RETURN(auto d, MakeModelDrafter(config.model_draft, *e->model_, lo.n_threads));
+        e->drafters_.push_back(std::move(d));
+      }
+    }
+    if (config.spec_synth_accept >= 0)
+      LOG_WARN("--spec-synth-accept %.3f: drafted tokens are accepted at random; the output is NOT the model's "
+               "output (benchmarking only)", config.spec_synth_accept);
+  }
   e->info_.model_path = config.model_path;
   e->info_.model_name = config.model_alias.empty() ? BaseName(config.model_path) : config.model_alias;
   e->info_.n_ctx = n_ctx;
@@ -85,6 +103,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   e->info_.n_parallel = config.n_parallel;
   e->info_.eog_tokens = e->eog_;
   e->slots_.resize(config.n_parallel);
+  e->slot_tokens_.resize(config.n_parallel);
   e->slot_infos_.resize(config.n_parallel);
   for (int32_t i = 0; i < config.n_parallel; ++i) e->slot_infos_[i] = {i, false, n_ctx, 0, 0};
   e->thread_ = std::thread([raw = e.get()] { raw->Loop(); });
@@ -205,7 +224,7 @@ void EngineImpl::Loop() {
       for (size_t i = 0; i < slots_.size(); ++i) {
         slot_infos_[i].busy = slots_[i] != nullptr;
         slot_infos_[i].task_id = slots_[i] ? slots_[i]->id : 0;
-        if (slots_[i]) slot_infos_[i].n_tokens = slots_[i]->n_evaluated;
+        slot_infos_[i].n_tokens = slots_[i] ? slots_[i]->n_evaluated : static_cast<int32_t>(slot_tokens_[i].size());
       }
     }
   }
@@ -271,6 +290,8 @@ void EngineImpl::Admit() {
     a->n_evaluated = acq->resume_pos;
     a->report = acq->report;
     a->t_start = NowSeconds();
+    a->draft_len = std::max<int32_t>(1, config_.draft_max);
+    for (auto& d : drafters_) d->Begin(slot, a->request.prompt);
     slots_[slot] = std::move(a);
     waiting_.pop_front();
   }
@@ -280,16 +301,31 @@ bool EngineImpl::Step() {
   // Decode steps first (latency), then prefill chunks within the batch budget.
   std::vector<EvalItem> items;
   std::vector<size_t> item_slot;
-  std::vector<std::vector<int32_t>> owned;  // token storage for decode items
-  owned.reserve(slots_.size());
+  std::deque<std::vector<int32_t>> owned;  // token storage for decode items (stable addresses)
   int32_t budget = config_.n_batch;
   for (size_t i = 0; i < slots_.size(); ++i) {
     Active* a = slots_[i].get();
     if (!a || a->pending_token < 0) continue;
-    owned.push_back({a->pending_token});
-    items.push_back({a->seq, owned.back(), false});
+    std::vector<int32_t> toks = {a->pending_token};
+    int32_t n_draft = PlanDraft(*a);
+    if (n_draft > 0) {
+      std::vector<int32_t> context = a->request.prompt;
+      context.insert(context.end(), a->generated.begin(), a->generated.end());
+      std::vector<int32_t> draft;
+      for (auto& d : drafters_) {
+        draft = d->Draft(static_cast<int32_t>(i), context, n_draft);
+        if (!draft.empty()) break;
+      }
+      if (config_.spec_synth_accept >= 0)  // benchmark: always draft the planned length
+        while (static_cast<int32_t>(draft.size()) < n_draft) draft.push_back(context.back());
+      if (static_cast<int32_t>(draft.size()) > n_draft) draft.resize(n_draft);
+      if (static_cast<int32_t>(draft.size()) >= std::max(1, config_.draft_min))
+        toks.insert(toks.end(), draft.begin(), draft.end());
+    }
+    owned.push_back(std::move(toks));
+    items.push_back({a->seq, owned.back(), owned.back().size() > 1});
     item_slot.push_back(i);
-    --budget;
+    budget -= static_cast<int32_t>(owned.back().size());
   }
   for (size_t i = 0; i < slots_.size() && budget > 0; ++i) {
     Active* a = slots_[i].get();
@@ -306,7 +342,10 @@ bool EngineImpl::Step() {
 
   model::ForwardOutput out;
   double t0 = NowSeconds();
-  Status st = cache_->Evaluate(items, &out);
+  bool want_hidden = std::any_of(drafters_.begin(), drafters_.end(), [](auto& d) { return d->wants_hidden(); });
+  std::vector<int32_t> pos0(items.size());
+  for (size_t k = 0; k < items.size(); ++k) pos0[k] = slots_[item_slot[k]]->n_evaluated;
+  Status st = cache_->Evaluate(items, &out, want_hidden);
   double dt = NowSeconds() - t0;
   if (!st.ok()) {
     LOG_ERROR("batch failed: %s", st.error().ToString().c_str());
@@ -315,6 +354,16 @@ bool EngineImpl::Step() {
   }
   counters_.batches++;
   for (const auto& it : items) counters_.batch_tokens += it.tokens.size();
+  if (!drafters_.empty()) {
+    size_t row = 0;
+    for (size_t k = 0; k < items.size(); ++k) {
+      std::span<const float> hidden;
+      if (want_hidden && !out.hidden_all.empty())
+        hidden = std::span<const float>(out.hidden_all.data() + row * out.n_embd, items[k].tokens.size() * out.n_embd);
+      for (auto& d : drafters_) d->Observe(static_cast<int32_t>(item_slot[k]), pos0[k], items[k].tokens, hidden);
+      row += items[k].tokens.size();
+    }
+  }
 
   for (size_t k = 0; k < items.size(); ++k) {
     Active& a = *slots_[item_slot[k]];
@@ -323,6 +372,10 @@ bool EngineImpl::Step() {
     if (was_decode) {
       a.pending_token = -1;
       counters_.decode_seconds += dt / items.size();
+      if (items[k].tokens.size() > 1) {
+        VerifyDraft(item_slot[k], out, out.seq_first_row[k], pos0[k], items[k].tokens);
+        continue;
+      }
     } else {
       a.prompt_evaluated += static_cast<int32_t>(items[k].tokens.size());
       counters_.prompt_seconds += dt / items.size();
@@ -338,6 +391,10 @@ void EngineImpl::Emit(Active& a, std::span<const float> logits) {
   size_t slot = 0;
   while (slots_[slot].get() != &a) ++slot;
   int32_t token = a.sampler->Sample(logits);
+  if (EmitToken(slot, a, token, logits)) a.pending_token = token;
+}
+
+bool EngineImpl::EmitToken(size_t slot, Active& a, int32_t token, std::span<const float> logits) {
   TokenEvent ev;
   ev.token = token;
   if (a.request.logprobs || a.request.top_logprobs > 0) {
@@ -348,23 +405,122 @@ void EngineImpl::Emit(Active& a, std::span<const float> logits) {
   if (is_eog && !a.request.ignore_eos) {
     // End-of-generation tokens are not streamed as text; the request stops.
     Finish(slot, "stop");
-    return;
+    return false;
   }
   a.generated.push_back(token);
-  bool keep = a.sink->OnToken(ev);
-  if (!keep) {
+  if (!a.sink->OnToken(ev)) {
     Finish(slot, "cancelled");
-    return;
+    return false;
   }
   if (a.request.max_tokens >= 0 && static_cast<int32_t>(a.generated.size()) >= a.request.max_tokens) {
     Finish(slot, "length");
-    return;
+    return false;
   }
   if (a.n_evaluated + 1 >= info_.n_ctx) {
     Finish(slot, "length");
-    return;
+    return false;
   }
-  a.pending_token = token;
+  return true;
+}
+
+int32_t EngineImpl::PlanDraft(Active& a) const {
+  if (drafters_.empty()) return 0;
+  if (a.skip > 0) {
+    --a.skip;
+    return 0;
+  }
+  int32_t n = a.draft_len;
+  // Never draft past what the request may still generate or what the context holds.
+  if (a.request.max_tokens >= 0)
+    n = std::min<int32_t>(n, a.request.max_tokens - static_cast<int32_t>(a.generated.size()) - 1);
+  n = std::min<int32_t>(n, info_.n_ctx - a.n_evaluated - 2);
+  return std::max<int32_t>(n, 0);
+}
+
+void EngineImpl::VerifyDraft(size_t slot, const model::ForwardOutput& out, int32_t first_row, int32_t pos0,
+                             std::span<const int32_t> item_tokens) {
+  Active& a = *slots_[slot];
+  const int32_t n_draft = static_cast<int32_t>(item_tokens.size()) - 1;
+  const uint64_t id = a.id;
+  int32_t accepted = 0;
+  bool alive = true;
+  bool synth = config_.spec_synth_accept >= 0;
+  for (int32_t i = 0; i <= n_draft && alive; ++i) {
+    std::span<const float> row = out.Row(first_row + i);
+    if (i == n_draft) {  // every draft token accepted: the last row gives one more token for free
+      int32_t t = a.sampler->Sample(row);
+      alive = EmitToken(slot, a, t, row);
+      if (alive) a.pending_token = t;
+      break;
+    }
+    const int32_t d = item_tokens[i + 1];
+    bool ok = false;
+    int32_t t;
+    if (synth) {
+      ok = a.sampler->Uniform() < config_.spec_synth_accept;
+      t = ok ? d : a.sampler->Sample(row);
+      if (!ok && t == d) t = (d + 1) % info_.n_vocab;
+    } else {
+      t = a.sampler->SpeculativeStep(row, d, &ok);
+    }
+    counters_.spec_drafted_at[std::min(i, 63)]++;
+    if (ok) {
+      ++accepted;
+      counters_.spec_accepted_at[std::min(i, 63)]++;
+      alive = EmitToken(slot, a, t, row);
+    } else {
+      alive = EmitToken(slot, a, t, row);
+      if (alive) a.pending_token = t;
+      break;
+    }
+  }
+  counters_.spec_rounds++;
+  counters_.spec_drafted += n_draft;
+  counters_.spec_accepted += accepted;
+  // The request may have finished inside the loop (its sequence is released with everything evaluated; the
+  // rejected tail then sits in the cache after the final state, which is harmless since the tree keys on tokens
+  // and Release rolled nothing back). Only a live request needs its rejected tail removed.
+  if (!slots_[slot] || slots_[slot]->id != id) return;
+  a.drafted += n_draft;
+  a.accepted += accepted;
+  const int32_t keep = pos0 + 1 + accepted;
+  if (keep < a.n_evaluated) {
+    double t0 = NowSeconds();
+    auto tr = cache_->Truncate(a.seq, keep);
+    counters_.rollback_seconds += NowSeconds() - t0;
+    counters_.spec_rollbacks++;
+    if (!tr.ok()) {
+      Finish(slot, "error", tr.error());
+      return;
+    }
+    for (auto& d : drafters_) d->Rollback(static_cast<int32_t>(slot), keep);
+    a.n_evaluated = tr->resume_pos;
+    if (!tr->refeed.empty()) {  // no exact state at keep (should not happen inside one batch): re-evaluate
+      EvalItem item{a.seq, tr->refeed, false};
+      model::ForwardOutput tmp;
+      Status st = cache_->Evaluate({&item, 1}, &tmp);
+      if (!st.ok()) {
+        Finish(slot, "error", st.error());
+        return;
+      }
+      a.n_evaluated += static_cast<int32_t>(tr->refeed.size());
+    }
+  }
+  // Adaptive draft length: grow after full acceptance, shrink to what was accepted, back off when drafting
+  // keeps failing so that speculation never costs more than it saves.
+  double rate = n_draft > 0 ? static_cast<double>(accepted) / n_draft : 0.0;
+  a.accept_ema = 0.7 * a.accept_ema + 0.3 * rate;
+  if (accepted == n_draft) {
+    a.draft_len = std::min<int32_t>(std::max(1, config_.draft_max), a.draft_len + 2);
+    a.backoff = 1;
+  } else {
+    a.draft_len = std::max<int32_t>(1, accepted + 1);
+  }
+  if (a.accept_ema < 0.15) {
+    a.skip = a.backoff;
+    a.backoff = std::min(a.backoff * 2, 64);
+    a.accept_ema = 0.3;  // try again after the back-off
+  }
 }
 
 void EngineImpl::Finish(size_t slot, const std::string& reason, std::optional<Error> error) {
@@ -383,8 +539,19 @@ void EngineImpl::Finish(size_t slot, const std::string& reason, std::optional<Er
   c.predicted_ms = a->t_first > 0 ? (now - a->t_first) * 1e3 : 0;
   c.slot_id = static_cast<int32_t>(slot);
   c.cache = a->report;
+  c.drafted = a->drafted;
+  c.accepted = a->accepted;
+  for (auto& d : drafters_) d->End(static_cast<int32_t>(slot));
   // Keep the evaluated sequence in the cache unless the request failed or opted out.
-  cache_->Release(a->seq, reason != "error" && a->request.cache_prompt && config_.cache);
+  bool keep = reason != "error" && a->request.cache_prompt && config_.cache;
+  cache_->Release(a->seq, keep);
+  slot_tokens_[slot].clear();
+  if (keep) {
+    std::vector<int32_t>& held = slot_tokens_[slot];
+    held = a->request.prompt;
+    held.insert(held.end(), a->generated.begin(), a->generated.end());
+    held.resize(std::min<size_t>(held.size(), static_cast<size_t>(a->n_evaluated)));
+  }
 
   counters_.requests++;
   if (reason == "error") counters_.requests_error++;
@@ -404,23 +571,113 @@ void EngineImpl::Finish(size_t slot, const std::string& reason, std::optional<Er
            c.generated_tokens, reason.c_str(), c.prompt_ms, c.predicted_ms,
            c.cache.reason.empty() ? "" : "; cache: ", c.cache.reason.c_str());
   a->sink->OnDone(c);
+  // Keep the disk copy current so that a crash (kill -9) between requests loses nothing (I5).
+  if (keep && !config_.cache_dir.empty()) {
+    Status ps = cache_->Persist();
+    if (!ps.ok()) LOG_WARN("cache persist failed: %s", ps.error().ToString().c_str());
+  }
 }
 
+namespace {
+
+Expected<std::string> SlotFilePath(const EngineConfig& config, const std::string& filename) {
+  std::string dir = !config.slot_save_path.empty() ? config.slot_save_path : config.cache_dir;
+  if (dir.empty())
+    return Error::Unsupported("slot files need a directory: start the server with --slot-save-path DIR or --cache-dir DIR");
+  if (filename.empty() || filename.find('/') != std::string::npos || filename.find("..") != std::string::npos ||
+      filename[0] == '.')
+    return Error::InvalidArgument("invalid slot file name '" + filename + "' (a plain file name is required)");
+  REWIND_RETURN_IF_ERROR(MakeDirs(dir));
+  return dir + "/" + filename;
+}
+
+}  // namespace
+
 Expected<Engine::SlotFileResult> EngineImpl::SaveSlot(int32_t slot, const std::string& filename) {
-  (void)slot;
-  (void)filename;
-  return Error::Unsupported("slot save is not implemented yet");
+  if (slot < 0 || slot >= info_.n_parallel) return Error::InvalidArgument("slot id out of range");
+  REWIND_ASSIGN_OR_RETURN(std::string path, SlotFilePath(config_, filename));
+  Expected<SlotFileResult> result = Error::Internal("not run");
+  RunOnEngine([&] {
+    double t0 = NowSeconds();
+    if (slots_[slot]) {
+      result = Error::Unavailable("slot " + std::to_string(slot) + " is busy");
+      return;
+    }
+    const std::vector<int32_t>& tokens = slot_tokens_[slot];
+    if (tokens.empty()) {
+      result = Error::InvalidArgument("slot " + std::to_string(slot) + " holds no tokens");
+      return;
+    }
+    // Re-acquire the slot's last sequence from the prefix tree (its final state was checkpointed at release):
+    // a probe prompt that extends it by one token resumes exactly at its end.
+    std::vector<int32_t> probe = tokens;
+    probe.push_back(tokens.back());
+    auto acq = cache_->Acquire(probe, {}, true);
+    if (!acq.ok()) {
+      result = acq.error();
+      return;
+    }
+    memory::SeqId seq = acq->seq;
+    int32_t pos = acq->resume_pos;
+    while (pos < static_cast<int32_t>(tokens.size())) {  // evicted meanwhile: rebuild what is missing
+      int32_t n = cache_->MaxChunk(seq, std::min<int32_t>(config_.n_batch, tokens.size() - pos));
+      EvalItem item{seq, std::span<const int32_t>(tokens.data() + pos, n), false};
+      model::ForwardOutput out;
+      Status st = cache_->Evaluate({&item, 1}, &out);
+      if (!st.ok()) {
+        cache_->Release(seq, false);
+        result = st.error();
+        return;
+      }
+      pos += n;
+    }
+    auto bytes = cache_->SaveSequence(seq, path);
+    cache_->Release(seq, true);
+    if (!bytes.ok()) {
+      result = bytes.error();
+      return;
+    }
+    result = SlotFileResult{static_cast<int32_t>(tokens.size()), *bytes, (NowSeconds() - t0) * 1e3};
+  });
+  return result;
 }
 
 Expected<Engine::SlotFileResult> EngineImpl::RestoreSlot(int32_t slot, const std::string& filename) {
-  (void)slot;
-  (void)filename;
-  return Error::Unsupported("slot restore is not implemented yet");
+  if (slot < 0 || slot >= info_.n_parallel) return Error::InvalidArgument("slot id out of range");
+  REWIND_ASSIGN_OR_RETURN(std::string path, SlotFilePath(config_, filename));
+  if (!FileExists(path)) return Error::NotFound("no slot file '" + filename + "'");
+  Expected<SlotFileResult> result = Error::Internal("not run");
+  RunOnEngine([&] {
+    double t0 = NowSeconds();
+    if (slots_[slot]) {
+      result = Error::Unavailable("slot " + std::to_string(slot) + " is busy");
+      return;
+    }
+    // The saved sequence (tokens, recurrent state, KV) goes into the prefix tree: the next request sharing its
+    // prefix resumes there exactly, on any slot.
+    auto n = cache_->LoadIntoTree(path);
+    if (!n.ok()) {
+      result = n.error();
+      return;
+    }
+    auto size = ReadFileToString(path);
+    slot_tokens_[slot].clear();
+    result = SlotFileResult{*n, size.ok() ? size->size() : 0, (NowSeconds() - t0) * 1e3};
+  });
+  return result;
 }
 
 Status EngineImpl::EraseSlot(int32_t slot) {
   if (slot < 0 || slot >= info_.n_parallel) return Error::InvalidArgument("slot id out of range");
-  return Status::Ok();
+  Status result;
+  RunOnEngine([&] {
+    if (slots_[slot]) {
+      result = Error::Unavailable("slot " + std::to_string(slot) + " is busy");
+      return;
+    }
+    slot_tokens_[slot].clear();
+  });
+  return result;
 }
 
 std::string EngineImpl::MetricsText() {
@@ -455,6 +712,21 @@ std::string EngineImpl::MetricsText() {
      << "rewind_prompt_seconds_total " << c.prompt_seconds << "\n";
   os << "# HELP rewind_decode_seconds_total Time spent in decode steps.\n# TYPE rewind_decode_seconds_total counter\n"
      << "rewind_decode_seconds_total " << c.decode_seconds << "\n";
+  counter("rewind_spec_rounds_total", "Speculative verify rounds.", c.spec_rounds);
+  counter("rewind_spec_drafted_total", "Drafted tokens.", c.spec_drafted);
+  counter("rewind_spec_accepted_total", "Drafted tokens accepted.", c.spec_accepted);
+  counter("rewind_spec_rollbacks_total", "Rollbacks of rejected draft tails (replay log).", c.spec_rollbacks);
+  os << "# HELP rewind_spec_rollback_seconds_total Time spent rolling back rejected drafts.\n"
+        "# TYPE rewind_spec_rollback_seconds_total counter\nrewind_spec_rollback_seconds_total "
+     << c.rollback_seconds << "\n";
+  os << "# HELP rewind_spec_drafted_at_total Drafted tokens by draft position (1-based).\n"
+        "# TYPE rewind_spec_drafted_at_total counter\n";
+  for (size_t i = 0; i < c.spec_drafted_at.size(); ++i)
+    if (c.spec_drafted_at[i]) os << "rewind_spec_drafted_at_total{position=\"" << i + 1 << "\"} " << c.spec_drafted_at[i] << "\n";
+  os << "# HELP rewind_spec_accepted_at_total Accepted draft tokens by draft position (1-based).\n"
+        "# TYPE rewind_spec_accepted_at_total counter\n";
+  for (size_t i = 0; i < c.spec_accepted_at.size(); ++i)
+    if (c.spec_drafted_at[i]) os << "rewind_spec_accepted_at_total{position=\"" << i + 1 << "\"} " << c.spec_accepted_at[i] << "\n";
   std::string cache_text;
   RunOnEngine([&] { cache_text = cache_->MetricsText(); });
   os << cache_text;

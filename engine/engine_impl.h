@@ -15,6 +15,7 @@
 
 #include "engine/engine.h"
 #include "engine/engine_config.h"
+#include "engine/drafter.h"
 #include "engine/hybrid_cache.h"
 #include "engine/sampler.h"
 #include "model/forward.h"
@@ -56,6 +57,12 @@ class EngineImpl final : public Engine {
     CacheReport report;
     int32_t prompt_evaluated = 0;
     double t_start = 0, t_first = 0;
+    // Speculative decoding (adaptive draft length).
+    int32_t draft_len = 0;            // tokens to draft next round
+    int32_t skip = 0;                 // decode steps left without drafting (back-off after poor acceptance)
+    int32_t backoff = 1;
+    double accept_ema = 1.0;          // moving average of the per-round acceptance rate
+    int32_t drafted = 0, accepted = 0;
   };
   struct Counters {
     uint64_t requests = 0, requests_ok = 0, requests_cancelled = 0, requests_error = 0;
@@ -64,6 +71,9 @@ class EngineImpl final : public Engine {
     std::map<std::string, uint64_t> resume_source;
     uint64_t batches = 0, batch_tokens = 0;
     double prompt_seconds = 0, decode_seconds = 0;
+    uint64_t spec_rounds = 0, spec_drafted = 0, spec_accepted = 0, spec_rollbacks = 0;
+    std::vector<uint64_t> spec_drafted_at = std::vector<uint64_t>(64), spec_accepted_at = std::vector<uint64_t>(64);
+    double rollback_seconds = 0;
   };
 
   explicit EngineImpl(const EngineConfig& config) : config_(config) {}
@@ -72,6 +82,12 @@ class EngineImpl final : public Engine {
   void Admit();
   bool Step();  // one batch; false when there was nothing to do
   void Emit(Active& a, std::span<const float> logits);
+  // Emits `token` (chosen from `logits`) for the request in `slot`; false if the request finished.
+  bool EmitToken(size_t slot, Active& a, int32_t token, std::span<const float> logits);
+  // Verifies a speculative item: accepts a prefix of the draft, emits tokens, rolls the rejected tail back.
+  void VerifyDraft(size_t slot, const model::ForwardOutput& out, int32_t first_row, int32_t pos0,
+                   std::span<const int32_t> item_tokens);
+  int32_t PlanDraft(Active& a) const;
   void Finish(size_t slot, const std::string& reason, std::optional<Error> error = std::nullopt);
   Status ValidateRequest(const GenerationRequest& r) const;
   // Runs fn on the engine thread and waits for it.
@@ -82,6 +98,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<HybridCache> cache_;
   std::vector<int32_t> eog_;
+  std::vector<std::unique_ptr<Drafter>> drafters_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -99,6 +116,7 @@ class EngineImpl final : public Engine {
   std::mutex stats_mu_;  // guards a copy of counters_ for MetricsText
   Counters published_;
   std::vector<SlotInfo> slot_infos_;
+  std::vector<std::vector<int32_t>> slot_tokens_;  // [n_parallel] evaluated tokens of the slot's last request
 };
 
 }  // namespace rw::engine

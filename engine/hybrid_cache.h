@@ -71,7 +71,8 @@ class HybridCache {
   // Appends and evaluates tokens of several sequences in ONE model forward (continuous batching). Allocates
   // pages (evicting if needed; fails cleanly, changing nothing, if impossible), records the replay log,
   // snapshots checkpoints at planned positions reached. out->Row(out->seq_first_row[i] + j) are item i's rows.
-  Status Evaluate(std::span<const EvalItem> items, model::ForwardOutput* out);
+  // hidden_all: also fill out->hidden_all (every token's final normed hidden row, batch order; for MTP).
+  Status Evaluate(std::span<const EvalItem> items, model::ForwardOutput* out, bool hidden_all = false);
 
   // Exact rollback to n (speculative rejection, edits): see memory::MemoryManager::PlanTruncate.
   Expected<TruncateResult> Truncate(memory::SeqId seq, int32_t n);

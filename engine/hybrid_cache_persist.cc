@@ -3,6 +3,7 @@
 // the prefix; importing one rebuilds a tree path without running the model.
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 
 #include "base/check.h"
 #include "base/file.h"
@@ -150,9 +151,9 @@ Status HybridCache::Persist() {
       size = bytes.size();
       ++im.counters.persisted;
     } else {
-      auto existing = ReadFileToString(path);
-      if (!existing.ok()) continue;
-      size = existing->size();
+      std::error_code ec;
+      size = std::filesystem::file_size(path, ec);
+      if (ec) continue;
     }
     total += size;
     entries.push_back({name, static_cast<int32_t>(tokens.size()), HashTokens(tokens), size});

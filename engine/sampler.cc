@@ -44,8 +44,8 @@ std::vector<TokenLogprob> Sampler::TopLogprobs(std::span<const float> logits, in
   return out;
 }
 
-int32_t Sampler::Sample(std::span<const float> logits) {
-  if (params_.temperature <= 0.0f) return Argmax(logits);
+std::vector<std::pair<int32_t, double>> Sampler::Distribution(std::span<const float> logits) {
+  if (params_.temperature <= 0.0f) return {{Argmax(logits), 1.0}};
   const int32_t n_vocab = static_cast<int32_t>(logits.size());
   candidates_.resize(n_vocab);
   for (int32_t i = 0; i < n_vocab; ++i) candidates_[i] = {logits[i] / params_.temperature, i};
@@ -59,7 +59,6 @@ int32_t Sampler::Sample(std::span<const float> logits) {
   } else {
     std::sort(candidates_.begin(), candidates_.end(), desc);
   }
-  // Softmax over the kept candidates (sorted descending).
   double mx = candidates_[0].first;
   std::vector<double> p(n);
   double sum = 0;
@@ -85,14 +84,48 @@ int32_t Sampler::Sample(std::span<const float> logits) {
   }
   double total = 0;
   for (size_t i = 0; i < n; ++i) total += p[i];
-  std::uniform_real_distribution<double> dist(0.0, total);
-  double r = dist(rng_);
+  std::vector<std::pair<int32_t, double>> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = {candidates_[i].second, p[i] / total};
+  return out;
+}
+
+double Sampler::Uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
+
+int32_t Sampler::Sample(std::span<const float> logits) {
+  if (params_.temperature <= 0.0f) return Argmax(logits);
+  auto dist = Distribution(logits);
+  double r = Uniform();
   double acc = 0;
-  for (size_t i = 0; i < n; ++i) {
-    acc += p[i];
-    if (r < acc) return candidates_[i].second;
+  for (const auto& [tok, p] : dist) {
+    acc += p;
+    if (r < acc) return tok;
   }
-  return candidates_[n - 1].second;
+  return dist.back().first;
+}
+
+int32_t Sampler::SpeculativeStep(std::span<const float> logits, int32_t draft, bool* accepted) {
+  auto dist = Distribution(logits);
+  double p_draft = 0;
+  for (const auto& [tok, p] : dist)
+    if (tok == draft) p_draft = p;
+  // Greedy: p_draft is 1 or 0, so no randomness is consumed and the result equals plain greedy decoding.
+  if (p_draft >= 1.0 || (p_draft > 0 && Uniform() < p_draft)) {
+    *accepted = true;
+    return draft;
+  }
+  *accepted = false;
+  double rest = 1.0 - p_draft;
+  if (params_.temperature <= 0.0f || rest <= 0) return dist[0].first;
+  double r = Uniform() * rest;
+  double acc = 0;
+  int32_t last = dist[0].first;
+  for (const auto& [tok, p] : dist) {
+    if (tok == draft) continue;
+    acc += p;
+    last = tok;
+    if (r < acc) return tok;
+  }
+  return last;
 }
 
 }  // namespace rw::engine

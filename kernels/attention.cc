@@ -6,7 +6,7 @@
 
 #include "base/check.h"
 #include "kernels/dot.h"
-#include "kernels/f16.h"
+#include "kernels/f16_row.h"
 
 namespace rw::kernels {
 namespace {
@@ -17,7 +17,7 @@ inline const float* LoadRow(const uint8_t* page, int32_t row, const KvPages& kv,
     return reinterpret_cast<const float*>(page) + static_cast<int64_t>(row) * kv.row_width + off;
   }
   const uint16_t* h = reinterpret_cast<const uint16_t*>(page) + static_cast<int64_t>(row) * kv.row_width + off;
-  for (int32_t d = 0; d < D; ++d) tmp[d] = HalfToFloat(h[d]);
+  HalfToFloatRow(h, tmp, D);  // exact, same bits as HalfToFloat per element
   return tmp;
 }
 

@@ -10,6 +10,7 @@
 // REWIND_HAVE_QUANTS is defined by kernels/CMakeLists.txt once gguf/quants.cc and kernels/vec_dot.h exist.
 #if REWIND_HAVE_QUANTS
 #include "gguf/quants.h"
+#include "kernels/gemm.h"
 #include "kernels/vec_dot.h"
 #endif
 
@@ -43,6 +44,13 @@ void MatMulQuant(const Matrix& w, const float* x, int64_t n_tok, float* y, Threa
   ParallelFor(pool, n_tok, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) gguf::QuantizeRow(at, x + t * K, act.data() + t * arow, K);
   });
+  if (n_tok >= 2 && GemmSupports(w.type)) {
+    // Register-blocked tiles (kernels/gemm.h); each element has the bits of the VecDotRows path below.
+    ParallelFor(pool, R, [&](int64_t r0, int64_t r1) {
+      GemmRows(w.type, K, w.Row(r0), w.row_bytes, r1 - r0, act.data(), arow, n_tok, y + r0, R);
+    }, 4);
+    return;
+  }
   ParallelFor(pool, R, [&](int64_t r0, int64_t r1) {
     for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
       const int64_t re = std::min(r1, rb + kRowBlock);

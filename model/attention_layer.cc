@@ -6,6 +6,7 @@
 #include "kernels/activation.h"
 #include "kernels/attention.h"
 #include "kernels/f16.h"
+#include "kernels/f16_row.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "kernels/rope.h"
@@ -33,7 +34,7 @@ kernels::RopeParams MakeRope(const ModelConfig& c) {
 void StoreRow(const float* src, int32_t n, bool f16, uint8_t* dst) {
   if (f16) {
     uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-    for (int32_t i = 0; i < n; ++i) d[i] = kernels::FloatToHalf(src[i]);
+    kernels::FloatToHalfRow(src, d, n);  // same bits as FloatToHalf per element
   } else {
     std::memcpy(dst, src, n * sizeof(float));
   }

@@ -46,7 +46,8 @@ struct ReplayLog {
 
 struct ForwardOptions {
   ReplayLog* replay = nullptr;  // record the replay log
-  bool want_hidden = false;     // also return the final normed hidden rows (for MTP)
+  bool want_hidden = false;     // also return the final normed hidden rows of the output rows (for MTP)
+  bool hidden_all = false;      // ForwardOutput::hidden_all: the final normed hidden row of EVERY token
 };
 
 struct ForwardOutput {
@@ -54,6 +55,7 @@ struct ForwardOutput {
   int32_t n_embd = 0;
   std::vector<float> logits;         // [n_rows][n_vocab]
   std::vector<float> hidden;         // [n_rows][n_embd] when want_hidden
+  std::vector<float> hidden_all;     // [n_tokens in batch order][n_embd] when hidden_all
   std::vector<int32_t> row_seq;      // [n_rows] index into the batch
   std::vector<int32_t> row_pos;      // [n_rows] position of the token whose next-token logits the row holds
   std::vector<int32_t> seq_first_row;// [n_seqs] first output row of each sequence

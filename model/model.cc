@@ -175,6 +175,14 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
                      hn.data() + static_cast<int64_t>(r) * E);
   out->logits.resize(static_cast<size_t>(n_out) * V);
   kernels::MatMul(w_.output, hn.data(), n_out, out->logits.data(), pool);
+  if (options.hidden_all) {
+    out->hidden_all.resize(static_cast<size_t>(N) * E);
+    for (int32_t r = 0; r < N; ++r)
+      kernels::RmsNorm(x.data() + static_cast<int64_t>(r) * E, w_.output_norm, E, c.eps,
+                       out->hidden_all.data() + static_cast<int64_t>(r) * E);
+  } else {
+    out->hidden_all.clear();
+  }
   if (options.want_hidden) {
     out->hidden = std::move(hn);
   } else {

@@ -21,6 +21,7 @@ export async function startServer(extraArgs = []) {
     proc.stdout.on('data', onData);
     proc.stderr.on('data', onData);
     proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited (${code}):\n${log}`)); });
+    proc.on('error', (e) => { clearTimeout(timer); reject(e); });
   });
   proc.stdout.on('data', (d) => { log += d.toString(); });
   proc.stderr.on('data', (d) => { log += d.toString(); });

@@ -79,7 +79,7 @@ test('thinking can be switched off with chat_template_kwargs', async () => {
 
 test('tools are accepted and tool calls come back in OpenAI form', async () => {
   const r = await srv.client.chat.completions.create({
-    model: 'm', messages: user('CALL_TOOL: what is the weather in Paris?'), tools, tool_choice: 'auto', max_tokens: 64, temperature: 0,
+    model: 'm', messages: user('CALL_TOOL: what is the weather in Paris?'), tools, tool_choice: 'auto', max_tokens: 200, temperature: 0,
   });
   const choice = r.choices[0];
   const calls = choice.message.tool_calls ?? [];
@@ -100,7 +100,7 @@ test('tools are accepted and tool calls come back in OpenAI form', async () => {
   });
   assert.equal(follow.choices[0].message.role, 'assistant');
   const streamed = await collect(await srv.client.chat.completions.create({
-    model: 'm', messages: user('CALL_TOOL now'), tools, max_tokens: 64, temperature: 0, stream: true,
+    model: 'm', messages: user('CALL_TOOL now'), tools, max_tokens: 200, temperature: 0, stream: true,
   }));
   if (FAKE) assert.equal(streamed.toolCalls.length, 1);
   streamed.toolCalls.forEach((tc, i) => { assert.equal(tc.index, i); assert.equal(tc.function.name, 'get_weather'); });

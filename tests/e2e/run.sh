@@ -10,8 +10,9 @@ if [ ! -x "$bin" ]; then
   echo "run.sh: no executable at $bin (build it first)" >&2
   exit 1
 fi
+bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 cd "$here"
 if [ ! -f node_modules/openai/package.json ]; then
   npm ci --no-audit --no-fund >/dev/null 2>&1 || npm install --no-audit --no-fund >/dev/null
 fi
-REWIND_BIN="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")" exec node --test --test-concurrency=1 "$here"/*.test.js
+REWIND_BIN="$bin" exec node --test --test-concurrency=1 "$here"/*.test.js

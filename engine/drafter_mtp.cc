@@ -1,0 +1,161 @@
+// MTP drafter: the target's own NextN head (model/mtp.h, spec model-qwen35.md 8.2) drafts greedily.
+//
+// Per sequence it keeps the MTP block's attention KV (positions of the trunk) and a window of the trunk's final
+// normed hidden rows. Pairing: the MTP row at position p consumes (token x_p, trunk hN at p-1; zeros at p = 0).
+// Observe writes the MTP KV rows of every target batch with those pairs (so rows the drafter wrote while drafting
+// are overwritten by the trunk-paired ones); Draft feeds (pending token, hN of the last evaluated position), then
+// each drafted token with the head's own hn; its KV rows past the observed prefix are provisional and are
+// overwritten by the next Observe. Rollback only moves the end of the valid prefix.
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "engine/drafter.h"
+#include "engine/drafter_kv.h"
+#include "model/forward.h"
+#include "model/mtp.h"
+
+namespace rw::engine {
+namespace {
+
+class MtpDrafter final : public Drafter {
+ public:
+  MtpDrafter(std::unique_ptr<model::MtpHead> head, int32_t n_threads)
+      : head_(std::move(head)), pool_(std::max(1, n_threads)), E_(head_->config().n_embd) {}
+
+  const char* name() const override { return "mtp"; }
+  bool wants_hidden() const override { return true; }
+
+  void Begin(int32_t key, std::span<const int32_t> prompt) override {
+    Seq& s = seqs_.insert_or_assign(key, Seq(head_->MakeKvConfig(0, kPageSize))).first->second;
+    s.tokens.assign(prompt.begin(), prompt.end());
+  }
+
+  void Observe(int32_t key, int32_t pos0, std::span<const int32_t> tokens, std::span<const float> hidden) override {
+    if (tokens.empty()) return;
+    REWIND_CHECK_MSG(hidden.size() == tokens.size() * E_, "MTP drafter: Observe needs the hidden rows (%zu floats)",
+                     hidden.size());
+    Seq& s = Get(key);
+    const int32_t n = static_cast<int32_t>(tokens.size());
+    if (s.tokens.size() < static_cast<size_t>(pos0) + n) s.tokens.resize(static_cast<size_t>(pos0) + n, 0);
+    std::copy(tokens.begin(), tokens.end(), s.tokens.begin() + pos0);
+    // Rows never observed (a prefix the target served from its cache) get zero hidden rows.
+    if (pos0 > s.n_valid && !Fill(s, s.n_valid, pos0)) return;
+    s.n_valid = std::min(s.n_valid, pos0);
+    // Rows [pos0, pos0 + n) pair x_p with hN_{p-1}: the row before the batch, then the batch shifted by one.
+    std::vector<float> hin(static_cast<size_t>(n) * E_);  // [n][E]
+    HiddenAt(s, pos0 - 1, hin.data());
+    std::copy(hidden.begin(), hidden.end() - E_, hin.begin() + E_);
+    if (!Run(s, pos0, tokens, hin, model::MtpOutputs::kKvOnly, nullptr)) return;
+    s.n_valid = pos0 + n;
+    // Keep the hidden rows of this batch and the one before it (enough for any rollback into this batch).
+    std::vector<float> window(static_cast<size_t>(n + 1) * E_);  // [n + 1][E]: positions [pos0 - 1, pos0 + n)
+    HiddenAt(s, pos0 - 1, window.data());
+    std::copy(hidden.begin(), hidden.end(), window.begin() + E_);
+    s.hid_pos0 = pos0 - 1;
+    s.hid = std::move(window);
+  }
+
+  std::vector<int32_t> Draft(int32_t key, std::span<const int32_t> context, int32_t n_max) override {
+    if (n_max <= 0 || context.empty()) return {};
+    Seq& s = Get(key);
+    const int32_t pos = static_cast<int32_t>(context.size()) - 1;  // position of the pending token
+    s.tokens.assign(context.begin(), context.end());
+    if (s.n_valid > pos) s.n_valid = pos;                      // Rollback was not called: same effect
+    if (s.n_valid < pos && !Fill(s, s.n_valid, pos)) return {};  // positions the target never showed us
+    std::vector<float> hin(E_);  // [E]
+    HiddenAt(s, pos - 1, hin.data());
+    std::vector<int32_t> out;
+    model::MtpOutput o;
+    for (int32_t i = 0; i < n_max; ++i) {
+      const int32_t tok = i == 0 ? context.back() : out.back();
+      if (!Run(s, pos + i, std::span<const int32_t>(&tok, 1), hin, model::MtpOutputs::kLastRow, &o)) break;
+      out.push_back(internal::ArgMax(o.logits));
+      hin = o.hn;
+    }
+    return out;
+  }
+
+  void Rollback(int32_t key, int32_t n_kept) override {
+    Seq& s = Get(key);
+    s.n_valid = std::min(s.n_valid, std::max(0, n_kept));
+    if (s.tokens.size() > static_cast<size_t>(s.n_valid)) s.tokens.resize(s.n_valid);
+    // Hidden rows of rejected positions are dropped; the row of position n_kept - 1 stays pending.
+    const int64_t keep = std::max<int64_t>(0, int64_t{n_kept} - s.hid_pos0);
+    if (static_cast<int64_t>(s.hid.size()) > keep * E_) s.hid.resize(keep * E_);
+  }
+
+  void End(int32_t key) override { seqs_.erase(key); }
+
+ private:
+  static constexpr int32_t kPageSize = 64;
+  struct Seq {
+    explicit Seq(const model::KvStorageConfig& shape) : kv(shape) {}
+    internal::GrowableKv kv;      // MTP attention KV: rows [0, n_valid) are trunk-paired
+    int32_t n_valid = 0;
+    std::vector<int32_t> tokens;  // [positions] tokens seen (prompt, observed, context)
+    int32_t hid_pos0 = 0;         // trunk hN rows of positions [hid_pos0, hid_pos0 + hid.size() / E)
+    std::vector<float> hid;       // [rows][E]
+  };
+
+  Seq& Get(int32_t key) {
+    auto it = seqs_.find(key);
+    if (it == seqs_.end()) it = seqs_.emplace(key, Seq(head_->MakeKvConfig(0, kPageSize))).first;
+    return it->second;
+  }
+
+  // The trunk hN row of position p, zeros when p < 0 or it is not kept.
+  void HiddenAt(const Seq& s, int32_t p, float* dst) const {
+    const int64_t r = int64_t{p} - s.hid_pos0;
+    if (p >= 0 && r >= 0 && (r + 1) * E_ <= static_cast<int64_t>(s.hid.size())) {
+      std::copy_n(s.hid.data() + r * E_, E_, dst);
+    } else {
+      std::fill_n(dst, E_, 0.0f);
+    }
+  }
+
+  // Writes KV rows [from, to) for tokens the target evaluated without showing them to the drafter: the known
+  // token ids (0 where unknown), with the kept hidden rows where available, else zeros. Degrades drafts only.
+  bool Fill(Seq& s, int32_t from, int32_t to) {
+    std::vector<int32_t> toks(to - from, 0);
+    std::vector<float> hin(static_cast<size_t>(to - from) * E_);  // [to - from][E]
+    for (int32_t p = from; p < to; ++p) {
+      if (static_cast<size_t>(p) < s.tokens.size()) toks[p - from] = s.tokens[p];
+      HiddenAt(s, p - 1, hin.data() + static_cast<int64_t>(p - from) * E_);
+    }
+    if (!Run(s, from, toks, hin, model::MtpOutputs::kKvOnly, nullptr)) return false;
+    s.n_valid = to;
+    return true;
+  }
+
+  bool Run(Seq& s, int32_t pos0, std::span<const int32_t> tokens, std::span<const float> hin,
+           model::MtpOutputs outputs, model::MtpOutput* out) {
+    model::MtpOutput scratch;
+    Status st = s.kv.Reserve(int64_t{pos0} + static_cast<int64_t>(tokens.size()));
+    if (st.ok()) {
+      model::MtpRows rows{s.kv.pages(), pos0, tokens, hin};
+      st = head_->Forward(rows, s.kv.kv(), outputs, out != nullptr ? out : &scratch, &pool_);
+    }
+    if (!st.ok()) {
+      LOG_WARN("MTP drafter: %s", st.error().ToString().c_str());
+      return false;
+    }
+    return true;
+  }
+
+  std::unique_ptr<model::MtpHead> head_;
+  kernels::ThreadPool pool_;
+  const int32_t E_;
+  std::map<int32_t, Seq> seqs_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Drafter>> MakeMtpDrafter(model::Model& target, int32_t n_threads) {
+  REWIND_ASSIGN_OR_RETURN(std::unique_ptr<model::MtpHead> head, model::MtpHead::Create(target));
+  return std::unique_ptr<Drafter>(std::make_unique<MtpDrafter>(std::move(head), n_threads));
+}
+
+}  // namespace rw::engine
