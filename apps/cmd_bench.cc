@@ -8,12 +8,15 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "apps/command.h"
 #include "base/flags.h"
 #include "base/timer.h"
+#include "engine/engine_config.h"
 #include "model/forward.h"
 
 namespace rw::apps {
@@ -64,10 +67,71 @@ void PrintPeakRss() {
   std::printf("peak RSS: %.1f MiB (model, KV and state; before the copy benchmark)\n", ru.ru_maxrss / 1024.0);
 }
 
+// Decode tokens/s through the engine (the serving path), optionally with speculative decoding.
+struct SpecRun {
+  double tok_per_s = 0;
+  int64_t drafted = 0, accepted = 0;
+  double rollback_share = 0;  // rollback seconds / decode seconds
+  double rounds = 0;          // verify rounds
+};
+
+class CountSink : public engine::RequestSink {
+ public:
+  bool OnToken(const engine::TokenEvent&) override { return true; }
+  void OnDone(const engine::Completion& c) override {
+    std::lock_guard<std::mutex> l(mu);
+    done = c;
+    finished = true;
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  engine::Completion done;
+};
+
+double MetricValue(const std::string& text, const std::string& name) {
+  size_t p = text.find("\n" + name + " ");
+  if (p == std::string::npos) return 0;
+  return std::atof(text.c_str() + p + name.size() + 2);
+}
+
+Expected<SpecRun> RunEngineDecode(const engine::EngineConfig& ec, const std::vector<int32_t>& prompt, int n_gen,
+                                  int reps) {
+  REWIND_ASSIGN_OR_RETURN(auto eng, engine::CreateEngine(ec));
+  std::vector<double> rates;
+  SpecRun run;
+  for (int r = 0; r < reps; ++r) {
+    engine::GenerationRequest req;
+    req.prompt = prompt;
+    req.max_tokens = n_gen;
+    req.sampling.temperature = 0;
+    req.ignore_eos = true;
+    req.cache_prompt = false;
+    auto sink = std::make_shared<CountSink>();
+    REWIND_RETURN_IF_ERROR(eng->Submit(req, sink).ok() ? Status::Ok() : Status(Error::Internal("submit failed")));
+    std::unique_lock<std::mutex> l(sink->mu);
+    sink->cv.wait(l, [&] { return sink->finished; });
+    if (sink->done.error) return *sink->done.error;
+    rates.push_back(sink->done.generated_tokens / (sink->done.predicted_ms / 1e3));
+    run.drafted += sink->done.drafted;
+    run.accepted += sink->done.accepted;
+  }
+  std::string m = eng->MetricsText();
+  double dec = MetricValue(m, "rewind_decode_seconds_total");
+  run.rollback_share = dec > 0 ? MetricValue(m, "rewind_spec_rollback_seconds_total") / dec : 0;
+  run.rounds = MetricValue(m, "rewind_spec_rounds_total");
+  run.tok_per_s = Median(rates);
+  return run;
+}
+
 int CmdBench(int argc, char** argv) {
   std::string model_path;
   int threads = 0, n_prompt = 512, n_gen = 128, reps = 5;
   std::string kv = "f16";
+  std::string spec, model_draft;
+  int draft_max = 3;
+  double synth = -1;
   FlagSet flags("rewind bench", "Prefill (pp) and decode (tg) tokens/s, like llama-bench.");
   flags.Add("model", 'm', &model_path, "GGUF model file (required)");
   flags.Add("threads", 't', &threads, "threads (0 = all cores)");
@@ -75,6 +139,12 @@ int CmdBench(int argc, char** argv) {
   flags.Add("n-gen", 'n', &n_gen, "generated tokens for the decode test (0 = skip)");
   flags.Add("repetitions", 'r', &reps, "runs per test; the median is reported");
   flags.Add("kv-type", 0, &kv, "KV cache element type: f16 or f32");
+  flags.Add("spec", 0, &spec,
+            "compare decode through the engine with and without speculative decoding (mtp, draft, ngram)");
+  flags.Add("model-draft", 0, &model_draft, "draft model for --spec draft");
+  flags.Add("draft-max", 0, &draft_max, "max drafted tokens per round for --spec");
+  flags.Add("spec-synth-accept", 0, &synth,
+            "benchmark only: accept drafted tokens with this probability (-1 = verify for real)");
   Status st = flags.Parse(argc, argv);
   if (flags.help_requested()) {
     std::printf("%s", flags.Help().c_str());
@@ -108,6 +178,38 @@ int CmdBench(int argc, char** argv) {
   std::vector<int32_t> tokens(total);
   for (auto& t : tokens) t = static_cast<int32_t>(rng() % m.config().n_vocab);
 
+  if (!spec.empty()) {
+    // A repetitive prompt (a 16-token phrase repeated) so that n-gram lookup has something to find.
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < std::max(64, n_prompt); ++i) prompt.push_back(tokens[i % 16]);
+    engine::EngineConfig ec;
+    ec.model_path = model_path;
+    ec.n_threads = threads;
+    ec.n_parallel = 1;
+    ec.n_ctx = static_cast<int32_t>(prompt.size()) + n_gen + 64;
+    ec.kv_type = kv;
+    ec.cache_ram_mib = 1024;
+    auto plain = RunEngineDecode(ec, prompt, n_gen, reps);
+    ec.spec = spec;
+    ec.model_draft = model_draft;
+    ec.draft_max = draft_max;
+    ec.spec_synth_accept = synth;
+    auto sp = RunEngineDecode(ec, prompt, n_gen, reps);
+    if (!plain.ok() || !sp.ok()) {
+      std::fprintf(stderr, "rewind bench: %s\n", (!plain.ok() ? plain.error() : sp.error()).ToString().c_str());
+      return 1;
+    }
+    // Tokens emitted per verify round (accepted drafts + the one token every round yields).
+    double mean_len = sp->rounds > 0 ? (sp->accepted + sp->rounds) / sp->rounds : 1.0;
+    std::printf("decode plain %.2f tok/s\n", plain->tok_per_s);
+    std::printf("decode spec=%s draft-max=%d%s %.2f tok/s (%.2fx); drafted %lld accepted %lld (%.0f%%); "
+                "mean tokens per verify round %.2f; rollback %.2f%% of decode time\n",
+                spec.c_str(), draft_max, synth >= 0 ? " (synthetic acceptance: output invalid)" : "", sp->tok_per_s,
+                sp->tok_per_s / plain->tok_per_s, static_cast<long long>(sp->drafted),
+                static_cast<long long>(sp->accepted), sp->drafted ? 100.0 * sp->accepted / sp->drafted : 0.0, mean_len,
+                100.0 * sp->rollback_share);
+    return 0;
+  }
   std::printf("model: %s (%s), threads %d, kv %s\n", model_path.c_str(), m.config().arch_name.c_str(), threads, kv.c_str());
   model::ForwardOutput out;
   if (n_prompt > 0) {

@@ -28,7 +28,7 @@ int MakeModelMain(int argc, char** argv) {
   flags.Add("type", 't', &type, "tensor type: " + modelgen::FileTypeNames());
   flags.Add("seed", 's', &seed, "random seed (0: the preset's default)");
   flags.Add("threads", 'j', &threads, "generator threads (0: all cores); the output does not depend on it");
-  flags.Add("name", 0, &name, "general.name (default: the preset name)");
+  flags.Add("name", 0, &name, "general.name; empty: the preset name");
   flags.Add("extract-vocab", 0, &extract,
             "instead: write the tokenizer.* keys of this GGUF as a vocab-only file to -o");
   flags.Add("demo", 0, &demo_type,

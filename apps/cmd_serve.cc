@@ -1,6 +1,6 @@
-// rewind serve: the OpenAI / llama-server compatible HTTP server (server/). Wiring only: flags -> EngineConfig +
-// ServerConfig, listen at once (503 while loading), load the model (or the built-in demo model), serve until
-// SIGINT/SIGTERM.
+// rewind serve: the OpenAI / llama-server compatible HTTP server (server/). Wiring only: flags ->
+// EngineConfig + ServerConfig, listen at once (503 while loading), load the model (or the built-in demo
+// model), serve until SIGINT/SIGTERM.
 #include <pthread.h>
 #include <signal.h>
 
@@ -38,20 +38,25 @@ int Serve(int argc, char** argv) {
   bool cache = ec.cache, log_requests = sc.log_requests;
   FlagSet flags("serve", "OpenAI-compatible (and llama-server compatible) HTTP server");
   flags.Add("model", 'm', &ec.model_path, "GGUF model file; none: the built-in demo model (random weights)");
-  flags.Add("alias", 'a', &ec.model_alias, "model name reported by /v1/models and in responses; none: the file name");
+  flags.Add("alias", 'a', &ec.model_alias,
+            "model name reported by /v1/models and in responses; none: the file name");
   flags.Add("host", 0, &sc.host, "address to listen on");
   flags.Add("port", 0, &port, "port to listen on (0: any free port)");
-  flags.Add("ctx-size", 'c', &n_ctx, "context per sequence; 0 = the model's training context (capped at 65536); "
-                                     "may exceed the training context (warned)");
+  flags.Add("ctx-size", 'c', &n_ctx,
+            "context per sequence; 0 = the model's training context (capped at 65536); "
+            "may exceed the training context (warned)");
   flags.Add("parallel", 0, &n_parallel, "sequence slots served concurrently");
   flags.Add("threads", 't', &n_threads, "compute threads (0 = number of cores)");
   flags.Add("batch-size", 'b', &n_batch, "max tokens per forward batch (prefill chunk)");
   flags.Add("kv-type", 0, &ec.kv_type, "attention KV cache type: f16 | f32");
   flags.Add("cache", 0, &cache, "prefix cache across requests (--no-cache turns it off)");
-  flags.Add("cache-ram", 0, &cache_ram, "RAM budget of the prefix cache in MiB (0 = derived from free memory)");
-  flags.Add("cache-dir", 0, &ec.cache_dir, "disk tier and persistence folder (\"\" = off); also holds the demo model");
+  flags.Add("cache-ram", 0, &cache_ram,
+            "RAM budget of the prefix cache in MiB (0 = derived from free memory)");
+  flags.Add("cache-dir", 0, &ec.cache_dir,
+            "disk tier and persistence folder (\"\" = off); also holds the demo model");
   flags.Add("cache-disk", 0, &cache_disk, "disk tier bound in MiB");
-  flags.Add("checkpoint-every", 0, &checkpoint_every, "checkpoint every N tokens inside long messages (0 = off)");
+  flags.Add("checkpoint-every", 0, &checkpoint_every,
+            "checkpoint every N tokens inside long messages (0 = off)");
   flags.Add("slot-save-path", 0, &ec.slot_save_path, "folder for /slots save|restore (none: --cache-dir)");
   flags.Add("spec", 0, &ec.spec, "speculative decoding: mtp, draft, ngram or comma-combined (\"\" = off)");
   flags.Add("model-draft", 0, &ec.model_draft, "draft model GGUF for --spec draft");
@@ -125,8 +130,9 @@ int Serve(int argc, char** argv) {
   server::LoadedModel model;
   std::thread loader([&] {
     if (demo) {
-      LOG_INFO("no -m given: serving the built-in demo model (tiny, random weights: for trying the API, its "
-               "answers are gibberish)");
+      LOG_INFO(
+          "no -m given: serving the built-in demo model (tiny, random weights: for trying the API, its "
+          "answers are gibberish)");
       auto path = server::DemoModelPath(ec.cache_dir);
       if (!path.ok()) {
         LOG_ERROR("demo model: %s", path.error().ToString().c_str());
@@ -154,9 +160,10 @@ int Serve(int argc, char** argv) {
       LOG_WARN("context %d per slot exceeds the model's training context %d: quality may drop past it",
                info.n_ctx, info.n_ctx_train);
     }
-    LOG_INFO("loaded %s as '%s': vocab %d, context %d per slot (trained %d), %d slots, resident memory %.1f MiB",
-             info.model_path.c_str(), sc.model_name.c_str(), info.n_vocab, info.n_ctx, info.n_ctx_train,
-             info.n_parallel, server::ResidentBytes() / 1048576.0);
+    LOG_INFO(
+        "loaded %s as '%s': vocab %d, context %d per slot (trained %d), %d slots, resident memory %.1f MiB",
+        info.model_path.c_str(), sc.model_name.c_str(), info.n_vocab, info.n_ctx, info.n_ctx_train,
+        info.n_parallel, server::ResidentBytes() / 1048576.0);
     http.SetBackend(model.backend());
     LOG_INFO("ready: http://%s:%d/v1/chat/completions", sc.host.c_str(), *bound);
   });

@@ -86,7 +86,9 @@ TEST(ChatRender, SpansStartExactlyAtEachMessage) {
       const Json& m = c["messages"][i];
       std::string at = r->text.substr(s.message_start[i]);
       std::string role = m["role"];
-      if (i > 0) EXPECT_LE(s.message_start[i - 1], s.message_start[i]);
+      if (i > 0) {
+        EXPECT_LE(s.message_start[i - 1], s.message_start[i]);
+      }
       if (role == "system") {
         EXPECT_EQ(s.message_start[i], 0u);
       } else if (role == "tool" && c["messages"][i - 1]["role"] == "tool") {

@@ -4,9 +4,10 @@
 // Exact rollback without re-evaluation and without per-token state copies (the replay log, model/forward.h):
 // the state at `base_pos` stays in slot `base`; the draft tokens of a round run in slot `cur` with the replay
 // log recorded; Rollback(n) rebuilds the state at n from `base` and the first n - base_pos logged tokens
-// (bit-identical to having evaluated only those). Tokens the target has accepted are committed at the start of
-// the next Draft: `base` and `cur` swap, the log is dropped. Tokens the drafter has not evaluated yet (the prompt,
-// the accepted last draft, the target's own token) are evaluated in committed chunks without a log.
+// (bit-identical to having evaluated only those). Everything evaluated before a Draft call is committed when it
+// starts (`base` and `cur` swap, the log is dropped): Draft first rolls back to the longest evaluated prefix of
+// its context. Tokens not evaluated yet (the prompt, the accepted last draft, the target's own token) are
+// evaluated in one logged batch (long prompts: committed chunks without a log first).
 #include <algorithm>
 #include <map>
 #include <string>
@@ -45,10 +46,12 @@ class ModelDrafter final : public Drafter {
     if (!RollbackTo(*s, m)) return Reset(key, out);
     Commit(*s);
     if (!s->kv.Reserve(int64_t{L} + n_max).ok()) return Reset(key, out);
-    for (int32_t p = m; p < L; p += kChunk) {
-      const int32_t n = std::min(kChunk, L - p);
-      if (!Eval(*s, context.subspan(p, n), /*speculative=*/false)) return Reset(key, out);
-    }
+    // Catch up on the context (n_eval <= m: 0 after a rollback before the base). Long spans are committed
+    // chunk by chunk; the last chunk is logged, so a later Draft of the same context can roll back into it.
+    int32_t p = s->n_eval;
+    for (; L - p > kChunk; p += kChunk)
+      if (!Eval(*s, context.subspan(p, kChunk), /*speculative=*/false)) return Reset(key, out);
+    if (!Eval(*s, context.subspan(p, L - p), /*speculative=*/true)) return Reset(key, out);
     out.push_back(internal::ArgMax(out_.Row(0)));
     while (static_cast<int32_t>(out.size()) < n_max) {
       const int32_t tok = out.back();
@@ -71,6 +74,8 @@ class ModelDrafter final : public Drafter {
   static constexpr int32_t kChunk = 256;  // committed evaluation chunk (bounds the forward's scratch)
 
   struct Seq {
+    Seq(const model::KvStorageConfig& shape, std::unique_ptr<model::StateStorage> s)
+        : kv(shape), states(std::move(s)) {}
     internal::GrowableKv kv;
     std::unique_ptr<model::StateStorage> states;  // 2 slots: base and cur
     std::vector<int32_t> tokens;                  // [n_eval] evaluated tokens
@@ -88,8 +93,7 @@ class ModelDrafter final : public Drafter {
       LOG_WARN("draft-model drafter: %s", states.error().ToString().c_str());
       return nullptr;
     }
-    Seq s{internal::GrowableKv(draft_->MakeKvConfig(0, kPageSize)), std::move(states).value()};
-    return &seqs_.emplace(key, std::move(s)).first->second;
+    return &seqs_.emplace(key, Seq(draft_->MakeKvConfig(0, kPageSize), std::move(states).value())).first->second;
   }
 
   std::vector<int32_t> Reset(int32_t key, std::vector<int32_t>& partial) {

@@ -35,10 +35,17 @@ class MtpDrafter final : public Drafter {
 
   void Observe(int32_t key, int32_t pos0, std::span<const int32_t> tokens, std::span<const float> hidden) override {
     if (tokens.empty()) return;
-    REWIND_CHECK_MSG(hidden.size() == tokens.size() * E_, "MTP drafter: Observe needs the hidden rows (%zu floats)",
-                     hidden.size());
-    Seq& s = Get(key);
     const int32_t n = static_cast<int32_t>(tokens.size());
+    std::vector<float> zeros;
+    if (hidden.empty()) {  // the target did not export hN: drafts degrade, nothing breaks
+      if (!warned_) LOG_WARN("MTP drafter: Observe without the target's hidden rows; drafting on zeros");
+      warned_ = true;
+      zeros.assign(static_cast<size_t>(n) * E_, 0.0f);
+      hidden = zeros;
+    }
+    REWIND_CHECK_MSG(hidden.size() == tokens.size() * E_, "MTP drafter: %zu hidden floats for %zu tokens",
+                     hidden.size(), tokens.size());
+    Seq& s = Get(key);
     if (s.tokens.size() < static_cast<size_t>(pos0) + n) s.tokens.resize(static_cast<size_t>(pos0) + n, 0);
     std::copy(tokens.begin(), tokens.end(), s.tokens.begin() + pos0);
     // Rows never observed (a prefix the target served from its cache) get zero hidden rows.
@@ -91,6 +98,7 @@ class MtpDrafter final : public Drafter {
 
  private:
   static constexpr int32_t kPageSize = 64;
+  static constexpr int32_t kFillChunk = 512;
   struct Seq {
     explicit Seq(const model::KvStorageConfig& shape) : kv(shape) {}
     internal::GrowableKv kv;      // MTP attention KV: rows [0, n_valid) are trunk-paired
@@ -119,14 +127,17 @@ class MtpDrafter final : public Drafter {
   // Writes KV rows [from, to) for tokens the target evaluated without showing them to the drafter: the known
   // token ids (0 where unknown), with the kept hidden rows where available, else zeros. Degrades drafts only.
   bool Fill(Seq& s, int32_t from, int32_t to) {
-    std::vector<int32_t> toks(to - from, 0);
-    std::vector<float> hin(static_cast<size_t>(to - from) * E_);  // [to - from][E]
-    for (int32_t p = from; p < to; ++p) {
-      if (static_cast<size_t>(p) < s.tokens.size()) toks[p - from] = s.tokens[p];
-      HiddenAt(s, p - 1, hin.data() + static_cast<int64_t>(p - from) * E_);
+    for (int32_t p0 = from; p0 < to; p0 += kFillChunk) {
+      const int32_t n = std::min(kFillChunk, to - p0);
+      std::vector<int32_t> toks(n, 0);
+      std::vector<float> hin(static_cast<size_t>(n) * E_);  // [n][E]
+      for (int32_t p = p0; p < p0 + n; ++p) {
+        if (static_cast<size_t>(p) < s.tokens.size()) toks[p - p0] = s.tokens[p];
+        HiddenAt(s, p - 1, hin.data() + static_cast<int64_t>(p - p0) * E_);
+      }
+      if (!Run(s, p0, toks, hin, model::MtpOutputs::kKvOnly, nullptr)) return false;
+      s.n_valid = p0 + n;
     }
-    if (!Run(s, from, toks, hin, model::MtpOutputs::kKvOnly, nullptr)) return false;
-    s.n_valid = to;
     return true;
   }
 
@@ -149,6 +160,7 @@ class MtpDrafter final : public Drafter {
   kernels::ThreadPool pool_;
   const int32_t E_;
   std::map<int32_t, Seq> seqs_;
+  bool warned_ = false;
 };
 
 }  // namespace

@@ -62,15 +62,25 @@ TargetRun Evaluate(model::Model& m, std::span<const int32_t> tokens) {
   return {std::move(out.logits), std::move(out.hidden_all), out.n_vocab, out.n_embd};
 }
 
-// Greedy continuation of `ctx` by the target, n tokens.
-std::vector<int32_t> GreedyContinuation(model::Model& m, std::vector<int32_t> ctx, int32_t n) {
-  std::vector<int32_t> out;
+// Greedy continuation of `ctx` by the target, n tokens: one prefill, then single-token decode steps.
+std::vector<int32_t> GreedyContinuation(model::Model& m, std::span<const int32_t> ctx, int32_t n) {
+  internal::GrowableKv kv(m.MakeKvConfig(0, 64));
+  EXPECT_TRUE(kv.Reserve(static_cast<int64_t>(ctx.size()) + n).ok());
+  auto states = model::StateStorage::Create(m.MakeStateShape(), 1);
+  EXPECT_TRUE(states.ok());
+  model::BatchSeq b;
+  b.pages = kv.pages();
+  b.tokens = ctx;
+  model::ForwardOutput out;
+  std::vector<int32_t> res;
   for (int32_t i = 0; i < n; ++i) {
-    const TargetRun r = Evaluate(m, ctx);
-    out.push_back(r.Greedy(static_cast<int32_t>(ctx.size()) - 1));
-    ctx.push_back(out.back());
+    EXPECT_TRUE(m.Forward(std::span<const model::BatchSeq>(&b, 1), kv.kv(), **states, &out).ok());
+    res.push_back(internal::ArgMax(out.Row(0)));
+    b.state_in = 0;
+    b.pos0 += static_cast<int32_t>(b.tokens.size());
+    b.tokens = std::span<const int32_t>(&res.back(), 1);
   }
-  return out;
+  return res;
 }
 
 bool SameBits(std::span<const float> a, std::span<const float> b) {
@@ -168,7 +178,7 @@ TEST(MtpHead, RejectsBadInputWithoutWriting) {
   r.hidden = std::span<const float>(hin).first(E - 1);
   EXPECT_FALSE((*head)->Forward(r, kv.kv(), model::MtpOutputs::kLastRow, &o, nullptr).ok());
   r.hidden = hin;
-  r.pos0 = 4;  // page table covers positions [0, 4)
+  r.pos0 = static_cast<int32_t>(kv.pages().size()) * 4;  // one past the positions the page table covers
   EXPECT_FALSE((*head)->Forward(r, kv.kv(), model::MtpOutputs::kLastRow, &o, nullptr).ok());
   r.pos0 = 3;
   EXPECT_TRUE((*head)->Forward(r, kv.kv(), model::MtpOutputs::kLastRow, &o, nullptr).ok());
@@ -244,7 +254,7 @@ TEST(MtpDrafter, DraftsDoNotDependOnObserveSplitsOrOtherKeys) {
   (*a)->End(0);
 }
 
-// A speculative loop with greedy verification by a from-scratch target; the drafter that drafted, observed the
+// A speculative loop verified by a from-scratch target; the drafter that drafted, observed the
 // verify batches and rolled back drafts exactly like one that only ever observed the accepted tokens.
 TEST(MtpDrafter, RollbackAndReobserveDraftsLikeNeverDrafted) {
   auto target = LoadTiny();
@@ -256,8 +266,7 @@ TEST(MtpDrafter, RollbackAndReobserveDraftsLikeNeverDrafted) {
   (*spec)->Begin(1, ctx);
   ObserveSplit(**spec, 1, run, ctx, {12});
   ctx.push_back(run.Greedy(11));
-  int32_t n_drafted = 0, n_accepted = 0, n_rejections = 0;
-  for (int round = 0; round < 6; ++round) {
+  for (int round = 0; round < 8; ++round) {
     const int32_t P = static_cast<int32_t>(ctx.size()) - 1;  // pending token position
     const std::vector<int32_t> drafts = (*spec)->Draft(1, ctx, 3);
     ASSERT_EQ(drafts.size(), 3u);
@@ -270,31 +279,25 @@ TEST(MtpDrafter, RollbackAndReobserveDraftsLikeNeverDrafted) {
       (*fresh)->Observe(1, 0, std::span<const int32_t>(ctx).first(P), ref.Hidden(0, P));
       EXPECT_EQ((*fresh)->Draft(1, ctx, 3), drafts) << "round " << round;
     }
-    // Verify [pending, d1..d3] in one batch; accept the greedy-matching prefix (force a rejection on odd rounds).
+    // Verify [pending, d1..d3] in one batch (the target from scratch; I1 makes its rows the engine's).
     std::vector<int32_t> batch{ctx.back()};
     batch.insert(batch.end(), drafts.begin(), drafts.end());
     std::vector<int32_t> full = ctx;
     full.insert(full.end(), drafts.begin(), drafts.end());
     const TargetRun v = Evaluate(*target, full);
     (*spec)->Observe(1, P, batch, v.Hidden(P, 4));
-    int32_t k = 0;
-    while (k < 3 && drafts[k] == v.Greedy(P + k)) ++k;
-    if (round % 2 == 1 && k > 0) --k;
-    int32_t next = v.Greedy(P + k);
-    if (round % 2 == 1) next = (next + 7) % 4000;  // as if sampling chose another token
-    n_drafted += 3;
-    n_accepted += k;
-    n_rejections += k < 3;
+    // The random tiny model's head rarely agrees with its trunk: accept round % 4 drafts regardless (as a
+    // sampler at high temperature could), so rollbacks cut the verify batch at every offset.
+    const int32_t k = round % 4;
+    const int32_t next = v.Greedy(P + k);
     (*spec)->Rollback(1, P + 1 + k);
     ctx.resize(P + 1);
     ctx.insert(ctx.end(), drafts.begin(), drafts.begin() + k);
     ctx.push_back(next);
   }
-  EXPECT_GT(n_rejections, 0);
-  std::printf("MTP drafter (random tiny model): %d of %d drafts accepted\n", n_accepted, n_drafted);
 }
 
-TEST(MtpDrafter, DraftsAfterUnobservedPrefixWithoutCrashing) {
+TEST(MtpDrafter, DraftsAfterUnobservedPrefixOrMissingHiddenRows) {
   auto target = LoadTiny();
   ASSERT_NE(target, nullptr);
   auto d = MakeMtpDrafter(*target, 1);
@@ -309,6 +312,10 @@ TEST(MtpDrafter, DraftsAfterUnobservedPrefixWithoutCrashing) {
   // Never observed at all: still proposes tokens.
   (*d)->Begin(5, ctx);
   EXPECT_EQ((*d)->Draft(5, ctx, 2).size(), 2u);
+  // Observed without hidden rows (a target that did not export them): zeros, no crash.
+  (*d)->Begin(6, ctx);
+  (*d)->Observe(6, 0, std::span<const int32_t>(ctx).first(20), {});
+  EXPECT_EQ((*d)->Draft(6, ctx, 2).size(), 2u);
 }
 
 // ---------------------------------------------------------------- draft-model drafter

@@ -29,6 +29,19 @@ int64_t AvailableMemoryBytes() {
   return int64_t{4} << 30;
 }
 
+// "auto": a per-model folder under $XDG_CACHE_HOME/rewind (else ~/.cache/rewind), so a restarted server finds
+// its cache again and different models never share files.
+std::string ResolveCacheDir(const std::string& dir, uint64_t fingerprint) {
+  if (dir != "auto") return dir;
+  std::string root;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) root = std::string(x) + "/rewind";
+  else if (const char* h = std::getenv("HOME"); h && *h) root = std::string(h) + "/.cache/rewind";
+  else root = "/tmp/rewind-cache";
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fingerprint));
+  return root + "/prompt-cache/" + hex;
+}
+
 std::string BaseName(const std::string& path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -50,6 +63,8 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
                                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   REWIND_ASSIGN_OR_RETURN(e->model_, model::Model::Load(config.model_path, lo));
   const auto& cfg = e->model_->config();
+  e->config_.cache_dir = ResolveCacheDir(config.cache_dir, ModelFingerprint(e->model_->file()));
+  if (!config.cache) e->config_.cache_dir.clear();
   REWIND_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::FromGguf(e->model_->file()));
   e->eog_ = tok->eog_ids();
 
@@ -65,7 +80,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   hc.n_ctx = n_ctx;
   hc.checkpoint_every = config.checkpoint_every;
   hc.use_cache = config.cache;
-  hc.disk_dir = config.cache_dir;
+  hc.disk_dir = e->config_.cache_dir;
   hc.disk_bytes = config.cache_disk_mib << 20;
   if (config.cache_ram_mib > 0) {
     hc.budget_bytes = config.cache_ram_mib << 20;
@@ -107,9 +122,10 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   e->slot_infos_.resize(config.n_parallel);
   for (int32_t i = 0; i < config.n_parallel; ++i) e->slot_infos_[i] = {i, false, n_ctx, 0, 0};
   e->thread_ = std::thread([raw = e.get()] { raw->Loop(); });
-  LOG_INFO("engine: %s, ctx %d, %d slots, %d threads, kv %s, cache %s (budget %" PRId64 " MiB)",
+  LOG_INFO("engine: %s, ctx %d, %d slots, %d threads, kv %s, cache %s (budget %" PRId64 " MiB, disk %s)",
            e->info_.model_name.c_str(), n_ctx, config.n_parallel, lo.n_threads, config.kv_type.c_str(),
-           config.cache ? "on" : "off", hc.budget_bytes >> 20);
+           config.cache ? "on" : "off", hc.budget_bytes >> 20,
+           hc.disk_dir.empty() ? "off" : hc.disk_dir.c_str());
   return e;
 }
 

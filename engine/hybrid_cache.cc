@@ -76,6 +76,17 @@ bool HybridCache::Impl::Checkpoint(SeqId seq) {
   return true;
 }
 
+uint64_t ModelFingerprint(const gguf::File& file) {
+  // Metadata and tensor layout, plus samples of every tensor's bytes (start, middle, end): two files with the
+  // same shapes but different weights never share persisted states (I2, I5), and nothing large is read.
+  uint64_t h = file.Fingerprint();
+  for (const auto& t : file.tensors()) {
+    const uint64_t n = t.nbytes, k = std::min<uint64_t>(n, 64);
+    for (uint64_t off : {uint64_t{0}, (n - k) / 2, n - k}) h = HashBytes(t.data + off, k, h);
+  }
+  return h;
+}
+
 Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, const HybridCacheConfig& config) {
   if (config.page_tokens < 1 || config.page_tokens > 4096)
     return Error::InvalidArgument("cache page size must be in [1, 4096]");
@@ -108,11 +119,8 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   REWIND_ASSIGN_OR_RETURN(im.kv, model::KvStorage::Create(model.MakeKvConfig(m.MaxPages(), config.page_tokens,
                                                                              config.kv_type)));
   REWIND_ASSIGN_OR_RETURN(im.states, model::StateStorage::Create(model.MakeStateShape(), m.max_slots));
-  uint64_t f = HashString(mc.arch_name);
-  for (int64_t v : {int64_t{mc.n_vocab}, int64_t{mc.n_embd}, int64_t{mc.n_layer}, int64_t{mc.n_head_kv},
-                    int64_t{mc.head_dim}, int64_t{mc.ssm_state}, int64_t{mc.ssm_heads}, int64_t{mc.ssm_group},
-                    int64_t{elem}, int64_t{config.page_tokens}, static_cast<int64_t>(model.file().file_size())})
-    f = HashMix(f, static_cast<uint64_t>(v));
+  uint64_t f = ModelFingerprint(model.file());
+  for (int64_t v : {int64_t{elem}, int64_t{config.page_tokens}}) f = HashMix(f, static_cast<uint64_t>(v));
   im.fingerprint = f;
   if (!config.disk_dir.empty() && config.use_cache) {
     Status s = im.LoadDisk();

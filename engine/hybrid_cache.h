@@ -51,6 +51,9 @@ struct TruncateResult {
   std::string source;             // "live" | "checkpoint" | "replay" | "none"
 };
 
+// Identity of a model file for persisted caches: metadata, tensor layout and sampled weight bytes.
+uint64_t ModelFingerprint(const gguf::File& file);
+
 class HybridCache {
  public:
   static Expected<std::unique_ptr<HybridCache>> Create(model::Model& model, const HybridCacheConfig& config);

@@ -11,5 +11,8 @@ namespace rw::kernels {
 // o[j] = (Σ_i M[i][j]·q[i]) · (1/sqrt(S)) when o is not null (replay passes null; the state is the same).
 void GdnHeadStep(float* M, const float* q, const float* k, const float* v, float beta, float g, int32_t S,
                  float* o);
+// The portable loop GdnHeadStep runs without AVX2+FMA; the AVX2 code gives the same bits (exposed for tests).
+void GdnHeadStepPortable(float* M, const float* q, const float* k, const float* v, float beta, float g, int32_t S,
+                         float* o);
 
 }  // namespace rw::kernels

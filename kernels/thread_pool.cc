@@ -20,6 +20,14 @@ ThreadPool::~ThreadPool() {
 }
 
 namespace {
+constexpr int kSpin = 1 << 14;  // ~0.1-0.5 ms of pause instructions before blocking
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 inline void ChunkRange(int64_t n, int n_chunks, int i, int64_t* b, int64_t* e) {
   *b = n * i / n_chunks;
   *e = n * (i + 1) / n_chunks;
@@ -48,8 +56,9 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
   int64_t b, e;
   ChunkRange(n, n_chunks, 0, &b, &e);
   fn(b, e);
+  for (int i = 0; i < kSpin && pending_.load(std::memory_order_acquire) != 0; ++i) CpuRelax();
   std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
+  done_cv_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
   fn_ = nullptr;
 }
 
@@ -59,11 +68,12 @@ void ThreadPool::WorkerLoop(int index) {
     const std::function<void(int64_t, int64_t)>* fn;
     int64_t n;
     int n_chunks;
+    for (int i = 0; i < kSpin && generation_.load(std::memory_order_acquire) == seen; ++i) CpuRelax();
     {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      start_cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_relaxed);
       fn = fn_;
       n = n_;
       n_chunks = n_chunks_;
@@ -72,8 +82,10 @@ void ThreadPool::WorkerLoop(int index) {
       int64_t b, e;
       ChunkRange(n, n_chunks, index, &b, &e);
       (*fn)(b, e);
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mu_);  // the caller checks pending_ under mu_ before it sleeps
+        done_cv_.notify_one();
+      }
     }
   }
 }

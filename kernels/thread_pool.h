@@ -3,6 +3,7 @@
 // thread count (invariant I1): every task computes whole output elements with the same code.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -31,10 +32,12 @@ class ThreadPool {
 
   int n_threads_;
   std::vector<std::thread> workers_;
+  // Workers and the caller spin briefly (kSpin pauses) on the atomics before sleeping on the condition
+  // variables: a decode step runs hundreds of small ParallelFor calls, too short for a futex round trip each.
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
   bool stop_ = false;
   // Current job.
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;

@@ -10,7 +10,9 @@ ApiError ApiError::BadRequest(std::string message, std::string param) {
 ApiError ApiError::Unsupported(std::string message, std::string param) {
   return {400, std::move(message), "not_supported_error", "unsupported", std::move(param)};
 }
-ApiError ApiError::NotFound(std::string message) { return {404, std::move(message), "not_found_error", "", ""}; }
+ApiError ApiError::NotFound(std::string message) {
+  return {404, std::move(message), "not_found_error", "", ""};
+}
 ApiError ApiError::Unauthorized() {
   return {401, "Invalid API Key", "authentication_error", "invalid_api_key", ""};
 }

@@ -1,9 +1,8 @@
 // OpenAI-shaped errors: {"error": {"message", "type", "code"}} with the HTTP status that goes with them.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "base/expected.h"
 
@@ -12,10 +11,11 @@ namespace rw::server {
 struct ApiError {
   int status = 400;
   std::string message;
-  std::string type = "invalid_request_error";  // invalid_request_error | authentication_error | not_found_error |
-                                               // server_error | unavailable_error | not_supported_error
-  std::string code;                            // optional machine-readable code ("" -> null)
-  std::string param;                           // offending field ("" -> null)
+  std::string type =
+      "invalid_request_error";  // invalid_request_error | authentication_error | not_found_error |
+                                // server_error | unavailable_error | not_supported_error
+  std::string code;             // optional machine-readable code ("" -> null)
+  std::string param;            // offending field ("" -> null)
 
   static ApiError BadRequest(std::string message, std::string param = "");
   static ApiError Unsupported(std::string message, std::string param = "");

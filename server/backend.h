@@ -1,14 +1,14 @@
-// What the HTTP layer needs besides the engine: a tokenizer, a chat formatter and an output parser, behind small
-// interfaces so that the server is tested with scripted fakes and wired to tokenizer/ and chat/ in apps/.
+// What the HTTP layer needs besides the engine: a tokenizer, a chat formatter and an output parser, behind
+// small interfaces so that the server is tested with scripted fakes and wired to tokenizer/ and chat/ in
+// apps/.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/expected.h"
 #include "engine/engine.h"
@@ -27,7 +27,8 @@ class TextCodec {
 
 struct ChatOptions {
   bool add_generation_prompt = true;
-  nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs (enable_thinking, ...)
+  nlohmann::ordered_json kwargs =
+      nlohmann::ordered_json::object();  // chat_template_kwargs (enable_thinking, ...)
 };
 
 struct RenderedChat {
@@ -64,8 +65,10 @@ class OutputParser {
 class ChatFormatter {
  public:
   virtual ~ChatFormatter() = default;
-  // messages/tools as validated by request_parse. Template errors are InvalidArgument with the template's text.
-  virtual Expected<RenderedChat> Render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+  // messages/tools as validated by request_parse. Template errors are InvalidArgument with the template's
+  // text.
+  virtual Expected<RenderedChat> Render(const nlohmann::ordered_json& messages,
+                                        const nlohmann::ordered_json& tools,
                                         const ChatOptions& options) const = 0;
   // `tools`: the request's tools (null: no tool-call parsing).
   virtual std::unique_ptr<OutputParser> NewParser(const RenderedChat& rendered,

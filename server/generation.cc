@@ -35,8 +35,8 @@ bool QueueSink::Wait(std::chrono::milliseconds timeout, std::vector<engine::Toke
   return false;
 }
 
-Generation::Generation(const Backend& backend, std::unique_ptr<OutputParser> parser, std::vector<std::string> stops,
-                       bool logprobs)
+Generation::Generation(const Backend& backend, std::unique_ptr<OutputParser> parser,
+                       std::vector<std::string> stops, bool logprobs)
     : backend_(backend),
       parser_(std::move(parser)),
       text_(std::move(stops)),

@@ -1,6 +1,6 @@
-// One submitted generation seen from an HTTP worker thread: the engine thread pushes events into a queue (never
-// blocking), the worker drains it, turns tokens into released text (stop strings, UTF-8), parses reasoning and
-// tool calls, and cancels the request when the client is gone or a stop string matched.
+// One submitted generation seen from an HTTP worker thread: the engine thread pushes events into a queue
+// (never blocking), the worker drains it, turns tokens into released text (stop strings, UTF-8), parses
+// reasoning and tool calls, and cancels the request when the client is gone or a stop string matched.
 #pragma once
 
 #include <atomic>

@@ -204,8 +204,9 @@ void Server::Impl::HandleCompletion(const httplib::Request& req, httplib::Respon
   if (!Take(parsed, res, &r)) return;
   PreparedGeneration p;
   p.chat = false;
-  p.prompt = r->prompt_is_tokens ? r->prompt_tokens
-                                 : backend.codec->Encode(r->prompt_text, /*parse_special=*/true, /*add_special=*/true);
+  p.prompt = r->prompt_is_tokens
+                 ? r->prompt_tokens
+                 : backend.codec->Encode(r->prompt_text, /*parse_special=*/true, /*add_special=*/true);
   p.checkpoint_hints = NormaliseHints(r->checkpoint_positions, p.prompt.size());
   p.gen = r->gen;
   RunGeneration(req, res, std::move(p));
@@ -216,14 +217,15 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
   int32_t vocab = backend.codec->VocabSize();
   for (int32_t t : p.prompt) {
     if (t < 0 || t >= vocab) {
-      return SendError(res, ApiError::BadRequest("token id " + std::to_string(t) + " is outside the vocabulary",
-                                                 "prompt"));
+      return SendError(res, ApiError::BadRequest(
+                                "token id " + std::to_string(t) + " is outside the vocabulary", "prompt"));
     }
   }
   if (info.n_ctx > 0 && static_cast<int64_t>(p.prompt.size()) >= info.n_ctx) {
-    return SendError(res, ApiError::ContextExceeded("the prompt has " + std::to_string(p.prompt.size()) +
-                                                    " tokens, the context holds " + std::to_string(info.n_ctx) +
-                                                    " (one is needed for the answer)"));
+    return SendError(res,
+                     ApiError::ContextExceeded("the prompt has " + std::to_string(p.prompt.size()) +
+                                               " tokens, the context holds " + std::to_string(info.n_ctx) +
+                                               " (one is needed for the answer)"));
   }
   engine::GenerationRequest g;
   g.prompt = p.prompt;
@@ -268,14 +270,15 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
     metrics.CountGeneration(st->prompt_tokens, c.cached_tokens, c.prompt_evaluated, c.generated_tokens,
                             total_ms / 1e3);
     if (config.log_requests) {
-      LOG_INFO("%s %s slot=%d prompt=%d cached=%d evaluated=%d generated=%d prompt_ms=%.1f (%.1f t/s) "
-               "gen_ms=%.1f (%.1f t/s) total_ms=%.1f finish=%s cache=%s%s%s",
-               path.c_str(), st->stream ? "stream" : "json", c.slot_id, st->prompt_tokens, c.cached_tokens,
-               c.prompt_evaluated, c.generated_tokens, c.prompt_ms,
-               c.prompt_ms > 0 ? 1e3 * c.prompt_evaluated / c.prompt_ms : 0.0, c.predicted_ms,
-               c.predicted_ms > 0 ? 1e3 * c.generated_tokens / c.predicted_ms : 0.0, total_ms,
-               st->gen->FinishReason().c_str(), c.cache.source.c_str(), c.cache.reason.empty() ? "" : " ",
-               c.cache.reason.c_str());
+      LOG_INFO(
+          "%s %s slot=%d prompt=%d cached=%d evaluated=%d generated=%d prompt_ms=%.1f (%.1f t/s) "
+          "gen_ms=%.1f (%.1f t/s) total_ms=%.1f finish=%s cache=%s%s%s",
+          path.c_str(), st->stream ? "stream" : "json", c.slot_id, st->prompt_tokens, c.cached_tokens,
+          c.prompt_evaluated, c.generated_tokens, c.prompt_ms,
+          c.prompt_ms > 0 ? 1e3 * c.prompt_evaluated / c.prompt_ms : 0.0, c.predicted_ms,
+          c.predicted_ms > 0 ? 1e3 * c.generated_tokens / c.predicted_ms : 0.0, total_ms,
+          st->gen->FinishReason().c_str(), c.cache.source.c_str(), c.cache.reason.empty() ? "" : " ",
+          c.cache.reason.c_str());
     }
   };
 
@@ -289,7 +292,8 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
     finish(false);
     const auto& c = st->gen->completion();
     if (c.finish_reason == "error") {
-      return SendError(res, c.error ? ApiError::FromError(*c.error) : ApiError::Internal("generation failed"));
+      return SendError(res,
+                       c.error ? ApiError::FromError(*c.error) : ApiError::Internal("generation failed"));
     }
     return SendJson(res, 200, FullResponse(*st));
   }

@@ -92,8 +92,8 @@ void Server::Impl::HandleDetokenize(const httplib::Request& req, httplib::Respon
   int32_t vocab = backend.codec->VocabSize();
   for (int32_t t : r->tokens) {
     if (t < 0 || t >= vocab) {
-      return SendError(res, ApiError::BadRequest("token id " + std::to_string(t) + " is outside the vocabulary",
-                                                 "tokens"));
+      return SendError(res, ApiError::BadRequest(
+                                "token id " + std::to_string(t) + " is outside the vocabulary", "tokens"));
     }
     text += backend.codec->TokenToPiece(t, true);
   }

@@ -23,7 +23,8 @@ void ServerMetrics::CountGeneration(int64_t prompt, int64_t cached, int64_t eval
 namespace {
 void Counter(std::string* out, const char* name, const char* help, const char* type, double value) {
   char buf[512];
-  std::snprintf(buf, sizeof(buf), "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, value);
+  std::snprintf(buf, sizeof(buf), "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name,
+                value);
   out->append(buf);
 }
 
@@ -64,8 +65,8 @@ std::string ServerMetrics::Text() const {
           static_cast<double>(evaluated_));
   Counter(&out, "rewind_server_generated_tokens_total", "Tokens generated.", "counter",
           static_cast<double>(generated_));
-  Counter(&out, "rewind_server_generation_seconds_total", "Wall time of finished generation requests.", "counter",
-          generation_seconds_);
+  Counter(&out, "rewind_server_generation_seconds_total", "Wall time of finished generation requests.",
+          "counter", generation_seconds_);
   Counter(&out, "rewind_server_client_disconnects_total", "Requests cancelled because the client went away.",
           "counter", static_cast<double>(disconnects_.load()));
   return out;

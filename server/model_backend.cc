@@ -24,7 +24,9 @@ class TokenizerCodec : public TextCodec {
   std::vector<int32_t> Encode(std::string_view text, bool parse_special, bool add_special) const override {
     return tok_->Encode(text, parse_special, add_special);
   }
-  std::string TokenToPiece(int32_t token, bool special) const override { return tok_->TokenToPiece(token, special); }
+  std::string TokenToPiece(int32_t token, bool special) const override {
+    return tok_->TokenToPiece(token, special);
+  }
   bool IsEog(int32_t token) const override { return tok_->IsEog(token); }
   int32_t VocabSize() const override { return tok_->n_vocab(); }
   const tokenizer::Tokenizer& tokenizer() const { return *tok_; }
@@ -44,7 +46,8 @@ class ChatParserAdapter : public OutputParser {
     ParsedDelta out;
     out.content = std::move(d.content);
     out.reasoning = std::move(d.reasoning);
-    for (auto& call : d.tool_calls) out.tool_calls.push_back({"", std::move(call.name), std::move(call.arguments)});
+    for (auto& call : d.tool_calls)
+      out.tool_calls.push_back({"", std::move(call.name), std::move(call.arguments)});
     return out;
   }
   chat::OutputParser parser_;

@@ -48,7 +48,8 @@ Err GetInt64(const json& obj, const char* name, int64_t lo, int64_t hi, int64_t*
     x = v->get<int64_t>();
   } else if (v->is_number_float()) {
     double d = v->get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || d < -9.0e18 || d > 9.0e18) return TypeError(name, "an integer");
+    if (!std::isfinite(d) || d != std::floor(d) || d < -9.0e18 || d > 9.0e18)
+      return TypeError(name, "an integer");
     x = static_cast<int64_t>(d);
   } else {
     return TypeError(name, "an integer");
@@ -91,12 +92,13 @@ Err GetString(const json& obj, const char* name, std::string* out) {
   return std::nullopt;
 }
 
-#define RETURN_IF_ERR(expr)      \
-  do {                           \
+#define RETURN_IF_ERR(expr)           \
+  do {                                \
     if (auto _e = (expr)) return *_e; \
   } while (0)
 
-// Fields common to chat and text completions. `chat`: logprobs is a boolean (chat) or an integer (completions).
+// Fields common to chat and text completions. `chat`: logprobs is a boolean (chat) or an integer
+// (completions).
 Err ParseGeneration(const json& body, bool chat, GenerationParams* g) {
   RETURN_IF_ERR(GetBool(body, "stream", &g->stream));
   if (const json* so = Field(body, "stream_options")) {
@@ -116,8 +118,8 @@ Err ParseGeneration(const json& body, bool chat, GenerationParams* g) {
   RETURN_IF_ERR(GetFloat(body, "min_p", 0.0, 1.0, &g->min_p));
   if (Field(body, "seed")) {
     int64_t seed = 0;
-    RETURN_IF_ERR(GetInt64(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
-                           &seed));
+    RETURN_IF_ERR(GetInt64(body, "seed", std::numeric_limits<int64_t>::min(),
+                           std::numeric_limits<int64_t>::max(), &seed));
     g->seed = static_cast<uint64_t>(seed);
   }
   int32_t n = 1;
@@ -140,7 +142,8 @@ Err ParseGeneration(const json& body, bool chat, GenerationParams* g) {
     if (!rf->is_object()) return TypeError("response_format", "an object");
     std::string type = "text";
     RETURN_IF_ERR(GetString(*rf, "type", &type));
-    if (type != "text") return ApiError::Unsupported("response_format '" + type + "' is not supported", "response_format");
+    if (type != "text")
+      return ApiError::Unsupported("response_format '" + type + "' is not supported", "response_format");
   }
   if (const json* stop = Field(body, "stop")) {
     if (stop->is_string()) {
@@ -325,7 +328,8 @@ Err ParseTools(const json& body, json* tools, std::string* tool_choice) {
     if (tc->is_string()) {
       *tool_choice = tc->get<std::string>();
       if (*tool_choice != "auto" && *tool_choice != "none" && *tool_choice != "required") {
-        return ApiError::BadRequest("'tool_choice' must be auto, none, required or a function", "tool_choice");
+        return ApiError::BadRequest("'tool_choice' must be auto, none, required or a function",
+                                    "tool_choice");
       }
     } else if (tc->is_object()) {
       const json* fn = Field(*tc, "function");
@@ -336,7 +340,8 @@ Err ParseTools(const json& body, json* tools, std::string* tool_choice) {
       if (tools->is_array()) {
         for (const auto& t : *tools) found = found || t["function"]["name"] == name;
       }
-      if (!found) return ApiError::BadRequest("'tool_choice' names an unknown function '" + name + "'", "tool_choice");
+      if (!found)
+        return ApiError::BadRequest("'tool_choice' names an unknown function '" + name + "'", "tool_choice");
       *tool_choice = "function:" + name;
     } else {
       return TypeError("tool_choice", "a string or an object");
@@ -372,7 +377,8 @@ Err ParseCheckpoints(const json& body, int64_t n_messages, std::vector<int32_t>*
   const json* cp = Field(body, "checkpoints");
   if (!cp) return std::nullopt;
   if (!cp->is_array()) return TypeError("checkpoints", "an array");
-  if (cp->size() > 4096) return ApiError::BadRequest("'checkpoints' has more than 4096 entries", "checkpoints");
+  if (cp->size() > 4096)
+    return ApiError::BadRequest("'checkpoints' has more than 4096 entries", "checkpoints");
   for (size_t i = 0; i < cp->size(); ++i) {
     const json& e = (*cp)[i];
     json wrapper = {{"v", e}};
@@ -393,13 +399,15 @@ Err ParseCheckpoints(const json& body, int64_t n_messages, std::vector<int32_t>*
     if (is_message) {
       int32_t idx = 0;
       if (auto err = GetInt32(wrapper, key, -n_messages, n_messages - 1, &idx)) {
-        return ApiError::BadRequest("checkpoints[" + std::to_string(i) + "] is not a message index", "checkpoints");
+        return ApiError::BadRequest("checkpoints[" + std::to_string(i) + "] is not a message index",
+                                    "checkpoints");
       }
       messages->push_back(idx < 0 ? static_cast<int32_t>(n_messages + idx) : idx);
     } else {
       int32_t pos = 0;
       if (auto err = GetInt32(wrapper, key, 0, std::numeric_limits<int32_t>::max(), &pos)) {
-        return ApiError::BadRequest("checkpoints[" + std::to_string(i) + "] is not a token position", "checkpoints");
+        return ApiError::BadRequest("checkpoints[" + std::to_string(i) + "] is not a token position",
+                                    "checkpoints");
       }
       positions->push_back(pos);
     }
@@ -429,8 +437,9 @@ Err ParseTokenArray(const json& v, const std::string& where, std::vector<int32_t
   out->reserve(v.size());
   for (const auto& t : v) {
     if (!t.is_number_integer()) return TypeError(where, "an array of token ids");
-    int64_t id = t.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(t.get<uint64_t>(), 1ull << 40))
-                                        : t.get<int64_t>();
+    int64_t id = t.is_number_unsigned()
+                     ? static_cast<int64_t>(std::min<uint64_t>(t.get<uint64_t>(), 1ull << 40))
+                     : t.get<int64_t>();
     if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
       return ApiError::BadRequest("token id " + std::to_string(id) + " out of range", where);
     }
@@ -447,9 +456,12 @@ int JsonDepth(std::string_view s) {
   bool in_string = false, escaped = false;
   for (char c : s) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -503,7 +515,8 @@ bool IsValidUtf8(std::string_view s) {
 ParseResult<json> ParseJsonBody(std::string_view body) {
   if (!IsValidUtf8(body)) return ApiError::BadRequest("the request body is not valid UTF-8");
   if (JsonDepth(body) > kMaxJsonDepth) {
-    return ApiError::BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return ApiError::BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth) +
+                                " levels");
   }
   json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return ApiError::BadRequest("the request body is not valid JSON");
@@ -511,7 +524,9 @@ ParseResult<json> ParseJsonBody(std::string_view body) {
   return j;
 }
 
-ParseResult<ChatRequest> ParseChatRequest(const json& body) { return ParseChatImpl(body, /*generation=*/true); }
+ParseResult<ChatRequest> ParseChatRequest(const json& body) {
+  return ParseChatImpl(body, /*generation=*/true);
+}
 
 ParseResult<ChatRequest> ParseApplyTemplateRequest(const json& body) {
   return ParseChatImpl(body, /*generation=*/false);
@@ -591,7 +606,8 @@ ParseResult<SlotActionRequest> ParseSlotAction(std::string_view slot_id, std::st
   RETURN_IF_ERR(GetString(j, "filename", &r.filename));
   const std::string& f = r.filename;
   if (f.empty()) return ApiError::BadRequest("'filename' is required", "filename");
-  bool bad = f.size() > 255 || f[0] == '.' || f.find('/') != std::string::npos || f.find('\\') != std::string::npos;
+  bool bad =
+      f.size() > 255 || f[0] == '.' || f.find('/') != std::string::npos || f.find('\\') != std::string::npos;
   for (unsigned char ch : f) bad = bad || ch < 0x20 || ch == 0x7F;
   if (bad) return ApiError::BadRequest("invalid filename '" + f + "'", "filename");
   return r;

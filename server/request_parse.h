@@ -3,13 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
 
@@ -20,29 +19,30 @@ using ParseResult = std::variant<T, ApiError>;
 
 // Fields shared by chat and text completions.
 struct GenerationParams {
-  int32_t max_tokens = -1;           // -1: until end of generation or context
+  int32_t max_tokens = -1;  // -1: until end of generation or context
   float temperature = 0.8f;
   float top_p = 1.0f;
   int32_t top_k = 0;
   float min_p = 0.0f;
-  std::optional<uint64_t> seed;      // none: a random seed per request
-  std::vector<std::string> stop;     // up to 16 non-empty strings
+  std::optional<uint64_t> seed;   // none: a random seed per request
+  std::vector<std::string> stop;  // up to 16 non-empty strings
   bool logprobs = false;
-  int32_t top_logprobs = 0;          // 0..20
+  int32_t top_logprobs = 0;  // 0..20
   bool ignore_eos = false;
   bool cache_prompt = true;
   int32_t slot_id = -1;
   bool stream = false;
-  bool include_usage = false;        // stream_options.include_usage
+  bool include_usage = false;  // stream_options.include_usage
 };
 
 struct ChatRequest {
   std::string model;
-  nlohmann::ordered_json messages;           // validated array; tool-call arguments given as JSON text become objects
-  nlohmann::ordered_json tools;              // null or a non-empty array of {"type":"function","function":{name,...}}
+  nlohmann::ordered_json messages;   // validated array; tool-call arguments given as JSON text become objects
+  nlohmann::ordered_json tools;      // null or a non-empty array of {"type":"function","function":{name,...}}
   std::string tool_choice = "auto";  // auto | none | required | function:<name>
-  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs (+ top-level enable_thinking)
-  bool add_generation_prompt = true; // /apply-template only
+  nlohmann::ordered_json template_kwargs =
+      nlohmann::ordered_json::object();  // chat_template_kwargs (+ top-level enable_thinking)
+  bool add_generation_prompt = true;     // /apply-template only
   GenerationParams gen;
   // `checkpoints`: message indices (ints, negative from the end) and token positions ({"position": N}).
   std::vector<int32_t> checkpoint_messages;

@@ -1,8 +1,8 @@
 #include "server/request_parse.h"
 
-#include <random>
-
 #include <gtest/gtest.h>
+
+#include <random>
 
 namespace rw::server {
 namespace {
@@ -71,14 +71,22 @@ TEST(ParseChatRequest, RejectsBadParametersWithTheFieldNamed) {
     std::string param;
   };
   std::vector<Case> cases = {
-      {{{"max_tokens", -5}}, "max_tokens"},        {{{"max_tokens", "ten"}}, "max_tokens"},
-      {{{"max_tokens", 0}}, "max_tokens"},         {{{"temperature", -0.1}}, "temperature"},
-      {{{"top_p", 1.5}}, "top_p"},                 {{{"top_k", -3}}, "top_k"},
-      {{{"min_p", 2}}, "min_p"},                   {{{"n", 2}}, "n"},
-      {{{"stream", "yes"}}, "stream"},             {{{"stop", 5}}, "stop"},
-      {{{"top_logprobs", 3}}, "top_logprobs"},     {{{"logprobs", true}, {"top_logprobs", 21}}, "top_logprobs"},
-      {{{"seed", 1.5}}, "seed"},                   {{{"tools", "x"}}, "tools"},
-      {{{"tool_choice", "sometimes"}}, "tool_choice"}, {{{"logit_bias", {{"1", 5}}}}, "logit_bias"},
+      {{{"max_tokens", -5}}, "max_tokens"},
+      {{{"max_tokens", "ten"}}, "max_tokens"},
+      {{{"max_tokens", 0}}, "max_tokens"},
+      {{{"temperature", -0.1}}, "temperature"},
+      {{{"top_p", 1.5}}, "top_p"},
+      {{{"top_k", -3}}, "top_k"},
+      {{{"min_p", 2}}, "min_p"},
+      {{{"n", 2}}, "n"},
+      {{{"stream", "yes"}}, "stream"},
+      {{{"stop", 5}}, "stop"},
+      {{{"top_logprobs", 3}}, "top_logprobs"},
+      {{{"logprobs", true}, {"top_logprobs", 21}}, "top_logprobs"},
+      {{{"seed", 1.5}}, "seed"},
+      {{{"tools", "x"}}, "tools"},
+      {{{"tool_choice", "sometimes"}}, "tool_choice"},
+      {{{"logit_bias", {{"1", 5}}}}, "logit_bias"},
       {{{"response_format", {{"type", "json_schema"}}}}, "response_format"},
       {{{"chat_template_kwargs", 3}}, "chat_template_kwargs"},
       {{{"presence_penalty", 3}}, "presence_penalty"},
@@ -105,7 +113,8 @@ TEST(ParseChatRequest, RejectsMalformedMessages) {
       {{"messages", {{{"role", "user"}, {"content", 5}}}}},
       {{"messages", {{{"role", "user"}}}}},
       {{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", "x"}}}}}}}},
-      {{"messages", {{{"role", "assistant"}, {"tool_calls", {{{"function", {{"name", "f"}, {"arguments", "{"}}}}}}}}}},
+      {{"messages",
+        {{{"role", "assistant"}, {"tool_calls", {{{"function", {{"name", "f"}, {"arguments", "{"}}}}}}}}}},
       {{"messages", {{{"role", "assistant"}, {"tool_calls", {{{"function", {{"arguments", "{}"}}}}}}}}}},
   };
   for (const auto& b : bodies) {
@@ -116,18 +125,22 @@ TEST(ParseChatRequest, RejectsMalformedMessages) {
 }
 
 TEST(ParseChatRequest, NormalisesPartsToolCallsAndTools) {
-  json body = {{"messages",
-                {{{"role", "developer"}, {"content", "sys"}},
-                 {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}},
-                 {{"role", "assistant"},
-                  {"content", nullptr},
-                  {"tool_calls",
-                   {{{"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{\"x\": 1}"}}}}}}},
-                 {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "ok"}}}},
-               {"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", json::object()}}}}}},
-               {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}},
-               {"chat_template_kwargs", {{"enable_thinking", false}}},
-               {"checkpoints", {1, -1, {{"position", 12}}}}};
+  json body = {
+      {"messages",
+       {{{"role", "developer"}, {"content", "sys"}},
+        {{"role", "user"},
+         {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}},
+        {{"role", "assistant"},
+         {"content", nullptr},
+         {"tool_calls",
+          {{{"id", "c1"},
+            {"type", "function"},
+            {"function", {{"name", "f"}, {"arguments", "{\"x\": 1}"}}}}}}},
+        {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "ok"}}}},
+      {"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", json::object()}}}}}},
+      {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}},
+      {"chat_template_kwargs", {{"enable_thinking", false}}},
+      {"checkpoints", {1, -1, {{"position", 12}}}}};
   auto r = ParseChatRequest(body);
   ASSERT_EQ(ErrorOf(r), nullptr) << ErrorOf(r)->message;
   const auto& c = std::get<ChatRequest>(r);
@@ -143,9 +156,10 @@ TEST(ParseChatRequest, NormalisesPartsToolCallsAndTools) {
 }
 
 TEST(ParseJsonBody, RejectsMalformedJsonInvalidUtf8AndDeepNesting) {
-  for (std::string body : {std::string("{"), std::string("[1,2]"), std::string("\"x\""), std::string("{\"a\": \xff}"),
-                           std::string("{\"messages\": \"\xC3\x28\"}"), std::string("{\"a\": \"\\ud800\"}"),
-                           std::string(10000, '[') + std::string(10000, ']'), std::string()}) {
+  for (std::string body :
+       {std::string("{"), std::string("[1,2]"), std::string("\"x\""), std::string("{\"a\": \xff}"),
+        std::string("{\"messages\": \"\xC3\x28\"}"), std::string("{\"a\": \"\\ud800\"}"),
+        std::string(10000, '[') + std::string(10000, ']'), std::string()}) {
     auto r = ParseJsonBody(body);
     ASSERT_NE(ErrorOf(r), nullptr) << body.substr(0, 40);
     EXPECT_EQ(ErrorOf(r)->status, 400);
@@ -161,8 +175,9 @@ TEST(ParseCompletionRequest, AcceptsTextTokensAndOneElementArrays) {
     EXPECT_EQ(std::get<CompletionRequest>(r).gen.top_logprobs, 2);
     EXPECT_TRUE(std::get<CompletionRequest>(r).gen.logprobs);
   }
-  for (json body : {json::object(), json({{"prompt", 5}}), json({{"prompt", {"a", "b"}}}), json({{"prompt", {-1}}}),
-                    json({{"prompt", "x"}, {"echo", true}}), json({{"prompt", "x"}, {"logprobs", 50}})}) {
+  for (json body :
+       {json::object(), json({{"prompt", 5}}), json({{"prompt", {"a", "b"}}}), json({{"prompt", {-1}}}),
+        json({{"prompt", "x"}, {"echo", true}}), json({{"prompt", "x"}, {"logprobs", 50}})}) {
     EXPECT_NE(ErrorOf(ParseCompletionRequest(body)), nullptr) << body.dump();
   }
 }
@@ -190,7 +205,10 @@ TEST(RequestParse, SurvivesThousandsOfRandomAndMutatedBodies) {
   std::mt19937 rng(1234);
   std::vector<std::string> seeds = {
       WithMessages({{"max_tokens", 5}, {"stream", true}, {"stop", {"a", "b"}}}).dump(),
-      json({{"messages", {{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {{{"function", {{"name", "f"}, {"arguments", "{}"}}}}}}}}},
+      json({{"messages",
+             {{{"role", "assistant"},
+               {"content", nullptr},
+               {"tool_calls", {{{"function", {{"name", "f"}, {"arguments", "{}"}}}}}}}}},
             {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}},
             {"checkpoints", {0, {{"position", 3}}}}})
           .dump(),
@@ -206,10 +224,18 @@ TEST(RequestParse, SurvivesThousandsOfRandomAndMutatedBodies) {
     for (int k = 0; k < edits && !body.empty(); ++k) {
       size_t pos = rng() % body.size();
       switch (rng() % 4) {
-        case 0: body[pos] = alphabet[rng() % alphabet.size()]; break;
-        case 1: body.erase(pos, 1 + rng() % 4); break;
-        case 2: body.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;
-        case 3: body.insert(pos, body.substr(rng() % body.size(), rng() % 16)); break;
+        case 0:
+          body[pos] = alphabet[rng() % alphabet.size()];
+          break;
+        case 1:
+          body.erase(pos, 1 + rng() % 4);
+          break;
+        case 2:
+          body.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+          break;
+        case 3:
+          body.insert(pos, body.substr(rng() % body.size(), rng() % 16));
+          break;
       }
     }
     if (i % 10 == 0) {  // pure noise

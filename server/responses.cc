@@ -53,7 +53,8 @@ json ChatLogprobsJson(const std::vector<TokenReport>& tokens) {
   json content = json::array();
   for (const auto& t : tokens) {
     json top = json::array();
-    for (const auto& [piece, lp] : t.top) top.push_back({{"token", piece}, {"logprob", Lp(lp)}, {"bytes", Bytes(piece)}});
+    for (const auto& [piece, lp] : t.top)
+      top.push_back({{"token", piece}, {"logprob", Lp(lp)}, {"bytes", Bytes(piece)}});
     content.push_back({{"id", t.token},
                        {"token", t.piece},
                        {"logprob", Lp(t.logprob)},

@@ -1,10 +1,9 @@
 // JSON shapes of OpenAI / llama-server responses built from engine results.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 #include "server/backend.h"

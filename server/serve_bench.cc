@@ -8,11 +8,10 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/flags.h"
 
@@ -45,29 +44,30 @@ Sample OneRequest(httplib::Client& client, const json& body) {
   req.headers = {{"Accept", "text/event-stream"}, {"Content-Type", "application/json"}};
   req.body = body.dump();
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-        buffer.append(data, n);
-        size_t end;
-        while ((end = buffer.find("\n\n")) != std::string::npos) {
-          std::string event = buffer.substr(0, end);
-          buffer.erase(0, end + 2);
-          if (event.rfind("data: ", 0) != 0 || event == "data: [DONE]") continue;
-          json j = json::parse(event.substr(6), nullptr, false);
-          if (j.is_discarded()) continue;
-          if (first && j.contains("choices") && !j["choices"].empty()) {
-            s.ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-            first = false;
-          }
-          if (j.contains("usage") && j["usage"].is_object()) usage = j["usage"];
-        }
-        return true;
-      };
+    buffer.append(data, n);
+    size_t end;
+    while ((end = buffer.find("\n\n")) != std::string::npos) {
+      std::string event = buffer.substr(0, end);
+      buffer.erase(0, end + 2);
+      if (event.rfind("data: ", 0) != 0 || event == "data: [DONE]") continue;
+      json j = json::parse(event.substr(6), nullptr, false);
+      if (j.is_discarded()) continue;
+      if (first && j.contains("choices") && !j["choices"].empty()) {
+        s.ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        first = false;
+      }
+      if (j.contains("usage") && j["usage"].is_object()) usage = j["usage"];
+    }
+    return true;
+  };
   auto r = client.send(req);
   s.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   s.ok = r && r->status == 200 && usage.is_object();
   if (s.ok) {
     s.prompt_tokens = usage.value("prompt_tokens", 0);
     s.completion_tokens = usage.value("completion_tokens", 0);
-    if (usage.contains("prompt_tokens_details")) s.cached_tokens = usage["prompt_tokens_details"].value("cached_tokens", 0);
+    if (usage.contains("prompt_tokens_details"))
+      s.cached_tokens = usage["prompt_tokens_details"].value("cached_tokens", 0);
   } else if (r) {
     std::fprintf(stderr, "serve_bench: HTTP %d: %.200s\n", r->status, r->body.c_str());
   } else {
@@ -79,11 +79,13 @@ Sample OneRequest(httplib::Client& client, const json& body) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string url = "http://127.0.0.1:8080", prompt = "Write a short story about a lighthouse keeper.", api_key;
+  std::string url = "http://127.0.0.1:8080", prompt = "Write a short story about a lighthouse keeper.",
+              api_key;
   int clients = 8, requests = 4, max_tokens = 64;
   double temperature = 0;
   bool shared_prefix = false;
-  rw::FlagSet flags("serve_bench", "concurrent streaming chat clients against a running rewind (or any OpenAI) server");
+  rw::FlagSet flags("serve_bench",
+                    "concurrent streaming chat clients against a running rewind (or any OpenAI) server");
   flags.Add("url", 0, &url, "server base URL");
   flags.Add("clients", 'n', &clients, "concurrent clients");
   flags.Add("requests", 'r', &requests, "requests per client");
@@ -108,13 +110,12 @@ int main(int argc, char** argv) {
       client.set_read_timeout(600);
       if (!api_key.empty()) client.set_bearer_token_auth(api_key);
       for (int i = 0; i < requests; ++i) {
-        std::string text = shared_prefix ? prompt : "Client " + std::to_string(c) + ", request " + std::to_string(i) + ": " + prompt;
-        json body = {{"model", "bench"},
-                     {"messages", {{{"role", "user"}, {"content", text}}}},
-                     {"max_tokens", max_tokens},
-                     {"temperature", temperature},
-                     {"stream", true},
-                     {"stream_options", {{"include_usage", true}}}};
+        std::string text =
+            shared_prefix ? prompt
+                          : "Client " + std::to_string(c) + ", request " + std::to_string(i) + ": " + prompt;
+        json body = {{"model", "bench"},         {"messages", {{{"role", "user"}, {"content", text}}}},
+                     {"max_tokens", max_tokens}, {"temperature", temperature},
+                     {"stream", true},           {"stream_options", {{"include_usage", true}}}};
         Sample s = OneRequest(client, body);
         std::lock_guard<std::mutex> lock(mu);
         samples.push_back(s);

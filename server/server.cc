@@ -18,7 +18,7 @@ struct Route {
   const char* label;    // metric label
   bool post;            // POST (else GET)
   void (Server::Impl::*handler)(const httplib::Request&, httplib::Response&);
-  bool is_public;       // served without the API key (as llama-server does)
+  bool is_public;  // served without the API key (as llama-server does)
 };
 
 const std::vector<Route>& Routes() {
@@ -112,7 +112,8 @@ void Server::Impl::Routes() {
     }
     State s = state.load();
     if (s != State::kReady && route && route->handler != &Impl::HandleHealth) {
-      SendError(res, ApiError::Unavailable(s == State::kLoading ? "Loading model" : "Model failed to load: " + load_error));
+      SendError(res, ApiError::Unavailable(s == State::kLoading ? "Loading model"
+                                                                : "Model failed to load: " + load_error));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -145,21 +146,23 @@ void Server::Impl::Routes() {
     http.Patch(r.pattern, not_allowed);
     http.Delete(r.pattern, not_allowed);
   }
-  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    ApiError e = res.status == 404 ? ApiError::NotFound("unknown endpoint " + req.method + " " + req.path)
-                                   : ApiError{res.status, "HTTP error " + std::to_string(res.status),
-                                              "invalid_request_error", "", ""};
-    SendError(res, e);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  http.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        ApiError e = res.status == 404 ? ApiError::NotFound("unknown endpoint " + req.method + " " + req.path)
+                                       : ApiError{res.status, "HTTP error " + std::to_string(res.status),
+                                                  "invalid_request_error", "", ""};
+        SendError(res, e);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     SendError(res, ApiError::Internal("internal error"));
   });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     const Route* route = FindRoute(req.path);
     metrics.CountRequest(route ? route->label : "other", res.status);
-    bool generation = route && (route->handler == &Impl::HandleChat || route->handler == &Impl::HandleCompletion);
+    bool generation =
+        route && (route->handler == &Impl::HandleChat || route->handler == &Impl::HandleCompletion);
     if (config.log_requests && !(generation && res.status == 200)) {
       LOG_INFO("%s %s %d %s", req.method.c_str(), req.path.c_str(), res.status, req.remote_addr.c_str());
     }

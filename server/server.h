@@ -14,11 +14,11 @@ namespace rw::server {
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
-  int port = 8080;               // 0: any free port (see Server::port())
-  std::string api_key;           // "" = no authentication
+  int port = 8080;                    // 0: any free port (see Server::port())
+  std::string api_key;                // "" = no authentication
   std::string model_name = "rewind";  // reported by /v1/models and in responses
-  int http_threads = 0;          // 0: derived from the engine's slots (at least 32)
-  bool log_requests = true;      // one log line per request
+  int http_threads = 0;               // 0: derived from the engine's slots (at least 32)
+  bool log_requests = true;           // one log line per request
 };
 
 class Server {

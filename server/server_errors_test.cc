@@ -26,18 +26,22 @@ std::vector<BadRequest> Catalogue() {
       {"malformed json", "/v1/chat/completions", "{\"messages\": [", 400},
       {"not an object", "/v1/chat/completions", "[1, 2]", 400},
       {"empty body", "/v1/chat/completions", "", 400},
-      {"invalid utf-8", "/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"\xC3\x28\"}]}", 400},
-      {"lone surrogate", "/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"\\ud800\"}]}", 400},
+      {"invalid utf-8", "/v1/chat/completions",
+       "{\"messages\": [{\"role\": \"user\", \"content\": \"\xC3\x28\"}]}", 400},
+      {"lone surrogate", "/v1/chat/completions",
+       "{\"messages\": [{\"role\": \"user\", \"content\": \"\\ud800\"}]}", 400},
       {"missing messages", "/v1/chat/completions", "{}", 400},
       {"empty messages", "/v1/chat/completions", "{\"messages\": []}", 400},
       {"messages wrong type", "/v1/chat/completions", "{\"messages\": {\"role\": \"user\"}}", 400},
-      {"unknown role", "/v1/chat/completions", json({{"messages", {{{"role", "robot"}, {"content", "x"}}}}}).dump(), 400},
+      {"unknown role", "/v1/chat/completions",
+       json({{"messages", {{{"role", "robot"}, {"content", "x"}}}}}).dump(), 400},
       {"negative max_tokens", "/v1/chat/completions", chat({{"max_tokens", -1}}), 400},
       {"max_tokens string", "/v1/chat/completions", chat({{"max_tokens", "5"}}), 400},
       {"top_p above 1", "/v1/chat/completions", chat({{"top_p", 1.5}}), 400},
       {"negative temperature", "/v1/chat/completions", chat({{"temperature", -1}}), 400},
       {"n above 1", "/v1/chat/completions", chat({{"n", 3}}), 400},
-      {"too many top_logprobs", "/v1/chat/completions", chat({{"logprobs", true}, {"top_logprobs", 30}}), 400},
+      {"too many top_logprobs", "/v1/chat/completions", chat({{"logprobs", true}, {"top_logprobs", 30}}),
+       400},
       {"template raise_exception", "/v1/chat/completions",
        json({{"messages", {{{"role", "user"}, {"content", "RAISE_EXCEPTION"}}}}}).dump(), 400},
       {"prompt longer than the context", "/v1/chat/completions",
@@ -66,15 +70,18 @@ TEST(ServerErrors, EveryBadRequestGetsAJsonErrorAndTheServerKeepsServing) {
     EXPECT_FALSE(j["error"]["message"].get<std::string>().empty()) << c.name;
     EXPECT_TRUE(j["error"]["type"].is_string()) << c.name;
   }
-  auto good = ts.PostRaw("/v1/chat/completions", json({{"messages", {{{"role", "user"}, {"content", "hi"}}}}}).dump());
+  auto good = ts.PostRaw("/v1/chat/completions",
+                         json({{"messages", {{{"role", "user"}, {"content", "hi"}}}}}).dump());
   ASSERT_TRUE(good);
   EXPECT_EQ(good->status, 200);
 }
 
 TEST(ServerErrors, TemplateErrorsCarryTheTemplateMessage) {
   TestServer ts;
-  auto r = ts.PostRaw("/v1/chat/completions", json({{"messages", {{{"role", "user"}, {"content", "RAISE_EXCEPTION"}}}}}).dump());
-  EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("raise_exception"), std::string::npos);
+  auto r = ts.PostRaw("/v1/chat/completions",
+                      json({{"messages", {{{"role", "user"}, {"content", "RAISE_EXCEPTION"}}}}}).dump());
+  EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("raise_exception"),
+            std::string::npos);
 }
 
 TEST(ServerErrors, ContextOverflowIsNamed) {

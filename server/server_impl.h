@@ -7,10 +7,9 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
 #include "server/request_parse.h"
@@ -20,7 +19,7 @@ namespace rw::server {
 
 // What a generation handler hands to the shared streaming / non-streaming runner.
 struct PreparedGeneration {
-  bool chat = true;                      // chat.completion vs text_completion shapes
+  bool chat = true;  // chat.completion vs text_completion shapes
   std::string model;
   std::vector<int32_t> prompt;
   std::vector<int32_t> checkpoint_hints;

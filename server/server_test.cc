@@ -1,10 +1,10 @@
 // The server over real HTTP on loopback with the scripted fake engine.
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <regex>
 #include <sstream>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "server/request_parse.h"
 #include "server/server_impl.h"
@@ -95,7 +95,8 @@ TEST(ServerChat, StreamsRoleThenDeltasThenFinishReasonUsageAndDone) {
     EXPECT_EQ(e["id"], events[0]["id"]);
     const json& ch = e["choices"][0];
     if (ch["delta"].contains("content")) content += ch["delta"]["content"].get<std::string>();
-    if (ch["delta"].contains("reasoning_content")) reasoning += ch["delta"]["reasoning_content"].get<std::string>();
+    if (ch["delta"].contains("reasoning_content"))
+      reasoning += ch["delta"]["reasoning_content"].get<std::string>();
     if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
   }
   EXPECT_EQ(content, "Hello from the fake engine.");
@@ -110,15 +111,16 @@ TEST(ServerChat, StreamsRoleThenDeltasThenFinishReasonUsageAndDone) {
 
 TEST(ServerChat, ThinkingOffSendsNoReasoning) {
   TestServer ts;
-  json j = Parse(ts.Post("/v1/chat/completions", UserChat("hi", {{"chat_template_kwargs", {{"enable_thinking", false}}}})));
+  json j = Parse(ts.Post("/v1/chat/completions",
+                         UserChat("hi", {{"chat_template_kwargs", {{"enable_thinking", false}}}})));
   EXPECT_FALSE(j["choices"][0]["message"].contains("reasoning_content"));
   EXPECT_EQ(j["choices"][0]["message"]["content"], "Hello from the fake engine.");
 }
 
 TEST(ServerChat, ReturnsToolCallsAsOpenAIToolCalls) {
   TestServer ts;
-  json tools = {{{"type", "function"},
-                 {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}}};
+  json tools = {
+      {{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}}};
   json j = Parse(ts.Post("/v1/chat/completions", UserChat("CALL_TOOL please", {{"tools", tools}})));
   const json& choice = j["choices"][0];
   EXPECT_EQ(choice["finish_reason"], "tool_calls");
@@ -130,7 +132,8 @@ TEST(ServerChat, ReturnsToolCallsAsOpenAIToolCalls) {
   EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>())["city"], "Paris");
   EXPECT_TRUE(choice["message"]["content"].is_null());
 
-  auto events = Events(ts.Post("/v1/chat/completions", UserChat("CALL_TOOL please", {{"tools", tools}, {"stream", true}})));
+  auto events = Events(
+      ts.Post("/v1/chat/completions", UserChat("CALL_TOOL please", {{"tools", tools}, {"stream", true}})));
   int calls = 0;
   for (const auto& e : events) {
     const json& d = e["choices"][0]["delta"];
@@ -146,7 +149,8 @@ TEST(ServerChat, ReturnsToolCallsAsOpenAIToolCalls) {
 
 TEST(ServerChat, StopStringEndsTheAnswerBeforeItInBothModes) {
   TestServer ts;
-  json body = UserChat("STOPWORD", {{"stop", {"STOP-HERE"}}, {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  json body =
+      UserChat("STOPWORD", {{"stop", {"STOP-HERE"}}, {"chat_template_kwargs", {{"enable_thinking", false}}}});
   json j = Parse(ts.Post("/v1/chat/completions", body));
   EXPECT_EQ(j["choices"][0]["message"]["content"], "one two ");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
@@ -176,8 +180,9 @@ TEST(ServerChat, LogprobsRoundTripToTheEngineFloatsExactly) {
 
 TEST(ServerChat, StreamedMultiByteCharactersArriveWhole) {
   TestServer ts;
-  auto events = Events(ts.Post("/v1/chat/completions",
-                               UserChat("UTF8", {{"stream", true}, {"chat_template_kwargs", {{"enable_thinking", false}}}})));
+  auto events = Events(
+      ts.Post("/v1/chat/completions",
+              UserChat("UTF8", {{"stream", true}, {"chat_template_kwargs", {{"enable_thinking", false}}}})));
   std::string content;
   for (const auto& e : events) {
     const json& d = e["choices"][0]["delta"];
@@ -192,11 +197,12 @@ TEST(ServerChat, StreamedMultiByteCharactersArriveWhole) {
 
 TEST(ServerChat, PassesMessageStartsGenerationHeaderAndClientCheckpointsAsHints) {
   TestServer ts;
-  json body = {{"messages", {{{"role", "system"}, {"content", "sys"}}, {{"role", "user"}, {"content", "hi"}}}},
-               {"checkpoints", {{{"position", 3}}}},
-               {"max_tokens", 2},
-               {"temperature", 0},
-               {"seed", 9}};
+  json body = {
+      {"messages", {{{"role", "system"}, {"content", "sys"}}, {{"role", "user"}, {"content", "hi"}}}},
+      {"checkpoints", {{{"position", 3}}}},
+      {"max_tokens", 2},
+      {"temperature", 0},
+      {"seed", 9}};
   ASSERT_EQ(ts.Post("/v1/chat/completions", body)->status, 200);
   auto sent = ts.fake().engine.last_request();
   // Fake template: "<|im_start|>system\nsys<|im_end|>\n" is 1 + 7 + 3 + 1 + 1 = 13 tokens, then the user
@@ -268,7 +274,8 @@ TEST(ServerCompletions, ReturnsTextForTextAndTokenPromptsWithLegacyLogprobs) {
 
 TEST(ServerTokenizer, TokenizesDetokenizesAndAppliesTheTemplate) {
   TestServer ts;
-  json t = Parse(ts.Post("/tokenize", {{"content", "<|im_start|>hi"}, {"add_special", true}, {"parse_special", true}}));
+  json t = Parse(
+      ts.Post("/tokenize", {{"content", "<|im_start|>hi"}, {"add_special", true}, {"parse_special", true}}));
   EXPECT_EQ(t["tokens"], json({256, 104, 105}));
   json plain = Parse(ts.Post("/tokenize", {{"content", "<|im_start|>"}, {"parse_special", false}}));
   EXPECT_EQ(plain["tokens"].size(), 12u);
@@ -281,7 +288,8 @@ TEST(ServerTokenizer, TokenizesDetokenizesAndAppliesTheTemplate) {
   EXPECT_EQ(p["prompt"], "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n");
   // replay.py's minimum: the template + tokenize of a request equals what the chat endpoint submitted.
   ASSERT_EQ(ts.Post("/v1/chat/completions", UserChat("hi"))->status, 200);
-  json tk = Parse(ts.Post("/tokenize", {{"content", p["prompt"]}, {"add_special", true}, {"parse_special", true}}));
+  json tk =
+      Parse(ts.Post("/tokenize", {{"content", p["prompt"]}, {"add_special", true}, {"parse_special", true}}));
   EXPECT_EQ(tk["tokens"].get<std::vector<int32_t>>(), ts.fake().engine.last_request().prompt);
 }
 
@@ -312,7 +320,8 @@ TEST(ServerSlots, ListsSavesRestoresAndErasesSlots) {
 TEST(ServerMetricsEndpoint, ServesPrometheusTextWithServerAndEngineCounters) {
   TestServer ts;
   ASSERT_EQ(ts.Post("/v1/chat/completions", UserChat("hi"))->status, 200);
-  const std::string counted = "rewind_server_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"} 1";
+  const std::string counted =
+      "rewind_server_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"} 1";
   httplib::Result r = ts.Client().Get("/metrics");
   // The per-route counter is bumped by httplib's logger right after the response went out: allow it a moment.
   for (int i = 0; i < 50 && r && r->body.find(counted) == std::string::npos; ++i) {
@@ -322,7 +331,8 @@ TEST(ServerMetricsEndpoint, ServesPrometheusTextWithServerAndEngineCounters) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_NE(r->get_header_value("Content-Type").find("text/plain"), std::string::npos);
-  std::regex sample(R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? -?[0-9.eE+-]+(inf|nan)?$)");
+  std::regex sample(
+      R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? -?[0-9.eE+-]+(inf|nan)?$)");
   std::regex comment(R"(^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*$)");
   std::istringstream in(r->body);
   std::string line;

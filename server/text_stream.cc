@@ -58,7 +58,8 @@ size_t Utf8CompletePrefix(std::string_view s) {
     unsigned char c = static_cast<unsigned char>(s[n - back]);
     if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking
     size_t need = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-    return back < need ? n - back : n;  // incomplete sequence: hold it; invalid bytes go through (replaced later)
+    return back < need ? n - back
+                       : n;  // incomplete sequence: hold it; invalid bytes go through (replaced later)
   }
   return n;
 }

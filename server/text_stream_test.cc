@@ -1,8 +1,8 @@
 #include "server/text_stream.h"
 
-#include <random>
-
 #include <gtest/gtest.h>
+
+#include <random>
 
 namespace rw::server {
 namespace {

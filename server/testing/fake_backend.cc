@@ -10,8 +10,8 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-const char* const kSpecialText[] = {"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>",
-                                    "</tool_call>"};
+const char* const kSpecialText[] = {"<|im_start|>", "<|im_end|>",  "<think>",
+                                    "</think>",     "<tool_call>", "</tool_call>"};
 
 std::string ContentText(const json& content) {
   if (content.is_string()) return content.get<std::string>();
@@ -54,13 +54,15 @@ std::string FakeCodec::TokenToPiece(int32_t token, bool special) const {
   return "";
 }
 
-Expected<RenderedChat> FakeChat::Render(const json& messages, const json& tools, const ChatOptions& options) const {
+Expected<RenderedChat> FakeChat::Render(const json& messages, const json& tools,
+                                        const ChatOptions& options) const {
   RenderedChat r;
   if (tools.is_array()) r.prompt += "<|im_start|>system\n# Tools\n" + tools.dump() + "<|im_end|>\n";
   for (const auto& m : messages) {
     std::string content = ContentText(m["content"]);
     if (content.find("RAISE_EXCEPTION") != std::string::npos) {
-      return Error::InvalidArgument("template error: raise_exception: the fake template refuses this message");
+      return Error::InvalidArgument(
+          "template error: raise_exception: the fake template refuses this message");
     }
     r.message_offsets.push_back(r.prompt.size());
     r.prompt += "<|im_start|>" + m["role"].get<std::string>() + "\n" + content;
@@ -69,8 +71,10 @@ Expected<RenderedChat> FakeChat::Render(const json& messages, const json& tools,
   }
   r.generation_offset = r.prompt.size();
   if (options.add_generation_prompt) {
-    bool thinking = !(options.kwargs.contains("enable_thinking") && options.kwargs["enable_thinking"] == false);
-    r.prompt += thinking ? "<|im_start|>assistant\n<think>\n" : "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+    bool thinking =
+        !(options.kwargs.contains("enable_thinking") && options.kwargs["enable_thinking"] == false);
+    r.prompt +=
+        thinking ? "<|im_start|>assistant\n<think>\n" : "<|im_start|>assistant\n<think>\n\n</think>\n\n";
     r.thinking_open = thinking;
   }
   return r;
@@ -179,13 +183,16 @@ FakeEngine::~FakeEngine() {
   for (auto& t : threads_) t.join();
 }
 
-Expected<uint64_t> FakeEngine::Submit(engine::GenerationRequest request, std::shared_ptr<engine::RequestSink> sink) {
+Expected<uint64_t> FakeEngine::Submit(engine::GenerationRequest request,
+                                      std::shared_ptr<engine::RequestSink> sink) {
   if (request.prompt.empty()) return Error::InvalidArgument("empty prompt");
-  if (static_cast<int32_t>(request.prompt.size()) >= options_.n_ctx) return Error::OutOfRange("prompt too long");
+  if (static_cast<int32_t>(request.prompt.size()) >= options_.n_ctx)
+    return Error::OutOfRange("prompt too long");
   for (int32_t t : request.prompt) {
     if (t < 0 || t >= FakeCodec::kVocab) return Error::InvalidArgument("bad token id");
   }
-  if (request.top_logprobs < 0 || request.top_logprobs > 20) return Error::InvalidArgument("bad top_logprobs");
+  if (request.top_logprobs < 0 || request.top_logprobs > 20)
+    return Error::InvalidArgument("bad top_logprobs");
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t id = next_id_++;
   last_ = request;
@@ -200,7 +207,8 @@ void FakeEngine::Cancel(uint64_t request_id) {
   cancelled_.insert(request_id);
 }
 
-void FakeEngine::Run(uint64_t id, engine::GenerationRequest request, std::shared_ptr<engine::RequestSink> sink) {
+void FakeEngine::Run(uint64_t id, engine::GenerationRequest request,
+                     std::shared_ptr<engine::RequestSink> sink) {
   auto t0 = std::chrono::steady_clock::now();
   std::string prompt;
   for (int32_t t : request.prompt) prompt += codec_.TokenToPiece(t, true);
@@ -307,8 +315,8 @@ std::vector<engine::SlotInfo> FakeEngine::Slots() {
   std::vector<engine::SlotInfo> out;
   std::lock_guard<std::mutex> lock(mu_);
   for (int32_t i = 0; i < options_.n_parallel; ++i) {
-    out.push_back({i, i < active_.load(), options_.n_ctx, i == 0 ? static_cast<int32_t>(previous_prompt_.size()) : 0,
-                   0});
+    out.push_back({i, i < active_.load(), options_.n_ctx,
+                   i == 0 ? static_cast<int32_t>(previous_prompt_.size()) : 0, 0});
   }
   return out;
 }
@@ -317,14 +325,16 @@ Expected<engine::Engine::SlotFileResult> FakeEngine::SaveSlot(int32_t slot, cons
   if (slot < 0 || slot >= options_.n_parallel) return Error::InvalidArgument("bad slot");
   std::lock_guard<std::mutex> lock(mu_);
   saved_.insert(filename);
-  return SlotFileResult{static_cast<int32_t>(previous_prompt_.size()), 1000u + previous_prompt_.size() * 4, 1.5};
+  return SlotFileResult{static_cast<int32_t>(previous_prompt_.size()), 1000u + previous_prompt_.size() * 4,
+                        1.5};
 }
 
 Expected<engine::Engine::SlotFileResult> FakeEngine::RestoreSlot(int32_t slot, const std::string& filename) {
   if (slot < 0 || slot >= options_.n_parallel) return Error::InvalidArgument("bad slot");
   std::lock_guard<std::mutex> lock(mu_);
   if (!saved_.count(filename)) return Error::NotFound("no saved slot file '" + filename + "'");
-  return SlotFileResult{static_cast<int32_t>(previous_prompt_.size()), 1000u + previous_prompt_.size() * 4, 0.5};
+  return SlotFileResult{static_cast<int32_t>(previous_prompt_.size()), 1000u + previous_prompt_.size() * 4,
+                        0.5};
 }
 
 Status FakeEngine::EraseSlot(int32_t slot) {

@@ -3,9 +3,9 @@
 //
 // Tokens: ids 0..255 are bytes; 256 <|im_start|>, 257 <|im_end|> (control, end of generation), 258 <think>,
 // 259 </think>, 260 <tool_call>, 261 </tool_call>. The engine's answer depends on words in the prompt:
-// CALL_TOOL -> a tool call, LONG -> thousands of tokens with a delay, UTF8 -> multi-byte characters split over
-// tokens, STOPWORD -> text containing "STOP-HERE"; otherwise "Hello from the fake engine." (after a reasoning part
-// when the prompt ends inside <think>).
+// CALL_TOOL -> a tool call, LONG -> thousands of tokens with a delay, UTF8 -> multi-byte characters split
+// over tokens, STOPWORD -> text containing "STOP-HERE"; otherwise "Hello from the fake engine." (after a
+// reasoning part when the prompt ends inside <think>).
 #pragma once
 
 #include <atomic>
@@ -45,13 +45,14 @@ class FakeEngine : public engine::Engine {
   struct Options {
     int32_t n_ctx = 4096;
     int32_t n_parallel = 4;
-    int token_delay_us = 0;       // per generated token
-    int long_delay_us = 2000;     // per token of a LONG answer
+    int token_delay_us = 0;    // per generated token
+    int long_delay_us = 2000;  // per token of a LONG answer
   };
   explicit FakeEngine(Options options);
   ~FakeEngine() override;
 
-  Expected<uint64_t> Submit(engine::GenerationRequest request, std::shared_ptr<engine::RequestSink> sink) override;
+  Expected<uint64_t> Submit(engine::GenerationRequest request,
+                            std::shared_ptr<engine::RequestSink> sink) override;
   void Cancel(uint64_t request_id) override;
   engine::EngineInfo Info() const override;
   std::vector<engine::SlotInfo> Slots() override;

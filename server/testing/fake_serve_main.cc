@@ -1,5 +1,5 @@
-// fake_serve: the real HTTP server over the scripted fake engine (server/testing/fake_backend.h), so that the e2e
-// suite can run without a model: REWIND_E2E_FAKE=1 tests/e2e/run.sh build/server/fake_serve
+// fake_serve: the real HTTP server over the scripted fake engine (server/testing/fake_backend.h), so that the
+// e2e suite can run without a model: REWIND_E2E_FAKE=1 tests/e2e/run.sh build/server/fake_serve
 #include <csignal>
 #include <cstdio>
 #include <string>

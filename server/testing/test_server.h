@@ -4,10 +4,9 @@
 #include <httplib.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "server/server.h"
 #include "server/testing/fake_backend.h"
