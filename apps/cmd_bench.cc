@@ -125,6 +125,76 @@ Expected<SpecRun> RunEngineDecode(const engine::EngineConfig& ec, const std::vec
   return run;
 }
 
+// Memory-system costs (issue: checkpoint create/restore vs memcpy, replay rollback vs one decode step).
+int BenchMemory(model::Model& m, int reps) {
+  const int page = 32, n_pages = 8;
+  auto kvs = model::KvStorage::Create(m.MakeKvConfig(n_pages, page, model::KvType::kF16));
+  auto sts = model::StateStorage::Create(m.MakeStateShape(), 3);
+  if (!kvs.ok() || !sts.ok()) return 1;
+  model::KvStorage& kv = **kvs;
+  model::StateStorage& st = **sts;
+  std::vector<int32_t> pages(n_pages);
+  for (int i = 0; i < n_pages; ++i) pages[i] = i;
+  std::vector<int32_t> toks(200);
+  std::mt19937 rng(5);
+  for (auto& t : toks) t = static_cast<int32_t>(rng() % m.config().n_vocab);
+  model::ForwardOutput out;
+  // A realistic state: 100 tokens of prefill into slot 0.
+  model::BatchSeq s0{-1, 0, pages, 0, std::span<const int32_t>(toks.data(), 100), false};
+  if (!m.Forward({&s0, 1}, kv, st, &out).ok()) return 1;
+  const uint64_t bytes = st.bytes_per_state();
+  std::vector<float> buf(bytes / sizeof(float));
+  std::vector<double> t_memcpy, t_snap, t_restore, t_copyslot;
+  model::StateCheckpoint ck = st.Snapshot(0);
+  for (int r = 0; r < std::max(reps, 5) * 4; ++r) {
+    double t0 = NowSeconds();
+    std::memcpy(buf.data(), st.SlotData(0).data(), bytes);
+    t_memcpy.push_back(NowSeconds() - t0);
+    t0 = NowSeconds();
+    model::StateCheckpoint c = st.Snapshot(0);
+    t_snap.push_back(NowSeconds() - t0);
+    t0 = NowSeconds();
+    (void)st.Restore(ck, 1);
+    t_restore.push_back(NowSeconds() - t0);
+  }
+  double mc = Median(t_memcpy), sn = Median(t_snap), rs = Median(t_restore);
+  std::printf("state / checkpoint: %llu B (%.2f MiB); KV page (%d tokens, F16): %llu B; replay log: %llu B/token "
+              "(%.2f%% of a state)\n",
+              (unsigned long long)bytes, bytes / 1048576.0, page, (unsigned long long)kv.bytes_per_page(),
+              (unsigned long long)m.ReplayBytesPerToken(), 100.0 * m.ReplayBytesPerToken() / bytes);
+  std::printf("checkpoint create %.1f us, restore %.1f us, memcpy of the same bytes %.1f us: create %.2fx, "
+              "restore %.2fx of memcpy\n", sn * 1e6, rs * 1e6, mc * 1e6, sn / mc, rs / mc);
+  // One decode step (slot 0 -> slot 0) as the unit of cost.
+  std::vector<double> t_dec;
+  for (int r = 0; r < std::max(reps, 5); ++r) {
+    model::BatchSeq d{0, 2, pages, 100, std::span<const int32_t>(toks.data() + 100, 1), false};
+    st.CopySlot(0, 2);
+    double t0 = NowSeconds();
+    (void)m.Forward({&d, 1}, kv, st, &out);
+    t_dec.push_back(NowSeconds() - t0);
+  }
+  double dec = Median(t_dec);
+  // A 17-token verify batch from slot 0 into slot 1 with the replay log; roll back to k kept tokens.
+  model::ReplayLog log;
+  model::ForwardOptions fo;
+  fo.replay = &log;
+  model::BatchSeq v{0, 1, pages, 100, std::span<const int32_t>(toks.data() + 100, 17), true};
+  if (!m.Forward({&v, 1}, kv, st, &out, fo).ok()) return 1;
+  std::printf("one decode step: %.3f ms\n", dec * 1e3);
+  for (int k = 1; k <= 16; ++k) {
+    std::vector<double> t;
+    for (int r = 0; r < std::max(reps, 5); ++r) {
+      double t0 = NowSeconds();
+      (void)m.ReplayState(0, 2, log.seqs[0], k, st);
+      t.push_back(NowSeconds() - t0);
+    }
+    double rb = Median(t);
+    std::printf("rollback via replay keeping %2d tokens: %.3f ms = %.2f%% of a decode step\n", k, rb * 1e3,
+                100.0 * rb / dec);
+  }
+  return 0;
+}
+
 int CmdBench(int argc, char** argv) {
   std::string model_path;
   int threads = 0, n_prompt = 512, n_gen = 128, reps = 5;
@@ -132,6 +202,7 @@ int CmdBench(int argc, char** argv) {
   std::string spec, model_draft;
   int draft_max = 3;
   double synth = -1;
+  bool memory = false;
   FlagSet flags("rewind bench", "Prefill (pp) and decode (tg) tokens/s, like llama-bench.");
   flags.Add("model", 'm', &model_path, "GGUF model file (required)");
   flags.Add("threads", 't', &threads, "threads (0 = all cores)");
@@ -142,6 +213,8 @@ int CmdBench(int argc, char** argv) {
   flags.Add("spec", 0, &spec,
             "compare decode through the engine with and without speculative decoding (mtp, draft, ngram)");
   flags.Add("model-draft", 0, &model_draft, "draft model for --spec draft");
+  flags.Add("memory", 0, &memory,
+            "instead: memory-system costs (checkpoint create/restore vs memcpy, replay rollback vs a decode step)");
   flags.Add("draft-max", 0, &draft_max, "max drafted tokens per round for --spec");
   flags.Add("spec-synth-accept", 0, &synth,
             "benchmark only: accept drafted tokens with this probability (-1 = verify for real)");
@@ -163,6 +236,7 @@ int CmdBench(int argc, char** argv) {
     return 1;
   }
   model::Model& m = **loaded;
+  if (memory) return BenchMemory(m, reps);
   const int page = 32;
   int total = n_prompt + n_gen + 1;
   int n_pages = (total + page - 1) / page;

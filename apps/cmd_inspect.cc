@@ -5,16 +5,48 @@
 #include "apps/command.h"
 #include "base/flags.h"
 #include "model/forward.h"
+#include "modelgen/config.h"
 
 namespace rw::apps {
 namespace {
 
+// Memory sizes of a make-model preset's shape, without generating weights (e.g. Qwen3.6-27B: 54 GB in F16).
+int InspectPreset(const std::string& name) {
+  auto p = modelgen::FindPreset(name);
+  if (!p.ok()) {
+    std::fprintf(stderr, "rewind inspect: %s\n", p.error().ToString().c_str());
+    return 1;
+  }
+  const modelgen::ModelConfig& c = *p;
+  int64_t n_gdn = 0, n_attn = 0;
+  for (int64_t i = 0; i < c.n_layer; ++i) (c.IsRecurrent(i) ? n_gdn : n_attn)++;
+  const uint64_t conv = static_cast<uint64_t>(c.ssm_conv - 1) * c.ssm_conv_dim();
+  const uint64_t delta = static_cast<uint64_t>(c.ssm_state) * c.ssm_state * c.ssm_dt_rank;
+  const uint64_t state = n_gdn * 4 * (conv + delta);
+  const uint64_t kv16 = n_attn * 2ull * c.n_head_kv * c.head_dim * 2;
+  const uint64_t replay = n_gdn * 4ull * (c.ssm_conv_dim() + 2 * c.ssm_dt_rank);
+  std::printf("preset:          %s (%s; shape only, no weights)\n", name.c_str(), c.arch.c_str());
+  std::printf("layers:          %lld trunk: %lld GDN, %lld attention (+%lld MTP)\n", (long long)c.n_layer,
+              (long long)n_gdn, (long long)n_attn, (long long)c.n_nextn);
+  std::printf("gated deltanet:  conv kernel %lld  head size %lld  key heads %lld  value heads %lld  conv channels %lld\n",
+              (long long)c.ssm_conv, (long long)c.ssm_state, (long long)c.ssm_groups, (long long)c.ssm_dt_rank,
+              (long long)c.ssm_conv_dim());
+  std::printf("\nmemory:\n");
+  std::printf("  attention KV per token (F16):           %llu B\n", (unsigned long long)kv16);
+  std::printf("  recurrent state per sequence (F32):     %llu B = %.1f MiB (= one checkpoint)\n",
+              (unsigned long long)state, state / 1048576.0);
+  std::printf("  replay log per token:                   %llu B (%.2f%% of one state)\n", (unsigned long long)replay,
+              100.0 * replay / state);
+  return 0;
+}
+
 int Inspect(int argc, char** argv) {
   FlagSet flags("inspect", "print a model's architecture, hyperparameters, layers, tensors and memory sizes");
-  std::string path;
+  std::string path, preset;
   bool tensors = true;
-  flags.Positional("MODEL", &path, "GGUF model file", true);
+  flags.Positional("MODEL", &path, "GGUF model file", false);
   flags.Add("tensors", 0, &tensors, "print the tensor table");
+  flags.Add("preset", 0, &preset, "instead of a file: the memory sizes of a make-model preset's shape");
   Status st = flags.Parse(argc, argv);
   if (!st.ok()) {
     std::fprintf(stderr, "rewind inspect: %s\n%s", st.error().message.c_str(), flags.Help().c_str());
@@ -23,6 +55,11 @@ int Inspect(int argc, char** argv) {
   if (flags.help_requested()) {
     std::printf("%s", flags.Help().c_str());
     return 0;
+  }
+  if (!preset.empty()) return InspectPreset(preset);
+  if (path.empty()) {
+    std::fprintf(stderr, "rewind inspect: give a MODEL file or --preset NAME\n");
+    return 2;
   }
   auto loaded = model::Model::Load(path);
   if (!loaded.ok()) {

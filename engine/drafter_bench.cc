@@ -1,5 +1,6 @@
 // Prints the cost of one drafted token (MTP head, draft model) against one target decode step.
-// usage: drafter_bench [model.gguf [draft.gguf [n_threads [context]]]]  (defaults: the tiny fixture, itself, 1, 64)
+// usage: drafter_bench [model.gguf [draft.gguf [n_threads [context]]]]  (defaults, also for "": the tiny
+// fixture, the model itself, 1, 64)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -22,9 +23,10 @@ int Fail(const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string path = argc > 1 ? argv[1] : std::string(REWIND_SOURCE_DIR) +
-                                                    "/tests/data/golden/models/tiny-qwen35-f32.gguf";
-  const std::string draft_path = argc > 2 ? argv[2] : path;
+  auto arg = [&](int i) { return argc > i && argv[i][0] != '\0' ? std::string(argv[i]) : std::string(); };
+  std::string path = arg(1);
+  if (path.empty()) path = std::string(REWIND_SOURCE_DIR) + "/tests/data/golden/models/tiny-qwen35-f32.gguf";
+  const std::string draft_path = arg(2).empty() ? path : arg(2);
   const int32_t threads = argc > 3 ? std::atoi(argv[3]) : 1;
   const int32_t n_ctx = argc > 4 ? std::atoi(argv[4]) : 64;
   const int32_t n_draft = 4, rounds = 20;
@@ -48,7 +50,8 @@ int main(int argc, char** argv) {
   model::BatchSeq b;
   b.pages = kv.pages();
   b.tokens = ctx;
-  if (!m.Forward(std::span<const model::BatchSeq>(&b, 1), kv.kv(), **states, &out, fo).ok()) return Fail("prefill");
+  if (!m.Forward(std::span<const model::BatchSeq>(&b, 1), kv.kv(), **states, &out, fo).ok())
+    return Fail("prefill");
   const std::vector<float> hidden = out.hidden_all;
   b.state_in = 0;
   double t0 = NowSeconds();
@@ -56,7 +59,8 @@ int main(int argc, char** argv) {
     const int32_t tok = engine::internal::ArgMax(out.Row(0));
     b.pos0 = n_ctx + r;
     b.tokens = std::span<const int32_t>(&tok, 1);
-    if (!m.Forward(std::span<const model::BatchSeq>(&b, 1), kv.kv(), **states, &out, fo).ok()) return Fail("decode");
+    if (!m.Forward(std::span<const model::BatchSeq>(&b, 1), kv.kv(), **states, &out, fo).ok())
+      return Fail("decode");
   }
   const double t_decode = (NowSeconds() - t0) / rounds;
   std::printf("model %s, %d threads, context %d\n", path.c_str(), threads, n_ctx);
@@ -76,8 +80,9 @@ int main(int argc, char** argv) {
     // Observe of a verify batch [pending, d1..d4] (KV rows only).
     t0 = NowSeconds();
     for (int32_t r = 0; r < rounds; ++r) {
-      (*mtp)->Observe(0, n_ctx, std::span<const int32_t>(dctx).subspan(n_ctx - 4, n_draft + 1),
-                      std::span<const float>(hidden).subspan(0, static_cast<size_t>(n_draft + 1) * m.config().n_embd));
+      (*mtp)->Observe(
+          0, n_ctx, std::span<const int32_t>(dctx).subspan(n_ctx - 4, n_draft + 1),
+          std::span<const float>(hidden).subspan(0, static_cast<size_t>(n_draft + 1) * m.config().n_embd));
       (*mtp)->Rollback(0, n_ctx);
     }
     std::printf("MTP observe of 5 rows:    %8.3f ms\n", 1e3 * (NowSeconds() - t0) / rounds);

@@ -1,5 +1,6 @@
-// Internal to the model-based drafters: a private, growable attention KV of one sequence. Pages are the identity
-// map (position p lives in page p / page_size); growing doubles the page count and copies the old pages.
+// Internal to the model-based drafters: a private, growable attention KV of one sequence. Pages are the
+// identity map (position p lives in page p / page_size); growing doubles the page count and copies the old
+// pages.
 #pragma once
 
 #include <algorithm>
@@ -24,9 +25,11 @@ class GrowableKv {
   Status Reserve(int64_t n_positions) {
     const int64_t need = (n_positions + shape_.page_size - 1) / shape_.page_size;
     if (kv_ != nullptr && need <= kv_->n_pages()) return Status::Ok();
-    if (need > (1 << 24)) return Error::OutOfRange("drafter KV: " + std::to_string(n_positions) + " positions");
+    if (need > (1 << 24))
+      return Error::OutOfRange("drafter KV: " + std::to_string(n_positions) + " positions");
     model::KvStorageConfig c = shape_;
-    c.n_pages = static_cast<int32_t>(std::max<int64_t>(need, kv_ == nullptr ? 4 : 2 * int64_t{kv_->n_pages()}));
+    c.n_pages =
+        static_cast<int32_t>(std::max<int64_t>(need, kv_ == nullptr ? 4 : 2 * int64_t{kv_->n_pages()}));
     REWIND_ASSIGN_OR_RETURN(std::unique_ptr<model::KvStorage> grown, model::KvStorage::Create(c));
     if (kv_ != nullptr) {
       const size_t page_bytes = static_cast<size_t>(c.page_size) * c.row_width * grown->elem_bytes();

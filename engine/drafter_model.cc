@@ -1,13 +1,13 @@
-// Draft-model drafter: a second, smaller GGUF with the target's vocabulary drafts greedily with its own hybrid
-// memory per sequence (a private growable KV and two recurrent-state slots).
+// Draft-model drafter: a second, smaller GGUF with the target's vocabulary drafts greedily with its own
+// hybrid memory per sequence (a private growable KV and two recurrent-state slots).
 //
 // Exact rollback without re-evaluation and without per-token state copies (the replay log, model/forward.h):
 // the state at `base_pos` stays in slot `base`; the draft tokens of a round run in slot `cur` with the replay
 // log recorded; Rollback(n) rebuilds the state at n from `base` and the first n - base_pos logged tokens
-// (bit-identical to having evaluated only those). Everything evaluated before a Draft call is committed when it
-// starts (`base` and `cur` swap, the log is dropped): Draft first rolls back to the longest evaluated prefix of
-// its context. Tokens not evaluated yet (the prompt, the accepted last draft, the target's own token) are
-// evaluated in one logged batch (long prompts: committed chunks without a log first).
+// (bit-identical to having evaluated only those). Everything evaluated before a Draft call is committed when
+// it starts (`base` and `cur` swap, the log is dropped): Draft first rolls back to the longest evaluated
+// prefix of its context. Tokens not evaluated yet (the prompt, the accepted last draft, the target's own
+// token) are evaluated in one logged batch (long prompts: committed chunks without a log first).
 #include <algorithm>
 #include <map>
 #include <string>
@@ -93,7 +93,8 @@ class ModelDrafter final : public Drafter {
       LOG_WARN("draft-model drafter: %s", states.error().ToString().c_str());
       return nullptr;
     }
-    return &seqs_.emplace(key, Seq(draft_->MakeKvConfig(0, kPageSize), std::move(states).value())).first->second;
+    return &seqs_.emplace(key, Seq(draft_->MakeKvConfig(0, kPageSize), std::move(states).value()))
+                .first->second;
   }
 
   std::vector<int32_t> Reset(int32_t key, std::vector<int32_t>& partial) {
@@ -107,8 +108,8 @@ class ModelDrafter final : public Drafter {
     return s.base_pos == 0 ? -1 : s.base;
   }
 
-  // Evaluates tokens at n_eval; the next-token logits of the last one land in out_. Committed evaluation runs in
-  // place in `base` (requires no pending log); speculative evaluation runs in `cur` and extends the log.
+  // Evaluates tokens at n_eval; the next-token logits of the last one land in out_. Committed evaluation runs
+  // in place in `base` (requires no pending log); speculative evaluation runs in `cur` and extends the log.
   bool Eval(Seq& s, std::span<const int32_t> tokens, bool speculative) {
     model::BatchSeq b;
     b.pages = s.kv.pages();
@@ -119,7 +120,8 @@ class ModelDrafter final : public Drafter {
     model::ForwardOptions opt;
     opt.replay = speculative ? &replay_ : nullptr;
     Status st = s.kv.Reserve(int64_t{s.n_eval} + static_cast<int64_t>(tokens.size()));
-    if (st.ok()) st = draft_->Forward(std::span<const model::BatchSeq>(&b, 1), s.kv.kv(), *s.states, &out_, opt);
+    if (st.ok())
+      st = draft_->Forward(std::span<const model::BatchSeq>(&b, 1), s.kv.kv(), *s.states, &out_, opt);
     if (!st.ok()) {
       LOG_WARN("draft-model drafter: %s", st.error().ToString().c_str());
       return false;
@@ -144,8 +146,8 @@ class ModelDrafter final : public Drafter {
     s.log = {};
   }
 
-  // Keeps tokens [0, n): replays the log from the base when n is inside the speculative part; forgets everything
-  // when n is before the base (then the context is re-evaluated from the start on the next Draft).
+  // Keeps tokens [0, n): replays the log from the base when n is inside the speculative part; forgets
+  // everything when n is before the base (then the context is re-evaluated from the start on the next Draft).
   bool RollbackTo(Seq& s, int32_t n) {
     if (n >= s.n_eval) return true;
     if (n < s.base_pos) {

@@ -1,11 +1,11 @@
 // MTP drafter: the target's own NextN head (model/mtp.h, spec model-qwen35.md 8.2) drafts greedily.
 //
-// Per sequence it keeps the MTP block's attention KV (positions of the trunk) and a window of the trunk's final
-// normed hidden rows. Pairing: the MTP row at position p consumes (token x_p, trunk hN at p-1; zeros at p = 0).
-// Observe writes the MTP KV rows of every target batch with those pairs (so rows the drafter wrote while drafting
-// are overwritten by the trunk-paired ones); Draft feeds (pending token, hN of the last evaluated position), then
-// each drafted token with the head's own hn; its KV rows past the observed prefix are provisional and are
-// overwritten by the next Observe. Rollback only moves the end of the valid prefix.
+// Per sequence it keeps the MTP block's attention KV (positions of the trunk) and a window of the trunk's
+// final normed hidden rows. Pairing: the MTP row at position p consumes (token x_p, trunk hN at p-1; zeros at
+// p = 0). Observe writes the MTP KV rows of every target batch with those pairs (so rows the drafter wrote
+// while drafting are overwritten by the trunk-paired ones); Draft feeds (pending token, hN of the last
+// evaluated position), then each drafted token with the head's own hn; its KV rows past the observed prefix
+// are provisional and are overwritten by the next Observe. Rollback only moves the end of the valid prefix.
 #include <algorithm>
 #include <map>
 #include <string>
@@ -33,7 +33,8 @@ class MtpDrafter final : public Drafter {
     s.tokens.assign(prompt.begin(), prompt.end());
   }
 
-  void Observe(int32_t key, int32_t pos0, std::span<const int32_t> tokens, std::span<const float> hidden) override {
+  void Observe(int32_t key, int32_t pos0, std::span<const int32_t> tokens,
+               std::span<const float> hidden) override {
     if (tokens.empty()) return;
     const int32_t n = static_cast<int32_t>(tokens.size());
     std::vector<float> zeros;
@@ -70,9 +71,9 @@ class MtpDrafter final : public Drafter {
     Seq& s = Get(key);
     const int32_t pos = static_cast<int32_t>(context.size()) - 1;  // position of the pending token
     s.tokens.assign(context.begin(), context.end());
-    if (s.n_valid > pos) s.n_valid = pos;                      // Rollback was not called: same effect
+    if (s.n_valid > pos) s.n_valid = pos;                        // Rollback was not called: same effect
     if (s.n_valid < pos && !Fill(s, s.n_valid, pos)) return {};  // positions the target never showed us
-    std::vector<float> hin(E_);  // [E]
+    std::vector<float> hin(E_);                                  // [E]
     HiddenAt(s, pos - 1, hin.data());
     std::vector<int32_t> out;
     model::MtpOutput o;
@@ -101,7 +102,7 @@ class MtpDrafter final : public Drafter {
   static constexpr int32_t kFillChunk = 512;
   struct Seq {
     explicit Seq(const model::KvStorageConfig& shape) : kv(shape) {}
-    internal::GrowableKv kv;      // MTP attention KV: rows [0, n_valid) are trunk-paired
+    internal::GrowableKv kv;  // MTP attention KV: rows [0, n_valid) are trunk-paired
     int32_t n_valid = 0;
     std::vector<int32_t> tokens;  // [positions] tokens seen (prompt, observed, context)
     int32_t hid_pos0 = 0;         // trunk hN rows of positions [hid_pos0, hid_pos0 + hid.size() / E)

@@ -1,6 +1,9 @@
 // The model-based drafters (MTP head and draft model) on the tiny fixture model.
+#include "engine/drafter.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -8,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/drafter.h"
 #include "engine/drafter_kv.h"
 #include "model/forward.h"
 #include "model/mtp.h"
@@ -109,8 +111,9 @@ TEST(MtpHead, LogitsAreDeterministicAndBatchInvariant) {
     int32_t p = 0;
     for (int32_t n : splits) {
       model::MtpOutput o;
-      model::MtpRows r{kv.pages(), p, std::span<const int32_t>(toks).subspan(p, n),
-                       std::span<const float>(hin).subspan(static_cast<size_t>(p) * E, static_cast<size_t>(n) * E)};
+      model::MtpRows r{
+          kv.pages(), p, std::span<const int32_t>(toks).subspan(p, n),
+          std::span<const float>(hin).subspan(static_cast<size_t>(p) * E, static_cast<size_t>(n) * E)};
       EXPECT_TRUE((*head)->Forward(r, kv.kv(), model::MtpOutputs::kAllRows, &o, &pool).ok());
       logits.insert(logits.end(), o.logits.begin(), o.logits.end());
       hn.insert(hn.end(), o.hn.begin(), o.hn.end());
@@ -136,6 +139,91 @@ TEST(MtpHead, LogitsAreDeterministicAndBatchInvariant) {
                         std::span<const float>(run.logits).subspan(0, run.V)));
 }
 
+// Scalar double-precision twin of spec 8.1 for one row at position 0, where attention over the single key
+// returns its V row: checks the wiring (e before hh in eh_proj, which norms, the residuals, the head).
+namespace ref {
+using Vec = std::vector<double>;
+Vec Norm(const Vec& x, const float* w, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  const double sc = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
+  Vec o(x.size());
+  for (size_t i = 0; i < x.size(); ++i) o[i] = x[i] * sc * w[i];
+  return o;
+}
+Vec Mul(const kernels::Matrix& m, const Vec& x) {  // F32 matrices only (the tiny f32 fixture)
+  Vec y(m.n_rows);
+  for (int64_t r = 0; r < m.n_rows; ++r) {
+    const float* row = reinterpret_cast<const float*>(m.data + r * m.row_bytes);
+    double acc = 0;
+    for (int64_t c = 0; c < m.n_cols; ++c) acc += static_cast<double>(row[c]) * x[c];
+    y[r] = acc;
+  }
+  return y;
+}
+double Sig(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+}  // namespace ref
+
+TEST(MtpHead, FirstRowMatchesAScalarTwinOfTheSpecGraph) {
+  auto target = LoadTiny();
+  ASSERT_NE(target, nullptr);
+  auto head = model::MtpHead::Create(*target);
+  ASSERT_TRUE(head.ok());
+  const model::ModelConfig& c = target->config();
+  const model::MtpWeights& w = (*head)->weights();
+  const int32_t E = c.n_embd, D = c.head_dim, Hq = c.n_head, Hkv = c.n_head_kv;
+  ASSERT_EQ(w.embed.type, gguf::TensorType::kF32);
+  const int32_t tok = 1234;
+  std::vector<float> hin(E);
+  for (int32_t i = 0; i < E; ++i) hin[i] = std::cos(0.37f * static_cast<float>(i)) * 2.0f;
+
+  ref::Vec emb(E), h(hin.begin(), hin.end());
+  const float* er = reinterpret_cast<const float*>(w.embed.data + tok * w.embed.row_bytes);
+  for (int32_t i = 0; i < E; ++i) emb[i] = er[i];
+  ref::Vec e = ref::Norm(emb, w.enorm, c.eps), hh = ref::Norm(h, w.hnorm, c.eps);
+  ref::Vec cat = e;
+  cat.insert(cat.end(), hh.begin(), hh.end());
+  ref::Vec u = ref::Mul(w.eh_proj, cat);
+  ref::Vec t = ref::Norm(u, w.block.attn_norm, c.eps);
+  const ref::Vec qg = ref::Mul(w.block.attn.q, t), v = ref::Mul(w.block.attn.v, t);
+  ref::Vec att(static_cast<size_t>(Hq) * D);
+  for (int32_t hd = 0; hd < Hq; ++hd)
+    for (int32_t d = 0; d < D; ++d)
+      att[hd * D + d] = v[(hd / (Hq / Hkv)) * D + d] * ref::Sig(qg[hd * 2 * D + D + d]);
+  const ref::Vec o = ref::Mul(w.block.attn.out, att);
+  for (int32_t i = 0; i < E; ++i) u[i] += o[i];
+  t = ref::Norm(u, w.block.post_norm, c.eps);
+  ref::Vec g = ref::Mul(w.block.ffn.gate, t);
+  const ref::Vec up = ref::Mul(w.block.ffn.up, t);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] * ref::Sig(g[i]) * up[i];
+  const ref::Vec f = ref::Mul(w.block.ffn.down, g);
+  for (int32_t i = 0; i < E; ++i) u[i] += f[i];
+  const ref::Vec hn = ref::Norm(u, w.head_norm, c.eps);
+  const ref::Vec logits = ref::Mul(w.head, hn);
+
+  internal::GrowableKv kv((*head)->MakeKvConfig(0, 4, model::KvType::kF32));
+  ASSERT_TRUE(kv.Reserve(1).ok());
+  model::MtpOutput out;
+  model::MtpRows rows{kv.pages(), 0, std::span<const int32_t>(&tok, 1), hin};
+  ASSERT_TRUE((*head)->Forward(rows, kv.kv(), model::MtpOutputs::kLastRow, &out, nullptr).ok());
+  ASSERT_EQ(out.logits.size(), logits.size());
+  double max_diff = 0, max_abs = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(out.logits[i] - logits[i]));
+    max_abs = std::max(max_abs, std::abs(logits[i]));
+  }
+  for (int32_t i = 0; i < E; ++i) EXPECT_NEAR(out.hn[i], hn[i], 1e-4 * (1 + std::abs(hn[i])));
+  std::printf("MTP row vs scalar twin: max |logit diff| %.3g (max |logit| %.3g)\n", max_diff, max_abs);
+  EXPECT_LT(max_diff, 1e-4 * (1 + max_abs));
+  // The twin with e and hh swapped is far off: the check can tell the wiring apart.
+  ref::Vec swapped = hh;
+  swapped.insert(swapped.end(), e.begin(), e.end());
+  const ref::Vec u2 = ref::Mul(w.eh_proj, swapped);
+  double d2 = 0;
+  for (int32_t i = 0; i < E; ++i) d2 = std::max(d2, std::abs(u2[i] - ref::Mul(w.eh_proj, cat)[i]));
+  EXPECT_GT(d2, 1e-2);
+}
+
 TEST(MtpHead, KvOnlyRowsMatchFullRows) {
   auto target = LoadTiny();
   ASSERT_NE(target, nullptr);
@@ -150,10 +238,12 @@ TEST(MtpHead, KvOnlyRowsMatchFullRows) {
   ASSERT_TRUE(a.Reserve(N).ok() && b.Reserve(N).ok());
   model::MtpOutput oa, ob;
   // a: 9 rows KV only, then the last row; b: all rows with outputs. Same last row.
-  model::MtpRows head9{a.pages(), 0, std::span<const int32_t>(toks).first(9), std::span<const float>(hin).first(9 * E)};
+  model::MtpRows head9{a.pages(), 0, std::span<const int32_t>(toks).first(9),
+                       std::span<const float>(hin).first(9 * E)};
   ASSERT_TRUE((*head)->Forward(head9, a.kv(), model::MtpOutputs::kKvOnly, &oa, &pool).ok());
   EXPECT_TRUE(oa.logits.empty());
-  model::MtpRows last{a.pages(), 9, std::span<const int32_t>(toks).subspan(9), std::span<const float>(hin).subspan(9 * E)};
+  model::MtpRows last{a.pages(), 9, std::span<const int32_t>(toks).subspan(9),
+                      std::span<const float>(hin).subspan(9 * E)};
   ASSERT_TRUE((*head)->Forward(last, a.kv(), model::MtpOutputs::kLastRow, &oa, &pool).ok());
   model::MtpRows all{b.pages(), 0, toks, hin};
   ASSERT_TRUE((*head)->Forward(all, b.kv(), model::MtpOutputs::kLastRow, &ob, &pool).ok());

@@ -1,4 +1,4 @@
-// Exactness of the whole memory system on the tiny model (I1-I3): random scripts of operations on several
+// Exactness of the whole memory system on the tiny models (I1-I3; dense qwen35 and the MoE qwen35moe / qwen3next): random scripts of operations on several
 // sequences through HybridCache (prefill in random chunks, batched decode, rollback by random distances,
 // branches through the prefix tree, checkpoints, restores, replays, evictions under a small budget, slot files
 // saved and loaded, 1 or 2 threads), comparing EVERY returned logit bit for bit with a straight one-batch prefill
@@ -8,9 +8,11 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <unordered_map>
 
+#include "base/check.h"
 #include "base/file.h"
 #include "base/hash.h"
 #include "engine/hybrid_cache.h"
@@ -27,14 +29,21 @@ namespace {
 
 using memory::SeqId;
 
-const std::string kModelPath = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-f32.gguf";
+// The llama.cpp fixture models, loaded once each; null (with a test failure) when one cannot be loaded.
+model::Model* LoadFixture(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<model::Model>> models;
+  auto it = models.find(name);
+  if (it == models.end()) {
+    auto r = model::Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/" + name + "-f32.gguf");
+    EXPECT_TRUE(r.ok()) << name << ": " << r.error().ToString();
+    it = models.emplace(name, r.ok() ? std::move(r).value() : nullptr).first;
+  }
+  return it->second.get();
+}
 
 model::Model& TinyModel() {
-  static std::unique_ptr<model::Model> m = [] {
-    auto r = model::Model::Load(kModelPath);
-    EXPECT_TRUE(r.ok()) << r.error().ToString();
-    return r.ok() ? std::move(r).value() : nullptr;
-  }();
+  model::Model* m = LoadFixture("tiny-qwen35");
+  REWIND_CHECK(m != nullptr);
   return *m;
 }
 
@@ -96,8 +105,7 @@ class Script {
  public:
   static constexpr int32_t kMaxLen = 96;
 
-  Script(uint64_t seed, Totals* totals) : rng_(seed), totals_(totals) {
-    model::Model& m = TinyModel();
+  Script(model::Model& m, uint64_t seed, Totals* totals) : m_(m), rng_(seed), totals_(totals) {
     m.SetThreads(1 + R(2));
     cfg_.page_tokens = std::vector<int32_t>{4, 8, 16}[R(3)];
     cfg_.kv_type = R(2) ? model::KvType::kF16 : model::KvType::kF32;
@@ -271,7 +279,7 @@ class Script {
       } else if (op == 8) {
         Release();
       } else {
-        TinyModel().SetThreads(1 + R(2));
+        m_.SetThreads(1 + R(2));
         Step();
       }
     }
@@ -296,6 +304,7 @@ class Script {
   }
 
  private:
+  model::Model& m_;
   std::mt19937_64 rng_;
   Totals* totals_;
   HybridCacheConfig cfg_;
@@ -306,24 +315,26 @@ class Script {
   std::vector<std::vector<int32_t>> known_;
 };
 
-TEST(Exact, RandomScriptsMatchAStraightPrefillBitForBit) {
-  ASSERT_NE(&TinyModel(), nullptr);
+// Runs `n` scripts with seeds base, base + 1, ... (base: REWIND_EXACT_SEED or `default_base`) on the fixture
+// model `name`, prints the totals and checks that the scripts reached every storage path.
+void RunScripts(const std::string& name, int n, uint64_t default_base) {
+  model::Model* m = LoadFixture(name);
+  ASSERT_NE(m, nullptr);
   Totals totals;
-  const int kScripts = 200;
-  uint64_t base = 7000;
+  uint64_t base = default_base;
   if (const char* s = std::getenv("REWIND_EXACT_SEED")) base = std::strtoull(s, nullptr, 10);
-  for (int i = 0; i < kScripts; ++i) {
+  for (int i = 0; i < n; ++i) {
     const uint64_t seed = base + static_cast<uint64_t>(i);
     {
-      Script script(seed, &totals);
+      Script script(*m, seed, &totals);
       script.Run(24);
     }
     ++totals.scripts;
-    ASSERT_FALSE(::testing::Test::HasFailure()) << "failing script: seed " << seed
+    ASSERT_FALSE(::testing::Test::HasFailure()) << name << ": failing script: seed " << seed
                                                 << " (rerun with REWIND_EXACT_SEED=" << seed << ")";
   }
-  std::printf("exact: %lld scripts, %lld checked operations, %lld logit rows compared bitwise, %lld reference prefills\n",
-              static_cast<long long>(totals.scripts), static_cast<long long>(totals.ops),
+  std::printf("exact %s: %lld scripts, %lld checked operations, %lld logit rows compared bitwise, %lld reference prefills\n",
+              name.c_str(), static_cast<long long>(totals.scripts), static_cast<long long>(totals.ops),
               static_cast<long long>(totals.compared_rows), static_cast<long long>(totals.prefills));
   for (const auto& [k, v] : totals.sources) std::printf("  %s: %lld\n", k.c_str(), static_cast<long long>(v));
   std::printf("  storage: %lld checkpoints saved, %lld restores, %lld replays, %lld page copies, %lld evictions\n",
@@ -335,6 +346,12 @@ TEST(Exact, RandomScriptsMatchAStraightPrefillBitForBit) {
   EXPECT_GT(totals.restores, 0);
   EXPECT_GT(totals.page_copies, 0);
 }
+
+TEST(Exact, RandomScriptsMatchAStraightPrefillBitForBit) { RunScripts("tiny-qwen35", 200, 7000); }
+
+// The same on the MoE architectures: expert routing must not depend on how tokens are batched or replayed.
+TEST(Exact, RandomScriptsOnQwen35MoeMatchAStraightPrefillBitForBit) { RunScripts("tiny-qwen35moe", 50, 17000); }
+TEST(Exact, RandomScriptsOnQwen3NextMatchAStraightPrefillBitForBit) { RunScripts("tiny-qwen3next", 50, 27000); }
 
 HybridCacheConfig SmallConfig(const std::string& dir = "") {
   HybridCacheConfig c;

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "gguf/quants.h"
+#include "kernels/matmul.h"
+#include "kernels/thread_pool.h"
 #include "kernels/vec_dot.h"
 
 namespace rw::kernels {
@@ -74,6 +76,28 @@ TEST(Gemm, FloatTailElementsMatchSingleVecDot) {
         const float s = VecDot(t, n, w.data() + r * rb, a.data() + tok * rb);
         ASSERT_EQ(std::memcmp(&y[tok * R + r], &s, 4), 0) << gguf::TypeName(t);
       }
+  }
+}
+
+TEST(Gemm, MatMulGivesTheSameBitsForEveryBatchSizeAndThreadCount) {
+  const int64_t K = 512, R = 23, T = 64;
+  for (TT t : {TT::kQ8_0, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K, TT::kF16, TT::kBF16}) {
+    std::mt19937 rng(static_cast<uint32_t>(t) + 100);
+    const auto w = Rows(t, R, K, rng, 1.0f, false);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> x(T * K);
+    for (auto& v : x) v = dist(rng);
+    const Matrix m{t, w.data(), K, R, gguf::RowBytes(t, K)};
+    std::vector<float> single(T * R);
+    for (int64_t tok = 0; tok < T; ++tok) MatMul(m, x.data() + tok * K, 1, single.data() + tok * R, nullptr);
+    ThreadPool pools[3] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+    for (int64_t bs = 1; bs <= T; ++bs) {
+      const int64_t t0 = rng() % (T - bs + 1);
+      std::vector<float> y(bs * R);
+      MatMul(m, x.data() + t0 * K, bs, y.data(), &pools[bs % 3]);
+      ASSERT_EQ(std::memcmp(y.data(), single.data() + t0 * R, y.size() * 4), 0)
+          << gguf::TypeName(t) << " batch " << bs << " threads " << bs % 3 + 1;
+    }
   }
 }
 

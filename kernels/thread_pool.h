@@ -32,8 +32,8 @@ class ThreadPool {
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  // Workers and the caller spin briefly (kSpin pauses) on the atomics before sleeping on the condition
-  // variables: a decode step runs hundreds of small ParallelFor calls, too short for a futex round trip each.
+  // Workers and the caller may spin (kSpin pauses, thread_pool.cc) on the atomics before sleeping on the
+  // condition variables; a decode step runs hundreds of small ParallelFor calls.
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
   std::atomic<uint64_t> generation_{0};

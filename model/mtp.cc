@@ -30,8 +30,8 @@ class MtpBinder {
     if (!same) {
       std::string w = "{";
       for (int k = 0; k < i; ++k) w += (k ? ", " : "") + std::to_string(want[k]);
-      return Error::InvalidArgument("MTP tensor '" + name + "' has shape " + t->ShapeString() + ", expected " + w +
-                                    "}");
+      return Error::InvalidArgument("MTP tensor '" + name + "' has shape " + t->ShapeString() +
+                                    ", expected " + w + "}");
     }
     return t;
   }
@@ -67,7 +67,8 @@ class MtpBinder {
 
 Expected<MtpWeights> BindMtpWeights(const gguf::File& file, const ModelConfig& c, const Weights& trunk) {
   if (c.n_nextn < 1)
-    return Error::Unsupported("the model has no MTP/NextN head (" + c.arch_name + ".nextn_predict_layers is 0)");
+    return Error::Unsupported("the model has no MTP/NextN head (" + c.arch_name +
+                              ".nextn_predict_layers is 0)");
   MtpBinder b(file, c.n_layer);
   MtpWeights w;
   const int64_t E = c.n_embd, V = c.n_vocab, D = c.head_dim, Hq = c.n_head, Hkv = c.n_head_kv;
@@ -155,8 +156,8 @@ Status MtpHead::Forward(const MtpRows& rows, KvStorage& kv, MtpOutputs outputs, 
   const int32_t N = static_cast<int32_t>(rows.tokens.size());
   if (rows.pos0 < 0) return Error::InvalidArgument("MTP: negative start position");
   if (rows.hidden.size() != static_cast<size_t>(N) * E)
-    return Error::InvalidArgument("MTP: hidden has " + std::to_string(rows.hidden.size()) + " floats, expected " +
-                                  std::to_string(static_cast<int64_t>(N) * E));
+    return Error::InvalidArgument("MTP: hidden has " + std::to_string(rows.hidden.size()) +
+                                  " floats, expected " + std::to_string(static_cast<int64_t>(N) * E));
   for (int32_t tok : rows.tokens)
     if (tok < 0 || tok >= V)
       return Error::InvalidArgument("MTP: token id " + std::to_string(tok) + " out of range [0, " +
@@ -165,8 +166,8 @@ Status MtpHead::Forward(const MtpRows& rows, KvStorage& kv, MtpOutputs outputs, 
     return Error::InvalidArgument("MTP: KV storage is not shaped for the MTP head");
   const int64_t need = (static_cast<int64_t>(rows.pos0) + N + kv.page_size() - 1) / kv.page_size();
   if (static_cast<int64_t>(rows.pages.size()) < need)
-    return Error::InvalidArgument("MTP: page table covers " + std::to_string(rows.pages.size()) + " pages, need " +
-                                  std::to_string(need));
+    return Error::InvalidArgument("MTP: page table covers " + std::to_string(rows.pages.size()) +
+                                  " pages, need " + std::to_string(need));
   for (int64_t p = 0; p < need; ++p)
     if (rows.pages[p] < 0 || rows.pages[p] >= kv.n_pages())
       return Error::InvalidArgument("MTP: page id " + std::to_string(rows.pages[p]) + " out of range");
@@ -187,7 +188,8 @@ Status MtpHead::Forward(const MtpRows& rows, KvStorage& kv, MtpOutputs outputs, 
 
   auto norm_rows = [&](const float* weight) {
     kernels::ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) kernels::RmsNorm(u.data() + i * E, weight, E, c.eps, t.data() + i * E);
+      for (int64_t i = i0; i < i1; ++i)
+        kernels::RmsNorm(u.data() + i * E, weight, E, c.eps, t.data() + i * E);
     });
   };
   const internal::SeqRun run{0, N, rows.pos0, 0, rows.pages};

@@ -64,6 +64,47 @@ ModelConfig Tiny() {
   return c;
 }
 
+// Qwen3.5-MoE / Qwen3-Next family (qwen35moe / qwen3next): E 2048, attention 16 q / 2 kv heads of 256 with 64
+// rotary dims, GDN 16 key / 32 value heads of 128, expert and shared-expert width 512 (docs/make-model.md).
+ModelConfig Moe(const char* preset, const char* arch, int64_t layers, int64_t experts, int64_t used) {
+  ModelConfig c = Qwen35(preset, layers, 2048, 16, 2, 16, 32, 5120, false);
+  c.arch = arch;
+  if (c.arch == "qwen3next") c.rope_sections = {0, 0, 0, 0};
+  c.n_expert = experts;
+  c.n_expert_used = used;
+  c.n_ff_exp = 512;
+  c.n_ff_shexp = 512;
+  return c;
+}
+
+// Exactly the tiny-qwen35moe / tiny-qwen3next fixtures (README section 2.2): E 128, heads of 32 with 8 rotary
+// dims, GDN heads of 32, 8 experts top-2 of width 32, shared expert 64.
+ModelConfig TinyMoe(const char* preset, const char* arch) {
+  ModelConfig c = Tiny();
+  c.preset = preset;
+  c.arch = arch;
+  c.name = std::string("tiny-") + arch;
+  c.n_embd = 128;
+  c.head_dim = 32;
+  c.n_rot = 8;
+  c.ssm_state = 32;
+  c.n_expert = 8;
+  c.n_expert_used = 2;
+  c.n_ff_exp = 32;
+  c.n_ff_shexp = 64;
+  if (c.arch == "qwen35moe") {
+    c.rope_sections = {2, 1, 1, 0};
+    c.tied = false;
+    c.write_recurrent_layers = false;
+    c.default_seed = 3502;
+  } else {
+    c.rope_sections = {0, 0, 0, 0};
+    c.tied = true;
+    c.default_seed = 3503;
+  }
+  return c;
+}
+
 std::vector<Preset> MakePresets() {
   std::vector<Preset> p;
   p.push_back({"tiny", "the tiny-qwen35 test fixture shape (E 256, 8+1 layers, ~5M params + vocab)", Tiny()});
@@ -77,7 +118,14 @@ std::vector<Preset> MakePresets() {
                Qwen35("qwen3.5-9b", 32, 4096, 16, 4, 16, 32, 12288, false)});
   p.push_back({"qwen3.6-27b", "Qwen3.6-27B shape (E 5120, 64 layers, untied)",
                Qwen35("qwen3.6-27b", 64, 5120, 24, 4, 16, 48, 17408, false)});
-  // MoE presets (qwen35moe / qwen3next) go here once their ArchSpec exists (tensor_plan.cc).
+  p.push_back({"tiny-moe", "the tiny-qwen35moe test fixture shape (qwen35moe, E 128, 8 experts top-2, untied)",
+               TinyMoe("tiny-moe", "qwen35moe")});
+  p.push_back({"tiny-next", "the tiny-qwen3next test fixture shape (qwen3next, E 128, 8 experts top-2, tied)",
+               TinyMoe("tiny-next", "qwen3next")});
+  p.push_back({"qwen3.6-35b-a3b", "Qwen3.6-35B-A3B shape (qwen35moe, E 2048, 40 layers, 256 experts top-8)",
+               Moe("qwen3.6-35b-a3b", "qwen35moe", 40, 256, 8)});
+  p.push_back({"qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B shape (qwen3next, E 2048, 48 layers, 512 experts top-10)",
+               Moe("qwen3-next-80b-a3b", "qwen3next", 48, 512, 10)});
   return p;
 }
 
@@ -117,6 +165,9 @@ Status ModelConfig::Validate() const {
   if (n_nextn < 0 || n_nextn > 1) return bad("at most one MTP block is supported");
   if (n_expert > 0 && (n_expert_used <= 0 || n_expert_used > n_expert || n_ff_exp <= 0)) {
     return bad("bad expert configuration");
+  }
+  if ((arch == "qwen35moe" || arch == "qwen3next") && (n_expert <= 0 || n_ff_shexp <= 0)) {
+    return bad(arch + " needs experts and a shared expert");
   }
   return Status::Ok();
 }

@@ -28,6 +28,11 @@ void FillRow(const TensorSpec& t, uint64_t seed, int64_t row, float* dst, int64_
         dst[i] = static_cast<float>(std::log(std::expm1(dt)));  // softplus^-1(dt)
       }
       break;
+    case Init::kSsmBa: {
+      const double std = row % (2 * t.group_rows) < t.group_rows ? t.std : 0.5 * t.std;
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(std * rng.Normal());
+      break;
+    }
     case Init::kSsmA:
       for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(-rng.Uniform(1.0, 16.0));
       break;

@@ -49,12 +49,12 @@ std::vector<std::string> Lines(const std::string& text, bool drop_free_text) {
   return out;
 }
 
-std::string Make(const std::string& type, uint64_t seed = 0, int threads = 2) {
+std::string Make(const std::string& type, uint64_t seed = 0, int threads = 2, const std::string& preset = "tiny") {
   auto vocab = OpenOrDie(kVocab);
   const std::string path =
-      TempPath(type + "_" + std::to_string(seed) + "_" + std::to_string(threads) + ".gguf");
+      TempPath(preset + "_" + type + "_" + std::to_string(seed) + "_" + std::to_string(threads) + ".gguf");
   MakeModelOptions opt;
-  opt.preset = "tiny";
+  opt.preset = preset;
   opt.file_type = type;
   opt.seed = seed;
   opt.threads = threads;
@@ -81,6 +81,34 @@ TEST_P(TinyLayout, MatchesTheLlamaCppMadeFixture) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, TinyLayout, ::testing::Values("f32", "q8_0", "q4_k_m"));
+
+// The MoE presets against the llama.cpp-made fixtures copied for the golden tests: same keys (and values),
+// tensor names, shapes, types and offsets.
+struct MoeCase {
+  const char* preset;
+  const char* fixture;
+};
+class MoeLayout : public ::testing::TestWithParam<MoeCase> {};
+
+TEST_P(MoeLayout, MatchesTheLlamaCppMadeFixture) {
+  const MoeCase mc = GetParam();
+  auto fixture = OpenOrDie(std::string(REWIND_TEST_DATA) + "/golden/models/" + mc.fixture + "-f32.gguf");
+  ASSERT_NE(fixture, nullptr);
+  const std::string path = Make("f32", 0, 2, mc.preset);
+  auto f = OpenOrDie(path);
+  ASSERT_NE(f, nullptr);
+  const auto want = Lines(gguf::DescribeLayout(*fixture), true);
+  const auto got = Lines(gguf::DescribeLayout(*f), true);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) EXPECT_EQ(got[i], want[i]) << "line " << i;
+  std::remove(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, MoeLayout,
+                         ::testing::Values(MoeCase{"tiny-moe", "tiny-qwen35moe"},
+                                           MoeCase{"tiny-next", "tiny-qwen3next"}),
+                         [](const auto& info) { return std::string(info.param.preset == std::string("tiny-moe")
+                                                                       ? "Qwen35Moe" : "Qwen3Next"); });
 
 TEST(MakeModel, TinyHasTheExpectedKeysAndShapes) {
   const std::string path = Make("f32");
@@ -163,6 +191,59 @@ TEST(MakeModel, DrawsWeightsWithTheFixtureScales) {
   std::remove(path.c_str());
 }
 
+TEST(MakeModel, DrawsMoeWeightsWithTheFixtureScales) {
+  const std::string path = Make("f32", 0, 2, "tiny-next");
+  auto f = OpenOrDie(path);
+  ASSERT_NE(f, nullptr);
+  const double e = std::sqrt(128.0);
+  struct Case {
+    const char* name;
+    double std;
+  };
+  const Case cases[] = {
+      {"blk.0.ffn_gate_inp.weight", 2.5 / e},  // router
+      {"blk.0.ffn_gate_exps.weight", 1.0 / e},
+      {"blk.0.ffn_up_exps.weight", 1.0 / e},
+      {"blk.0.ffn_down_exps.weight", 0.5 / std::sqrt(32.0)},
+      {"blk.0.ffn_gate_shexp.weight", 1.0 / e},
+      {"blk.0.ffn_down_shexp.weight", 0.5 / std::sqrt(64.0)},
+      {"blk.3.ffn_gate_inp_shexp.weight", 1.0 / e},
+  };
+  for (const Case& c : cases) {
+    const gguf::TensorInfo* t = f->FindTensor(c.name);
+    ASSERT_NE(t, nullptr) << c.name;
+    auto [mean, std] = Moments(*t);
+    EXPECT_NEAR(mean, 0, 4 * c.std / std::sqrt(static_cast<double>(t->n_elements()))) << c.name;
+    EXPECT_NEAR(std / c.std, 1.0, 0.2) << c.name;
+  }
+  // ssm_ba {E, 2 Hv}: per key head g (Hk = 2, r = 2) rows [beta, beta, alpha, alpha]; alpha rows have half the
+  // scale of the beta rows, like ssm_alpha / ssm_beta.
+  const gguf::TensorInfo* ba = f->FindTensor("blk.0.ssm_ba.weight");
+  ASSERT_NE(ba, nullptr);
+  ASSERT_EQ(ba->ShapeString(), "{128, 8}");
+  const float* w = reinterpret_cast<const float*>(ba->data);
+  double ss[2] = {0, 0};
+  for (int row = 0; row < 8; ++row) {
+    for (int i = 0; i < 128; ++i) ss[row % 4 >= 2] += double(w[row * 128 + i]) * w[row * 128 + i];
+  }
+  EXPECT_NEAR(std::sqrt(ss[0] / 512) * e, 1.0, 0.2);
+  EXPECT_NEAR(std::sqrt(ss[1] / 512) * e, 0.5, 0.1);
+  for (const gguf::TensorInfo& t : f->tensors()) EXPECT_EQ(t.type, gguf::TensorType::kF32) << t.name;
+  std::remove(path.c_str());
+}
+
+TEST(MakeModel, KeepsRoutersInF32AndQuantisesExperts) {
+  const std::string path = Make("q8_0", 0, 2, "tiny-moe");
+  auto f = OpenOrDie(path);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->FindTensor("blk.0.ffn_gate_inp.weight")->type, gguf::TensorType::kF32);
+  EXPECT_EQ(f->FindTensor("blk.0.ffn_gate_inp_shexp.weight")->type, gguf::TensorType::kF32);
+  EXPECT_EQ(f->FindTensor("blk.0.ffn_gate_exps.weight")->type, gguf::TensorType::kQ8_0);
+  EXPECT_EQ(f->FindTensor("blk.0.ffn_down_exps.weight")->type, gguf::TensorType::kQ8_0);
+  EXPECT_EQ(f->FindTensor("blk.0.ssm_beta.weight")->type, gguf::TensorType::kQ8_0);
+  std::remove(path.c_str());
+}
+
 TEST(MakeModel, KeepsNormsAndSmallTensorsInF32AndQuantisesMatrices) {
   const std::string path = Make("bf16");
   auto f = OpenOrDie(path);
@@ -213,6 +294,18 @@ TEST(MakeModel, PlansEveryPresetWithConsistentShapes) {
     }
     EXPECT_EQ(attn, c.n_layer / 4 + c.n_nextn) << p.name;
     EXPECT_EQ(gdn, c.n_layer - c.n_layer / 4) << p.name;
+    int64_t experts = 0, dense = 0, ba = 0;
+    for (const TensorSpec& t : plan->tensors) {
+      experts += t.kind == "ffn_gate_exps";
+      dense += t.kind == "ffn_gate";
+      ba += t.kind == "ssm_ba";
+      if (t.kind == "ffn_down_exps") {
+        EXPECT_EQ(t.ne, (std::vector<int64_t>{c.n_ff_exp, c.n_embd, c.n_expert})) << p.name;
+      }
+    }
+    EXPECT_EQ(experts, c.is_moe() ? c.n_layer_all() : 0) << p.name;
+    EXPECT_EQ(dense, c.is_moe() ? 0 : c.n_layer_all()) << p.name;
+    EXPECT_EQ(ba, c.arch == "qwen3next" ? gdn : 0) << p.name;
     EXPECT_GT(w.FileSize(), 0u);
   }
 }

@@ -1,5 +1,6 @@
-// Architecture specs for generated models. qwen35: llama.cpp v0.5.0 names and shapes
-// (../shared/spec/model-qwen35.md sections 2 and 5), tensor order as in the fixtures.
+// Architecture specs for generated models: qwen35, qwen35moe, qwen3next. llama.cpp v0.5.0 names and shapes
+// (../shared/spec/model-qwen35.md sections 2 and 5), key and tensor order as in the fixtures
+// (../shared/fixtures/llama-ref/README.md sections 2.3, 2.4).
 #include "modelgen/tensor_plan.h"
 
 #include <cmath>
@@ -60,9 +61,17 @@ void Qwen35Metadata(const ModelConfig& c, gguf::Writer* w) {
   w->SetU32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
   w->SetF32(a + "rope.freq_base", c.rope_base);
   w->SetU32(a + "rope.dimension_count", static_cast<uint32_t>(c.n_rot));
-  w->Set(a + "rope.dimension_sections", gguf::MakeI32Array({c.rope_sections[0], c.rope_sections[1],
-                                                            c.rope_sections[2], c.rope_sections[3]}));
+  if (c.has_rope_sections()) {
+    w->Set(a + "rope.dimension_sections", gguf::MakeI32Array({c.rope_sections[0], c.rope_sections[1],
+                                                              c.rope_sections[2], c.rope_sections[3]}));
+  }
   w->SetF32(a + "attention.layer_norm_rms_epsilon", c.eps);
+  if (c.is_moe()) {
+    w->SetU32(a + "expert_count", static_cast<uint32_t>(c.n_expert));
+    w->SetU32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
+    w->SetU32(a + "expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
+    w->SetU32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(c.n_ff_shexp));
+  }
   w->SetU32(a + "ssm.conv_kernel", static_cast<uint32_t>(c.ssm_conv));
   w->SetU32(a + "ssm.state_size", static_cast<uint32_t>(c.ssm_state));
   w->SetU32(a + "ssm.group_count", static_cast<uint32_t>(c.ssm_groups));
@@ -70,7 +79,7 @@ void Qwen35Metadata(const ModelConfig& c, gguf::Writer* w) {
   w->SetU32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_inner()));
   std::vector<bool> recurrent;
   for (int64_t i = 0; i < c.n_layer_all(); ++i) recurrent.push_back(c.IsRecurrent(i));
-  w->Set(a + "attention.recurrent_layers", gguf::MakeBoolArray(recurrent));
+  if (c.write_recurrent_layers) w->Set(a + "attention.recurrent_layers", gguf::MakeBoolArray(recurrent));
   w->SetU32(a + "full_attention_interval", static_cast<uint32_t>(c.full_attention_interval));
   if (c.n_nextn > 0) w->SetU32(a + "nextn_predict_layers", static_cast<uint32_t>(c.n_nextn));
 }
@@ -99,8 +108,13 @@ std::vector<TensorSpec> Qwen35Plan(const ModelConfig& c) {
       p.Add(il, "ssm_conv1d", {c.ssm_conv, C}, Init::kNormal, 0, 0.5, true);
       p.Add(il, "ssm_dt", {Hv}, Init::kDtBias, 0, 0, true, ".bias");
       p.Add(il, "ssm_a", {Hv}, Init::kSsmA, 0, 0, true, "");
-      p.Matrix(il, "ssm_beta", {E, Hv}, InStd(E));
-      p.Matrix(il, "ssm_alpha", {E, Hv}, 0.5 * InStd(E));
+      if (c.arch == "qwen3next") {
+        p.Add(il, "ssm_ba", {E, 2 * Hv}, Init::kSsmBa, 0, InStd(E), false);
+        t.back().group_rows = Hv / c.ssm_groups;
+      } else {
+        p.Matrix(il, "ssm_beta", {E, Hv}, InStd(E));
+        p.Matrix(il, "ssm_alpha", {E, Hv}, 0.5 * InStd(E));
+      }
       p.Gain(il, "ssm_norm", S);
       p.Matrix(il, "ssm_out", {Vd, E}, ResidualStd(Vd));
     } else {
@@ -111,9 +125,21 @@ std::vector<TensorSpec> Qwen35Plan(const ModelConfig& c) {
       p.Gain(il, "attn_q_norm", D);
       p.Gain(il, "attn_k_norm", D);
     }
-    p.Matrix(il, "ffn_gate", {E, F}, InStd(E));
-    p.Matrix(il, "ffn_up", {E, F}, InStd(E));
-    p.Matrix(il, "ffn_down", {F, E}, ResidualStd(F));
+    if (c.is_moe()) {
+      const int64_t X = c.n_expert, Fe = c.n_ff_exp, Fs = c.n_ff_shexp;
+      p.Add(il, "ffn_gate_inp", {E, X}, Init::kNormal, 0, 2.5 / std::sqrt(static_cast<double>(E)), true);
+      p.Matrix(il, "ffn_gate_exps", {E, Fe, X}, InStd(E));
+      p.Matrix(il, "ffn_up_exps", {E, Fe, X}, InStd(E));
+      p.Matrix(il, "ffn_down_exps", {Fe, E, X}, ResidualStd(Fe));
+      p.Add(il, "ffn_gate_inp_shexp", {E}, Init::kNormal, 0, InStd(E), true);
+      p.Matrix(il, "ffn_gate_shexp", {E, Fs}, InStd(E));
+      p.Matrix(il, "ffn_up_shexp", {E, Fs}, InStd(E));
+      p.Matrix(il, "ffn_down_shexp", {Fs, E}, ResidualStd(Fs));
+    } else {
+      p.Matrix(il, "ffn_gate", {E, F}, InStd(E));
+      p.Matrix(il, "ffn_up", {E, F}, InStd(E));
+      p.Matrix(il, "ffn_down", {F, E}, ResidualStd(F));
+    }
     if (il >= c.n_layer) {  // MTP block
       p.Matrix(il, "nextn.eh_proj", {2 * E, E}, InStd(2 * E));
       p.Gain(il, "nextn.enorm", E);
@@ -125,9 +151,11 @@ std::vector<TensorSpec> Qwen35Plan(const ModelConfig& c) {
 }
 
 const ArchSpec kArchs[] = {
+    // One plan for the family: the MoE FFN replaces the dense one when n_expert > 0, and qwen3next has the fused
+    // ssm_ba instead of ssm_beta / ssm_alpha and no rope.dimension_sections.
     {"qwen35", Qwen35Metadata, Qwen35Plan},
-    // {"qwen35moe", ...}, {"qwen3next", ...}: MoE FFN (ffn_gate_inp router std 2.5/sqrt(E), *_exps, *_shexp)
-    // and, for qwen3next, ssm_ba instead of ssm_beta/ssm_alpha.
+    {"qwen35moe", Qwen35Metadata, Qwen35Plan},
+    {"qwen3next", Qwen35Metadata, Qwen35Plan},
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 // What a generated model contains, per architecture: the architecture metadata keys and the ordered tensor
 // list with the initialisation of each tensor (../shared/fixtures/llama-ref/README.md section 2.1). An
-// architecture is one ArchSpec; qwen35 is implemented, MoE architectures plug in the same way.
+// architecture is one ArchSpec: qwen35 (dense), qwen35moe and qwen3next (MoE).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,8 @@ enum class Init {
   kNormal,  // N(mean, std^2)
   kDtBias,  // softplus^-1(dt), dt log-uniform in [1e-3, 1e-1]
   kSsmA,    // -A, A ~ U(1, 16)
+  kSsmBa,   // qwen3next ssm_ba: groups of 2r rows [beta (r) | alpha (r)]; beta rows N(0, std^2), alpha rows
+            // N(0, (std/2)^2) as ssm_beta / ssm_alpha of qwen35
 };
 
 struct TensorSpec {
@@ -23,6 +25,7 @@ struct TensorSpec {
   std::vector<int64_t> ne;  // ggml order, ne[0] contiguous
   Init init = Init::kNormal;
   double mean = 0, std = 1;
+  int64_t group_rows = 0;  // kSsmBa: r = value heads per key head
   bool keep_f32 = false;  // 1-D tensors, norms, ssm_conv1d, ssm_a, ssm_dt.bias, routers: always F32
   int64_t layer = -1;     // block index; -1 for global tensors
   std::string kind;       // name without "blk.N." and ".weight": "attn_v", "ffn_down", "token_embd", ...
