@@ -29,6 +29,7 @@ std::string FileStem(const std::string& path) {
 
 int Serve(int argc, char** argv) {
   engine::EngineConfig ec;
+  ec.cache_dir = "auto";  // serving persists its prefix cache by default (restarts lose nothing)
   server::ServerConfig sc;
   std::string chat_template_file;
   int port = sc.port, n_ctx = ec.n_ctx, n_parallel = ec.n_parallel, n_threads = ec.n_threads,
@@ -53,7 +54,8 @@ int Serve(int argc, char** argv) {
   flags.Add("cache-ram", 0, &cache_ram,
             "RAM budget of the prefix cache in MiB (0 = derived from free memory)");
   flags.Add("cache-dir", 0, &ec.cache_dir,
-            "disk tier and persistence folder (\"\" = off); also holds the demo model");
+            "disk tier and persistence folder (\"\" = off; auto = a per-model folder under ~/.cache/rewind, so a "
+            "restarted server resumes its cache; the demo model is stored there too)");
   flags.Add("cache-disk", 0, &cache_disk, "disk tier bound in MiB");
   flags.Add("checkpoint-every", 0, &checkpoint_every,
             "checkpoint every N tokens inside long messages (0 = off)");
@@ -62,6 +64,9 @@ int Serve(int argc, char** argv) {
   flags.Add("model-draft", 0, &ec.model_draft, "draft model GGUF for --spec draft");
   flags.Add("draft-max", 0, &draft_max, "max drafted tokens per step");
   flags.Add("draft-min", 0, &draft_min, "min drafted tokens per step");
+  flags.Add("spec-synth-accept", 0, &ec.spec_synth_accept,
+            "benchmark only: accept drafted tokens with this probability instead of verifying (-1 = off; the "
+            "output is then not the model's)");
   flags.Add("api-key", 0, &sc.api_key, "require 'Authorization: Bearer KEY' (none: $REWIND_API_KEY if set)");
   flags.Add("chat-template-file", 0, &chat_template_file, "Jinja chat template overriding the model's");
   flags.Add("http-threads", 0, &http_threads, "HTTP worker threads (0 = 64)");
@@ -133,7 +138,7 @@ int Serve(int argc, char** argv) {
       LOG_INFO(
           "no -m given: serving the built-in demo model (tiny, random weights: for trying the API, its "
           "answers are gibberish)");
-      auto path = server::DemoModelPath(ec.cache_dir);
+      auto path = server::DemoModelPath(ec.cache_dir == "auto" ? "" : ec.cache_dir);
       if (!path.ok()) {
         LOG_ERROR("demo model: %s", path.error().ToString().c_str());
         http.SetLoadFailed(path.error().message);

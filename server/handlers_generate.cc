@@ -33,6 +33,32 @@ std::vector<int32_t> NormaliseHints(std::vector<int32_t> hints, size_t prompt_si
   return hints;
 }
 
+// Paragraph starts ("\n\n" then text) inside messages are where clients edit long messages: a timestamp line
+// after a fixed preamble, a per-request header, a pruned section. Each becomes a checkpoint hint when it lies at
+// least kParagraphGap tokens after the previous hint, so short paragraphs do not multiply checkpoints; the
+// cache's eviction score drops the ones that never serve a request.
+constexpr int32_t kParagraphGap = 32;
+
+void AddParagraphHints(const TextCodec& codec, const std::string& text, const std::vector<int32_t>& tokens,
+                       std::vector<int32_t>* hints) {
+  std::vector<size_t> starts;
+  for (size_t q = text.find("\n\n"); q != std::string::npos; q = text.find("\n\n", q + 2)) {
+    size_t start = q + 2;
+    while (start < text.size() && text[start] == '\n') ++start;
+    if (start < text.size()) starts.push_back(start);
+  }
+  if (starts.empty()) return;
+  std::vector<int32_t> sorted = *hints;
+  std::sort(sorted.begin(), sorted.end());
+  for (int32_t pos : OffsetsToTokenPositions(codec, tokens, starts)) {
+    auto it = std::upper_bound(sorted.begin(), sorted.end(), pos);
+    int32_t prev = it == sorted.begin() ? 0 : *(it - 1);
+    int32_t next = it == sorted.end() ? static_cast<int32_t>(tokens.size()) : *it;
+    if (pos - prev >= kParagraphGap && next - pos >= kParagraphGap / 2) sorted.insert(it, pos);
+  }
+  *hints = std::move(sorted);
+}
+
 double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -189,6 +215,8 @@ void Server::Impl::HandleChat(const httplib::Request& req, httplib::Response& re
   offsets.push_back(rendered->generation_offset);
   std::vector<int32_t> hints = OffsetsToTokenPositions(*backend.codec, p.prompt, offsets);
   hints.insert(hints.end(), r->checkpoint_positions.begin(), r->checkpoint_positions.end());
+  hints = NormaliseHints(std::move(hints), p.prompt.size());
+  AddParagraphHints(*backend.codec, rendered->prompt, p.prompt, &hints);
   p.checkpoint_hints = NormaliseHints(std::move(hints), p.prompt.size());
   p.parser = backend.chat->NewParser(*rendered, tools);
   p.gen = r->gen;
