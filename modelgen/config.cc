@@ -118,13 +118,15 @@ std::vector<Preset> MakePresets() {
                Qwen35("qwen3.5-9b", 32, 4096, 16, 4, 16, 32, 12288, false)});
   p.push_back({"qwen3.6-27b", "Qwen3.6-27B shape (E 5120, 64 layers, untied)",
                Qwen35("qwen3.6-27b", 64, 5120, 24, 4, 16, 48, 17408, false)});
-  p.push_back({"tiny-moe", "the tiny-qwen35moe test fixture shape (qwen35moe, E 128, 8 experts top-2, untied)",
+  p.push_back({"tiny-moe",
+               "the tiny-qwen35moe test fixture shape (qwen35moe, E 128, 8 experts top-2, untied)",
                TinyMoe("tiny-moe", "qwen35moe")});
   p.push_back({"tiny-next", "the tiny-qwen3next test fixture shape (qwen3next, E 128, 8 experts top-2, tied)",
                TinyMoe("tiny-next", "qwen3next")});
   p.push_back({"qwen3.6-35b-a3b", "Qwen3.6-35B-A3B shape (qwen35moe, E 2048, 40 layers, 256 experts top-8)",
                Moe("qwen3.6-35b-a3b", "qwen35moe", 40, 256, 8)});
-  p.push_back({"qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B shape (qwen3next, E 2048, 48 layers, 512 experts top-10)",
+  p.push_back({"qwen3-next-80b-a3b",
+               "Qwen3-Next-80B-A3B shape (qwen3next, E 2048, 48 layers, 512 experts top-10)",
                Moe("qwen3-next-80b-a3b", "qwen3next", 48, 512, 10)});
   return p;
 }

@@ -1,5 +1,5 @@
-// Hyperparameters of a generated model and the preset table. Presets are grouped by architecture so MoE
-// architectures (qwen35moe, qwen3next) can be added by registering an ArchSpec (tensor_plan.h) and presets.
+// Hyperparameters of a generated model and the preset table: dense qwen35 presets and the MoE presets
+// (qwen35moe, qwen3next); each architecture has an ArchSpec (tensor_plan.h).
 #pragma once
 
 #include <array>
@@ -20,9 +20,10 @@ struct ModelConfig {
   int64_t n_layer = 0;          // trunk layers
   int64_t n_nextn = 1;          // MTP blocks appended after the trunk
   int64_t full_attention_interval = 4;
-  bool write_recurrent_layers = true;  // {arch}.attention.recurrent_layers (the tiny-qwen35moe fixture omits it)
-  int64_t n_head = 0, n_head_kv = 0, head_dim = 0;  // Hq, Hkv, D
-  int64_t n_rot = 0;                                // rotated dims per head
+  bool write_recurrent_layers =
+      true;  // {arch}.attention.recurrent_layers (the tiny-qwen35moe fixture omits it)
+  int64_t n_head = 0, n_head_kv = 0, head_dim = 0;      // Hq, Hkv, D
+  int64_t n_rot = 0;                                    // rotated dims per head
   std::array<int32_t, 4> rope_sections = {0, 0, 0, 0};  // IMROPE archs only (not written for qwen3next)
   float rope_base = 1e7f;
   int64_t ssm_conv = 4;     // Kc

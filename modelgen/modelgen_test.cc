@@ -49,7 +49,8 @@ std::vector<std::string> Lines(const std::string& text, bool drop_free_text) {
   return out;
 }
 
-std::string Make(const std::string& type, uint64_t seed = 0, int threads = 2, const std::string& preset = "tiny") {
+std::string Make(const std::string& type, uint64_t seed = 0, int threads = 2,
+                 const std::string& preset = "tiny") {
   auto vocab = OpenOrDie(kVocab);
   const std::string path =
       TempPath(preset + "_" + type + "_" + std::to_string(seed) + "_" + std::to_string(threads) + ".gguf");
@@ -107,8 +108,10 @@ TEST_P(MoeLayout, MatchesTheLlamaCppMadeFixture) {
 INSTANTIATE_TEST_SUITE_P(Presets, MoeLayout,
                          ::testing::Values(MoeCase{"tiny-moe", "tiny-qwen35moe"},
                                            MoeCase{"tiny-next", "tiny-qwen3next"}),
-                         [](const auto& info) { return std::string(info.param.preset == std::string("tiny-moe")
-                                                                       ? "Qwen35Moe" : "Qwen3Next"); });
+                         [](const auto& info) {
+                           return std::string(info.param.preset == std::string("tiny-moe") ? "Qwen35Moe"
+                                                                                           : "Qwen3Next");
+                         });
 
 TEST(MakeModel, TinyHasTheExpectedKeysAndShapes) {
   const std::string path = Make("f32");
@@ -216,8 +219,8 @@ TEST(MakeModel, DrawsMoeWeightsWithTheFixtureScales) {
     EXPECT_NEAR(mean, 0, 4 * c.std / std::sqrt(static_cast<double>(t->n_elements()))) << c.name;
     EXPECT_NEAR(std / c.std, 1.0, 0.2) << c.name;
   }
-  // ssm_ba {E, 2 Hv}: per key head g (Hk = 2, r = 2) rows [beta, beta, alpha, alpha]; alpha rows have half the
-  // scale of the beta rows, like ssm_alpha / ssm_beta.
+  // ssm_ba {E, 2 Hv}: per key head g (Hk = 2, r = 2) rows [beta, beta, alpha, alpha]; alpha rows have half
+  // the scale of the beta rows, like ssm_alpha / ssm_beta.
   const gguf::TensorInfo* ba = f->FindTensor("blk.0.ssm_ba.weight");
   ASSERT_NE(ba, nullptr);
   ASSERT_EQ(ba->ShapeString(), "{128, 8}");

@@ -151,7 +151,8 @@ std::vector<TensorSpec> Qwen35Plan(const ModelConfig& c) {
 }
 
 const ArchSpec kArchs[] = {
-    // One plan for the family: the MoE FFN replaces the dense one when n_expert > 0, and qwen3next has the fused
+    // One plan for the family: the MoE FFN replaces the dense one when n_expert > 0, and qwen3next has the
+    // fused
     // ssm_ba instead of ssm_beta / ssm_alpha and no rope.dimension_sections.
     {"qwen35", Qwen35Metadata, Qwen35Plan},
     {"qwen35moe", Qwen35Metadata, Qwen35Plan},

@@ -26,9 +26,9 @@ struct TensorSpec {
   Init init = Init::kNormal;
   double mean = 0, std = 1;
   int64_t group_rows = 0;  // kSsmBa: r = value heads per key head
-  bool keep_f32 = false;  // 1-D tensors, norms, ssm_conv1d, ssm_a, ssm_dt.bias, routers: always F32
-  int64_t layer = -1;     // block index; -1 for global tensors
-  std::string kind;       // name without "blk.N." and ".weight": "attn_v", "ffn_down", "token_embd", ...
+  bool keep_f32 = false;   // 1-D tensors, norms, ssm_conv1d, ssm_a, ssm_dt.bias, routers: always F32
+  int64_t layer = -1;      // block index; -1 for global tensors
+  std::string kind;        // name without "blk.N." and ".weight": "attn_v", "ffn_down", "token_embd", ...
 
   int64_t rows() const;  // product of ne[1..]
 };

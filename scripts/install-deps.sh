@@ -2,11 +2,15 @@
 # Installs the Debian 12 packages rewind needs to build, test and serve. Idempotent.
 set -euo pipefail
 PKGS=(g++ cmake ninja-build pkg-config git libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-      libcpp-httplib-dev libpcre2-dev nodejs npm python3 clang)
+      libcpp-httplib-dev libpcre2-dev python3 clang)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm run the end-to-end tests. A machine may already have them from another source (a nodejs
+# package that bundles npm conflicts with Debian's npm package), so only commands that are missing are installed.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if ((${#missing[@]})); then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
