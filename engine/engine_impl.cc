@@ -586,12 +586,13 @@ void EngineImpl::Finish(size_t slot, const std::string& reason, std::optional<Er
            a->id, slot, c.prompt_tokens, c.cached_tokens, c.prompt_evaluated, c.cache.source.c_str(),
            c.generated_tokens, reason.c_str(), c.prompt_ms, c.predicted_ms,
            c.cache.reason.empty() ? "" : "; cache: ", c.cache.reason.c_str());
-  a->sink->OnDone(c);
-  // Keep the disk copy current so that a crash (kill -9) between requests loses nothing (I5).
+  // Keep the disk copy current before the client hears the request is done, so that a crash (kill -9) right
+  // after a response loses nothing of it (I5).
   if (keep && !config_.cache_dir.empty()) {
     Status ps = cache_->Persist();
     if (!ps.ok()) LOG_WARN("cache persist failed: %s", ps.error().ToString().c_str());
   }
+  a->sink->OnDone(c);
 }
 
 namespace {
