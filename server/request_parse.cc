@@ -130,10 +130,15 @@ Err ParseGeneration(const json& body, bool chat, GenerationParams* g) {
   if (best_of != 1) return ApiError::Unsupported("only best_of = 1 is supported", "best_of");
   for (const char* penalty : {"presence_penalty", "frequency_penalty"}) {
     float p = 0;
-    RETURN_IF_ERR(GetFloat(body, penalty, -2.0, 2.0, &p));  // accepted, not applied (docs/api.md)
+    RETURN_IF_ERR(GetFloat(body, penalty, -2.0, 2.0, &p));
+    // The neutral value is what most clients send; any other value would silently change nothing, so it is
+    // refused instead (docs/api.md).
+    if (p != 0) return ApiError::Unsupported(std::string("'") + penalty + "' other than 0 is not supported", penalty);
   }
   float repeat_penalty = 1;
   RETURN_IF_ERR(GetFloat(body, "repeat_penalty", 0.0, 10.0, &repeat_penalty));
+  if (repeat_penalty != 1)
+    return ApiError::Unsupported("'repeat_penalty' other than 1 is not supported", "repeat_penalty");
   if (const json* lb = Field(body, "logit_bias")) {
     if (!lb->is_object()) return TypeError("logit_bias", "an object");
     if (!lb->empty()) return ApiError::Unsupported("'logit_bias' is not supported", "logit_bias");
