@@ -137,6 +137,7 @@ Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
     return Error::OutOfRange("prompt of " + std::to_string(prompt.size()) + " tokens exceeds the context of " +
                              std::to_string(im.cfg.n_ctx));
   use_cache = use_cache && im.cfg.use_cache;
+  if (use_cache && !im.cfg.disk_dir.empty()) im.FetchFromDisk(prompt);
   const std::vector<int32_t> branches = use_cache ? im.mm->tree().BranchPoints(prompt) : std::vector<int32_t>{};
   REWIND_ASSIGN_OR_RETURN(memory::AcquirePlan plan, im.mm->PlanAcquire(prompt, use_cache));
   const SeqId seq = im.mm->Commit(plan);

@@ -7,6 +7,7 @@
 
 #include "engine/hybrid_cache.h"
 #include "memory/memory_manager.h"
+#include "memory/persist_format.h"
 #include "model/forward.h"
 
 namespace rw::engine {
@@ -21,6 +22,8 @@ struct HybridCache::Impl {
   std::map<memory::SlotId, model::ReplaySeqLog> logs;            // batch-start slot -> replay log of that batch
   std::map<memory::SeqId, std::vector<int32_t>> planned;         // checkpoint positions still to snapshot
   uint64_t fingerprint = 0;
+  // The disk tier: every persisted checkpoint (index entries), including ones evicted from RAM since.
+  std::vector<memory::CheckpointIndexEntry> disk_index;
 
   struct Counters {
     uint64_t acquires = 0, evaluated_tokens = 0, evictions = 0, evicted_bytes = 0, checkpoints_saved = 0;
@@ -36,6 +39,9 @@ struct HybridCache::Impl {
   // Writes KV rows and a state into a freshly appended sequence (persistence import instead of a forward).
   Expected<int32_t> Import(std::span<const int32_t> tokens, std::span<const float> state, std::string_view kv_bytes);
   Status LoadDisk();
+  // Disk tier lookup: if a persisted checkpoint serves a longer prefix of `prompt` than RAM does, load it into
+  // the tree (best effort; a failure only logs).
+  void FetchFromDisk(std::span<const int32_t> prompt);
 };
 
 }  // namespace rw::engine

@@ -101,11 +101,37 @@ Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std
   return len;
 }
 
+void HybridCache::Impl::FetchFromDisk(std::span<const int32_t> prompt) {
+  if (disk_index.empty() || prompt.size() < 2) return;
+  const memory::TreeHit hit = mm->FindTreeResume(prompt);
+  const memory::CheckpointIndexEntry* best = nullptr;
+  for (const auto& e : disk_index) {
+    if (e.pos <= hit.resume_pos || e.pos >= static_cast<int32_t>(prompt.size())) continue;
+    if (best && e.pos <= best->pos) continue;
+    if (HashTokens(prompt.subspan(0, e.pos)) != e.prefix_hash) continue;
+    best = &e;
+  }
+  if (!best) return;
+  auto f = memory::ReadCheckpointFile(cfg.disk_dir + "/" + best->file, fingerprint);
+  if (!f.ok()) {
+    LOG_WARN("cache: disk tier: %s", f.error().ToString().c_str());
+    return;
+  }
+  if (!std::equal(f->tokens.begin(), f->tokens.end(), prompt.begin()) ||
+      f->state.size() % sizeof(float) != 0)
+    return;
+  std::vector<float> state(f->state.size() / sizeof(float));
+  std::memcpy(state.data(), f->state.data(), f->state.size());
+  auto r = Import(f->tokens, state, f->kv);
+  if (!r.ok()) LOG_WARN("cache: disk tier: %s not loaded: %s", best->file.c_str(), r.error().ToString().c_str());
+}
+
 Status HybridCache::Impl::LoadDisk() {
   const std::string index = cfg.disk_dir + "/index";
   if (!FileExists(index)) return Status::Ok();
   REWIND_ASSIGN_OR_RETURN(auto entries, memory::ReadCheckpointIndex(index, fingerprint));
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.pos < b.pos; });
+  disk_index = entries;
   for (const auto& e : entries) {
     auto f = memory::ReadCheckpointFile(cfg.disk_dir + "/" + e.file, fingerprint);
     if (!f.ok()) {
@@ -158,6 +184,17 @@ Status HybridCache::Persist() {
     total += size;
     entries.push_back({name, static_cast<int32_t>(tokens.size()), HashTokens(tokens), size});
   }
+  // Keep index entries of files persisted earlier whose checkpoints were evicted from RAM since: they stay on
+  // disk and serve later misses (FetchFromDisk).
+  for (const auto& old : im.disk_index) {
+    bool present = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.file == old.file; });
+    if (!present && FileExists(im.cfg.disk_dir + "/" + old.file) &&
+        (im.cfg.disk_bytes <= 0 || total + old.bytes <= static_cast<uint64_t>(im.cfg.disk_bytes))) {
+      entries.push_back(old);
+      total += old.bytes;
+    }
+  }
+  im.disk_index = entries;
   return memory::WriteCheckpointIndex(im.cfg.disk_dir + "/index", im.fingerprint, entries);
 }
 
