@@ -59,6 +59,14 @@ void AddParagraphHints(const TextCodec& codec, const std::string& text, const st
   *hints = std::move(sorted);
 }
 
+// The last prompt positions: a regenerated prompt diverges at its very end (one token must be evaluated), and
+// the next chat turn re-renders the generation prompt's tail ("<think>\n" becomes "<think>\n\n</think>"), so
+// it diverges one or two tokens before the end. States there turn those re-evaluations into the minimum.
+void AddPromptEndHints(size_t prompt_size, std::vector<int32_t>* hints) {
+  for (int32_t back : {1, 2})
+    if (static_cast<int64_t>(prompt_size) - back > 0) hints->push_back(static_cast<int32_t>(prompt_size) - back);
+}
+
 double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -217,6 +225,7 @@ void Server::Impl::HandleChat(const httplib::Request& req, httplib::Response& re
   hints.insert(hints.end(), r->checkpoint_positions.begin(), r->checkpoint_positions.end());
   hints = NormaliseHints(std::move(hints), p.prompt.size());
   AddParagraphHints(*backend.codec, rendered->prompt, p.prompt, &hints);
+  AddPromptEndHints(p.prompt.size(), &hints);
   p.checkpoint_hints = NormaliseHints(std::move(hints), p.prompt.size());
   p.parser = backend.chat->NewParser(*rendered, tools);
   p.gen = r->gen;
@@ -235,7 +244,9 @@ void Server::Impl::HandleCompletion(const httplib::Request& req, httplib::Respon
   p.prompt = r->prompt_is_tokens
                  ? r->prompt_tokens
                  : backend.codec->Encode(r->prompt_text, /*parse_special=*/true, /*add_special=*/true);
-  p.checkpoint_hints = NormaliseHints(r->checkpoint_positions, p.prompt.size());
+  std::vector<int32_t> hints = r->checkpoint_positions;
+  AddPromptEndHints(p.prompt.size(), &hints);
+  p.checkpoint_hints = NormaliseHints(std::move(hints), p.prompt.size());
   p.gen = r->gen;
   RunGeneration(req, res, std::move(p));
 }

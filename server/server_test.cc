@@ -207,7 +207,9 @@ TEST(ServerChat, PassesMessageStartsGenerationHeaderAndClientCheckpointsAsHints)
   auto sent = ts.fake().engine.last_request();
   // Fake template: "<|im_start|>system\nsys<|im_end|>\n" is 1 + 7 + 3 + 1 + 1 = 13 tokens, then the user
   // message (1 + 5 + 2 + 1 + 1 = 10 tokens), then the generation header.
-  EXPECT_EQ(sent.checkpoint_hints, (std::vector<int32_t>{3, 13, 23}));
+  // Plus the last two prompt positions (regenerate, re-rendered generation prompt).
+  const int32_t n = static_cast<int32_t>(sent.prompt.size());
+  EXPECT_EQ(sent.checkpoint_hints, (std::vector<int32_t>{3, 13, 23, n - 2, n - 1}));
   EXPECT_EQ(sent.max_tokens, 2);
   EXPECT_EQ(sent.sampling.temperature, 0.0f);
   EXPECT_EQ(sent.sampling.seed, 9u);
