@@ -154,7 +154,7 @@ int BenchMemory(model::Model& m, int reps) {
     model::StateCheckpoint c = st.Snapshot(0);
     t_snap.push_back(NowSeconds() - t0);
     t0 = NowSeconds();
-    (void)st.Restore(ck, 1);
+    if (!st.Restore(ck, 1).ok()) return 1;
     t_restore.push_back(NowSeconds() - t0);
   }
   double mc = Median(t_memcpy), sn = Median(t_snap), rs = Median(t_restore);
@@ -170,7 +170,7 @@ int BenchMemory(model::Model& m, int reps) {
     model::BatchSeq d{0, 2, pages, 100, std::span<const int32_t>(toks.data() + 100, 1), false};
     st.CopySlot(0, 2);
     double t0 = NowSeconds();
-    (void)m.Forward({&d, 1}, kv, st, &out);
+    if (!m.Forward({&d, 1}, kv, st, &out).ok()) return 1;
     t_dec.push_back(NowSeconds() - t0);
   }
   double dec = Median(t_dec);
@@ -185,7 +185,7 @@ int BenchMemory(model::Model& m, int reps) {
     std::vector<double> t;
     for (int r = 0; r < std::max(reps, 5); ++r) {
       double t0 = NowSeconds();
-      (void)m.ReplayState(0, 2, log.seqs[0], k, st);
+      if (!m.ReplayState(0, 2, log.seqs[0], k, st).ok()) return 1;
       t.push_back(NowSeconds() - t0);
     }
     double rb = Median(t);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
+#include <filesystem>
 #include <future>
 #include <sstream>
 #include <thread>
@@ -677,9 +678,14 @@ Expected<Engine::SlotFileResult> EngineImpl::RestoreSlot(int32_t slot, const std
       result = n.error();
       return;
     }
-    auto size = ReadFileToString(path);
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    if (ec) {
+      result = Error::Io("cannot stat '" + path + "': " + ec.message());
+      return;
+    }
     slot_tokens_[slot].clear();
-    result = SlotFileResult{*n, size.ok() ? size->size() : 0, (NowSeconds() - t0) * 1e3};
+    result = SlotFileResult{*n, size, (NowSeconds() - t0) * 1e3};
   });
   return result;
 }

@@ -14,15 +14,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-template <typename T>
-bool Take(ParseResult<T>& parsed, httplib::Response& res, T** out) {
-  if (auto* e = std::get_if<ApiError>(&parsed)) {
-    Server::Impl::SendError(res, *e);
-    return false;
-  }
-  *out = &std::get<T>(parsed);
-  return true;
-}
 
 std::vector<int32_t> NormaliseHints(std::vector<int32_t> hints, size_t prompt_size) {
   std::sort(hints.begin(), hints.end());

@@ -8,15 +8,6 @@ using nlohmann::json;
 
 namespace {
 
-template <typename T>
-bool Take(ParseResult<T>& parsed, httplib::Response& res, T** out) {
-  if (auto* e = std::get_if<ApiError>(&parsed)) {
-    Server::Impl::SendError(res, *e);
-    return false;
-  }
-  *out = &std::get<T>(parsed);
-  return true;
-}
 
 }  // namespace
 

@@ -73,4 +73,15 @@ std::vector<int32_t> OffsetsToTokenPositions(const TextCodec& codec, const std::
 // Constant-time string comparison (API keys).
 bool ConstantTimeEquals(const std::string& a, const std::string& b);
 
+// Unwraps a parse result, or answers the request with its error (false).
+template <typename T>
+bool Take(ParseResult<T>& parsed, httplib::Response& res, T** out) {
+  if (auto* e = std::get_if<ApiError>(&parsed)) {
+    Server::Impl::SendError(res, *e);
+    return false;
+  }
+  *out = &std::get<T>(parsed);
+  return true;
+}
+
 }  // namespace rw::server
