@@ -7,6 +7,7 @@
 #include <mutex>
 #include <random>
 
+#include "engine/collect_sink.h"
 #include "engine/engine_config.h"
 
 namespace rw::engine {
@@ -14,31 +15,7 @@ namespace {
 
 const std::string kModel = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-f32.gguf";
 
-class Collect : public RequestSink {
- public:
-  bool OnToken(const TokenEvent& e) override {
-    std::lock_guard<std::mutex> l(mu);
-    tokens.push_back(e.token);
-    logprobs.push_back(e.logprob);
-    return true;
-  }
-  void OnDone(const Completion& c) override {
-    std::lock_guard<std::mutex> l(mu);
-    done = c;
-    finished = true;
-    cv.notify_all();
-  }
-  void Wait() {
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return finished; });
-  }
-  std::mutex mu;
-  std::condition_variable cv;
-  bool finished = false;
-  std::vector<int32_t> tokens;
-  std::vector<float> logprobs;
-  Completion done;
-};
+using testing::Collect;
 
 std::unique_ptr<Engine> MakeEngine(const std::string& spec, int draft_max, bool cache) {
   EngineConfig c;
