@@ -46,7 +46,7 @@ void HybridCache::Impl::Exec(const std::vector<DataOp>& ops) {
       REWIND_CHECK_MSG(it != logs.end(), "replay from slot %d without a log", o->from);
       Status s = model->ReplayState(o->from, o->to, it->second, o->count, *states);
       REWIND_CHECK_MSG(s.ok(), "replay failed: %s", s.error().message.c_str());
-      if (o->to != o->from) logs.erase(o->to);
+      logs.erase(o->to);  // in place (to == from): the log's batch-start state is gone
       ++counters.replays;
     } else if (auto* o = std::get_if<memory::FreeCheckpointOp>(&op)) {
       REWIND_CHECK_MSG(ckpts.erase(o->ckpt) == 1, "free of checkpoint %d without a buffer", o->ckpt);
@@ -54,15 +54,35 @@ void HybridCache::Impl::Exec(const std::vector<DataOp>& ops) {
   }
 }
 
-Status HybridCache::Impl::MakeRoom(int64_t bytes, int32_t pages) {
-  REWIND_ASSIGN_OR_RETURN(memory::EvictPlan plan, mm->PlanMakeRoom(bytes, pages));
-  if (plan.removals.empty()) return Status::Ok();
+Status HybridCache::Impl::MakeRoom(int64_t bytes, int32_t pages, bool live) {
+  REWIND_ASSIGN_OR_RETURN(memory::EvictPlan plan,
+                          live ? mm->PlanMakeRoomLive(bytes, pages) : mm->PlanMakeRoom(bytes, pages));
+  Evict(plan);
+  if (live && bytes > mm->free_bytes()) {
+    ++counters.over_budget;
+    if (!warned_over_budget) {
+      warned_over_budget = true;
+      LOG_WARN("cache: the running requests need %lld MiB, more than the --cache-ram budget of %lld MiB: the "
+               "cache was emptied%s and requests are served over the budget (the budget bounds what is kept "
+               "after them); raise --cache-ram to keep a useful cache (warned once)",
+               static_cast<long long>((mm->used_bytes() + bytes) >> 20),
+               static_cast<long long>(mm->config().budget_bytes >> 20),
+               cfg.disk_dir.empty() ? "" : " (checkpoints spilled to the disk tier)");
+    }
+  }
+  return Status::Ok();
+}
+
+void HybridCache::Impl::Evict(const memory::EvictPlan& plan) {
+  if (plan.removals.empty()) return;
+  if (!cfg.disk_dir.empty() && cfg.use_cache) Spill(plan);
   mm->Commit(plan);
   Exec(plan.ops);
   counters.evictions += plan.removals.size();
   counters.evicted_bytes += static_cast<uint64_t>(plan.bytes_freed);
-  return Status::Ok();
 }
+
+void HybridCache::Impl::Trim() { Evict(mm->PlanTrim()); }
 
 bool HybridCache::Impl::Checkpoint(SeqId seq) {
   auto plan = mm->PlanCheckpoint(seq);
@@ -106,15 +126,26 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   m.state_bytes = static_cast<int64_t>(std::max<uint64_t>(1, model.MakeStateShape().bytes_per_state()));
   m.budget_bytes = config.budget_bytes;
   m.max_slots = 2 * (config.n_seq_max + 1);  // two per live sequence, two for imports
-  // The KV pool is allocated up front: live sequences at full context plus as much again for the tree.
-  const int64_t per_seq = (int64_t{config.n_ctx} + config.page_tokens - 1) / config.page_tokens;
-  m.max_pages = static_cast<int32_t>(std::min<int64_t>(2 * (config.n_seq_max + 1) * per_seq, 1 << 30));
+  // The budget bounds the cache, not the working set (docs/cache-budget.md): live sequences (and one import)
+  // may reach their full context whatever the budget, the tree keeps at most the budget. The KV pool holds
+  // both; its memory is committed on first use (model/kv_storage.h), so a large pool costs address space only.
+  m.live_over_budget = true;
+  const int64_t per_seq = (int64_t{config.n_ctx} + config.page_tokens - 1) / config.page_tokens + 1;  // + CoW
+  m.max_pages = static_cast<int32_t>(
+      std::min<int64_t>((config.n_seq_max + 1) * per_seq + config.budget_bytes / m.page_bytes, 1 << 30));
+  // The smallest useful cache holds one checkpoint and the page it ends in; below that, refuse to start.
+  // Without a cache (--no-cache) the budget means nothing.
+  const int64_t min_budget = m.state_bytes + m.page_bytes;
+  if (!config.use_cache) m.budget_bytes = std::max(m.budget_bytes, min_budget);
+  if (m.budget_bytes < min_budget) {
+    const int64_t mib = (min_budget + (1 << 20) - 1) >> 20;
+    return Error::InvalidArgument("cache budget of " + std::to_string(m.budget_bytes >> 20) +
+                                  " MiB cannot hold one recurrent checkpoint (" + std::to_string(m.state_bytes) +
+                                  " B) plus one page (" + std::to_string(m.page_bytes) +
+                                  " B): use --cache-ram " + std::to_string(mib) + " or more, or --no-cache");
+  }
   if (Status s = m.Validate(); !s.ok())
     return Error::InvalidArgument("cache: " + s.error().message + " (raise the cache budget)");
-  if (m.budget_bytes < m.state_bytes * (config.n_seq_max + 1))
-    return Error::InvalidArgument("cache budget " + std::to_string(m.budget_bytes >> 20) +
-                                  " MiB is below one recurrent state per sequence (" +
-                                  std::to_string((m.state_bytes * (config.n_seq_max + 1)) >> 20) + " MiB)");
   im.mm = std::make_unique<memory::MemoryManager>(m);
   REWIND_ASSIGN_OR_RETURN(im.kv, model::KvStorage::Create(model.MakeKvConfig(m.MaxPages(), config.page_tokens,
                                                                              config.kv_type)));
@@ -137,7 +168,7 @@ Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
     return Error::OutOfRange("prompt of " + std::to_string(prompt.size()) + " tokens exceeds the context of " +
                              std::to_string(im.cfg.n_ctx));
   use_cache = use_cache && im.cfg.use_cache;
-  if (use_cache && !im.cfg.disk_dir.empty()) im.FetchFromDisk(prompt);
+  const int32_t from_disk = use_cache && !im.cfg.disk_dir.empty() ? im.FetchFromDisk(prompt) : 0;
   const std::vector<int32_t> branches = use_cache ? im.mm->tree().BranchPoints(prompt) : std::vector<int32_t>{};
   REWIND_ASSIGN_OR_RETURN(memory::AcquirePlan plan, im.mm->PlanAcquire(prompt, use_cache));
   const SeqId seq = im.mm->Commit(plan);
@@ -161,6 +192,8 @@ Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
   const int32_t reusable = std::min(plan.hit.lcp, static_cast<int32_t>(prompt.size()) - 1);
   r.report.extra_tokens = std::max(0, reusable - plan.hit.resume_pos);
   r.report.reason = plan.hit.reason;
+  if (from_disk > 0 && plan.hit.resume_pos == from_disk && plan.hit.source == memory::StateSource::kCheckpoint)
+    r.report.reason += " (checkpoint loaded from the disk tier)";
   return r;
 }
 
@@ -193,7 +226,7 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
       return Error::OutOfRange("sequence would exceed the context of " + std::to_string(im.cfg.n_ctx));
     bytes += im.mm->AppendBytes(it.seq, static_cast<int32_t>(it.tokens.size()));
   }
-  REWIND_RETURN_IF_ERROR(im.MakeRoom(bytes, static_cast<int32_t>(bytes / im.mm->config().page_bytes)));
+  REWIND_RETURN_IF_ERROR(im.MakeRoom(bytes, static_cast<int32_t>(bytes / im.mm->config().page_bytes), /*live=*/true));
   // Everything is validated and room is made: from here on the plans cannot fail.
   std::vector<memory::AppendPlan> plans;
   plans.reserve(items.size());
@@ -262,6 +295,7 @@ void HybridCache::Release(SeqId seq, bool insert) {
   im.mm->Commit(*plan);
   im.Exec(plan->ops);
   im.planned.erase(seq);
+  im.Trim();
 }
 
 std::string HybridCache::StatsJson() const {
@@ -281,6 +315,8 @@ std::string HybridCache::StatsJson() const {
   num("tree_nodes", m.tree().node_count() - 1);
   num("sequences", static_cast<int64_t>(m.sequence_ids().size()));
   num("evictions", static_cast<int64_t>(im.counters.evictions));
+  num("over_budget_batches", static_cast<int64_t>(im.counters.over_budget));
+  num("disk_files_spilled", static_cast<int64_t>(im.counters.spilled));
   num("disk_files_written", static_cast<int64_t>(im.counters.persisted));
   num("disk_files_loaded", static_cast<int64_t>(im.counters.loaded), true);
   return o + "}";
@@ -300,6 +336,11 @@ std::string HybridCache::MetricsText() const {
   metric("rewind_cache_tree_nodes", "gauge", "Prefix-tree nodes.", m.tree().node_count() - 1);
   metric("rewind_cache_evictions_total", "counter", "Tree entries evicted.", im.counters.evictions);
   metric("rewind_cache_evicted_bytes_total", "counter", "Bytes freed by eviction.", im.counters.evicted_bytes);
+  metric("rewind_cache_over_budget_total", "counter",
+         "Batches whose working set did not fit in the budget (served after evicting the whole cache).",
+         im.counters.over_budget);
+  metric("rewind_cache_spilled_total", "counter", "Evicted checkpoints written to the disk tier.",
+         im.counters.spilled);
   metric("rewind_cache_checkpoints_saved_total", "counter", "Checkpoints snapshotted.", im.counters.checkpoints_saved);
   metric("rewind_cache_restores_total", "counter", "States restored from checkpoints.", im.counters.restores);
   metric("rewind_cache_replays_total", "counter", "States rebuilt from the replay log.", im.counters.replays);

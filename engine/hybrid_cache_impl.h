@@ -28,20 +28,34 @@ struct HybridCache::Impl {
   struct Counters {
     uint64_t acquires = 0, evaluated_tokens = 0, evictions = 0, evicted_bytes = 0, checkpoints_saved = 0;
     uint64_t restores = 0, replays = 0, page_copies = 0, truncates = 0, persisted = 0, loaded = 0;
+    uint64_t over_budget = 0, spilled = 0;
   } counters;
+  bool warned_over_budget = false;  // the "working set exceeds --cache-ram" warning is logged once
 
   // Performs a committed plan's data operations on storage, in order.
   void Exec(const std::vector<memory::DataOp>& ops);
   // Evicts until `bytes` of budget and `pages` pages are free. Fails (changing nothing) if impossible.
-  Status MakeRoom(int64_t bytes, int32_t pages);
+  // live=true (the working set of running sequences): when the budget cannot be met, evicts everything
+  // evictable and lets the sequences go over it (warns once); fails only when the page pool is exhausted.
+  Status MakeRoom(int64_t bytes, int32_t pages, bool live = false);
+  // Commits an eviction plan, spilling its checkpoints to the disk tier first (when there is one).
+  void Evict(const memory::EvictPlan& plan);
+  // Evicts back to the budget after a release (the budget bounds what the cache keeps).
+  void Trim();
+  // Disk tier: writes the checkpoint of tree node `id` (with the pages of its path) unless its file exists;
+  // returns its index entry. `room` bounds the bytes a new file may take (< 0: unbounded).
+  Expected<memory::CheckpointIndexEntry> WriteNodeFile(memory::NodeId id, int64_t room);
+  // Writes the checkpoints an eviction is about to drop to disk and updates the index (best effort).
+  void Spill(const memory::EvictPlan& plan);
   // Snapshots the live state at the sequence's position (evicting if needed). Best effort: false if no room.
   bool Checkpoint(memory::SeqId seq);
   // Writes KV rows and a state into a freshly appended sequence (persistence import instead of a forward).
   Expected<int32_t> Import(std::span<const int32_t> tokens, std::span<const float> state, std::string_view kv_bytes);
   Status LoadDisk();
   // Disk tier lookup: if a persisted checkpoint serves a longer prefix of `prompt` than RAM does, load it into
-  // the tree (best effort; a failure only logs).
-  void FetchFromDisk(std::span<const int32_t> prompt);
+  // the tree (best effort; a failure only logs, a corrupt file is dropped from the index). Returns the position
+  // loaded (0: none).
+  int32_t FetchFromDisk(std::span<const int32_t> prompt);
 };
 
 }  // namespace rw::engine

@@ -101,29 +101,36 @@ Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std
   return len;
 }
 
-void HybridCache::Impl::FetchFromDisk(std::span<const int32_t> prompt) {
-  if (disk_index.empty() || prompt.size() < 2) return;
+int32_t HybridCache::Impl::FetchFromDisk(std::span<const int32_t> prompt) {
+  if (disk_index.empty() || prompt.size() < 2) return 0;
   const memory::TreeHit hit = mm->FindTreeResume(prompt);
-  const memory::CheckpointIndexEntry* best = nullptr;
+  // Candidates serving a longer prefix than RAM does, deepest first; a bad file is dropped and the next tried.
+  std::vector<memory::CheckpointIndexEntry> cands;
   for (const auto& e : disk_index) {
     if (e.pos <= hit.resume_pos || e.pos >= static_cast<int32_t>(prompt.size())) continue;
-    if (best && e.pos <= best->pos) continue;
-    if (HashTokens(prompt.subspan(0, e.pos)) != e.prefix_hash) continue;
-    best = &e;
+    if (HashTokens(prompt.subspan(0, static_cast<size_t>(e.pos))) != e.prefix_hash) continue;
+    cands.push_back(e);
   }
-  if (!best) return;
-  auto f = memory::ReadCheckpointFile(cfg.disk_dir + "/" + best->file, fingerprint);
-  if (!f.ok()) {
-    LOG_WARN("cache: disk tier: %s", f.error().ToString().c_str());
-    return;
+  std::sort(cands.begin(), cands.end(), [](const auto& a, const auto& b) { return a.pos > b.pos; });
+  for (const auto& e : cands) {
+    auto f = memory::ReadCheckpointFile(cfg.disk_dir + "/" + e.file, fingerprint);
+    const bool usable = f.ok() && f->tokens.size() == static_cast<size_t>(e.pos) &&
+                        std::equal(f->tokens.begin(), f->tokens.end(), prompt.begin()) &&
+                        f->state.size() % sizeof(float) == 0;
+    if (!usable) {
+      LOG_WARN("cache: disk tier: skipping %s: %s", e.file.c_str(),
+               f.ok() ? "its tokens do not match its index entry" : f.error().ToString().c_str());
+      std::erase_if(disk_index, [&](const auto& o) { return o.file == e.file; });  // never tried again
+      continue;
+    }
+    std::vector<float> state(f->state.size() / sizeof(float));
+    std::memcpy(state.data(), f->state.data(), f->state.size());
+    auto r = Import(f->tokens, state, f->kv);
+    if (r.ok()) return *r;
+    LOG_WARN("cache: disk tier: %s not loaded: %s", e.file.c_str(), r.error().ToString().c_str());
+    if (r.error().kind == ErrorKind::kResourceExhausted) return 0;
   }
-  if (!std::equal(f->tokens.begin(), f->tokens.end(), prompt.begin()) ||
-      f->state.size() % sizeof(float) != 0)
-    return;
-  std::vector<float> state(f->state.size() / sizeof(float));
-  std::memcpy(state.data(), f->state.data(), f->state.size());
-  auto r = Import(f->tokens, state, f->kv);
-  if (!r.ok()) LOG_WARN("cache: disk tier: %s not loaded: %s", best->file.c_str(), r.error().ToString().c_str());
+  return 0;
 }
 
 Status HybridCache::Impl::LoadDisk() {
@@ -154,6 +161,63 @@ Status HybridCache::Impl::LoadDisk() {
   return Status::Ok();
 }
 
+Expected<memory::CheckpointIndexEntry> HybridCache::Impl::WriteNodeFile(memory::NodeId id, int64_t room) {
+  const memory::PrefixTree& tree = mm->tree();
+  REWIND_CHECK(tree.alive(id) && tree.node(id).ckpt != memory::kNone);
+  const std::vector<int32_t> tokens = tree.PathTokens(id);
+  const std::string name = FileName(tokens);
+  const std::string path = cfg.disk_dir + "/" + name;
+  uint64_t size = 0;
+  if (!FileExists(path)) {
+    const std::vector<memory::PageId> pages = tree.PathPages(tokens, static_cast<int32_t>(tokens.size()));
+    std::string bytes =
+        memory::EncodeCheckpointFile(fingerprint, tokens, Bytes(ckpts.at(tree.node(id).ckpt).data()), KvParts(*kv, pages));
+    if (room >= 0 && static_cast<int64_t>(bytes.size()) > room)
+      return Error::Exhausted("disk tier full (--cache-disk)");
+    REWIND_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
+    size = bytes.size();
+    ++counters.persisted;
+  } else {
+    std::error_code ec;
+    size = std::filesystem::file_size(path, ec);
+    if (ec) return Error::Io(path + ": " + ec.message());
+  }
+  return memory::CheckpointIndexEntry{name, static_cast<int32_t>(tokens.size()), HashTokens(tokens), size};
+}
+
+void HybridCache::Impl::Spill(const memory::EvictPlan& plan) {
+  if (Status s = MakeDirs(cfg.disk_dir); !s.ok()) {
+    LOG_WARN("cache: disk tier: %s", s.error().ToString().c_str());
+    return;
+  }
+  uint64_t total = 0;
+  for (const auto& e : disk_index) total += e.bytes;
+  bool changed = false;
+  for (const memory::TreeRemoval& r : plan.removals) {
+    const memory::PrefixTree& tree = mm->tree();
+    if (!tree.alive(r.node) || tree.node(r.node).ckpt == memory::kNone) continue;
+    const int64_t room =
+        cfg.disk_bytes > 0 ? std::max<int64_t>(0, cfg.disk_bytes - static_cast<int64_t>(total)) : -1;
+    if (room == 0) break;
+    auto e = WriteNodeFile(r.node, room);
+    if (!e.ok()) {
+      if (e.error().kind != ErrorKind::kResourceExhausted)
+        LOG_WARN("cache: disk tier: spill failed: %s", e.error().ToString().c_str());
+      continue;
+    }
+    bool present = std::any_of(disk_index.begin(), disk_index.end(), [&](const auto& o) { return o.file == e->file; });
+    if (present) continue;
+    disk_index.push_back(*e);
+    total += e->bytes;
+    ++counters.spilled;
+    changed = true;
+  }
+  if (!changed) return;
+  std::sort(disk_index.begin(), disk_index.end(), [](const auto& a, const auto& b) { return a.pos < b.pos; });
+  if (Status s = memory::WriteCheckpointIndex(cfg.disk_dir + "/index", fingerprint, disk_index); !s.ok())
+    LOG_WARN("cache: disk tier: index not written: %s", s.error().ToString().c_str());
+}
+
 Status HybridCache::Persist() {
   Impl& im = *impl_;
   if (im.cfg.disk_dir.empty() || !im.cfg.use_cache) return Status::Ok();
@@ -163,26 +227,17 @@ Status HybridCache::Persist() {
   uint64_t total = 0;
   for (memory::NodeId id = 1; id < tree.node_id_end(); ++id) {
     if (!tree.alive(id) || tree.node(id).ckpt == memory::kNone) continue;
-    const std::vector<int32_t> tokens = tree.PathTokens(id);
-    const std::string name = FileName(tokens);
-    const std::string path = im.cfg.disk_dir + "/" + name;
-    const std::vector<memory::PageId> pages = tree.PathPages(tokens, static_cast<int32_t>(tokens.size()));
-    const std::vector<std::span<const std::byte>> kv = KvParts(*im.kv, pages);
-    uint64_t size = 0;
-    if (!FileExists(path)) {
-      std::string bytes = memory::EncodeCheckpointFile(im.fingerprint, tokens,
-                                                       Bytes(im.ckpts.at(tree.node(id).ckpt).data()), kv);
-      if (im.cfg.disk_bytes > 0 && total + bytes.size() > static_cast<uint64_t>(im.cfg.disk_bytes)) continue;
-      REWIND_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
-      size = bytes.size();
-      ++im.counters.persisted;
-    } else {
-      std::error_code ec;
-      size = std::filesystem::file_size(path, ec);
-      if (ec) continue;
+    const int64_t room = im.cfg.disk_bytes > 0 ? im.cfg.disk_bytes - static_cast<int64_t>(total) : -1;
+    auto e = im.WriteNodeFile(id, room);
+    if (!e.ok()) {
+      // Over --cache-disk, or an existing file whose size cannot be read: skip it, as before.
+      if (e.error().kind == ErrorKind::kResourceExhausted || FileExists(im.cfg.disk_dir + "/" +
+                                                                          FileName(tree.PathTokens(id))))
+        continue;
+      return e.error();
     }
-    total += size;
-    entries.push_back({name, static_cast<int32_t>(tokens.size()), HashTokens(tokens), size});
+    total += e->bytes;
+    entries.push_back(*e);
   }
   // Keep index entries of files persisted earlier whose checkpoints were evicted from RAM since: they stay on
   // disk and serve later misses (FetchFromDisk).

@@ -29,14 +29,14 @@ __attribute__((target("avx2,fma"))) float DotF32Avx2(const float* a, const float
     acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
   }
   for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  alignas(32) float acc[4][8];
-  _mm256_store_ps(acc[0], acc0);
-  _mm256_store_ps(acc[1], acc1);
-  _mm256_store_ps(acc[2], acc2);
-  _mm256_store_ps(acc[3], acc3);
+  // ReduceLanes' order in registers: per lane (0 + 1) + (2 + 3), then lanes (0+4 ...), (0+2, 1+3), 0+1.
+  const __m256 s = _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3));
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
   float tail = 0.0f;
   for (; i < n; ++i) tail = std::fma(a[i], b[i], tail);
-  return ReduceLanes(acc) + tail;
+  return _mm_cvtss_f32(h) + tail;
 }
 
 bool DetectAvx2Fma() {

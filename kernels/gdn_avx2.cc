@@ -11,18 +11,14 @@
 namespace rw::kernels::gdn_avx2 {
 namespace {
 
+// The fixed lane order of DotF32 (kernels/dot.cc) in registers: s = (a0 + a1) + (a2 + a3) per lane, then
+// lanes (0+4, 1+5, 2+6, 3+7), then (0+2, 1+3), then 0+1.
 inline float ReduceLanes(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-  alignas(32) float acc[4][8];
-  _mm256_store_ps(acc[0], a0);
-  _mm256_store_ps(acc[1], a1);
-  _mm256_store_ps(acc[2], a2);
-  _mm256_store_ps(acc[3], a3);
-  float s[8];
-  for (int l = 0; l < 8; ++l) s[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
-  float h[4];
-  for (int l = 0; l < 4; ++l) h[l] = s[l] + s[l + 4];
-  const float h0 = h[0] + h[2], h1 = h[1] + h[3];
-  return h0 + h1;
+  const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
 }
 
 // kUpdate false: row = row * c, returns row · x.  kUpdate true: row = row + k * c, returns row · x.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/alloc_tuning.h"
 #include "kernels/dot.h"
 
 // REWIND_HAVE_QUANTS is defined by kernels/CMakeLists.txt once gguf/quants.cc and kernels/vec_dot.h exist.
@@ -40,14 +41,15 @@ void MatMulQuant(const Matrix& w, const float* x, int64_t n_tok, float* y, Threa
   const int64_t K = w.n_cols, R = w.n_rows;
   const gguf::TensorType at = gguf::VecDotType(w.type);
   const uint64_t arow = gguf::RowBytes(at, K);
-  std::vector<uint8_t> act(static_cast<size_t>(arow * n_tok) + 64);  // [n_tok][arow]
+  thread_local ScratchBuffer<uint8_t> act_buf;
+  uint8_t* act = act_buf.Get(static_cast<size_t>(arow * n_tok) + 64);  // [n_tok][arow]
   ParallelFor(pool, n_tok, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) gguf::QuantizeRow(at, x + t * K, act.data() + t * arow, K);
+    for (int64_t t = t0; t < t1; ++t) gguf::QuantizeRow(at, x + t * K, act + t * arow, K);
   });
   if (n_tok >= 2 && GemmSupports(w.type)) {
     // Register-blocked tiles (kernels/gemm.h); each element has the bits of the VecDotRows path below.
     ParallelFor(pool, R, [&](int64_t r0, int64_t r1) {
-      GemmRows(w.type, K, w.Row(r0), w.row_bytes, r1 - r0, act.data(), arow, n_tok, y + r0, R);
+      GemmRows(w.type, K, w.Row(r0), w.row_bytes, r1 - r0, act, arow, n_tok, y + r0, R);
     }, 4);
     return;
   }
@@ -55,7 +57,7 @@ void MatMulQuant(const Matrix& w, const float* x, int64_t n_tok, float* y, Threa
     for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
       const int64_t re = std::min(r1, rb + kRowBlock);
       for (int64_t t = 0; t < n_tok; ++t) {
-        VecDotRows(w.type, K, w.Row(rb), w.row_bytes, re - rb, act.data() + t * arow, y + t * R + rb);
+        VecDotRows(w.type, K, w.Row(rb), w.row_bytes, re - rb, act + t * arow, y + t * R + rb);
       }
     }
   }, 4);

@@ -1,5 +1,5 @@
 // SIMD paths that must give exactly the bits of their portable twins: F16 row conversion (kernels/f16_row.h)
-// and the AVX2 gated-delta step (kernels/gdn_avx2.cc).
+// the AVX2 gated-delta step (kernels/gdn_avx2.cc) and the 8-channel causal conv (kernels/conv.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/conv.h"
 #include "kernels/f16.h"
 #include "kernels/f16_row.h"
 #include "kernels/gdn.h"
@@ -67,6 +68,30 @@ TEST(SimdTwins, GdnHeadStepMatchesThePortableLoopBitForBit) {
       }
     }
     ASSERT_EQ(std::memcmp(M.data(), Mp.data(), M.size() * 4), 0) << "S " << S;
+  }
+}
+
+TEST(SimdTwins, CausalConvMatchesThePortableLoopBitForBit) {
+  std::mt19937 rng(12);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (int Kc : {2, 4}) {
+    for (int C : {8, 13, 40}) {
+      const int T = 9, stride = C + 3;
+      std::vector<float> w(C * Kc), x(T * stride), s1(C * (Kc - 1)), y1(T * C, -1.0f), y2(T * C, -1.0f);
+      for (auto& v : w) v = d(rng);
+      for (auto& v : x) v = d(rng);
+      for (auto& v : s1) v = d(rng);
+      x[0] = -0.0f;  // a -0.0 sum must stay +0.0 (the portable loop starts from 0.0f)
+      std::vector<float> s2 = s1;
+      // Split into two calls over tokens and an odd channel range, as a batch split would.
+      for (auto [t0, n] : {std::pair{0, 4}, std::pair{4, T - 4}}) {
+        CausalConvRun(s1.data(), w.data(), x.data() + t0 * stride, stride, n, 1, C, Kc, y1.data() + t0 * C, C);
+        CausalConvRunPortable(s2.data(), w.data(), x.data() + t0 * stride, stride, n, 1, C, Kc, y2.data() + t0 * C,
+                              C);
+      }
+      ASSERT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * 4), 0) << "Kc " << Kc << " C " << C;
+      ASSERT_EQ(std::memcmp(s1.data(), s2.data(), s1.size() * 4), 0) << "Kc " << Kc << " C " << C;
+    }
   }
 }
 

@@ -81,7 +81,12 @@ Expected<AppendPlan> MemoryManager::PlanAppend(SeqId seq, std::span<const int32_
   const bool cow = p.pos0 % config_.page_tokens != 0 && pages_.RefCount(s.pages.back()) > 1;
   int32_t n_take = n_new + (cow ? 1 : 0);
   p.bytes = static_cast<int64_t>(n_take) * config_.page_bytes;
-  if (p.bytes > free_bytes() || n_take > pages_.free_count()) return BudgetError(p.bytes, free_bytes());
+  if (n_take > pages_.free_count())
+    return Error::Exhausted("page pool: needs " + std::to_string(n_take) + " pages, " +
+                            std::to_string(pages_.free_count()) + " free (evict first)");
+  // Past the budget only for the working set of a live sequence, and only once nothing is left to evict.
+  if (p.bytes > free_bytes() && !(config_.live_over_budget && !HasEvictable()))
+    return BudgetError(p.bytes, free_bytes());
   p.take = pages_.PeekFree(n_take);
   size_t k = 0;
   if (cow) {
@@ -157,8 +162,9 @@ TruncatePlan MemoryManager::MakeTruncate(const Sequence& s, int32_t n) const {
       p.replay_after = s.replay;
       break;
     case StateSource::kReplay:
-      p.ops.push_back(ReplayStateOp{s.spare, s.live, r - s.replay.start});
-      p.replay_after = {true, s.replay.start, r - s.replay.start};
+      p.ops.push_back(ReplayStateOp{s.spare, s.spare, r - s.replay.start});
+      p.swap_slots = true;
+      p.replay_after = {};
       break;
     case StateSource::kCheckpoint:
       p.ops.push_back(RestoreCheckpointOp{a.state.ckpt, s.live});
@@ -199,6 +205,7 @@ void MemoryManager::ApplyTruncate(Sequence& s, const TruncatePlan& p) {
     s.checkpoints.erase(std::find(s.checkpoints.begin(), s.checkpoints.end(), id));
   }
   s.replay = p.replay_after;
+  if (p.swap_slots) std::swap(s.live, s.spare);
   s.last_use = now_;
 }
 

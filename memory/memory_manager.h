@@ -65,9 +65,20 @@ class MemoryManager {
   // Evicts until `bytes` of budget and `pages` free pages are available (an empty plan when they already are).
   // Use before a plan that failed with kResourceExhausted: AppendBytes(), config().state_bytes.
   Expected<EvictPlan> PlanMakeRoom(int64_t bytes, int32_t pages) const;
+  // For the working set of live sequences (config().live_over_budget): like PlanMakeRoom, but when the budget
+  // cannot be met it evicts everything evictable instead of failing; fails only when `pages` free pages cannot
+  // be had. A PlanAppend after committing it succeeds (over the budget if need be).
+  Expected<EvictPlan> PlanMakeRoomLive(int64_t bytes, int32_t pages) const;
+  // Evicts until used_bytes() <= budget, or everything evictable when that is not enough (empty plan when
+  // within budget). Run after a release: the budget bounds what the cache keeps.
+  EvictPlan PlanTrim() const;
   void Commit(const EvictPlan& plan);
   int64_t used_bytes() const;
-  int64_t free_bytes() const { return config_.budget_bytes - used_bytes(); }
+  int64_t free_bytes() const { return config_.budget_bytes - used_bytes(); }  // < 0 while over budget
+  // True when the tree holds an entry eviction could remove.
+  bool HasEvictable() const { return !tree_.Candidates({}).empty(); }
+  // The budget rule: within budget, or over it only with nothing evictable left (live working set).
+  bool WithinBudget() const { return used_bytes() <= config_.budget_bytes || !HasEvictable(); }
 
   // --- Introspection ---------------------------------------------------------------------------------------
   const MemoryConfig& config() const { return config_; }

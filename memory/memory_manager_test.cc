@@ -81,19 +81,24 @@ TEST(MemoryManager, TruncateInsideTheLastBatchIsExactThroughTheReplayLog) {
   EXPECT_EQ(p->state.source, StateSource::kReplay);
   EXPECT_EQ(p->state.pos, 5);
   EXPECT_TRUE(p->refeed.empty());
+  // In place in the spare slot (no state copy), which then becomes the live slot.
+  const SlotId live = m.sequence(s).live, spare = m.sequence(s).spare;
   const auto& replay = OnlyOp<ReplayStateOp>(p->ops);
-  EXPECT_EQ(replay.from, m.sequence(s).spare);
-  EXPECT_EQ(replay.to, m.sequence(s).live);
+  EXPECT_EQ(replay.from, spare);
+  EXPECT_EQ(replay.to, spare);
   EXPECT_EQ(replay.count, 2);
   m.Commit(*p);
   m.CheckInvariants();
   EXPECT_EQ(m.sequence(s).pos(), 5);
   EXPECT_EQ(m.sequence(s).pages.size(), 2u);
-  EXPECT_EQ(m.sequence(s).replay.len, 2);
-  // Still inside the window: back to its start.
+  EXPECT_EQ(m.sequence(s).live, spare);
+  EXPECT_EQ(m.sequence(s).spare, live);
+  // The window is spent: going further back needs a checkpoint (none here: from zero, re-feeding 3 tokens).
+  EXPECT_FALSE(m.sequence(s).replay.valid);
   p = m.PlanTruncate(s, 3);
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(OnlyOp<ReplayStateOp>(p->ops).count, 0);
+  EXPECT_EQ(p->state.source, StateSource::kZero);
+  EXPECT_EQ(p->refeed.size(), 3u);
 }
 
 TEST(MemoryManager, TruncateBeyondTheWindowResumesAtTheNewestCheckpointAndRefeeds) {

@@ -165,6 +165,23 @@ Expected<EvictPlan> MemoryManager::PlanMakeRoom(int64_t bytes, int32_t pages) co
   return PlanEvictImpl(std::max<int64_t>(0, bytes - free_bytes()), std::max(0, pages - pages_.free_count()), false);
 }
 
+Expected<EvictPlan> MemoryManager::PlanMakeRoomLive(int64_t bytes, int32_t pages) const {
+  auto strict = PlanMakeRoom(bytes, pages);
+  if (strict.ok() || !config_.live_over_budget) return strict;
+  EvictPlan all = PlanEvictImpl(0, 0, true).value();
+  if (pages_.free_count() + all.pages_freed < pages)
+    return Error::Exhausted("page pool: cannot free " + std::to_string(pages) + " pages, only " +
+                            std::to_string(pages_.free_count() + all.pages_freed) + " free after eviction");
+  return all;
+}
+
+EvictPlan MemoryManager::PlanTrim() const {
+  const int64_t over = used_bytes() - config_.budget_bytes;
+  if (over <= 0) return EvictPlan{generation_};
+  auto p = PlanEvictImpl(over, 0, false);
+  return p.ok() ? std::move(p).value() : PlanEvictImpl(0, 0, true).value();
+}
+
 void MemoryManager::Commit(const EvictPlan& p) {
   Tick(p.generation);
   const int64_t before = used_bytes();

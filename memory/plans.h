@@ -33,6 +33,9 @@ struct TruncatePlan {
   int32_t keep_pages = 0;
   std::vector<CheckpointId> drop_ckpts;  // sequence checkpoints past the resume position
   ReplayWindow replay_after;
+  // The replay ran in place in the spare slot (no state copy), which therefore becomes the live slot; the old
+  // live slot becomes the spare. The window is spent: the batch-start state no longer exists.
+  bool swap_slots = false;
   std::vector<DataOp> ops;
 };
 

@@ -145,6 +145,9 @@ class Script {
     c.max_slots = 2 + static_cast<int32_t>(rng() % 7);
     c.half_life = 1 + static_cast<int64_t>(rng() % 50);
     if (rng() % 2 == 0) c.max_pages = 8 + static_cast<int32_t>(rng() % 40);  // pages scarcer than bytes
+    // The budget bounds the cache only: live sequences may exceed it (then the pool must be given).
+    c.live_over_budget = rng() % 2 == 0;
+    if (c.live_over_budget && c.max_pages == 0) c.max_pages = 8 + static_cast<int32_t>(rng() % 200);
     return c;
   }
 
@@ -156,23 +159,39 @@ class Script {
     ++ops_;
   }
 
-  bool MakeRoom(int64_t need, int32_t pages) {
-    auto e = m_.PlanMakeRoom(need, pages);
+  bool MakeRoom(int64_t need, int32_t pages, bool live = false) {
+    auto e = live ? m_.PlanMakeRoomLive(need, pages) : m_.PlanMakeRoom(need, pages);
     if (!e.ok()) return false;
-    if (e->removals.empty()) return true;
-    m_.Commit(*e);
-    st_.Exec(e->ops);
-    Check();
-    EXPECT_GE(m_.free_bytes(), need);
+    if (!e->removals.empty()) {
+      m_.Commit(*e);
+      st_.Exec(e->ops);
+      Check();
+    }
+    if (live) {
+      EXPECT_TRUE(m_.free_bytes() >= need || !m_.HasEvictable()) << "over the budget with evictable entries";
+    } else {
+      EXPECT_GE(m_.free_bytes(), need);
+    }
     EXPECT_GE(m_.pages().free_count(), pages);
     return true;
+  }
+
+  // After a release: the cache is trimmed back to the budget (live_over_budget).
+  void Trim() {
+    EvictPlan p = m_.PlanTrim();
+    if (!p.removals.empty()) {
+      m_.Commit(p);
+      st_.Exec(p.ops);
+      Check();
+    }
+    EXPECT_TRUE(m_.WithinBudget());
   }
 
   bool Append(SeqId s, const std::vector<int32_t>& toks) {
     if (toks.empty()) return true;
     const std::string before = m_.DebugString();
     const int64_t need = m_.AppendBytes(s, static_cast<int32_t>(toks.size()));
-    if (!MakeRoom(need, static_cast<int32_t>(need / cfg_.page_bytes))) {
+    if (!MakeRoom(need, static_cast<int32_t>(need / cfg_.page_bytes), cfg_.live_over_budget)) {
       auto p = m_.PlanAppend(s, toks);
       EXPECT_FALSE(p.ok());
       EXPECT_EQ(m_.DebugString(), before) << "a failed plan changed the bookkeeping";
@@ -321,6 +340,7 @@ class Script {
     m_.Commit(*p);
     st_.Exec(p->ops);
     Check();
+    if (cfg_.live_over_budget) Trim();
   }
 
   void Finish() {

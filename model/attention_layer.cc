@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/activation.h"
+#include "kernels/alloc_tuning.h"
 #include "kernels/attention.h"
 #include "kernels/f16.h"
 #include "kernels/f16_row.h"
@@ -48,11 +49,13 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
   const int32_t D = cfg.head_dim, Hq = cfg.n_head, Hkv = cfg.n_head_kv, QW = Hq * D, KW = Hkv * D;
   const int32_t ps = kv.page_size();
   const bool f16 = kv.config().type == KvType::kF16;
-  std::vector<float> qg(static_cast<size_t>(N) * 2 * QW);  // [N][Hq][q D | gate D]
-  std::vector<float> k(static_cast<size_t>(N) * KW), v(static_cast<size_t>(N) * KW);  // [N][Hkv·D]
-  kernels::MatMul(w.q, t, N, qg.data(), pool);
-  kernels::MatMul(w.k, t, N, k.data(), pool);
-  kernels::MatMul(w.v, t, N, v.data(), pool);
+  thread_local kernels::ScratchBuffer<float> qg_buf, k_buf, v_buf, q_buf, gate_buf, att_buf;
+  float* qg = qg_buf.Get(static_cast<size_t>(N) * 2 * QW);  // [N][Hq][q D | gate D]
+  float* k = k_buf.Get(static_cast<size_t>(N) * KW);        // [N][Hkv·D]
+  float* v = v_buf.Get(static_cast<size_t>(N) * KW);        // [N][Hkv·D]
+  kernels::MatMul(w.q, t, N, qg, pool);
+  kernels::MatMul(w.k, t, N, k, pool);
+  kernels::MatMul(w.v, t, N, v, pool);
 
   // Row -> (sequence, position).
   std::vector<int32_t> row_seq(N), row_pos(N);
@@ -64,29 +67,30 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
 
   // Per-head norms + RoPE; K and V go to the pages.
   const kernels::RopeParams rope = MakeRope(cfg);
-  std::vector<float> q(static_cast<size_t>(N) * QW), gate(static_cast<size_t>(N) * QW);  // [N][Hq·D]
+  float* q = q_buf.Get(static_cast<size_t>(N) * QW);        // [N][Hq·D]
+  float* gate = gate_buf.Get(static_cast<size_t>(N) * QW);  // [N][Hq·D]
   ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
     std::vector<float> cache(cfg.n_rot);
     for (int64_t i = i0; i < i1; ++i) {
       const int32_t pos = row_pos[i];
       kernels::RopeCache(rope, pos, cache.data());
       for (int32_t h = 0; h < Hq; ++h) {
-        const float* src = qg.data() + i * 2 * QW + 2 * h * D;
-        float* qh = q.data() + i * QW + h * D;
+        const float* src = qg + i * 2 * QW + 2 * h * D;
+        float* qh = q + i * QW + h * D;
         kernels::RmsNorm(src, w.q_norm, D, cfg.eps, qh);
         kernels::RopeApply(cache.data(), cfg.n_rot, qh);
-        std::memcpy(gate.data() + i * QW + h * D, src + D, D * sizeof(float));
+        std::memcpy(gate + i * QW + h * D, src + D, D * sizeof(float));
       }
       for (int32_t j = 0; j < Hkv; ++j) {
-        float* kj = k.data() + i * KW + j * D;
+        float* kj = k + i * KW + j * D;
         kernels::RmsNorm(kj, w.k_norm, D, cfg.eps, kj);
         kernels::RopeApply(cache.data(), cfg.n_rot, kj);
       }
       const SeqRun& s = seqs[row_seq[i]];
       const int32_t page = s.pages[pos / ps];
       const int64_t off = static_cast<int64_t>(pos % ps) * KW * kv.elem_bytes();
-      StoreRow(k.data() + i * KW, KW, f16, kv.K(attn_index, page) + off);
-      StoreRow(v.data() + i * KW, KW, f16, kv.V(attn_index, page) + off);
+      StoreRow(k + i * KW, KW, f16, kv.K(attn_index, page) + off);
+      StoreRow(v + i * KW, KW, f16, kv.V(attn_index, page) + off);
     }
   });
 
@@ -105,18 +109,18 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
   // Attention per (token, head), then the output gate.
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int32_t group = Hq / Hkv;
-  std::vector<float> att(static_cast<size_t>(N) * QW);  // [N][Hq·D]
+  float* att = att_buf.Get(static_cast<size_t>(N) * QW);  // [N][Hq·D]
   ParallelFor(pool, static_cast<int64_t>(N) * Hq, [&](int64_t j0, int64_t j1) {
     for (int64_t j = j0; j < j1; ++j) {
       const int64_t i = j / Hq;
       const int32_t h = static_cast<int32_t>(j % Hq);
-      float* oh = att.data() + i * QW + h * D;
-      kernels::AttendOne(q.data() + i * QW + h * D, D, h / group, row_pos[i] + 1, views[row_seq[i]], scale, oh);
-      const float* gh = gate.data() + i * QW + h * D;
+      float* oh = att + i * QW + h * D;
+      kernels::AttendOne(q + i * QW + h * D, D, h / group, row_pos[i] + 1, views[row_seq[i]], scale, oh);
+      const float* gh = gate + i * QW + h * D;
       for (int32_t d = 0; d < D; ++d) oh[d] = oh[d] * kernels::Sigmoid(gh[d]);
     }
   });
-  kernels::MatMul(w.out, att.data(), N, out, pool);
+  kernels::MatMul(w.out, att, N, out, pool);
 }
 
 }  // namespace rw::model::internal

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/activation.h"
+#include "kernels/alloc_tuning.h"
 #include "kernels/matmul.h"
 #include "model/layers.h"
 
@@ -19,11 +20,13 @@ namespace {
 void SwiGluFfn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
                kernels::ThreadPool* pool) {
   const int64_t F = gate.n_rows;
-  std::vector<float> g(static_cast<size_t>(N) * F), u(static_cast<size_t>(N) * F);  // [N][F]
-  kernels::MatMul(gate, x, N, g.data(), pool);
-  kernels::MatMul(up, x, N, u.data(), pool);
-  kernels::SwiGlu(g.data(), u.data(), static_cast<int64_t>(N) * F, g.data());
-  kernels::MatMul(down, g.data(), N, out, pool);
+  thread_local kernels::ScratchBuffer<float> g_buf, u_buf;
+  float* g = g_buf.Get(static_cast<size_t>(N) * F);  // [N][F]
+  float* u = u_buf.Get(static_cast<size_t>(N) * F);  // [N][F]
+  kernels::MatMul(gate, x, N, g, pool);
+  kernels::MatMul(up, x, N, u, pool);
+  kernels::SwiGlu(g, u, static_cast<int64_t>(N) * F, g);
+  kernels::MatMul(down, g, N, out, pool);
 }
 
 }  // namespace

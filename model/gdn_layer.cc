@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "kernels/activation.h"
+#include "kernels/alloc_tuning.h"
 #include "kernels/conv.h"
 #include "kernels/gdn.h"
 #include "kernels/matmul.h"
@@ -12,22 +13,25 @@
 namespace rw::model::internal {
 
 using kernels::ParallelFor;
+using kernels::ScratchBuffer;
 
 void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in, float* conv_state,
                float* delta_state, float* o, kernels::ThreadPool* pool) {
   const int32_t T = in.T, S = cfg.ssm_state, Hk = cfg.ssm_group, Hv = cfg.ssm_heads;
   const int32_t Kd = cfg.ssm_key_dim(), Vd = cfg.ssm_inner, C = cfg.ssm_conv_dim(), Kc = cfg.ssm_conv_kernel;
   if (T <= 0) return;
-  std::vector<float> u(static_cast<size_t>(T) * C);  // [T][C] conv output -> silu -> q, k L2-normalised
-  std::vector<float> beta(static_cast<size_t>(T) * Hv), g(static_cast<size_t>(T) * Hv);  // [T][Hv]
+  thread_local ScratchBuffer<float> u_buf, beta_buf, g_buf;
+  float* u = u_buf.Get(static_cast<size_t>(T) * C);        // [T][C] conv output -> silu -> q, k L2-normalised
+  float* beta = beta_buf.Get(static_cast<size_t>(T) * Hv);  // [T][Hv]
+  float* g = g_buf.Get(static_cast<size_t>(T) * Hv);        // [T][Hv]
   // 3. causal conv: channels are independent, tokens strictly in order.
   ParallelFor(pool, C, [&](int64_t c0, int64_t c1) {
-    kernels::CausalConvRun(conv_state, w.conv, in.qkv, in.qkv_stride, T, c0, c1, Kc, u.data(), C);
+    kernels::CausalConvRun(conv_state, w.conv, in.qkv, in.qkv_stride, T, c0, c1, Kc, u, C);
   }, 64);
   // 2 + 4. gates, silu, L2 norm: per token.
   ParallelFor(pool, T, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      float* row = u.data() + t * C;
+      float* row = u + t * C;
       kernels::SiluInPlace(row, C);
       for (int32_t j = 0; j < Hk; ++j) {
         kernels::L2Norm(row + j * S, S, cfg.eps, row + j * S);
@@ -47,7 +51,7 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
       float* M = delta_state + h * S * S;
       const int32_t kh = cfg.KeyHead(static_cast<int32_t>(h));
       for (int32_t t = 0; t < T; ++t) {
-        const float* row = u.data() + static_cast<int64_t>(t) * C;
+        const float* row = u + static_cast<int64_t>(t) * C;
         kernels::GdnHeadStep(M, row + kh * S, row + Kd + kh * S, row + 2 * Kd + h * S, beta[t * Hv + h],
                              g[t * Hv + h], S, o ? o + static_cast<int64_t>(t) * Vd + h * S : nullptr);
       }
@@ -60,31 +64,34 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
                 kernels::ThreadPool* pool) {
   const int32_t S = cfg.ssm_state, Hk = cfg.ssm_group, Hv = cfg.ssm_heads, r = Hv / Hk;
   const int32_t Kd = cfg.ssm_key_dim(), Vd = cfg.ssm_inner, C = cfg.ssm_conv_dim();
-  std::vector<float> qkv(static_cast<size_t>(N) * C), z(static_cast<size_t>(N) * Vd);  // [N][C], [N][Vd]
-  std::vector<float> b(static_cast<size_t>(N) * Hv), a(static_cast<size_t>(N) * Hv);   // [N][Hv]
+  thread_local ScratchBuffer<float> qkv_buf, z_buf, b_buf, a_buf, in_buf, ba_buf, o_buf;
+  float* qkv = qkv_buf.Get(static_cast<size_t>(N) * C);  // [N][C]
+  float* z = z_buf.Get(static_cast<size_t>(N) * Vd);     // [N][Vd]
+  float* b = b_buf.Get(static_cast<size_t>(N) * Hv);     // [N][Hv]
+  float* a = a_buf.Get(static_cast<size_t>(N) * Hv);     // [N][Hv]
   // 1. projections.
   if (w.legacy_in) {
     const int32_t W = 2 * Kd + 2 * Vd, G = 2 * S + 2 * r * S;
-    std::vector<float> in(static_cast<size_t>(N) * W);  // [N][Hk groups of (q S, k S, v rS, z rS)]
-    kernels::MatMul(w.in, t, N, in.data(), pool);
+    float* in = in_buf.Get(static_cast<size_t>(N) * W);  // [N][Hk groups of (q S, k S, v rS, z rS)]
+    kernels::MatMul(w.in, t, N, in, pool);
     for (int32_t i = 0; i < N; ++i) {
-      const float* src = in.data() + static_cast<int64_t>(i) * W;
-      float* q = qkv.data() + static_cast<int64_t>(i) * C;
+      const float* src = in + static_cast<int64_t>(i) * W;
+      float* q = qkv + static_cast<int64_t>(i) * C;
       for (int32_t gi = 0; gi < Hk; ++gi) {
         const float* grp = src + gi * G;
         std::memcpy(q + gi * S, grp, S * sizeof(float));
         std::memcpy(q + Kd + gi * S, grp + S, S * sizeof(float));
         std::memcpy(q + 2 * Kd + gi * r * S, grp + 2 * S, r * S * sizeof(float));
-        std::memcpy(z.data() + static_cast<int64_t>(i) * Vd + gi * r * S, grp + 2 * S + r * S, r * S * sizeof(float));
+        std::memcpy(z + static_cast<int64_t>(i) * Vd + gi * r * S, grp + 2 * S + r * S, r * S * sizeof(float));
       }
     }
   } else {
-    kernels::MatMul(w.qkv, t, N, qkv.data(), pool);
-    kernels::MatMul(w.gate, t, N, z.data(), pool);
+    kernels::MatMul(w.qkv, t, N, qkv, pool);
+    kernels::MatMul(w.gate, t, N, z, pool);
   }
   if (cfg.arch == Arch::kQwen3Next) {
-    std::vector<float> ba(static_cast<size_t>(N) * 2 * Hv);  // [N][Hk groups of (b r, a r)]
-    kernels::MatMul(w.ba, t, N, ba.data(), pool);
+    float* ba = ba_buf.Get(static_cast<size_t>(N) * 2 * Hv);  // [N][Hk groups of (b r, a r)]
+    kernels::MatMul(w.ba, t, N, ba, pool);
     for (int32_t i = 0; i < N; ++i)
       for (int32_t gi = 0; gi < Hk; ++gi)
         for (int32_t m = 0; m < r; ++m) {
@@ -92,8 +99,8 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
           a[i * Hv + gi * r + m] = ba[static_cast<int64_t>(i) * 2 * Hv + gi * 2 * r + r + m];
         }
   } else {
-    kernels::MatMul(w.beta, t, N, b.data(), pool);
-    kernels::MatMul(w.alpha, t, N, a.data(), pool);
+    kernels::MatMul(w.beta, t, N, b, pool);
+    kernels::MatMul(w.alpha, t, N, a, pool);
   }
   // Replay log: the raw inputs of the state update.
   if (replay != nullptr) {
@@ -103,37 +110,37 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
       for (int32_t j = 0; j < seqs[s].n; ++j) {
         const int64_t row = seqs[s].row0 + j;
         float* d = dst + (j * n_gdn + gdn_index) * rw;
-        std::memcpy(d, qkv.data() + row * C, C * sizeof(float));
-        std::memcpy(d + C, b.data() + row * Hv, Hv * sizeof(float));
-        std::memcpy(d + C + Hv, a.data() + row * Hv, Hv * sizeof(float));
+        std::memcpy(d, qkv + row * C, C * sizeof(float));
+        std::memcpy(d + C, b + row * Hv, Hv * sizeof(float));
+        std::memcpy(d + C + Hv, a + row * Hv, Hv * sizeof(float));
       }
     }
   }
   // 2-5. state update per sequence.
-  std::vector<float> o(static_cast<size_t>(N) * Vd);  // [N][Vd] core output
+  float* o = o_buf.Get(static_cast<size_t>(N) * Vd);  // [N][Vd] core output
   for (const SeqRun& s : seqs) {
     GdnInputs in;
-    in.qkv = qkv.data() + static_cast<int64_t>(s.row0) * C;
+    in.qkv = qkv + static_cast<int64_t>(s.row0) * C;
     in.qkv_stride = C;
-    in.b = b.data() + static_cast<int64_t>(s.row0) * Hv;
-    in.a = a.data() + static_cast<int64_t>(s.row0) * Hv;
+    in.b = b + static_cast<int64_t>(s.row0) * Hv;
+    in.a = a + static_cast<int64_t>(s.row0) * Hv;
     in.ba_stride = Hv;
     in.T = s.n;
     GdnUpdate(cfg, w, in, states.Conv(s.slot, gdn_index), states.Delta(s.slot, gdn_index),
-              o.data() + static_cast<int64_t>(s.row0) * Vd, pool);
+              o + static_cast<int64_t>(s.row0) * Vd, pool);
   }
   // 6. gated RMSNorm per head, output projection.
   ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       for (int32_t h = 0; h < Hv; ++h) {
-        float* oh = o.data() + i * Vd + h * S;
-        const float* zh = z.data() + i * Vd + h * S;
+        float* oh = o + i * Vd + h * S;
+        const float* zh = z + i * Vd + h * S;
         kernels::RmsNorm(oh, w.norm, S, cfg.eps, oh);
         for (int32_t k = 0; k < S; ++k) oh[k] = oh[k] * kernels::Silu(zh[k]);
       }
     }
   });
-  kernels::MatMul(w.out, o.data(), N, out, pool);
+  kernels::MatMul(w.out, o, N, out, pool);
 }
 
 }  // namespace rw::model::internal

@@ -1,22 +1,34 @@
 #include "model/kv_storage.h"
 
 #include <cstring>
-#include <new>
+#include <sys/mman.h>
 
 #include "base/check.h"
 
 namespace rw::model {
 
 KvStorage::KvStorage(const KvStorageConfig& c) : cfg_(c) {}
+KvStorage::~KvStorage() = default;
+
+void KvUnmap::operator()(uint8_t* p) const {
+  if (p != nullptr) munmap(p, bytes);
+}
+
+KvStorage::Mapping KvStorage::Reserve(size_t bytes) {
+  // MAP_NORESERVE: no swap is set aside for the whole pool; the kernel commits (zeroed) pages on first touch.
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return Mapping(nullptr, KvUnmap{0});
+  return Mapping(static_cast<uint8_t*>(p), KvUnmap{bytes});
+}
 
 Expected<std::unique_ptr<KvStorage>> KvStorage::Create(const KvStorageConfig& c) {
   if (c.n_layers < 0 || c.row_width < 0 || c.page_size <= 0 || c.n_pages < 0)
     return Error::InvalidArgument("KV storage: sizes must be non-negative and page_size > 0");
   std::unique_ptr<KvStorage> s(new KvStorage(c));
   const uint64_t bytes = static_cast<uint64_t>(c.n_layers) * c.n_pages * s->PageBytes();
-  s->k_.reset(new (std::nothrow) uint8_t[bytes > 0 ? bytes : 1]());
-  s->v_.reset(new (std::nothrow) uint8_t[bytes > 0 ? bytes : 1]());
-  if (!s->k_ || !s->v_) return Error::Exhausted("KV storage: cannot allocate " + std::to_string(2 * bytes) + " bytes");
+  s->k_ = Reserve(bytes > 0 ? bytes : 1);
+  s->v_ = Reserve(bytes > 0 ? bytes : 1);
+  if (!s->k_ || !s->v_) return Error::Exhausted("KV storage: cannot reserve " + std::to_string(2 * bytes) + " bytes");
   return s;
 }
 

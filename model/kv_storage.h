@@ -3,8 +3,12 @@
 // Layout: K and V each [attn_layer][page][row][Hkv·D], element F16 (default) or F32. K is stored after
 // attn_k_norm and RoPE, V as projected. A sequence's page table maps position p to page_table[p / page_size],
 // row p % page_size.
+// Memory: K and V are reserved as anonymous mappings and committed by the OS on first write, so the resident
+// size follows the pages actually used (allocation is lowest-id-first), not the pool size. Unwritten rows read
+// as zero.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -22,11 +26,18 @@ struct KvStorageConfig {
   KvType type = KvType::kF16;
 };
 
+// Deleter of the anonymous mappings holding K and V.
+struct KvUnmap {
+  size_t bytes = 0;
+  void operator()(uint8_t* p) const;
+};
+
 class KvStorage {
  public:
   static Expected<std::unique_ptr<KvStorage>> Create(const KvStorageConfig& config);
   KvStorage(const KvStorage&) = delete;
   KvStorage& operator=(const KvStorage&) = delete;
+  ~KvStorage();
 
   const KvStorageConfig& config() const { return cfg_; }
   int32_t page_size() const { return cfg_.page_size; }
@@ -53,9 +64,12 @@ class KvStorage {
     return (static_cast<uint64_t>(layer) * cfg_.n_pages + page) * PageBytes();
   }
 
+  using Mapping = std::unique_ptr<uint8_t, KvUnmap>;
+  static Mapping Reserve(size_t bytes);  // zero-filled, committed lazily; null on failure
+
   KvStorageConfig cfg_;
-  std::unique_ptr<uint8_t[]> k_;  // [layer][page][row][row_width]
-  std::unique_ptr<uint8_t[]> v_;  // [layer][page][row][row_width]
+  Mapping k_;  // [layer][page][row][row_width]
+  Mapping v_;  // [layer][page][row][row_width]
 };
 
 }  // namespace rw::model

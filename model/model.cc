@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/alloc_tuning.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "model/forward.h"
@@ -122,19 +123,24 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
   }
 
   // ---- Embeddings.
-  std::vector<float> x(static_cast<size_t>(N) * E), t(static_cast<size_t>(N) * E), y(static_cast<size_t>(N) * E);
+  // Residual stream x, normed rows t, block output y: [N][E] each, reused across calls (kernels/alloc_tuning.h).
+  thread_local kernels::ScratchBuffer<float> x_buf, t_buf, y_buf;
+  const size_t NE = static_cast<size_t>(N) * E;
+  float* x = x_buf.Get(NE);
+  float* t = t_buf.Get(NE);
+  float* y = y_buf.Get(NE);
   for (size_t s = 0; s < batch.size(); ++s)
     for (int32_t j = 0; j < seqs[s].n; ++j)
-      kernels::DequantizeRowTo(w_.token_embd, batch[s].tokens[j], x.data() + static_cast<int64_t>(seqs[s].row0 + j) * E);
+      kernels::DequantizeRowTo(w_.token_embd, batch[s].tokens[j], x + static_cast<int64_t>(seqs[s].row0 + j) * E);
 
   kernels::ThreadPool* pool = pool_.get();
   auto norm_rows = [&](const float* weight) {
     ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) kernels::RmsNorm(x.data() + i * E, weight, E, c.eps, t.data() + i * E);
+      for (int64_t i = i0; i < i1; ++i) kernels::RmsNorm(x + i * E, weight, E, c.eps, t + i * E);
     });
   };
   auto add_rows = [&]() {
-    for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] + y[i];
+    for (size_t i = 0; i < NE; ++i) x[i] = x[i] + y[i];
   };
 
   // ---- Layers.
@@ -142,13 +148,13 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     const LayerWeights& L = w_.layers[il];
     norm_rows(L.attn_norm);
     if (c.kinds[il] == LayerKind::kGdn) {
-      internal::GdnForward(c, L.gdn, c.kind_index[il], t.data(), N, seqs, states, options.replay, y.data(), pool);
+      internal::GdnForward(c, L.gdn, c.kind_index[il], t, N, seqs, states, options.replay, y, pool);
     } else {
-      internal::AttentionForward(c, L.attn, c.kind_index[il], t.data(), N, seqs, kv, y.data(), pool);
+      internal::AttentionForward(c, L.attn, c.kind_index[il], t, N, seqs, kv, y, pool);
     }
     add_rows();
     norm_rows(L.post_norm);
-    internal::FfnForward(c, L.ffn, t.data(), N, y.data(), pool);
+    internal::FfnForward(c, L.ffn, t, N, y, pool);
     add_rows();
   }
 
@@ -171,14 +177,14 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
   const int32_t n_out = static_cast<int32_t>(src_rows.size());
   std::vector<float> hn(static_cast<size_t>(n_out) * E);  // [n_out][E]
   for (int32_t r = 0; r < n_out; ++r)
-    kernels::RmsNorm(x.data() + static_cast<int64_t>(src_rows[r]) * E, w_.output_norm, E, c.eps,
+    kernels::RmsNorm(x + static_cast<int64_t>(src_rows[r]) * E, w_.output_norm, E, c.eps,
                      hn.data() + static_cast<int64_t>(r) * E);
   out->logits.resize(static_cast<size_t>(n_out) * V);
   kernels::MatMul(w_.output, hn.data(), n_out, out->logits.data(), pool);
   if (options.hidden_all) {
     out->hidden_all.resize(static_cast<size_t>(N) * E);
     for (int32_t r = 0; r < N; ++r)
-      kernels::RmsNorm(x.data() + static_cast<int64_t>(r) * E, w_.output_norm, E, c.eps,
+      kernels::RmsNorm(x + static_cast<int64_t>(r) * E, w_.output_norm, E, c.eps,
                        out->hidden_all.data() + static_cast<int64_t>(r) * E);
   } else {
     out->hidden_all.clear();
@@ -204,7 +210,7 @@ Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog&
     return Error::InvalidArgument("replay: log size does not match this model");
   if (slot_in < 0) {
     states.Clear(slot_out);
-  } else {
+  } else if (slot_in != slot_out) {
     states.CopySlot(slot_in, slot_out);
   }
   for (int32_t il = 0; il < c.n_layer; ++il) {

@@ -3,6 +3,7 @@
 #include <random>
 
 #include "base/log.h"
+#include "server/connection_probe.h"
 #include "server/generation.h"
 #include "server/responses.h"
 #include "server/server_impl.h"
@@ -313,11 +314,18 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
   };
 
   if (!st->stream) {
+    // Nothing is written until the end, so a hang-up is noticed by probing the connection between polls.
+    ConnectionProbe probe(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
     while (true) {
       GenerationChunk chunk;
       bool done = st->gen->Poll(std::chrono::milliseconds(200), &chunk);
       Accumulate(&st->total, std::move(chunk));
       if (done) break;
+      if (probe.ClientGone()) {
+        st->gen->Cancel();
+        finish(/*client_gone=*/true);
+        return;
+      }
     }
     finish(false);
     const auto& c = st->gen->completion();

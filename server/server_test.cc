@@ -1,5 +1,9 @@
 // The server over real HTTP on loopback with the scripted fake engine.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <regex>
@@ -215,6 +219,18 @@ TEST(ServerChat, PassesMessageStartsGenerationHeaderAndClientCheckpointsAsHints)
   EXPECT_EQ(sent.sampling.seed, 9u);
 }
 
+// After a client hung up: its request is cancelled (once), the engine goes idle, the next request is served and
+// the disconnect is counted.
+void ExpectOneCancelThenServes(TestServer& ts) {
+  for (int i = 0; i < 100 && ts.fake().engine.cancelled_count() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ts.fake().engine.cancelled_count(), 1);
+  EXPECT_TRUE(ts.fake().engine.WaitIdle(5000));
+  EXPECT_EQ(ts.Post("/v1/chat/completions", UserChat("hi"))->status, 200);
+  EXPECT_NE(ts.server().metrics().Text().find("rewind_server_client_disconnects_total 1"), std::string::npos);
+}
+
 TEST(ServerChat, ClientDisconnectInMidStreamCancelsTheRequest) {
   TestServer ts;
   auto client = ts.Client();
@@ -231,13 +247,26 @@ TEST(ServerChat, ClientDisconnectInMidStreamCancelsTheRequest) {
   };
   auto r = client.send(req);
   EXPECT_FALSE(r);  // the client aborted
-  for (int i = 0; i < 100 && ts.fake().engine.cancelled_count() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_EQ(ts.fake().engine.cancelled_count(), 1);
-  EXPECT_TRUE(ts.fake().engine.WaitIdle(5000));
-  EXPECT_EQ(ts.Post("/v1/chat/completions", UserChat("hi"))->status, 200);
-  EXPECT_NE(ts.server().metrics().Text().find("rewind_server_client_disconnects_total 1"), std::string::npos);
+  ExpectOneCancelThenServes(ts);
+}
+
+TEST(ServerChat, ClientDisconnectWithoutStreamingCancelsTheRequest) {
+  TestServer ts;
+  const std::string body = UserChat("LONG answer").dump();  // seconds of tokens, answered at the end
+  const std::string http = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                           "application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(ts.port()));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(send(fd, http.data(), http.size(), 0), static_cast<ssize_t>(http.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(ts.fake().engine.cancelled_count(), 0);  // still running while the client waits
+  close(fd);
+  ExpectOneCancelThenServes(ts);
 }
 
 TEST(ServerChat, EightConcurrentStreamsAllComplete) {

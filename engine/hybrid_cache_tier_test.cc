@@ -1,0 +1,293 @@
+// The cache under memory pressure, on the tiny fixture model: a budget far smaller than the working set still
+// answers every request exactly like --no-cache (the budget bounds the cache, docs/cache-budget.md), and a
+// prefix evicted to the disk tier is served from disk at the minimum cost, a corrupt file being skipped.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "base/file.h"
+#include "engine/collect_sink.h"
+#include "engine/engine_config.h"
+#include "engine/hybrid_cache.h"
+#include "engine/hybrid_cache_impl.h"
+
+namespace rw::engine {
+
+class HybridCacheTestPeer {
+ public:
+  static HybridCache::Impl& impl(HybridCache& c) { return *c.impl_; }
+};
+
+namespace {
+
+const std::string kModel = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-f32.gguf";
+
+std::vector<int32_t> Prompt(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> p(static_cast<size_t>(n));
+  for (auto& t : p) t = static_cast<int32_t>(rng() % 3900);
+  return p;
+}
+
+std::vector<int32_t> Concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+model::Model& TinyModel() {
+  static std::unique_ptr<model::Model> m = [] {
+    auto r = model::Model::Load(kModel);
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    return r.ok() ? std::move(r).value() : nullptr;
+  }();
+  if (!m) std::abort();
+  m->SetThreads(1);
+  return *m;
+}
+
+int64_t StateBytes(model::Model& m) { return static_cast<int64_t>(m.MakeStateShape().bytes_per_state()); }
+int64_t PageBytes(model::Model& m, int32_t page_tokens, int elem) {
+  return static_cast<int64_t>(m.config().KvBytesPerToken(elem)) * page_tokens;
+}
+
+// ---- Budget (engine level) -------------------------------------------------------------------------------
+
+std::unique_ptr<Engine> MakeEngine(bool cache, int64_t cache_ram_mib) {
+  EngineConfig c;
+  c.model_path = kModel;
+  c.n_ctx = 4096;
+  c.n_parallel = 2;
+  c.n_threads = 1;
+  c.n_batch = 128;
+  c.kv_type = "f32";
+  c.cache = cache;
+  c.cache_ram_mib = cache_ram_mib;
+  auto e = CreateEngine(c);
+  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().ToString());
+  return e.ok() ? std::move(e).value() : nullptr;
+}
+
+GenerationRequest Greedy(const std::vector<int32_t>& prompt, int n) {
+  GenerationRequest r;
+  r.prompt = prompt;
+  r.max_tokens = n;
+  r.sampling.temperature = 0;
+  r.logprobs = true;
+  r.ignore_eos = true;
+  return r;
+}
+
+int64_t JsonInt(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\":");
+  EXPECT_NE(at, std::string::npos) << key << " in " << json;
+  return at == std::string::npos ? -1 : std::stoll(json.substr(at + key.size() + 3));
+}
+
+TEST(CacheBudget, TinyBudgetAnswersEveryRequestExactlyLikeNoCache) {
+  // The smallest budget the server accepts (one checkpoint + one page, in whole MiB) is far below the working
+  // set of these requests: pages of 2 x 1500 tokens in F32.
+  model::Model& m = TinyModel();
+  const int64_t min_mib = (StateBytes(m) + PageBytes(m, 32, 4) + (1 << 20) - 1) >> 20;
+  ASSERT_LT(min_mib << 20, 2 * 1500 * PageBytes(m, 32, 4) / 32) << "the fixture's working set fits the budget";
+  auto tiny = MakeEngine(true, min_mib);
+  auto off = MakeEngine(false, 0);
+  ASSERT_TRUE(tiny && off);
+  const std::vector<int32_t> system = Prompt(900, 1);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 3; ++i) prompts.push_back(Concat(system, Prompt(300 + 150 * i, 10 + i)));
+  prompts.push_back(Concat(prompts[0], Prompt(40, 20)));  // next turn of the first conversation
+  prompts.push_back(Prompt(1500, 21));                     // unrelated, long
+  // Pairs run concurrently on the tiny budget (both working sets live at once), then one by one.
+  std::vector<std::shared_ptr<testing::Collect>> got(prompts.size()), want(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    want[i] = std::make_shared<testing::Collect>();
+    ASSERT_TRUE(off->Submit(Greedy(prompts[i], 8), want[i]).ok());
+    want[i]->Wait();
+  }
+  for (size_t i = 0; i < prompts.size(); i += 2) {
+    for (size_t j = i; j < std::min(i + 2, prompts.size()); ++j) {
+      got[j] = std::make_shared<testing::Collect>();
+      ASSERT_TRUE(tiny->Submit(Greedy(prompts[j], 8), got[j]).ok());
+    }
+    for (size_t j = i; j < std::min(i + 2, prompts.size()); ++j) got[j]->Wait();
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_FALSE(got[i]->done.error.has_value()) << "request " << i << ": " << got[i]->done.error->ToString();
+    EXPECT_EQ(got[i]->done.finish_reason, "length") << "request " << i;
+    EXPECT_EQ(got[i]->tokens, want[i]->tokens) << "request " << i;
+    EXPECT_EQ(got[i]->logprobs, want[i]->logprobs) << "request " << i;
+  }
+  const std::string stats = tiny->CacheJson();
+  EXPECT_GT(JsonInt(stats, "over_budget_batches"), 0) << stats;
+  EXPECT_LE(JsonInt(stats, "used_bytes"), JsonInt(stats, "budget_bytes")) << "the cache kept more than the budget";
+  EXPECT_EQ(JsonInt(stats, "sequences"), 0);
+}
+
+TEST(CacheBudget, StartRefusesABudgetBelowOneCheckpointAndOnePage) {
+  model::Model& m = TinyModel();
+  HybridCacheConfig c;
+  c.kv_type = model::KvType::kF32;
+  c.n_ctx = 256;
+  c.budget_bytes = StateBytes(m);
+  auto r = HybridCache::Create(m, c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("--cache-ram"), std::string::npos) << r.error().message;
+  c.budget_bytes = StateBytes(m) + PageBytes(m, c.page_tokens, 4);
+  EXPECT_TRUE(HybridCache::Create(m, c).ok());
+  c.budget_bytes = 1;
+  c.use_cache = false;  // --no-cache needs no budget
+  EXPECT_TRUE(HybridCache::Create(m, c).ok());
+}
+
+// ---- Disk tier (HybridCache level) -----------------------------------------------------------------------
+
+class DiskTier : public ::testing::Test {
+ protected:
+  static constexpr int32_t kPage = 16;
+  static constexpr int32_t kLen = 160;  // the conversation that gets evicted
+
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/rewind_tier_" + std::to_string(getpid());
+    std::filesystem::remove_all(dir_);
+    model::Model& m = TinyModel();
+    // Room for A (kLen tokens: two checkpoints and their pages, +2 pages of slack), far less than B needs.
+    cfg_.page_tokens = kPage;
+    cfg_.kv_type = model::KvType::kF32;
+    cfg_.n_seq_max = 2;
+    cfg_.n_ctx = 1024;
+    cfg_.checkpoint_every = 0;
+    cfg_.budget_bytes = 2 * StateBytes(m) + PageBytes(m, kPage, 4) * (kLen / kPage + 2);
+    cfg_.disk_dir = dir_;
+    auto c = HybridCache::Create(m, cfg_);
+    ASSERT_TRUE(c.ok()) << c.error().ToString();
+    cache_ = std::move(c).value();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Prefills `prompt` (chunks end at the planned checkpoints) and returns the last row's logits.
+  std::vector<float> Run(HybridCache& cache, const std::vector<int32_t>& prompt, std::vector<int32_t> hints,
+                         AcquireResult* acq_out, bool release = true) {
+    auto acq = cache.Acquire(prompt, hints, true);
+    EXPECT_TRUE(acq.ok()) << acq.error().ToString();
+    if (!acq.ok()) return {};
+    *acq_out = *acq;
+    std::vector<float> last;
+    int32_t pos = acq->resume_pos;
+    while (pos < static_cast<int32_t>(prompt.size())) {
+      const int32_t n = cache.MaxChunk(acq->seq, static_cast<int32_t>(prompt.size()) - pos);
+      EvalItem item{acq->seq, std::span<const int32_t>(prompt).subspan(static_cast<size_t>(pos), n), false};
+      model::ForwardOutput out;
+      Status s = cache.Evaluate({&item, 1}, &out);
+      EXPECT_TRUE(s.ok()) << s.error().ToString();
+      if (!s.ok()) return {};
+      pos += n;
+      auto row = out.Row(0);
+      last.assign(row.begin(), row.end());
+    }
+    if (release) cache.Release(acq->seq, true);
+    return last;
+  }
+
+  // The same prompt on a cache-less cache: the reference logits.
+  std::vector<float> Reference(const std::vector<int32_t>& prompt) {
+    HybridCacheConfig c = cfg_;
+    c.use_cache = false;
+    c.disk_dir.clear();
+    auto cache = HybridCache::Create(TinyModel(), c);
+    EXPECT_TRUE(cache.ok());
+    AcquireResult a;
+    return Run(**cache, prompt, {}, &a, false);
+  }
+
+  // Fills the conversation A, then an unrelated prompt B whose working set exceeds the budget: A's entries are
+  // evicted (spilled to disk) to make room.
+  void EvictConversationToDisk() {
+    AcquireResult a;
+    Run(*cache_, a_, {kLen / 2}, &a);
+    EXPECT_EQ(a.resume_pos, 0);
+    const std::vector<int32_t> b = Prompt(3 * kLen, 99);
+    Run(*cache_, b, {}, &a);
+    auto& im = HybridCacheTestPeer::impl(*cache_);
+    im.mm->CheckInvariants();
+    EXPECT_TRUE(im.mm->WithinBudget());
+    EXPECT_EQ(im.mm->FindTreeResume(Concat(a_, {1})).resume_pos, 0) << "A is still in RAM: nothing to fetch";
+    EXPECT_TRUE(FileExists(FileFor(kLen))) << "A's final checkpoint was not spilled";
+    EXPECT_TRUE(FileExists(FileFor(kLen / 2))) << "A's checkpoint at the hint was not spilled";
+  }
+
+  std::string FileFor(int32_t pos) const {
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+      const std::string name = e.path().filename().string();
+      if (name.ends_with("-" + std::to_string(pos) + ".rwck")) return e.path().string();
+    }
+    return dir_ + "/missing-" + std::to_string(pos);
+  }
+
+  std::string dir_;
+  HybridCacheConfig cfg_;
+  std::unique_ptr<HybridCache> cache_;
+  const std::vector<int32_t> a_ = Prompt(kLen, 7);
+};
+
+TEST_F(DiskTier, EvictedPrefixIsServedFromDiskAtTheMinimumCost) {
+  EvictConversationToDisk();
+  const std::vector<int32_t> next = Concat(a_, Prompt(24, 8));  // the conversation's next turn
+  AcquireResult a;
+  std::vector<float> got = Run(*cache_, next, {}, &a);
+  EXPECT_EQ(a.report.source, "checkpoint");
+  EXPECT_EQ(a.resume_pos, kLen);
+  EXPECT_EQ(a.report.lcp, kLen);
+  EXPECT_EQ(a.report.extra_tokens, 0) << a.report.reason;  // tokens processed == the minimum (24)
+  EXPECT_NE(a.report.reason.find("disk tier"), std::string::npos) << a.report.reason;
+  std::vector<float> want = Reference(next);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << "not bit-identical";
+  HybridCacheTestPeer::impl(*cache_).mm->CheckInvariants();
+}
+
+TEST_F(DiskTier, CorruptFileIsSkippedAndTheRequestStillSucceeds) {
+  EvictConversationToDisk();
+  const std::string bad = FileFor(kLen);
+  auto bytes = ReadFileToString(bad);
+  ASSERT_TRUE(bytes.ok());
+  (*bytes)[bytes->size() / 2] ^= 0x5a;
+  ASSERT_TRUE(WriteFileAtomic(bad, *bytes).ok());
+  const std::vector<int32_t> next = Concat(a_, Prompt(24, 8));
+  AcquireResult a;
+  std::vector<float> got = Run(*cache_, next, {}, &a);
+  // The corrupt deepest file is skipped (with a warning); the next one on disk serves instead.
+  EXPECT_EQ(a.report.source, "checkpoint");
+  EXPECT_EQ(a.resume_pos, kLen / 2) << a.report.reason;
+  std::vector<float> want = Reference(next);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << "not bit-identical";
+  // Every file corrupt: served from scratch, still exact.
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    if (e.path().extension() != ".rwck") continue;
+    auto b = ReadFileToString(e.path().string());
+    ASSERT_TRUE(b.ok());
+    (*b)[b->size() / 3] ^= 0x11;
+    ASSERT_TRUE(WriteFileAtomic(e.path().string(), *b).ok());
+  }
+  const std::vector<int32_t> other = Concat(Prompt(3 * kLen, 99), Prompt(5, 3));
+  {
+    auto& im = HybridCacheTestPeer::impl(*cache_);
+    auto all = im.mm->PlanEvictAll();
+    ASSERT_TRUE(all.ok());
+    im.cfg.disk_dir.clear();  // evict without spilling the fresh copies again
+    im.Evict(*all);
+    im.cfg.disk_dir = dir_;
+  }
+  got = Run(*cache_, other, {}, &a);
+  EXPECT_EQ(a.resume_pos, 0) << a.report.reason;
+  want = Reference(other);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << "not bit-identical";
+}
+
+}  // namespace
+}  // namespace rw::engine
