@@ -204,6 +204,7 @@ int CmdBench(int argc, char** argv) {
   std::string kv = "f16";
   std::string spec, model_draft;
   int draft_max = 3;
+  int draft_vocab = engine::EngineConfig{}.draft_vocab;
   double synth = -1;
   bool memory = false;
   FlagSet flags("rewind bench", "Prefill (pp) and decode (tg) tokens/s, like llama-bench.");
@@ -219,6 +220,7 @@ int CmdBench(int argc, char** argv) {
   flags.Add("memory", 0, &memory,
             "instead: memory-system costs (checkpoint create/restore vs memcpy, replay rollback vs a decode step)");
   flags.Add("draft-max", 0, &draft_max, "max drafted tokens per round for --spec");
+  flags.Add("draft-vocab", 0, &draft_vocab, "MTP drafts among the first N token ids only (0 = all)");
   flags.Add("spec-synth-accept", 0, &synth,
             "benchmark only: accept drafted tokens with this probability (-1 = verify for real)");
   Status st = flags.Parse(argc, argv);
@@ -270,6 +272,7 @@ int CmdBench(int argc, char** argv) {
     ec.spec = spec;
     ec.model_draft = model_draft;
     ec.draft_max = draft_max;
+    ec.draft_vocab = draft_vocab;
     ec.spec_synth_accept = synth;
     auto sp = RunEngineDecode(ec, prompt, n_gen, reps);
     if (!plain.ok() || !sp.ok()) {

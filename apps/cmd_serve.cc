@@ -64,6 +64,8 @@ int Serve(int argc, char** argv) {
   flags.Add("model-draft", 0, &ec.model_draft, "draft model GGUF for --spec draft");
   flags.Add("draft-max", 0, &draft_max, "max drafted tokens per step");
   flags.Add("draft-min", 0, &draft_min, "min drafted tokens per step");
+  flags.Add("draft-vocab", 0, &ec.draft_vocab,
+            "MTP drafts among the first N token ids only (the frequent ones; a cheaper head), 0 = all");
   flags.Add("spec-synth-accept", 0, &ec.spec_synth_accept,
             "benchmark only: accept drafted tokens with this probability instead of verifying (-1 = off; the "
             "output is then not the model's)");

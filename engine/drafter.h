@@ -44,7 +44,9 @@ std::unique_ptr<Drafter> MakeNgramDrafter(int32_t max_n = 3);
 
 // Factory for drafters that need the model: "mtp" (the GGUF's NextN head) and "draft" (a second model file).
 // Defined in drafter_mtp.cc / drafter_model.cc when they exist; an Unsupported error otherwise.
-Expected<std::unique_ptr<Drafter>> MakeMtpDrafter(model::Model& target, int32_t n_threads);
+// draft_vocab: the MTP head drafts among token ids [0, draft_vocab) only (0 = the whole vocabulary).
+Expected<std::unique_ptr<Drafter>> MakeMtpDrafter(model::Model& target, int32_t n_threads,
+                                                  int32_t draft_vocab = 0);
 Expected<std::unique_ptr<Drafter>> MakeModelDrafter(const std::string& path, model::Model& target, int32_t n_threads);
 
 }  // namespace rw::engine

@@ -3,7 +3,7 @@
 
 namespace rw::engine {
 
-Expected<std::unique_ptr<Drafter>> MakeMtpDrafter(model::Model&, int32_t) {
+Expected<std::unique_ptr<Drafter>> MakeMtpDrafter(model::Model&, int32_t, int32_t) {
   return Error::Unsupported("--spec mtp is not available in this build");
 }
 

@@ -166,8 +166,9 @@ class MtpDrafter final : public Drafter {
 
 }  // namespace
 
-Expected<std::unique_ptr<Drafter>> MakeMtpDrafter(model::Model& target, int32_t n_threads) {
+Expected<std::unique_ptr<Drafter>> MakeMtpDrafter(model::Model& target, int32_t n_threads, int32_t draft_vocab) {
   REWIND_ASSIGN_OR_RETURN(std::unique_ptr<model::MtpHead> head, model::MtpHead::Create(target));
+  head->LimitVocabulary(draft_vocab);
   return std::unique_ptr<Drafter>(std::make_unique<MtpDrafter>(std::move(head), n_threads));
 }
 

@@ -251,6 +251,35 @@ TEST(MtpHead, KvOnlyRowsMatchFullRows) {
   EXPECT_TRUE(SameBits(oa.hn, ob.hn));
 }
 
+TEST(MtpHead, LimitedVocabularyGivesThePrefixOfTheFullLogits) {
+  auto target = LoadTiny();
+  ASSERT_NE(target, nullptr);
+  auto head = model::MtpHead::Create(*target);
+  ASSERT_TRUE(head.ok());
+  const std::vector<int32_t> toks = Prompt(6, 4);
+  const int32_t N = 6, E = target->config().n_embd, V = target->config().n_vocab, limit = 1000;
+  ASSERT_LT(limit, V);
+  std::vector<float> hin(static_cast<size_t>(N) * E);
+  for (size_t i = 0; i < hin.size(); ++i) hin[i] = std::cos(0.02f * static_cast<float>(i));
+  kernels::ThreadPool pool(2);
+  internal::GrowableKv a((*head)->MakeKvConfig(0, 4)), b((*head)->MakeKvConfig(0, 4));
+  ASSERT_TRUE(a.Reserve(N).ok() && b.Reserve(N).ok());
+  model::MtpOutput full, part;
+  ASSERT_TRUE((*head)->Forward({a.pages(), 0, toks, hin}, a.kv(), model::MtpOutputs::kAllRows, &full, &pool).ok());
+  (*head)->LimitVocabulary(limit);
+  ASSERT_TRUE((*head)->Forward({b.pages(), 0, toks, hin}, b.kv(), model::MtpOutputs::kAllRows, &part, &pool).ok());
+  ASSERT_EQ(full.n_vocab, V);
+  ASSERT_EQ(part.n_vocab, limit);
+  ASSERT_EQ(part.logits.size(), static_cast<size_t>(N) * limit);
+  for (int32_t r = 0; r < N; ++r) {
+    EXPECT_EQ(std::memcmp(part.logits.data() + static_cast<size_t>(r) * limit,
+                          full.logits.data() + static_cast<size_t>(r) * V, sizeof(float) * limit),
+              0)
+        << "row " << r;
+  }
+  EXPECT_TRUE(SameBits(part.hn, full.hn));
+}
+
 TEST(MtpHead, RejectsBadInputWithoutWriting) {
   auto target = LoadTiny();
   ASSERT_NE(target, nullptr);

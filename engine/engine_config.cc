@@ -19,6 +19,7 @@ Status EngineConfig::Validate() const {
   if (cache_disk_mib < 0) return Error::InvalidArgument("--cache-disk must be >= 0");
   if (checkpoint_every < 0) return Error::InvalidArgument("--checkpoint-every must be >= 0");
   if (draft_max < 0 || draft_max > 64) return Error::InvalidArgument("--draft-max must be in [0, 64]");
+  if (draft_vocab < 0) return Error::InvalidArgument("--draft-vocab must be >= 0");
   if (draft_min < 0 || draft_min > draft_max) return Error::InvalidArgument("--draft-min must be in [0, draft-max]");
   if (spec_synth_accept > 1.0) return Error::InvalidArgument("--spec-synth-accept must be <= 1");
   if (!spec.empty()) {

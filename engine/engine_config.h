@@ -29,6 +29,7 @@ struct EngineConfig {
   std::string model_draft;         // draft model GGUF for --spec draft
   int32_t draft_max = 8;
   int32_t draft_min = 0;
+  int32_t draft_vocab = 32768;     // MTP drafts among token ids [0, N) only (0 = the whole vocabulary)
   // Benchmark only: accept each drafted token with this probability instead of verifying it (-1 = off). The
   // output is then NOT the model's output; responses and logs say so.
   double spec_synth_accept = -1.0;

@@ -100,7 +100,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
       if (kind == "ngram") {
         e->drafters_.push_back(MakeNgramDrafter(3));
       } else if (kind == "mtp") {
-        REWIND_ASSIGN_OR_RETURN(auto d, MakeMtpDrafter(*e->model_, lo.n_threads));
+        REWIND_ASSIGN_OR_RETURN(auto d, MakeMtpDrafter(*e->model_, lo.n_threads, config.draft_vocab));
         e->drafters_.push_back(std::move(d));
       } else if (kind == "draft") {
         REWIND_ASSIGN_OR_RETURN(auto d, MakeModelDrafter(config.model_draft, *e->model_, lo.n_threads));

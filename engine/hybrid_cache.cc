@@ -62,11 +62,11 @@ Status HybridCache::Impl::MakeRoom(int64_t bytes, int32_t pages, bool live) {
     ++counters.over_budget;
     if (!warned_over_budget) {
       warned_over_budget = true;
-      LOG_WARN("cache: the running requests need %lld MiB, more than the --cache-ram budget of %lld MiB: the "
+      LOG_WARN("cache: the running requests need %.1f MiB, more than the --cache-ram budget of %.1f MiB: the "
                "cache was emptied%s and requests are served over the budget (the budget bounds what is kept "
                "after them); raise --cache-ram to keep a useful cache (warned once)",
-               static_cast<long long>((mm->used_bytes() + bytes) >> 20),
-               static_cast<long long>(mm->config().budget_bytes >> 20),
+               static_cast<double>(mm->used_bytes() + bytes) / (1 << 20),
+               static_cast<double>(mm->config().budget_bytes) / (1 << 20),
                cfg.disk_dir.empty() ? "" : " (checkpoints spilled to the disk tier)");
     }
   }

@@ -56,6 +56,8 @@ struct HybridCache::Impl {
   // the tree (best effort; a failure only logs, a corrupt file is dropped from the index). Returns the position
   // loaded (0: none).
   int32_t FetchFromDisk(std::span<const int32_t> prompt);
+  // Forgets a disk-tier entry that cannot be used; remove=true (corrupt) also deletes its file.
+  void DropDiskFile(const std::string& file, bool remove);
 };
 
 }  // namespace rw::engine

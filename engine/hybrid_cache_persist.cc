@@ -101,6 +101,13 @@ Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std
   return len;
 }
 
+void HybridCache::Impl::DropDiskFile(const std::string& file, bool remove) {
+  std::erase_if(disk_index, [&](const auto& o) { return o.file == file; });  // never tried again
+  if (!remove) return;
+  std::error_code ec;  // a corrupt file is deleted so that a later spill of the same prefix can rewrite it
+  std::filesystem::remove(cfg.disk_dir + "/" + file, ec);
+}
+
 int32_t HybridCache::Impl::FetchFromDisk(std::span<const int32_t> prompt) {
   if (disk_index.empty() || prompt.size() < 2) return 0;
   const memory::TreeHit hit = mm->FindTreeResume(prompt);
@@ -120,7 +127,7 @@ int32_t HybridCache::Impl::FetchFromDisk(std::span<const int32_t> prompt) {
     if (!usable) {
       LOG_WARN("cache: disk tier: skipping %s: %s", e.file.c_str(),
                f.ok() ? "its tokens do not match its index entry" : f.error().ToString().c_str());
-      std::erase_if(disk_index, [&](const auto& o) { return o.file == e.file; });  // never tried again
+      DropDiskFile(e.file, !f.ok() && f.error().kind == ErrorKind::kCorrupt);
       continue;
     }
     std::vector<float> state(f->state.size() / sizeof(float));
@@ -143,10 +150,12 @@ Status HybridCache::Impl::LoadDisk() {
     auto f = memory::ReadCheckpointFile(cfg.disk_dir + "/" + e.file, fingerprint);
     if (!f.ok()) {
       LOG_WARN("cache: skipping %s", f.error().ToString().c_str());
+      DropDiskFile(e.file, f.error().kind == ErrorKind::kCorrupt);
       continue;
     }
     if (static_cast<int32_t>(f->tokens.size()) != e.pos || f->prefix_hash != e.prefix_hash) {
       LOG_WARN("cache: %s does not match its index entry; skipped", e.file.c_str());
+      DropDiskFile(e.file, false);
       continue;
     }
     std::vector<float> state(f->state.size() / sizeof(float));

@@ -12,6 +12,7 @@
 #if REWIND_HAVE_QUANTS
 #include "gguf/quants.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_act.h"
 #include "kernels/vec_dot.h"
 #endif
 
@@ -44,7 +45,7 @@ void MatMulQuant(const Matrix& w, const float* x, int64_t n_tok, float* y, Threa
   thread_local ScratchBuffer<uint8_t> act_buf;
   uint8_t* act = act_buf.Get(static_cast<size_t>(arow * n_tok) + 64);  // [n_tok][arow]
   ParallelFor(pool, n_tok, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) gguf::QuantizeRow(at, x + t * K, act + t * arow, K);
+    for (int64_t t = t0; t < t1; ++t) QuantizeActivation(at, x + t * K, act + t * arow, K);
   });
   if (n_tok >= 2 && GemmSupports(w.type)) {
     // Register-blocked tiles (kernels/gemm.h); each element has the bits of the VecDotRows path below.

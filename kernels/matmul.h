@@ -1,6 +1,7 @@
 // Weight matrix times activations: y[t][r] = W[r]·x[t]. One code path per output element whatever the number of
 // tokens or threads (I1): F32 weights use DotF32; other types follow llama.cpp: each activation row is quantised
-// once to VecDotType(weight type) and every output element is one VecDot of a weight row with it.
+// once to VecDotType(weight type) with llama.cpp's x86 activation rounding (gguf::QuantizeActivationRow, through
+// kernels/gemm_act.h) and every output element is one VecDot of a weight row with it.
 #pragma once
 
 #include <cstdint>

@@ -214,8 +214,11 @@ Status MtpHead::Forward(const MtpRows& rows, KvStorage& kv, MtpOutputs outputs, 
   for (int32_t r = 0; r < n_out; ++r)
     kernels::RmsNorm(u.data() + static_cast<int64_t>(first + r) * E, w_.head_norm, E, c.eps,
                      out->hn.data() + static_cast<int64_t>(r) * E);
-  out->logits.resize(static_cast<size_t>(n_out) * V);
-  kernels::MatMul(w_.head, out->hn.data(), n_out, out->logits.data(), pool);
+  kernels::Matrix head = w_.head;
+  if (head_rows_ > 0 && head_rows_ < head.n_rows) head.n_rows = head_rows_;
+  out->n_vocab = static_cast<int32_t>(head.n_rows);
+  out->logits.resize(static_cast<size_t>(n_out) * head.n_rows);
+  kernels::MatMul(head, out->hn.data(), n_out, out->logits.data(), pool);
   return Status::Ok();
 }
 

@@ -76,10 +76,16 @@ class MtpHead {
   Status Forward(const MtpRows& rows, KvStorage& kv, MtpOutputs outputs, MtpOutput* out,
                  kernels::ThreadPool* pool) const;
 
+  // Drafting only: logits for token ids [0, n) instead of the whole vocabulary (MtpOutput::n_vocab becomes n;
+  // 0 or n >= n_vocab = all). BPE ids are ordered by merge rank, so the low ids are the frequent tokens; the
+  // head's matmul, the largest part of a drafted token's cost, shrinks by n_vocab / n.
+  void LimitVocabulary(int32_t n) { head_rows_ = n; }
+
  private:
   MtpHead() = default;
   ModelConfig cfg_;
   MtpWeights w_;
+  int32_t head_rows_ = 0;
 };
 
 }  // namespace rw::model
