@@ -62,7 +62,7 @@ Status HybridCache::Impl::MakeRoom(int64_t bytes, int32_t pages, bool live) {
     ++counters.over_budget;
     if (!warned_over_budget) {
       warned_over_budget = true;
-      LOG_WARN("cache: the running requests need %.1f MiB, more than the --cache-ram budget of %.1f MiB: the "
+      LOG_WARN("cache: the running requests need %.2f MiB, more than the --cache-ram budget of %.2f MiB: the "
                "cache was emptied%s and requests are served over the budget (the budget bounds what is kept "
                "after them); raise --cache-ram to keep a useful cache (warned once)",
                static_cast<double>(mm->used_bytes() + bytes) / (1 << 20),
@@ -83,6 +83,22 @@ void HybridCache::Impl::Evict(const memory::EvictPlan& plan) {
 }
 
 void HybridCache::Impl::Trim() { Evict(mm->PlanTrim()); }
+
+void HybridCache::Impl::ReturnFreePages() {
+  const memory::PagePool& pool = mm->pages();
+  int32_t last_used = 0, run = -1;
+  for (int32_t id = 0; id < kv_touched; ++id) {
+    if (pool.RefCount(id) == 0) {
+      if (run < 0) run = id;
+      continue;
+    }
+    if (run >= 0) kv->Discard(run, id - run);
+    run = -1;
+    last_used = id + 1;
+  }
+  if (run >= 0) kv->Discard(run, kv_touched - run);
+  kv_touched = last_used;
+}
 
 bool HybridCache::Impl::Checkpoint(SeqId seq) {
   auto plan = mm->PlanCheckpoint(seq);
@@ -236,6 +252,7 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
     REWIND_CHECK_MSG(plan.ok(), "append plan failed after making room: %s", plan.error().message.c_str());
     im.mm->Commit(*plan);
     im.Exec(plan->ops);
+    im.NoteTaken(plan->take);
     plans.push_back(std::move(plan).value());
     const memory::AppendPlan& p = plans.back();
     batch[i].state_in = p.state_in;
@@ -296,6 +313,7 @@ void HybridCache::Release(SeqId seq, bool insert) {
   im.Exec(plan->ops);
   im.planned.erase(seq);
   im.Trim();
+  im.ReturnFreePages();
 }
 
 std::string HybridCache::StatsJson() const {

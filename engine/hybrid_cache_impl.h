@@ -1,6 +1,7 @@
 // Private state of HybridCache (engine/hybrid_cache.h), shared by hybrid_cache.cc and hybrid_cache_persist.cc.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <vector>
@@ -31,6 +32,7 @@ struct HybridCache::Impl {
     uint64_t over_budget = 0, spilled = 0;
   } counters;
   bool warned_over_budget = false;  // the "working set exceeds --cache-ram" warning is logged once
+  int32_t kv_touched = 0;           // pages [0, kv_touched) may hold committed memory (lowest-id-first allocation)
 
   // Performs a committed plan's data operations on storage, in order.
   void Exec(const std::vector<memory::DataOp>& ops);
@@ -42,6 +44,11 @@ struct HybridCache::Impl {
   void Evict(const memory::EvictPlan& plan);
   // Evicts back to the budget after a release (the budget bounds what the cache keeps).
   void Trim();
+  // Hands the memory of free KV pages back to the OS, so resident memory follows the pages in use.
+  void ReturnFreePages();
+  void NoteTaken(std::span<const memory::PageId> pages) {
+    for (memory::PageId id : pages) kv_touched = std::max(kv_touched, id + 1);
+  }
   // Disk tier: writes the checkpoint of tree node `id` (with the pages of its path) unless its file exists;
   // returns its index entry. `room` bounds the bytes a new file may take (< 0: unbounded).
   Expected<memory::CheckpointIndexEntry> WriteNodeFile(memory::NodeId id, int64_t room);

@@ -74,6 +74,7 @@ Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std
   REWIND_CHECK(app.ok());
   mm->Commit(*app);
   Exec(app->ops);
+  NoteTaken(app->take);
   const size_t row_bytes = static_cast<size_t>(kv->config().row_width) * kv->elem_bytes();
   for (int32_t q = acq.hit.resume_pos; q < len; ++q) {
     const memory::PageId page = app->page_table[static_cast<size_t>(q / P)];

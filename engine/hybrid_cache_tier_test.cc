@@ -143,6 +143,54 @@ TEST(CacheBudget, StartRefusesABudgetBelowOneCheckpointAndOnePage) {
   EXPECT_TRUE(HybridCache::Create(m, c).ok());
 }
 
+// ---- KV memory (model/kv_storage.h): reserved, committed on use, handed back when free ---------------------
+
+TEST(KvMemory, DiscardZeroesTheGivenPagesAndKeepsTheirNeighbours) {
+  // 2 layers, 4 KiB per layer-page (32 rows x 32 floats): page boundaries are OS page boundaries.
+  auto kv = std::move(model::KvStorage::Create({2, 32, 32, 64, model::KvType::kF32})).value();
+  const size_t page = 32 * 32 * 4;
+  for (int32_t l = 0; l < 2; ++l)
+    for (int32_t p = 0; p < 8; ++p) {
+      std::memset(kv->K(l, p), 0x40 + p, page);
+      std::memset(kv->V(l, p), 0x60 + p, page);
+    }
+  kv->Discard(2, 3);  // pages 2, 3, 4
+  for (int32_t l = 0; l < 2; ++l)
+    for (int32_t p = 0; p < 8; ++p) {
+      const bool gone = p >= 2 && p < 5;
+      EXPECT_EQ(kv->K(l, p)[0], gone ? 0 : 0x40 + p) << l << " " << p;
+      EXPECT_EQ(kv->K(l, p)[page - 1], gone ? 0 : 0x40 + p) << l << " " << p;
+      EXPECT_EQ(kv->V(l, p)[page / 2], gone ? 0 : 0x60 + p) << l << " " << p;
+    }
+}
+
+int64_t ResidentBytes() {
+  auto statm = ReadFileToString("/proc/self/statm");
+  if (!statm.ok()) return -1;
+  const size_t sp = statm->find(' ');
+  return std::stoll(statm->substr(sp + 1)) * sysconf(_SC_PAGESIZE);
+}
+
+TEST(KvMemory, ResidentMemoryFollowsThePagesWrittenNotThePoolSize) {
+  // A 2 GiB pool (1024 pages of 1 MiB): creating it commits nothing; writing 64 pages commits 64 MiB, handing
+  // them back returns it.
+  const int64_t before = ResidentBytes();
+  auto kv = std::move(model::KvStorage::Create({8, 1024, 32, 1024, model::KvType::kF32})).value();
+  ASSERT_EQ(kv->total_bytes(), uint64_t{2} << 30);
+  const int64_t created = ResidentBytes();
+  EXPECT_LT(created - before, 8 << 20);
+  EXPECT_EQ(kv->K(7, 1023)[0], 0);
+  for (int32_t l = 0; l < 8; ++l)
+    for (int32_t p = 0; p < 64; ++p) {
+      std::memset(kv->K(l, p), 1, 32 * 1024 * 4);
+      std::memset(kv->V(l, p), 1, 32 * 1024 * 4);
+    }
+  const int64_t written = ResidentBytes();
+  EXPECT_GE(written - created, 60 << 20);
+  kv->Discard(0, 64);
+  EXPECT_LE(ResidentBytes(), written - (60 << 20));
+}
+
 // ---- Disk tier (HybridCache level) -----------------------------------------------------------------------
 
 class DiskTier : public ::testing::Test {

@@ -9,11 +9,37 @@ namespace gdn_avx2 {
 void HeadStep(float* M, const float* q, const float* k, const float* v, float beta, float decay, float scale,
               int32_t S, float* o);  // kernels/gdn_avx2.cc
 }  // namespace gdn_avx2
+namespace gdn_avx512 {
+void HeadStep(float* M, const float* q, const float* k, const float* v, float beta, float decay, float scale,
+              int32_t S, float* o);  // kernels/gdn_avx512.cc, S % 32 == 0
+}  // namespace gdn_avx512
+
+namespace {
+bool DetectAvx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+}
+const bool kHasAvx512 = DetectAvx512();
+}  // namespace
+
+bool GdnHasAvx512() { return kHasAvx512; }
+
+void GdnHeadStepSimd(int width, float* M, const float* q, const float* k, const float* v, float beta, float g,
+                     int32_t S, float* o) {
+  const float decay = std::exp(g);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(S));
+  if (width == 512 && S % 32 == 0) return gdn_avx512::HeadStep(M, q, k, v, beta, decay, scale, S, o);
+  gdn_avx2::HeadStep(M, q, k, v, beta, decay, scale, S, o);
+}
 
 void GdnHeadStep(float* M, const float* q, const float* k, const float* v, float beta, float g, int32_t S,
                  float* o) {
   const float decay = std::exp(g);
   const float scale = 1.0f / std::sqrt(static_cast<float>(S));
+  if (kHasAvx512 && S % 32 == 0) {  // same bits, half the instructions of the AVX2 code
+    gdn_avx512::HeadStep(M, q, k, v, beta, decay, scale, S, o);
+    return;
+  }
   if (HasAvx2Fma()) {  // same bits, two passes over each state row instead of four
     gdn_avx2::HeadStep(M, q, k, v, beta, decay, scale, S, o);
     return;

@@ -11,8 +11,12 @@ namespace rw::kernels {
 // o[j] = (Σ_i M[i][j]·q[i]) · (1/sqrt(S)) when o is not null (replay passes null; the state is the same).
 void GdnHeadStep(float* M, const float* q, const float* k, const float* v, float beta, float g, int32_t S,
                  float* o);
-// The portable loop GdnHeadStep runs without AVX2+FMA; the AVX2 code gives the same bits (exposed for tests).
+// The portable loop GdnHeadStep runs without AVX2+FMA; the AVX2 and AVX-512 code give the same bits (exposed
+// for tests, with the SIMD variants: width 256 = AVX2+FMA, 512 = AVX-512 F+DQ; the caller checks the CPU).
 void GdnHeadStepPortable(float* M, const float* q, const float* k, const float* v, float beta, float g, int32_t S,
                          float* o);
+void GdnHeadStepSimd(int width, float* M, const float* q, const float* k, const float* v, float beta, float g,
+                     int32_t S, float* o);
+bool GdnHasAvx512();
 
 }  // namespace rw::kernels

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "kernels/conv.h"
+#include "kernels/dot.h"
 #include "kernels/f16.h"
 #include "kernels/f16_row.h"
 #include "kernels/gdn.h"
@@ -49,25 +51,31 @@ TEST(SimdTwins, FloatToHalfRowRoundsLikeTheScalarConversion) {
 }
 
 TEST(SimdTwins, GdnHeadStepMatchesThePortableLoopBitForBit) {
-  std::mt19937 rng(11);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  for (int S : {1, 8, 33, 64, 128}) {
-    std::vector<float> M(S * S, 0.0f), Mp(S * S, 0.0f), o(S), op(S);
-    for (int t = 0; t < 5; ++t) {
-      std::vector<float> q(S), k(S), v(S);
-      for (int i = 0; i < S; ++i) {
-        q[i] = d(rng) / std::sqrt(float(S));
-        k[i] = d(rng) / std::sqrt(float(S));
-        v[i] = d(rng);
+  std::vector<int> widths;
+  if (HasAvx2Fma()) widths.push_back(256);
+  if (GdnHasAvx512()) widths.push_back(512);
+  std::printf("GDN step SIMD widths tested on this CPU: %zu\n", widths.size());
+  for (int width : widths) {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    for (int S : {1, 8, 33, 64, 128}) {
+      std::vector<float> M(S * S, 0.0f), Mp(S * S, 0.0f), o(S), op(S);
+      for (int t = 0; t < 5; ++t) {
+        std::vector<float> q(S), k(S), v(S);
+        for (int i = 0; i < S; ++i) {
+          q[i] = d(rng) / std::sqrt(float(S));
+          k[i] = d(rng) / std::sqrt(float(S));
+          v[i] = d(rng);
+        }
+        float* out = t == 2 ? nullptr : o.data();  // replay step without output
+        GdnHeadStepSimd(width, M.data(), q.data(), k.data(), v.data(), 0.6f, -0.2f, S, out);
+        GdnHeadStepPortable(Mp.data(), q.data(), k.data(), v.data(), 0.6f, -0.2f, S, out ? op.data() : nullptr);
+        if (out) {
+          ASSERT_EQ(std::memcmp(o.data(), op.data(), S * 4), 0) << "width " << width << " S " << S << " t " << t;
+        }
       }
-      float* out = t == 2 ? nullptr : o.data();  // replay step without output
-      GdnHeadStep(M.data(), q.data(), k.data(), v.data(), 0.6f, -0.2f, S, out);
-      GdnHeadStepPortable(Mp.data(), q.data(), k.data(), v.data(), 0.6f, -0.2f, S, out ? op.data() : nullptr);
-      if (out) {
-        ASSERT_EQ(std::memcmp(o.data(), op.data(), S * 4), 0) << "S " << S << " t " << t;
-      }
+      ASSERT_EQ(std::memcmp(M.data(), Mp.data(), M.size() * 4), 0) << "width " << width << " S " << S;
     }
-    ASSERT_EQ(std::memcmp(M.data(), Mp.data(), M.size() * 4), 0) << "S " << S;
   }
 }
 

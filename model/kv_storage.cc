@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "base/check.h"
 
@@ -40,6 +41,21 @@ void KvStorage::CopyPage(int32_t src, int32_t dst, int32_t n_rows) {
   for (int32_t l = 0; l < cfg_.n_layers; ++l) {
     std::memcpy(K(l, dst), K(l, src), n);
     std::memcpy(V(l, dst), V(l, src), n);
+  }
+}
+
+void KvStorage::Discard(int32_t first, int32_t n) {
+  REWIND_CHECK(first >= 0 && n >= 0 && first + n <= cfg_.n_pages);
+  if (n == 0 || PageBytes() == 0) return;
+  static const uintptr_t os_page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto release = [&](uint8_t* begin, uint8_t* end) {
+    const uintptr_t b = (reinterpret_cast<uintptr_t>(begin) + os_page - 1) / os_page * os_page;
+    const uintptr_t e = reinterpret_cast<uintptr_t>(end) / os_page * os_page;
+    if (b < e) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+  };
+  for (int32_t l = 0; l < cfg_.n_layers; ++l) {
+    release(K(l, first), K(l, first) + static_cast<uint64_t>(n) * PageBytes());
+    release(V(l, first), V(l, first) + static_cast<uint64_t>(n) * PageBytes());
   }
 }
 

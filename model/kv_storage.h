@@ -56,6 +56,9 @@ class KvStorage {
 
   // Copies rows [0, n_rows) of page src to page dst in every layer (copy-on-write of a partly shared page).
   void CopyPage(int32_t src, int32_t dst, int32_t n_rows);
+  // Hands the memory of pages [first, first + n) back to the OS (they read as zero afterwards). Only whole OS
+  // pages inside the range are released, so neighbouring pages are never touched. For free pages only.
+  void Discard(int32_t first, int32_t n);
 
  private:
   explicit KvStorage(const KvStorageConfig& c);
