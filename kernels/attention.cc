@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "base/check.h"
 #include "kernels/dot.h"
@@ -57,6 +58,62 @@ void AttendOne(const float* q, int32_t D, int32_t kvh, int32_t n_keys, const KvP
   }
   const float inv = n_keys > 0 ? 1.0f / l : 0.0f;
   for (int32_t d = 0; d < D; ++d) out[d] = acc[d] * inv;
+}
+
+void AttendGroup(const AttendQuery* queries, int32_t n_queries, int32_t D, int32_t kvh, const KvPages& kv,
+                 float scale) {
+  REWIND_CHECK(D <= kMaxHeadDim && n_queries >= 0 && n_queries <= kAttendMaxQueries);
+  thread_local std::vector<float> acc_buf, kv_buf;
+  acc_buf.resize(static_cast<size_t>(n_queries) * D);
+  kv_buf.resize(static_cast<size_t>(2) * kAttnBlock * D);
+  float* const kb = kv_buf.data();                         // [kAttnBlock][D] keys of the block, as floats
+  float* const vb = kv_buf.data() + kAttnBlock * D;        // [kAttnBlock][D] values
+  float m[kAttendMaxQueries], l[kAttendMaxQueries], s[kAttnBlock];
+  const float* krow[kAttnBlock];
+  const float* vrow[kAttnBlock];
+  int32_t max_keys = 0;
+  for (int32_t j = 0; j < n_queries; ++j) {
+    std::fill_n(acc_buf.data() + static_cast<size_t>(j) * D, D, 0.0f);
+    m[j] = -std::numeric_limits<float>::infinity();
+    l[j] = 0.0f;
+    max_keys = std::max(max_keys, queries[j].n_keys);
+  }
+  const int32_t off = kvh * D;
+  for (int32_t b0 = 0; b0 < max_keys; b0 += kAttnBlock) {
+    const int32_t b1 = std::min(max_keys, b0 + kAttnBlock);
+    for (int32_t p = b0; p < b1; ++p) {  // each row of the block once, for every query
+      krow[p - b0] = LoadRow(kv.k_pages[p / kv.page_size], p % kv.page_size, kv, off, D, kb + (p - b0) * D);
+      vrow[p - b0] = LoadRow(kv.v_pages[p / kv.page_size], p % kv.page_size, kv, off, D, vb + (p - b0) * D);
+    }
+    for (int32_t j = 0; j < n_queries; ++j) {
+      const int32_t e1 = std::min(queries[j].n_keys, b1);
+      if (e1 <= b0) continue;  // this query's keys ended before the block
+      // AttendOne's block step, verbatim.
+      const float* q = queries[j].q;
+      float* acc = acc_buf.data() + static_cast<size_t>(j) * D;
+      float mb = -std::numeric_limits<float>::infinity();
+      for (int32_t p = b0; p < e1; ++p) {
+        s[p - b0] = DotF32(q, krow[p - b0], D) * scale;
+        mb = std::max(mb, s[p - b0]);
+      }
+      const float m_new = std::max(m[j], mb);
+      const float corr = std::exp(m[j] - m_new);
+      l[j] *= corr;
+      for (int32_t d = 0; d < D; ++d) acc[d] *= corr;
+      for (int32_t p = b0; p < e1; ++p) {
+        const float e = std::exp(s[p - b0] - m_new);
+        l[j] += e;
+        const float* v = vrow[p - b0];
+        for (int32_t d = 0; d < D; ++d) acc[d] += e * v[d];
+      }
+      m[j] = m_new;
+    }
+  }
+  for (int32_t j = 0; j < n_queries; ++j) {
+    const float* acc = acc_buf.data() + static_cast<size_t>(j) * D;
+    const float inv = queries[j].n_keys > 0 ? 1.0f / l[j] : 0.0f;
+    for (int32_t d = 0; d < D; ++d) queries[j].out[d] = acc[d] * inv;
+  }
 }
 
 }  // namespace rw::kernels

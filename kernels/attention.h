@@ -24,4 +24,17 @@ struct KvPages {
 void AttendOne(const float* q, int32_t D, int32_t kvh, int32_t n_keys, const KvPages& kv, float scale,
                float* out);
 
+// Several queries over the same KV head of the same sequence (the query heads of a GQA group, consecutive
+// tokens of a prefill chunk): each key/value block is read and converted from F16 once for all of them instead
+// of once per query. Every query gets exactly AttendOne's operations in AttendOne's order, so the bits are the
+// same as one AttendOne call per query.
+struct AttendQuery {
+  const float* q = nullptr;  // [D]
+  float* out = nullptr;      // [D]
+  int32_t n_keys = 0;
+};
+inline constexpr int32_t kAttendMaxQueries = 32;
+void AttendGroup(const AttendQuery* queries, int32_t n_queries, int32_t D, int32_t kvh, const KvPages& kv,
+                 float scale);
+
 }  // namespace rw::kernels

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -203,6 +204,28 @@ TEST(Attention, OnlineBlocksMatchTwoPassReferenceF32AndF16) {
         ref::AttendOne(q.data(), D, h, n, kv.view, 0.25f, orf.data());
         for (int d = 0; d < D; ++d) EXPECT_NEAR(o[d], orf[d], 1e-5) << n << " " << f16;
       }
+    }
+  }
+}
+
+TEST(Attention, GroupOfQueriesGivesTheBitsOfOneCallPerQuery) {
+  const int D = 16, Hkv = 2, W = D * Hkv, n = 100;
+  for (bool f16 : {false, true}) {
+    auto K = Random(n * W, 21), V = Random(n * W, 22);
+    PagedFixture kv(K, V, n, W, 8, f16);
+    // Queries with different key counts (causal rows of a chunk, some ending inside a block, one with none).
+    const std::vector<int> n_keys = {1, 31, 32, 33, 64, 70, 99, 100, 0, 45};
+    const int Q = static_cast<int>(n_keys.size());
+    auto qs = Random(Q * D, 23, 2.0f);
+    for (int h = 0; h < Hkv; ++h) {
+      std::vector<float> one(Q * D), group(Q * D, -1.0f);
+      std::vector<AttendQuery> aq;
+      for (int j = 0; j < Q; ++j) {
+        AttendOne(qs.data() + j * D, D, h, n_keys[j], kv.view, 0.25f, one.data() + j * D);
+        aq.push_back({qs.data() + j * D, group.data() + j * D, n_keys[j]});
+      }
+      AttendGroup(aq.data(), Q, D, h, kv.view, 0.25f);
+      EXPECT_EQ(std::memcmp(one.data(), group.data(), one.size() * sizeof(float)), 0) << "f16 " << f16 << " h " << h;
     }
   }
 }

@@ -1,4 +1,5 @@
 // Gated full attention (spec model-qwen35.md 7.2) over the paged KV storage.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -106,18 +107,41 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
     views[s] = {kp[s].data(), vp[s].data(), ps, KW, f16};
   }
 
-  // Attention per (token, head), then the output gate.
+  // Attention, then the output gate. Work items are (sequence, KV head, a few tokens, the group's query heads):
+  // their queries share every converted key/value block (kernels::AttendGroup gives each query the bits of
+  // its own AttendOne call, so the grouping changes nothing but speed).
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int32_t group = Hq / Hkv;
+  const int32_t head_chunk = std::min(group, kernels::kAttendMaxQueries);
+  const int32_t tok_chunk = std::max(1, kernels::kAttendMaxQueries / head_chunk);
+  struct Item {
+    int32_t seq, kvh, i0, i1, h0, h1;  // batch rows [i0, i1), query heads [h0, h1) of KV head kvh
+  };
+  std::vector<Item> items;
+  for (size_t s = 0; s < seqs.size(); ++s)
+    for (int32_t kvh = 0; kvh < Hkv; ++kvh)
+      for (int32_t t0 = 0; t0 < seqs[s].n; t0 += tok_chunk)
+        for (int32_t h0 = kvh * group; h0 < (kvh + 1) * group; h0 += head_chunk)
+          items.push_back({static_cast<int32_t>(s), kvh, seqs[s].row0 + t0,
+                           seqs[s].row0 + std::min(seqs[s].n, t0 + tok_chunk), h0,
+                           std::min((kvh + 1) * group, h0 + head_chunk)});
   float* att = att_buf.Get(static_cast<size_t>(N) * QW);  // [N][Hq·D]
-  ParallelFor(pool, static_cast<int64_t>(N) * Hq, [&](int64_t j0, int64_t j1) {
+  ParallelFor(pool, static_cast<int64_t>(items.size()), [&](int64_t j0, int64_t j1) {
+    kernels::AttendQuery queries[kernels::kAttendMaxQueries];
     for (int64_t j = j0; j < j1; ++j) {
-      const int64_t i = j / Hq;
-      const int32_t h = static_cast<int32_t>(j % Hq);
-      float* oh = att + i * QW + h * D;
-      kernels::AttendOne(q + i * QW + h * D, D, h / group, row_pos[i] + 1, views[row_seq[i]], scale, oh);
-      const float* gh = gate + i * QW + h * D;
-      for (int32_t d = 0; d < D; ++d) oh[d] = oh[d] * kernels::Sigmoid(gh[d]);
+      const Item& it = items[j];
+      int32_t nq = 0;
+      for (int32_t i = it.i0; i < it.i1; ++i)
+        for (int32_t h = it.h0; h < it.h1; ++h)
+          queries[nq++] = {q + static_cast<int64_t>(i) * QW + h * D, att + static_cast<int64_t>(i) * QW + h * D,
+                           row_pos[i] + 1};
+      kernels::AttendGroup(queries, nq, D, it.kvh, views[it.seq], scale);
+      for (int32_t i = it.i0; i < it.i1; ++i)
+        for (int32_t h = it.h0; h < it.h1; ++h) {
+          float* oh = att + static_cast<int64_t>(i) * QW + h * D;
+          const float* gh = gate + static_cast<int64_t>(i) * QW + h * D;
+          for (int32_t d = 0; d < D; ++d) oh[d] = oh[d] * kernels::Sigmoid(gh[d]);
+        }
     }
   });
   kernels::MatMul(w.out, att, N, out, pool);
