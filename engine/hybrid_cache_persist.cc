@@ -259,8 +259,18 @@ Status HybridCache::Persist() {
       total += old.bytes;
     }
   }
+  // Files of the old index that no longer fit under --cache-disk are deleted, so the folder stays bounded.
+  std::vector<memory::CheckpointIndexEntry> old_index = std::move(im.disk_index);
   im.disk_index = entries;
-  return memory::WriteCheckpointIndex(im.cfg.disk_dir + "/index", im.fingerprint, entries);
+  REWIND_RETURN_IF_ERROR(memory::WriteCheckpointIndex(im.cfg.disk_dir + "/index", im.fingerprint, entries));
+  for (const auto& old : old_index) {
+    bool kept = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.file == old.file; });
+    if (kept) continue;
+    std::error_code ec;
+    std::filesystem::remove(im.cfg.disk_dir + "/" + old.file, ec);
+    if (ec) LOG_WARN("cache: disk tier: could not delete %s: %s", old.file.c_str(), ec.message().c_str());
+  }
+  return Status::Ok();
 }
 
 Expected<uint64_t> HybridCache::SaveSequence(memory::SeqId seq, const std::string& path) {

@@ -297,6 +297,30 @@ TEST_F(DiskTier, EvictedPrefixIsServedFromDiskAtTheMinimumCost) {
   HybridCacheTestPeer::impl(*cache_).mm->CheckInvariants();
 }
 
+TEST_F(DiskTier, PersistKeepsTheFolderUnderTheDiskBound) {
+  EvictConversationToDisk();  // A's two checkpoints are on disk; B's are in RAM
+  auto& im = HybridCacheTestPeer::impl(*cache_);
+  auto folder_bytes = [&] {
+    uint64_t total = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir_))
+      if (e.path().extension() == ".rwck") total += e.file_size();
+    return total;
+  };
+  uint64_t one_file = 0;
+  for (const auto& e : im.disk_index) one_file = std::max<uint64_t>(one_file, e.bytes);
+  ASSERT_GT(one_file, 0u);
+  // A bound that holds about one file: persisting (B's checkpoints first) must drop and delete A's files.
+  im.cfg.disk_bytes = static_cast<int64_t>(one_file + one_file / 2);
+  ASSERT_TRUE(cache_->Persist().ok());
+  EXPECT_LE(folder_bytes(), static_cast<uint64_t>(im.cfg.disk_bytes));
+  uint64_t indexed = 0;
+  for (const auto& e : im.disk_index) {
+    EXPECT_TRUE(FileExists(dir_ + "/" + e.file)) << e.file;
+    indexed += e.bytes;
+  }
+  EXPECT_EQ(indexed, folder_bytes());
+}
+
 TEST_F(DiskTier, CorruptFileIsSkippedAndTheRequestStillSucceeds) {
   EvictConversationToDisk();
   const std::string bad = FileFor(kLen);
