@@ -5,8 +5,11 @@
 #include <limits>
 #include <vector>
 
+#include <immintrin.h>
+
 #include "base/check.h"
 #include "kernels/dot.h"
+#include "kernels/exp_approx.h"
 #include "kernels/f16_row.h"
 
 namespace rw::kernels {
@@ -21,6 +24,58 @@ inline const float* LoadRow(const uint8_t* page, int32_t row, const KvPages& kv,
   HalfToFloatRow(h, tmp, D);  // exact, same bits as HalfToFloat per element
   return tmp;
 }
+
+// The 8-lane ExpApprox (same operations, same bits; see kernels/exp_approx.h).
+__attribute__((target("avx2"))) __m256 ExpApprox8(__m256 x) {
+  using namespace exp_approx;
+  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(kMin), _CMP_GE_OQ);  // false for NaN and -inf
+  x = _mm256_min_ps(x, _mm256_set1_ps(kMax));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(kLn2Hi)));
+  r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(kLn2Lo)));
+  const __m256 r2 = _mm256_mul_ps(r, r);
+  __m256 p = _mm256_set1_ps(kP0);
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(kP1));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(kP2));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(kP3));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(kP4));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(kP5));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r2), r);
+  p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(bits)), keep);
+}
+
+// e[i] = ExpApprox(s[i] - m) for i < n.
+__attribute__((target("avx2"))) void ExpShiftedAvx2(const float* s, float m, int32_t n, float* e) {
+  int32_t i = 0;
+  const __m256 vm = _mm256_set1_ps(m);
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(e + i, ExpApprox8(_mm256_sub_ps(_mm256_loadu_ps(s + i), vm)));
+  for (; i < n; ++i) e[i] = ExpApprox(s[i] - m);
+}
+
+// acc[d] = acc[d] * c (a plain multiply per element, as in AttendOne).
+__attribute__((target("avx2"))) void ScaleAvx2(float* acc, float c, int32_t D) {
+  int32_t d = 0;
+  const __m256 vc = _mm256_set1_ps(c);
+  for (; d + 8 <= D; d += 8) _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), vc));
+  for (; d < D; ++d) acc[d] *= c;
+}
+
+// acc[d] = acc[d] + e * v[d] (a multiply, then an add: no FMA, as in AttendOne).
+__attribute__((target("avx2"))) void AxpyAvx2(float* acc, float e, const float* v, int32_t D) {
+  int32_t d = 0;
+  const __m256 ve = _mm256_set1_ps(e);
+  for (; d + 8 <= D; d += 8)
+    _mm256_storeu_ps(acc + d, _mm256_add_ps(_mm256_loadu_ps(acc + d), _mm256_mul_ps(ve, _mm256_loadu_ps(v + d))));
+  for (; d < D; ++d) acc[d] += e * v[d];
+}
+
+bool DetectAvx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2");
+}
+const bool kHasAvx2 = DetectAvx2();
 
 }  // namespace
 
@@ -44,11 +99,11 @@ void AttendOne(const float* q, int32_t D, int32_t kvh, int32_t n_keys, const KvP
       mb = std::max(mb, s[p - b0]);
     }
     const float m_new = std::max(m, mb);
-    const float corr = std::exp(m - m_new);  // 0 on the first block (m = -inf)
+    const float corr = ExpApprox(m - m_new);  // 0 on the first block (m = -inf)
     l *= corr;
     for (int32_t d = 0; d < D; ++d) acc[d] *= corr;
     for (int32_t p = b0; p < b1; ++p) {
-      const float e = std::exp(s[p - b0] - m_new);
+      const float e = ExpApprox(s[p - b0] - m_new);
       l += e;
       const uint8_t* page = kv.v_pages[p / kv.page_size];
       const float* v = LoadRow(page, p % kv.page_size, kv, off, D, tmp);
@@ -68,7 +123,7 @@ void AttendGroup(const AttendQuery* queries, int32_t n_queries, int32_t D, int32
   kv_buf.resize(static_cast<size_t>(2) * kAttnBlock * D);
   float* const kb = kv_buf.data();                         // [kAttnBlock][D] keys of the block, as floats
   float* const vb = kv_buf.data() + kAttnBlock * D;        // [kAttnBlock][D] values
-  float m[kAttendMaxQueries], l[kAttendMaxQueries], s[kAttnBlock];
+  float m[kAttendMaxQueries], l[kAttendMaxQueries], s[kAttnBlock], e[kAttnBlock];
   const float* krow[kAttnBlock];
   const float* vrow[kAttnBlock];
   int32_t max_keys = 0;
@@ -88,7 +143,7 @@ void AttendGroup(const AttendQuery* queries, int32_t n_queries, int32_t D, int32
     for (int32_t j = 0; j < n_queries; ++j) {
       const int32_t e1 = std::min(queries[j].n_keys, b1);
       if (e1 <= b0) continue;  // this query's keys ended before the block
-      // AttendOne's block step, verbatim.
+      // AttendOne's block step: the same operations, the exp and the updates vectorised (same bits).
       const float* q = queries[j].q;
       float* acc = acc_buf.data() + static_cast<size_t>(j) * D;
       float mb = -std::numeric_limits<float>::infinity();
@@ -97,14 +152,24 @@ void AttendGroup(const AttendQuery* queries, int32_t n_queries, int32_t D, int32
         mb = std::max(mb, s[p - b0]);
       }
       const float m_new = std::max(m[j], mb);
-      const float corr = std::exp(m[j] - m_new);
+      const float corr = ExpApprox(m[j] - m_new);
       l[j] *= corr;
-      for (int32_t d = 0; d < D; ++d) acc[d] *= corr;
-      for (int32_t p = b0; p < e1; ++p) {
-        const float e = std::exp(s[p - b0] - m_new);
-        l[j] += e;
-        const float* v = vrow[p - b0];
-        for (int32_t d = 0; d < D; ++d) acc[d] += e * v[d];
+      const int32_t nb = e1 - b0;
+      if (kHasAvx2) {
+        ScaleAvx2(acc, corr, D);
+        ExpShiftedAvx2(s, m_new, nb, e);
+        for (int32_t p = 0; p < nb; ++p) {
+          l[j] += e[p];
+          AxpyAvx2(acc, e[p], vrow[p], D);
+        }
+      } else {
+        for (int32_t d = 0; d < D; ++d) acc[d] *= corr;
+        for (int32_t p = 0; p < nb; ++p) {
+          e[p] = ExpApprox(s[p] - m_new);
+          l[j] += e[p];
+          const float* v = vrow[p];
+          for (int32_t d = 0; d < D; ++d) acc[d] += e[p] * v[d];
+        }
       }
       m[j] = m_new;
     }

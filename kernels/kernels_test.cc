@@ -11,6 +11,7 @@
 #include "kernels/attention.h"
 #include "kernels/conv.h"
 #include "kernels/dot.h"
+#include "kernels/exp_approx.h"
 #include "kernels/f16.h"
 #include "kernels/gdn.h"
 #include "kernels/matmul.h"
@@ -228,6 +229,22 @@ TEST(Attention, GroupOfQueriesGivesTheBitsOfOneCallPerQuery) {
       EXPECT_EQ(std::memcmp(one.data(), group.data(), one.size() * sizeof(float)), 0) << "f16 " << f16 << " h " << h;
     }
   }
+}
+
+TEST(ExpApprox, IsWithinThreeUlpOfExpAndZeroBelowTheRange) {
+  float worst = 0.0f;
+  for (float x = -87.0f; x <= 88.0f; x += 0.0137f) {
+    const double want = std::exp(static_cast<double>(x));
+    const float got = ExpApprox(x);
+    const float ulp = std::nextafter(static_cast<float>(want), INFINITY) - static_cast<float>(want);
+    worst = std::max(worst, static_cast<float>(std::fabs(got - want) / ulp));
+  }
+  EXPECT_LT(worst, 3.0f);
+  EXPECT_EQ(ExpApprox(0.0f), 1.0f);
+  EXPECT_EQ(ExpApprox(-INFINITY), 0.0f);
+  EXPECT_EQ(ExpApprox(-100.0f), 0.0f);
+  EXPECT_EQ(ExpApprox(NAN), 0.0f);
+  std::printf("ExpApprox: worst %.2f ulp over [-87, 88]\n", worst);
 }
 
 TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
