@@ -315,6 +315,8 @@ void EngineImpl::Admit() {
 }
 
 bool EngineImpl::Step() {
+  const double t_step = NowSeconds();
+  std::vector<DecodeCost> costs;  // decode items of this step, for UpdateDraftCost
   // Decode steps first (latency), then prefill chunks within the batch budget.
   std::vector<EvalItem> items;
   std::vector<size_t> item_slot;
@@ -339,6 +341,7 @@ bool EngineImpl::Step() {
       if (static_cast<int32_t>(draft.size()) >= std::max(1, config_.draft_min))
         toks.insert(toks.end(), draft.begin(), draft.end());
     }
+    if (!drafters_.empty()) costs.push_back({i, a->id, a->generated.size(), toks.size() > 1});
     owned.push_back(std::move(toks));
     items.push_back({a->seq, owned.back(), owned.back().size() > 1});
     item_slot.push_back(i);
@@ -401,7 +404,30 @@ bool EngineImpl::Step() {
     }
     Emit(a, out.Row(out.seq_first_row[k]));
   }
+  UpdateDraftCost(costs, NowSeconds() - t_step);
   return true;
+}
+
+// Speculation must pay for itself: per request, the seconds per emitted token of drafted rounds (drafting,
+// verification, rollback) are compared with those of plain steps; while drafting is slower it backs off
+// (exponentially, up to 64 steps) and then probes again. Plain steps are measured first and now and then.
+void EngineImpl::UpdateDraftCost(const std::vector<DecodeCost>& costs, double seconds) {
+  for (const DecodeCost& c : costs) {
+    Active* a = slots_[c.slot].get();
+    if (a == nullptr || a->id != c.id || a->generated.size() <= c.generated_before) continue;
+    const double spt = seconds / static_cast<double>(a->generated.size() - c.generated_before);
+    double& avg = c.drafted ? a->spec_spt : a->plain_spt;
+    avg = avg > 0 ? 0.7 * avg + 0.3 * spt : spt;
+    ++(c.drafted ? a->spec_rounds : a->plain_steps);
+    if (!c.drafted || a->plain_spt <= 0) continue;
+    if (a->spec_spt > a->plain_spt) {
+      a->skip = std::max(a->skip, a->backoff);
+      a->backoff = std::min(a->backoff * 2, 64);
+      a->spec_spt = 0;  // measured afresh by the next probe
+    } else if (a->accept_ema >= 0.15) {
+      a->backoff = 1;
+    }
+  }
 }
 
 void EngineImpl::Emit(Active& a, std::span<const float> logits) {
@@ -446,6 +472,8 @@ int32_t EngineImpl::PlanDraft(Active& a) const {
     --a.skip;
     return 0;
   }
+  // Plain steps to measure against (UpdateDraftCost): the first three, then one in every 32 rounds.
+  if (a.plain_steps < 3 || (a.plain_steps + a.spec_rounds) % 32 == 31) return 0;
   int32_t n = a.draft_len;
   // Never draft past what the request may still generate or what the context holds.
   if (a.request.max_tokens >= 0)

@@ -62,6 +62,10 @@ class EngineImpl final : public Engine {
     int32_t skip = 0;                 // decode steps left without drafting (back-off after poor acceptance)
     int32_t backoff = 1;
     double accept_ema = 1.0;          // moving average of the per-round acceptance rate
+    // Measured cost (moving averages of step seconds per emitted token): drafting continues only while its
+    // rounds emit tokens faster than plain steps do for this request (0 = not measured yet).
+    double plain_spt = 0, spec_spt = 0;
+    int32_t plain_steps = 0, spec_rounds = 0;
     int32_t drafted = 0, accepted = 0;
   };
   struct Counters {
@@ -88,6 +92,13 @@ class EngineImpl final : public Engine {
   void VerifyDraft(size_t slot, const model::ForwardOutput& out, int32_t first_row, int32_t pos0,
                    std::span<const int32_t> item_tokens);
   int32_t PlanDraft(Active& a) const;
+  struct DecodeCost {
+    size_t slot;
+    uint64_t id;
+    size_t generated_before;
+    bool drafted;
+  };
+  void UpdateDraftCost(const std::vector<DecodeCost>& costs, double seconds);
   void Finish(size_t slot, const std::string& reason, std::optional<Error> error = std::nullopt);
   Status ValidateRequest(const GenerationRequest& r) const;
   // Runs fn on the engine thread and waits for it.

@@ -98,11 +98,64 @@ struct KQ8_0 {
   }
 };
 
+// Q8_0 with AVX512-VNNI (vpdpbusd on ymm registers, EVEX form: 32 registers for a 4 x 4 tile), used when the
+// CPU has AVX512-VL and AVX512-VNNI. vpdpbusd multiplies unsigned by signed bytes and adds each group of 4 products
+// straight into int32 lane j (bytes 4j..4j+3): the lane layout of maddubs + madd(1) in KQ8_0. The activation
+// is made unsigned as a + 128 and the excess 128 * (sum of the 4 weights) is removed by starting the lane at
+// -128 * sum(w), so each lane holds exactly sum a*w. KQ8_0's lane is the same number: |w| * sign(a, w) pairs
+// never saturate int16, and sign() is exact for a != -128 (the activation quantiser never writes -128:
+// |x| * (127 / amax) rounds to at most 127). The float part is the same: d = dw * da (lane by lane the same
+// IEEE product), one FMA of the converted lane sums per block, the same Hsum.
+struct KQ8_0Vnni {
+  static constexpr int kR = 4, kT = 4;
+  template <int R, int T>
+  __attribute__((target("avx2,fma,f16c,avx512vl,avx512vnni"))) static void Run(int64_t nb, const uint8_t* const* w,
+                                                                   const uint8_t* const* act, float* out) {
+    const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+    __m256 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      __m256 da[T];
+      __m256i au[T];
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const auto* y = reinterpret_cast<const BlockQ8_0*>(act[t]) + i;
+        da[t] = _mm256_set1_ps(H2F(y->d));
+        au[t] = _mm256_xor_si256(Load256(y->qs), bias);  // a + 128 as unsigned bytes
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const auto* x = reinterpret_cast<const BlockQ8_0*>(w[r]) + i;
+        const __m256i xw = Load256(x->qs);
+        const __m256i nbias =
+            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, xw));
+        const __m256 dw = _mm256_set1_ps(H2F(x->d));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m256 d = _mm256_mul_ps(dw, da[t]);  // lane by lane the scalar dw * da
+          const __m256i s = _mm256_dpbusd_epi32(nbias, au[t], xw);
+          acc[r][t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[r][t]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[r * T + t] = Hsum(acc[r][t]);
+  }
+};
+
+bool DetectVnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+}
+const bool kHasVnni = DetectVnni();
+bool g_use_vnni = kHasVnni;
+
 template <bool kFive>
 struct KQx_K {
   static constexpr int kR = 1, kT = 4;
   template <int R, int T>
-  static void Run(int64_t nb, const uint8_t* const* w, const uint8_t* const* act, float* out) {
+  __attribute__((always_inline)) static void Run(int64_t nb, const uint8_t* const* w, const uint8_t* const* act, float* out) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i one = _mm256_set1_epi8(1);
     __m256 acc[R][T];
@@ -110,9 +163,9 @@ struct KQx_K {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
       const BlockQ8_K* y[T];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const uint8_t* qs;
         const uint8_t* packed;
@@ -138,9 +191,9 @@ struct KQx_K {
                                            static_cast<int>(utmp[1]), static_cast<int>(utmp[0]));
         const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scmn));
         __m256i sumi[T];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int c = 0; c < 4; ++c) {
           const __m256i q = Load256(qs + 32 * c);
           __m256i lo = _mm256_and_si256(q, m4);
@@ -152,7 +205,7 @@ struct KQx_K {
           }
           const __m256i slo = _mm256_shuffle_epi8(sc16, ScaleShuffle(2 * c));
           const __m256i shi = _mm256_shuffle_epi8(sc16, ScaleShuffle(2 * c + 1));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (int t = 0; t < T; ++t) {
             const __m256i plo = _mm256_maddubs_epi16(lo, Load256(y[t]->qs + 64 * c));
             const __m256i phi = _mm256_maddubs_epi16(hi, Load256(y[t]->qs + 64 * c + 32));
@@ -162,7 +215,7 @@ struct KQx_K {
         }
         const __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(scmn, 8));
         const float fd = H2F(dw), fdmin = H2F(dminw);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m256 d = _mm256_set1_ps(fd * y[t]->d);
           const __m256 dmin = _mm256_set1_ps(fdmin * y[t]->d);
@@ -179,7 +232,7 @@ struct KQx_K {
 struct KQ6_K {
   static constexpr int kR = 1, kT = 4;
   template <int R, int T>
-  static void Run(int64_t nb, const uint8_t* const* w, const uint8_t* const* act, float* out) {
+  __attribute__((always_inline)) static void Run(int64_t nb, const uint8_t* const* w, const uint8_t* const* act, float* out) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i m2 = _mm256_set1_epi8(0x03);
     __m256 acc[R][T];
@@ -187,14 +240,14 @@ struct KQ6_K {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
       const BlockQ8_K* y[T];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const auto* x = reinterpret_cast<const BlockQ6_K*>(w[r]) + i;
         const __m256i sc16 = _mm256_cvtepi8_epi16(Load128(x->scales));
         __m256i sumi[T];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m256i bsums = Load256(reinterpret_cast<const uint8_t*>(y[t]) + offsetof(BlockQ8_K, bsums));
           sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 5));
@@ -213,10 +266,10 @@ struct KQ6_K {
           q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                  _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
           const __m256i sc_half = _mm256_permute4x64_epi64(sc16, n ? 0xEE : 0x44);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (int k = 0; k < 4; ++k) {
             const __m256i s = _mm256_shuffle_epi8(sc_half, PairShuffle(k));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int t = 0; t < T; ++t) {
               const __m256i p = _mm256_maddubs_epi16(q[k], Load256(y[t]->qs + 128 * n + 32 * k));
               sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, s));
@@ -224,7 +277,7 @@ struct KQ6_K {
           }
         }
         const float fd = H2F(x->d);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m256 d = _mm256_set1_ps(fd * y[t]->d);
           acc[r][t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi[t]), acc[r][t]);
@@ -233,6 +286,18 @@ struct KQ6_K {
     }
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) out[r * T + t] = Hsum(acc[r][t]);
+  }
+};
+
+// The K-quant kernels with 8 tokens per tile (the weight decoding shared by twice as many tokens): the same
+// code inlined where AVX512-VL gives 32 ymm registers; same instructions per element, so the same bits.
+template <class K>
+struct KWide {
+  static constexpr int kR = 1, kT = 8;
+  template <int R, int T>
+  __attribute__((target("avx2,fma,f16c,avx512vl"))) static void Run(int64_t nb, const uint8_t* const* w,
+                                                                    const uint8_t* const* act, float* out) {
+    K::template Run<R, T>(nb, w, act, out);
   }
 };
 
@@ -319,6 +384,8 @@ void Drive(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const 
 
 }  // namespace
 
+void AllowVnni(bool allow) { g_use_vnni = allow && kHasVnni; }
+
 bool Supports(TensorType t) {
   switch (t) {
     case TensorType::kQ8_0:
@@ -338,12 +405,17 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
   const auto* ab = static_cast<const uint8_t*>(act);
   const int64_t nb = n / gguf::BlockSize(t);  // == n for the float formats
   switch (t) {
-    case TensorType::kQ8_0: return Drive<KQ8_0>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
+    case TensorType::kQ8_0:
+      if (g_use_vnni) return Drive<KQ8_0Vnni>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
+      return Drive<KQ8_0>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
     case TensorType::kQ4_K:
+      if (g_use_vnni) return Drive<KWide<KQx_K<false>>>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
       return Drive<KQx_K<false>>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
     case TensorType::kQ5_K:
       return Drive<KQx_K<true>>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
-    case TensorType::kQ6_K: return Drive<KQ6_K>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
+    case TensorType::kQ6_K:
+      if (g_use_vnni) return Drive<KWide<KQ6_K>>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
+      return Drive<KQ6_K>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
     case TensorType::kF32:
       return Drive<KFloat<LoadF32, ScalarF32>>(n, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
     case TensorType::kF16:

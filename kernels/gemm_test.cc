@@ -34,7 +34,7 @@ std::vector<uint8_t> Rows(TT t, int64_t rows, int64_t n, std::mt19937& rng, floa
   return out;
 }
 
-TEST(Gemm, TiledCallsMatchSingleVecDotBitForBitForAnyShape) {
+void TiledCallsMatchSingleVecDot() {
   for (TT t : {TT::kQ8_0, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K, TT::kF32, TT::kF16, TT::kBF16}) {
     if (!GemmSupports(t)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
     std::mt19937 rng(static_cast<uint32_t>(t) + 7);
@@ -59,6 +59,14 @@ TEST(Gemm, TiledCallsMatchSingleVecDotBitForBitForAnyShape) {
               << gguf::TypeName(t) << " tokens " << nt << " tok " << tok << " row " << r;
     }
   }
+}
+
+// Both the best kernel for this CPU and the plain AVX2 one (Q8_0 has an AVX512-VNNI variant).
+TEST(Gemm, TiledCallsMatchSingleVecDotBitForBitForAnyShape) {
+  TiledCallsMatchSingleVecDot();
+  GemmAllowVnni(false);
+  TiledCallsMatchSingleVecDot();
+  GemmAllowVnni(true);
 }
 
 TEST(Gemm, FloatTailElementsMatchSingleVecDot) {
