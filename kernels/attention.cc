@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "kernels/dot.h"
 #include "kernels/exp_approx.h"
+#include "kernels/exp_approx_avx2.h"
 #include "kernels/f16_row.h"
 
 namespace rw::kernels {
@@ -23,27 +24,6 @@ inline const float* LoadRow(const uint8_t* page, int32_t row, const KvPages& kv,
   const uint16_t* h = reinterpret_cast<const uint16_t*>(page) + static_cast<int64_t>(row) * kv.row_width + off;
   HalfToFloatRow(h, tmp, D);  // exact, same bits as HalfToFloat per element
   return tmp;
-}
-
-// The 8-lane ExpApprox (same operations, same bits; see kernels/exp_approx.h).
-__attribute__((target("avx2"))) __m256 ExpApprox8(__m256 x) {
-  using namespace exp_approx;
-  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(kMin), _CMP_GE_OQ);  // false for NaN and -inf
-  x = _mm256_min_ps(x, _mm256_set1_ps(kMax));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(kLn2Hi)));
-  r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(kLn2Lo)));
-  const __m256 r2 = _mm256_mul_ps(r, r);
-  __m256 p = _mm256_set1_ps(kP0);
-  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(kP1));
-  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(kP2));
-  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(kP3));
-  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(kP4));
-  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(kP5));
-  p = _mm256_add_ps(_mm256_mul_ps(p, r2), r);
-  p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(bits)), keep);
 }
 
 // e[i] = ExpApprox(s[i] - m) for i < n.

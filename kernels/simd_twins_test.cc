@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/activation.h"
 #include "kernels/conv.h"
 #include "kernels/dot.h"
 #include "kernels/f16.h"
@@ -101,6 +102,40 @@ TEST(SimdTwins, CausalConvMatchesThePortableLoopBitForBit) {
       ASSERT_EQ(std::memcmp(s1.data(), s2.data(), s1.size() * 4), 0) << "Kc " << Kc << " C " << C;
     }
   }
+}
+
+TEST(SimdTwins, ActivationRowsMatchTheScalarFunctionsBitForBit) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> d(0.0f, 4.0f);
+  const int n = 53;  // 6 vectors and a tail
+  std::vector<float> a(n), b(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = d(rng);
+    b[i] = d(rng);
+  }
+  a[0] = 0.0f;
+  a[1] = -0.0f;
+  a[2] = 95.0f;
+  a[3] = -95.0f;
+  a[4] = 87.5f;
+  a[5] = -87.5f;
+  std::vector<float> got(n), want(n);
+  SwiGlu(a.data(), b.data(), n, got.data());
+  for (int i = 0; i < n; ++i) want[i] = Silu(a[i]) * b[i];
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), n * 4), 0) << "SwiGlu";
+  got = a;
+  SiluInPlace(got.data(), n);
+  for (int i = 0; i < n; ++i) want[i] = Silu(a[i]);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), n * 4), 0) << "SiluInPlace";
+  got = b;
+  MulSilu(got.data(), a.data(), n);
+  for (int i = 0; i < n; ++i) want[i] = b[i] * Silu(a[i]);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), n * 4), 0) << "MulSilu";
+  got = b;
+  MulSigmoid(got.data(), a.data(), n);
+  for (int i = 0; i < n; ++i) want[i] = b[i] * Sigmoid(a[i]);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), n * 4), 0) << "MulSigmoid";
+  EXPECT_NEAR(Silu(2.0f), 2.0 / (1.0 + std::exp(-2.0)), 1e-6);
 }
 
 }  // namespace

@@ -140,7 +140,7 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
         for (int32_t h = it.h0; h < it.h1; ++h) {
           float* oh = att + static_cast<int64_t>(i) * QW + h * D;
           const float* gh = gate + static_cast<int64_t>(i) * QW + h * D;
-          for (int32_t d = 0; d < D; ++d) oh[d] = oh[d] * kernels::Sigmoid(gh[d]);
+          kernels::MulSigmoid(oh, gh, D);
         }
     }
   });

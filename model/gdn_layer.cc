@@ -136,7 +136,7 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
         float* oh = o + i * Vd + h * S;
         const float* zh = z + i * Vd + h * S;
         kernels::RmsNorm(oh, w.norm, S, cfg.eps, oh);
-        for (int32_t k = 0; k < S; ++k) oh[k] = oh[k] * kernels::Silu(zh[k]);
+        kernels::MulSilu(oh, zh, S);
       }
     }
   });

@@ -213,19 +213,25 @@ Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog&
   } else if (slot_in != slot_out) {
     states.CopySlot(slot_in, slot_out);
   }
-  for (int32_t il = 0; il < c.n_layer; ++il) {
-    if (c.kinds[il] != LayerKind::kGdn) continue;
-    const int32_t gi = c.kind_index[il];
-    internal::GdnInputs in;
-    in.qkv = log.rows.data() + gi * rw;
-    in.qkv_stride = n_gdn * rw;
-    in.b = in.qkv + c.ssm_conv_dim();
-    in.a = in.b + c.ssm_heads;
-    in.ba_stride = n_gdn * rw;
-    in.T = k;
-    internal::GdnUpdate(c, w_.layers[il].gdn, in, states.Conv(slot_out, gi), states.Delta(slot_out, gi), nullptr,
-                        pool_.get());
-  }
+  // The layers' logged inputs are independent, so threads take whole layers: one dispatch for the whole
+  // rollback instead of three per layer (a rollback of a few tokens is short next to a dispatch).
+  std::vector<int32_t> gdn_layers;
+  for (int32_t il = 0; il < c.n_layer; ++il)
+    if (c.kinds[il] == LayerKind::kGdn) gdn_layers.push_back(il);
+  kernels::ParallelFor(pool_.get(), static_cast<int64_t>(gdn_layers.size()), [&](int64_t l0, int64_t l1) {
+    for (int64_t l = l0; l < l1; ++l) {
+      const int32_t il = gdn_layers[l], gi = c.kind_index[il];
+      internal::GdnInputs in;
+      in.qkv = log.rows.data() + gi * rw;
+      in.qkv_stride = n_gdn * rw;
+      in.b = in.qkv + c.ssm_conv_dim();
+      in.a = in.b + c.ssm_heads;
+      in.ba_stride = n_gdn * rw;
+      in.T = k;
+      internal::GdnUpdate(c, w_.layers[il].gdn, in, states.Conv(slot_out, gi), states.Delta(slot_out, gi),
+                          nullptr, nullptr);
+    }
+  });
   return Status::Ok();
 }
 
