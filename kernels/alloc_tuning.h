@@ -28,8 +28,4 @@ class ScratchBuffer {
   size_t cap_ = 0;
 };
 
-// Kept for ThreadPool's constructor; the scratch buffers above made the old mallopt() tuning unnecessary, so
-// it no longer changes anything.
-void TuneAllocatorForScratch();
-
 }  // namespace rw::kernels

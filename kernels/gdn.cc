@@ -1,6 +1,7 @@
 #include "kernels/gdn.h"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "kernels/dot.h"
 
@@ -15,8 +16,11 @@ void HeadStep(float* M, const float* q, const float* k, const float* v, float be
 }  // namespace gdn_avx512
 
 namespace {
+// REWIND_NO_AVX512=1 keeps the AVX2 code (like-for-like comparisons with AVX2 builds; the bits are the same).
 bool DetectAvx512() {
   __builtin_cpu_init();
+  const char* off = std::getenv("REWIND_NO_AVX512");
+  if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 }
 const bool kHasAvx512 = DetectAvx512();

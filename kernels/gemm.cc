@@ -7,7 +7,7 @@
 namespace rw::kernels {
 namespace gemm_avx2 {
 bool Supports(gguf::TensorType t);
-void AllowVnni(bool allow);
+void AllowAvx512(bool allow);
 void GemmRows(gguf::TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act,
               size_t act_stride, int64_t n_tok, float* out, int64_t out_stride);
 }  // namespace gemm_avx2
@@ -24,6 +24,6 @@ void GemmRows(gguf::TensorType weight_type, int64_t n, const void* w, size_t w_s
   gemm_avx2::GemmRows(weight_type, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride);
 }
 
-void GemmAllowVnni(bool allow) { gemm_avx2::AllowVnni(allow); }
+void GemmAllowAvx512(bool allow) { gemm_avx2::AllowAvx512(allow); }
 
 }  // namespace rw::kernels

@@ -24,8 +24,9 @@ bool GemmSupports(gguf::TensorType weight_type);
 void GemmRows(gguf::TensorType weight_type, int64_t n, const void* w, size_t w_stride, int64_t n_rows,
               const void* act, size_t act_stride, int64_t n_tok, float* out, int64_t out_stride);
 
-// For tests: false makes GemmRows use only the plain AVX2 kernels, also where the CPU has a faster variant with
-// the same bits (Q8_0 through AVX512-VNNI). Default true. Not thread-safe against running GemmRows.
-void GemmAllowVnni(bool allow);
+// For tests and gemm_bench: false makes GemmRows use only the plain AVX2 kernels, also where the CPU has
+// AVX512-VL + AVX512-VNNI and GemmRows would use its bit-identical variants (Q8_0 through vpdpbusd, larger
+// K-quant tiles in 32 ymm registers). Default true. Not thread-safe against running GemmRows.
+void GemmAllowAvx512(bool allow);
 
 }  // namespace rw::kernels

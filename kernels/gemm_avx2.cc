@@ -1,5 +1,7 @@
 // AVX2 + FMA + F16C tiled kernels behind kernels/gemm.h. Compiled with -mavx2 -mfma -mf16c -ffp-contract=off
-// and only called after the CPU check in gemm.cc.
+// and only called after the CPU check in gemm.cc. Where the CPU also has AVX-512 (F, DQ, BW, VL, VNNI), the
+// *Zmm variants are used instead: two tokens per 512-bit register, every element still gets the float
+// operations of the 256-bit kernel lane by lane (see each variant); gemm_test checks both sets.
 //
 // A tile is R weight rows x T tokens with R*T independent accumulators. For each element (r, t) the float
 // operations are exactly those of the R = T = 1 kernel, which are those of kernels/vec_dot_avx2.cc: integer
@@ -9,344 +11,48 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 
 #include "gguf/quants.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_tiles_avx2.h"
+#include "kernels/gemm_tiles_avx512.h"
 
 namespace rw::kernels::gemm_avx2 {
 namespace {
 
-using gguf::BlockQ4_K;
-using gguf::BlockQ5_K;
-using gguf::BlockQ6_K;
-using gguf::BlockQ8_0;
-using gguf::BlockQ8_K;
 using gguf::TensorType;
 
-// ---- Helpers (the same as in vec_dot_avx2.cc) -------------------------------------------------------------
-
-// Horizontal sum in one fixed order: (lo128 + hi128), then (0+2, 1+3), then (0 + 1).
-inline float Hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline float H2F(uint16_t h) { return _cvtsh_ss(h); }
-inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline __m128i Load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-inline __m256i SumPairs16(__m256i v) { return _mm256_madd_epi16(v, _mm256_set1_epi16(1)); }
-inline __m256i DotUnsigned(__m256i u, __m256i s) { return SumPairs16(_mm256_maddubs_epi16(u, s)); }
-
-inline void UnpackScalesMins(const uint8_t* packed, uint32_t utmp[4]) {
-  constexpr uint32_t kMask1 = 0x3F3F3F3F, kMask2 = 0x0F0F0F0F, kMask3 = 0x03030303;
-  std::memcpy(utmp, packed, 12);
-  utmp[3] = ((utmp[2] >> 4) & kMask2) | (((utmp[1] >> 6) & kMask3) << 4);
-  const uint32_t uaux = utmp[1] & kMask1;
-  utmp[1] = (utmp[2] & kMask2) | (((utmp[0] >> 6) & kMask3) << 4);
-  utmp[2] = uaux;
-  utmp[0] &= kMask1;
-}
-
-inline __m256i ScaleShuffle(int j) {
-  return _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8)));
-}
-
-inline __m256i MinsDotBsums(__m128i mins16, const BlockQ8_K* y) {
-  const __m256i m2 = _mm256_set_m128i(_mm_unpackhi_epi16(mins16, mins16), _mm_unpacklo_epi16(mins16, mins16));
-  return _mm256_madd_epi16(Load256(reinterpret_cast<const uint8_t*>(y) + offsetof(BlockQ8_K, bsums)), m2);
-}
-
-inline __m256i PairShuffle(int k) {
-  const short lo = static_cast<short>((4 * k) | ((4 * k + 1) << 8));
-  const short hi = static_cast<short>((4 * k + 2) | ((4 * k + 3) << 8));
-  return _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo));
-}
-
-// ---- Tile kernels: w[R] row pointers, a[T] activation pointers, out[R][T] --------------------------------
-
-struct KQ8_0 {
-  static constexpr int kR = 2, kT = 4;
-  template <int R, int T>
-  static void Run(int64_t nb, const uint8_t* const* w, const uint8_t* const* act, float* out) {
-    __m256 acc[R][T];
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-      float da[T];
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) da[t] = H2F(reinterpret_cast<const BlockQ8_0*>(act[t])[i].d);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const auto* x = reinterpret_cast<const BlockQ8_0*>(w[r]) + i;
-        const __m256i xw = Load256(x->qs);
-        const __m256i ax = _mm256_sign_epi8(xw, xw);
-        const float dw = H2F(x->d);
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) {
-          const __m256i qa = Load256(reinterpret_cast<const BlockQ8_0*>(act[t])[i].qs);
-          const __m256 d = _mm256_set1_ps(dw * da[t]);
-          const __m256i s = DotUnsigned(ax, _mm256_sign_epi8(qa, xw));
-          acc[r][t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[r][t]);
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) out[r * T + t] = Hsum(acc[r][t]);
-  }
-};
-
-// Q8_0 with AVX512-VNNI (vpdpbusd on ymm registers, EVEX form: 32 registers for a 4 x 4 tile), used when the
-// CPU has AVX512-VL and AVX512-VNNI. vpdpbusd multiplies unsigned by signed bytes and adds each group of 4 products
-// straight into int32 lane j (bytes 4j..4j+3): the lane layout of maddubs + madd(1) in KQ8_0. The activation
-// is made unsigned as a + 128 and the excess 128 * (sum of the 4 weights) is removed by starting the lane at
-// -128 * sum(w), so each lane holds exactly sum a*w. KQ8_0's lane is the same number: |w| * sign(a, w) pairs
-// never saturate int16, and sign() is exact for a != -128 (the activation quantiser never writes -128:
-// |x| * (127 / amax) rounds to at most 127). The float part is the same: d = dw * da (lane by lane the same
-// IEEE product), one FMA of the converted lane sums per block, the same Hsum.
-struct KQ8_0Vnni {
-  static constexpr int kR = 4, kT = 4;
-  template <int R, int T>
-  __attribute__((target("avx2,fma,f16c,avx512vl,avx512vnni"))) static void Run(int64_t nb, const uint8_t* const* w,
-                                                                   const uint8_t* const* act, float* out) {
-    const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
-    __m256 acc[R][T];
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-      __m256 da[T];
-      __m256i au[T];
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const auto* y = reinterpret_cast<const BlockQ8_0*>(act[t]) + i;
-        da[t] = _mm256_set1_ps(H2F(y->d));
-        au[t] = _mm256_xor_si256(Load256(y->qs), bias);  // a + 128 as unsigned bytes
-      }
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const auto* x = reinterpret_cast<const BlockQ8_0*>(w[r]) + i;
-        const __m256i xw = Load256(x->qs);
-        const __m256i nbias =
-            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, xw));
-        const __m256 dw = _mm256_set1_ps(H2F(x->d));
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) {
-          const __m256 d = _mm256_mul_ps(dw, da[t]);  // lane by lane the scalar dw * da
-          const __m256i s = _mm256_dpbusd_epi32(nbias, au[t], xw);
-          acc[r][t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[r][t]);
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) out[r * T + t] = Hsum(acc[r][t]);
-  }
-};
-
-bool DetectVnni() {
+// REWIND_NO_AVX512=1 keeps the 256-bit kernels (like-for-like comparisons with AVX2 builds; same bits).
+bool DetectAvx512() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  const char* off = std::getenv("REWIND_NO_AVX512");
+  if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bw");
 }
-const bool kHasVnni = DetectVnni();
-bool g_use_vnni = kHasVnni;
+const bool kHasAvx512 = DetectAvx512();
+bool g_use_avx512 = kHasAvx512;
 
-template <bool kFive>
-struct KQx_K {
-  static constexpr int kR = 1, kT = 4;
-  template <int R, int T>
-  __attribute__((always_inline)) static void Run(int64_t nb, const uint8_t* const* w, const uint8_t* const* act, float* out) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i one = _mm256_set1_epi8(1);
-    __m256 acc[R][T];
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-      const BlockQ8_K* y[T];
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const uint8_t* qs;
-        const uint8_t* packed;
-        uint16_t dw, dminw;
-        __m256i hbits = _mm256_setzero_si256();
-        if constexpr (kFive) {
-          const auto* x = reinterpret_cast<const BlockQ5_K*>(w[r]) + i;
-          qs = x->qs;
-          packed = x->scales;
-          dw = x->d;
-          dminw = x->dmin;
-          hbits = Load256(x->qh);
-        } else {
-          const auto* x = reinterpret_cast<const BlockQ4_K*>(w[r]) + i;
-          qs = x->qs;
-          packed = x->scales;
-          dw = x->d;
-          dminw = x->dmin;
-        }
-        uint32_t utmp[4];
-        UnpackScalesMins(packed, utmp);
-        const __m128i scmn = _mm_set_epi32(static_cast<int>(utmp[3]), static_cast<int>(utmp[2]),
-                                           static_cast<int>(utmp[1]), static_cast<int>(utmp[0]));
-        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scmn));
-        __m256i sumi[T];
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-        for (int c = 0; c < 4; ++c) {
-          const __m256i q = Load256(qs + 32 * c);
-          __m256i lo = _mm256_and_si256(q, m4);
-          __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-          if constexpr (kFive) {
-            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c), one), 4));
-            hi = _mm256_or_si256(
-                hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c + 1), one), 4));
-          }
-          const __m256i slo = _mm256_shuffle_epi8(sc16, ScaleShuffle(2 * c));
-          const __m256i shi = _mm256_shuffle_epi8(sc16, ScaleShuffle(2 * c + 1));
-#pragma GCC unroll 8
-          for (int t = 0; t < T; ++t) {
-            const __m256i plo = _mm256_maddubs_epi16(lo, Load256(y[t]->qs + 64 * c));
-            const __m256i phi = _mm256_maddubs_epi16(hi, Load256(y[t]->qs + 64 * c + 32));
-            sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(plo, slo));
-            sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(phi, shi));
-          }
-        }
-        const __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(scmn, 8));
-        const float fd = H2F(dw), fdmin = H2F(dminw);
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) {
-          const __m256 d = _mm256_set1_ps(fd * y[t]->d);
-          const __m256 dmin = _mm256_set1_ps(fdmin * y[t]->d);
-          acc[r][t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi[t]), acc[r][t]);
-          acc[r][t] = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(MinsDotBsums(mins16, y[t])), acc[r][t]);
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) out[r * T + t] = Hsum(acc[r][t]);
+// True if some Q8_0 activation value is -128. The quantiser writes -128 only for blocks whose largest |x| is
+// below ~4e-37 (127 / amax overflows); KQ8_0Vnni/KQ8_0Zmm compute those products exactly while the AVX2 VecDot
+// (sign trick) does not, so such calls take the plain kernel. One pass over the activations, far cheaper than
+// the product.
+bool HasMinus128(const uint8_t* act, size_t stride, int64_t n_tok, int64_t nb) {
+  const __m256i m = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const auto* y = reinterpret_cast<const gguf::BlockQ8_0*>(act + t * stride);
+    __m256i any = _mm256_setzero_si256();
+    for (int64_t i = 0; i < nb; ++i)
+      any = _mm256_or_si256(any, _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)), m));
+    if (!_mm256_testz_si256(any, any)) return true;
   }
-};
-
-struct KQ6_K {
-  static constexpr int kR = 1, kT = 4;
-  template <int R, int T>
-  __attribute__((always_inline)) static void Run(int64_t nb, const uint8_t* const* w, const uint8_t* const* act, float* out) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i m2 = _mm256_set1_epi8(0x03);
-    __m256 acc[R][T];
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-      const BlockQ8_K* y[T];
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const auto* x = reinterpret_cast<const BlockQ6_K*>(w[r]) + i;
-        const __m256i sc16 = _mm256_cvtepi8_epi16(Load128(x->scales));
-        __m256i sumi[T];
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) {
-          const __m256i bsums = Load256(reinterpret_cast<const uint8_t*>(y[t]) + offsetof(BlockQ8_K, bsums));
-          sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 5));
-        }
-#pragma GCC unroll 2
-        for (int n = 0; n < 2; ++n) {
-          const __m256i l0 = Load256(x->ql + 64 * n);
-          const __m256i l1 = Load256(x->ql + 64 * n + 32);
-          const __m256i h = Load256(x->qh + 32 * n);
-          __m256i q[4];
-          q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
-          q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
-          q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
-          q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
-          const __m256i sc_half = _mm256_permute4x64_epi64(sc16, n ? 0xEE : 0x44);
-#pragma GCC unroll 8
-          for (int k = 0; k < 4; ++k) {
-            const __m256i s = _mm256_shuffle_epi8(sc_half, PairShuffle(k));
-#pragma GCC unroll 8
-            for (int t = 0; t < T; ++t) {
-              const __m256i p = _mm256_maddubs_epi16(q[k], Load256(y[t]->qs + 128 * n + 32 * k));
-              sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, s));
-            }
-          }
-        }
-        const float fd = H2F(x->d);
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) {
-          const __m256 d = _mm256_set1_ps(fd * y[t]->d);
-          acc[r][t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi[t]), acc[r][t]);
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) out[r * T + t] = Hsum(acc[r][t]);
-  }
-};
-
-// The K-quant kernels with 8 tokens per tile (the weight decoding shared by twice as many tokens): the same
-// code inlined where AVX512-VL gives 32 ymm registers; same instructions per element, so the same bits.
-template <class K>
-struct KWide {
-  static constexpr int kR = 1, kT = 8;
-  template <int R, int T>
-  __attribute__((target("avx2,fma,f16c,avx512vl"))) static void Run(int64_t nb, const uint8_t* const* w,
-                                                                    const uint8_t* const* act, float* out) {
-    K::template Run<R, T>(nb, w, act, out);
-  }
-};
-
-// Float formats: one 8-lane accumulator per element, one FMA per 8 elements, Hsum, then the n % 8 tail element
-// by element (vec_dot_avx2.cc's RowsFloat). nb = n (elements).
-inline __m256 LoadF32(const void* p, int64_t i) { return _mm256_loadu_ps(static_cast<const float*>(p) + i); }
-inline __m256 LoadF16(const void* p, int64_t i) {
-  return _mm256_cvtph_ps(Load128(static_cast<const uint16_t*>(p) + i));
+  return false;
 }
-inline __m256 LoadBF16(const void* p, int64_t i) {
-  const __m256i v = _mm256_cvtepu16_epi32(Load128(static_cast<const uint16_t*>(p) + i));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-}
-inline float ScalarF32(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
-inline float ScalarF16(const void* p, int64_t i) { return gguf::Fp16ToFp32(static_cast<const uint16_t*>(p)[i]); }
-inline float ScalarBF16(const void* p, int64_t i) { return gguf::Bf16ToFp32(static_cast<const uint16_t*>(p)[i]); }
-
-template <__m256 (*Load)(const void*, int64_t), float (*Scalar)(const void*, int64_t)>
-struct KFloat {
-  static constexpr int kR = 4, kT = 3;
-  template <int R, int T>
-  static void Run(int64_t n, const uint8_t* const* w, const uint8_t* const* act, float* out) {
-    __m256 acc[R][T];
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      __m256 a[T];
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) a[t] = Load(act[t], i);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const __m256 wv = Load(w[r], i);
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, a[t], acc[r][t]);
-      }
-    }
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) {
-        float sum = Hsum(acc[r][t]);
-        for (int64_t k = i; k < n; ++k) sum += Scalar(w[r], k) * Scalar(act[t], k);
-        out[r * T + t] = sum;
-      }
-  }
-};
 
 // ---- Driver -----------------------------------------------------------------------------------------------
 
-constexpr int64_t kTokBlock = 48;  // tokens whose activations stay in L2 while the rows stream (multiple of 3, 4)
+constexpr int64_t kTokBlock = 48;  // tokens whose activations stay in L2 while the rows stream (multiple of each kT)
 
 template <class K, int R, int T>
 inline void RunTile(int64_t nb, const uint8_t* wbase, size_t w_stride, int64_t r, const uint8_t* abase,
@@ -384,7 +90,7 @@ void Drive(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const 
 
 }  // namespace
 
-void AllowVnni(bool allow) { g_use_vnni = allow && kHasVnni; }
+void AllowAvx512(bool allow) { g_use_avx512 = allow && kHasAvx512; }
 
 bool Supports(TensorType t) {
   switch (t) {
@@ -404,24 +110,20 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(act);
   const int64_t nb = n / gguf::BlockSize(t);  // == n for the float formats
+  auto run = [&]<class K>(int64_t len) { Drive<K>(len, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride); };
+  const bool wide = g_use_avx512;
   switch (t) {
     case TensorType::kQ8_0:
-      if (g_use_vnni) return Drive<KQ8_0Vnni>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
-      return Drive<KQ8_0>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
+      if (wide && !HasMinus128(ab, act_stride, n_tok, nb)) return run.operator()<KQ8_0Zmm>(nb);
+      return run.operator()<KQ8_0>(nb);
     case TensorType::kQ4_K:
-      if (g_use_vnni) return Drive<KWide<KQx_K<false>>>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
-      return Drive<KQx_K<false>>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
-    case TensorType::kQ5_K:
-      return Drive<KQx_K<true>>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
-    case TensorType::kQ6_K:
-      if (g_use_vnni) return Drive<KWide<KQ6_K>>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
-      return Drive<KQ6_K>(nb, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
-    case TensorType::kF32:
-      return Drive<KFloat<LoadF32, ScalarF32>>(n, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
+      return wide ? run.operator()<KQx_KZmm<false>>(nb) : run.operator()<KQx_K<false>>(nb);
+    case TensorType::kQ5_K: return wide ? run.operator()<KQx_KZmm<true>>(nb) : run.operator()<KQx_K<true>>(nb);
+    case TensorType::kQ6_K: return wide ? run.operator()<KQ6_KZmm>(nb) : run.operator()<KQ6_K>(nb);
+    case TensorType::kF32: return run.operator()<KFloat<LoadF32, ScalarF32>>(n);
     case TensorType::kF16:
-      return Drive<KFloat<LoadF16, ScalarF16>>(n, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
-    case TensorType::kBF16:
-      return Drive<KFloat<LoadBF16, ScalarBF16>>(n, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
+      return wide ? run.operator()<KF16Zmm>(n) : run.operator()<KFloat<LoadF16, ScalarF16>>(n);
+    case TensorType::kBF16: return run.operator()<KFloat<LoadBF16, ScalarBF16>>(n);
     default: break;
   }
 }

@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     std::vector<float> y(rows * toks);
     double best = 0, best_base = 0;
     for (int rep = 0; rep < 6; ++rep) {
-      rw::kernels::GemmAllowVnni(rep % 2 == 0);
+      rw::kernels::GemmAllowAvx512(rep % 2 == 0);
       const double t0 = ThreadSeconds();
       rw::kernels::GemmRows(t, cols, w.data(), wb, rows, a.data(), ab, toks, y.data(), rows);
       const double s = ThreadSeconds() - t0;

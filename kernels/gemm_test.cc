@@ -61,19 +61,19 @@ void TiledCallsMatchSingleVecDot() {
   }
 }
 
-// Both the best kernel for this CPU and the plain AVX2 one (Q8_0 has an AVX512-VNNI variant).
+// Both the kernels GemmRows picks on this CPU and the plain AVX2 ones (AVX512 variants, kernels/gemm.h).
 TEST(Gemm, TiledCallsMatchSingleVecDotBitForBitForAnyShape) {
   TiledCallsMatchSingleVecDot();
-  GemmAllowVnni(false);
+  GemmAllowAvx512(false);
   TiledCallsMatchSingleVecDot();
-  GemmAllowVnni(true);
+  GemmAllowAvx512(true);
 }
 
 TEST(Gemm, FloatTailElementsMatchSingleVecDot) {
   for (TT t : {TT::kF32, TT::kF16}) {
     if (!GemmSupports(t)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
     std::mt19937 rng(99);
-    const int64_t n = 77, R = 5, T = 7;
+    const int64_t n = 77, R = 5, T = 19;  // full 8-token tiles (F16 AVX-512 variant) and odd remainders
     const auto w = Rows(t, R, n, rng, 1.0f, false);
     const auto a = Rows(t, T, n, rng, 1.0f, true);
     const uint64_t rb = gguf::RowBytes(t, n);
@@ -85,6 +85,27 @@ TEST(Gemm, FloatTailElementsMatchSingleVecDot) {
         ASSERT_EQ(std::memcmp(&y[tok * R + r], &s, 4), 0) << gguf::TypeName(t);
       }
   }
+}
+
+TEST(Gemm, Q8_0ActivationsOfMinus128KeepTheBitsOfVecDot) {
+  if (!GemmSupports(TT::kQ8_0)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
+  std::mt19937 rng(5);
+  const int64_t n = 256, R = 9, T = 17;
+  const auto w = Rows(TT::kQ8_0, R, n, rng, 1.0f, false);
+  auto a = Rows(TT::kQ8_0, T, n, rng, 1.0f, true);
+  // Tiny blocks quantise to -128 (127 / amax overflows); also plant -128 directly.
+  std::vector<float> tiny(n);
+  for (int64_t k = 0; k < n; ++k) tiny[k] = (k % 3 == 0 ? -1.0f : 0.5f) * 1e-38f;
+  const uint64_t rb = gguf::RowBytes(TT::kQ8_0, n);
+  gguf::QuantizeActivationRow(TT::kQ8_0, tiny.data(), a.data() + 3 * rb, n);
+  a[5 * rb + 7] = 0x80;
+  std::vector<float> y(T * R);
+  GemmRows(TT::kQ8_0, n, w.data(), rb, R, a.data(), rb, T, y.data(), R);
+  for (int64_t tok = 0; tok < T; ++tok)
+    for (int64_t r = 0; r < R; ++r) {
+      const float s = VecDot(TT::kQ8_0, n, w.data() + r * rb, a.data() + tok * rb);
+      ASSERT_EQ(std::memcmp(&y[tok * R + r], &s, 4), 0) << "tok " << tok << " row " << r;
+    }
 }
 
 TEST(Gemm, MatMulGivesTheSameBitsForEveryBatchSizeAndThreadCount) {

@@ -3,12 +3,10 @@
 #include <algorithm>
 
 #include "base/check.h"
-#include "kernels/alloc_tuning.h"
 
 namespace rw::kernels {
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
-  TuneAllocatorForScratch();  // per-forward scratch vectors reuse warm pages (kernels/alloc_tuning.h)
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 

@@ -1,0 +1,372 @@
+// Internal to kernels/gemm_avx2.cc (included only there): variants of the tile kernels of gemm_tiles_avx2.h
+// for CPUs with AVX-512 (F, DQ, BW, VL, VNNI), each function compiled for those with a target attribute and
+// called only after the CPU check in gemm_avx2.cc. Mostly two tokens per 512-bit register; every element
+// still gets the float operations of its 256-bit kernel lane by lane (see each variant).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/quants.h"
+#include "kernels/gemm_tiles_avx2.h"
+
+namespace rw::kernels::gemm_avx2 {
+namespace {
+
+using gguf::BlockQ4_K;
+using gguf::BlockQ5_K;
+using gguf::BlockQ6_K;
+using gguf::BlockQ8_0;
+using gguf::BlockQ8_K;
+using gguf::TensorType;
+
+// Q8_0 with AVX512-VNNI (vpdpbusd on ymm registers; KQ8_0Zmm below uses it for odd token counts). vpdpbusd
+// multiplies unsigned by signed bytes and adds each group of 4 products straight into int32 lane j (bytes
+// 4j..4j+3): the lane layout of maddubs + madd(1) in KQ8_0. The activation
+// is made unsigned as a + 128 and the excess 128 * (sum of the 4 weights) is removed by starting the lane at
+// -128 * sum(w), so each lane holds exactly sum a*w. KQ8_0's lane is the same number: |w| * sign(a, w) pairs
+// never saturate int16, and sign() is exact for a != -128 (GemmRows gives activations containing -128, which
+// the quantiser writes only for blocks of magnitude < ~4e-37, to KQ8_0 instead). The float part is the same:
+// d = dw * da (lane by lane the same IEEE product), one FMA of the converted lane sums per block, the same Hsum.
+struct KQ8_0Vnni {
+  static constexpr int kR = 4, kT = 4;
+  template <int R, int T>
+  __attribute__((target("avx2,fma,f16c,avx512vl,avx512vnni"))) static void Run(
+      int64_t nb, const uint8_t* const* w, const uint8_t* const* act, float* out) {
+    const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+    __m256 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      __m256 da[T];
+      __m256i au[T];
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const auto* y = reinterpret_cast<const BlockQ8_0*>(act[t]) + i;
+        da[t] = _mm256_set1_ps(H2F(y->d));
+        au[t] = _mm256_xor_si256(Load256(y->qs), bias);  // a + 128 as unsigned bytes
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const auto* x = reinterpret_cast<const BlockQ8_0*>(w[r]) + i;
+        const __m256i xw = Load256(x->qs);
+        const __m256i nbias =
+            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, xw));
+        const __m256 dw = _mm256_set1_ps(H2F(x->d));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m256 d = _mm256_mul_ps(dw, da[t]);  // lane by lane the scalar dw * da
+          const __m256i s = _mm256_dpbusd_epi32(nbias, au[t], xw);
+          acc[r][t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[r][t]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[r * T + t] = Hsum(acc[r][t]);
+  }
+};
+
+// GCC 12's AVX-512 headers start broadcasts from _mm512_undefined_*(), which -Wmaybe-uninitialized flags.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// [a | b] as one 512-bit register.
+__attribute__((target("avx2,avx512f,avx512dq"), always_inline)) inline __m512i PairI(__m256i a, __m256i b) {
+  return _mm512_inserti64x4(_mm512_broadcast_i64x4(a), b, 1);
+}
+__attribute__((target("avx2,avx512f,avx512dq"), always_inline)) inline __m512 PairF(float a, float b) {
+  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+}
+#pragma GCC diagnostic pop
+
+// KQ8_0Vnni with two tokens per 512-bit register: lanes 0-7 hold token t's 8 accumulator lanes, lanes 8-15
+// token t+1's. vpdpbusd, the int -> float conversion, the scale product and the FMA are lane-wise, so every
+// element gets exactly KQ8_0Vnni's (and KQ8_0's) operations; the final Hsum runs on each 256-bit half. Odd
+// token counts (tile remainders) use KQ8_0Vnni.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+struct KQ8_0Zmm {
+  static constexpr int kR = 4, kT = 8;
+  template <int R, int T>
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512vl,avx512vnni"))) static void Run(
+      int64_t nb, const uint8_t* const* w, const uint8_t* const* act, float* out) {
+    if constexpr (T % 2 != 0) {
+      KQ8_0Vnni::Run<R, T>(nb, w, act, out);
+    } else {
+      constexpr int P = T / 2;  // token pairs
+      const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+      __m512 acc[R][P];
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+      for (int64_t i = 0; i < nb; ++i) {
+        __m512 da[P];
+        __m512i au[P];
+#pragma GCC unroll 8
+        for (int p = 0; p < P; ++p) {
+          const auto* y0 = reinterpret_cast<const BlockQ8_0*>(act[2 * p]) + i;
+          const auto* y1 = reinterpret_cast<const BlockQ8_0*>(act[2 * p + 1]) + i;
+          da[p] = PairF(H2F(y0->d), H2F(y1->d));
+          au[p] = _mm512_xor_si512(PairI(Load256(y0->qs), Load256(y1->qs)), bias);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const auto* x = reinterpret_cast<const BlockQ8_0*>(w[r]) + i;
+          const __m512i xw = _mm512_broadcast_i64x4(Load256(x->qs));
+          const __m512i nbias =
+              _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, xw));
+          const __m512 dw = _mm512_set1_ps(H2F(x->d));
+#pragma GCC unroll 8
+          for (int p = 0; p < P; ++p) {
+            const __m512 d = _mm512_mul_ps(dw, da[p]);
+            const __m512i s = _mm512_dpbusd_epi32(nbias, au[p], xw);
+            acc[r][p] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[r][p]);
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p) {
+          out[r * T + 2 * p] = Hsum(_mm512_castps512_ps256(acc[r][p]));
+          out[r * T + 2 * p + 1] = Hsum(_mm512_extractf32x8_ps(acc[r][p], 1));
+        }
+    }
+  }
+};
+#pragma GCC diagnostic pop
+
+
+// Q4_K / Q5_K with two tokens per 512-bit register (lanes 0-7: token t, 8-15: token t+1) and the decoded
+// weights in both halves: the integer steps are lane-wise (exact), the float steps (scale products, conversions,
+// FMA, FNMA) are lane-wise the same operations as KQx_K's, the Hsum runs on each half. Odd token counts use
+// KQx_K.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+template <bool kFive>
+struct KQx_KZmm {
+  static constexpr int kR = 2, kT = 8;
+  template <int R, int T>
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512vl,avx512bw"))) static void Run(
+      int64_t nb, const uint8_t* const* w, const uint8_t* const* act, float* out) {
+    if constexpr (T % 2 != 0) {
+      KQx_K<kFive>::template Run<R, T>(nb, w, act, out);
+    } else {
+      constexpr int P = T / 2;
+      const __m256i m4 = _mm256_set1_epi8(0x0F);
+      const __m256i one = _mm256_set1_epi8(1);
+      __m512 acc[R][P];
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+      for (int64_t i = 0; i < nb; ++i) {
+        const BlockQ8_K* y[T];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const uint8_t* qs;
+          const uint8_t* packed;
+          uint16_t dw, dminw;
+          __m256i hbits = _mm256_setzero_si256();
+          if constexpr (kFive) {
+            const auto* x = reinterpret_cast<const BlockQ5_K*>(w[r]) + i;
+            qs = x->qs;
+            packed = x->scales;
+            dw = x->d;
+            dminw = x->dmin;
+            hbits = Load256(x->qh);
+          } else {
+            const auto* x = reinterpret_cast<const BlockQ4_K*>(w[r]) + i;
+            qs = x->qs;
+            packed = x->scales;
+            dw = x->d;
+            dminw = x->dmin;
+          }
+          uint32_t utmp[4];
+          UnpackScalesMins(packed, utmp);
+          const __m128i scmn = _mm_set_epi32(static_cast<int>(utmp[3]), static_cast<int>(utmp[2]),
+                                             static_cast<int>(utmp[1]), static_cast<int>(utmp[0]));
+          const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scmn));
+          __m512i sumi[P];
+#pragma GCC unroll 8
+          for (int p = 0; p < P; ++p) sumi[p] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+          for (int c = 0; c < 4; ++c) {
+            const __m256i q = Load256(qs + 32 * c);
+            __m256i lo = _mm256_and_si256(q, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if constexpr (kFive) {
+              lo = _mm256_or_si256(lo,
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c), one), 4));
+              hi = _mm256_or_si256(
+                  hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c + 1), one), 4));
+            }
+            const __m512i lo2 = _mm512_broadcast_i64x4(lo), hi2 = _mm512_broadcast_i64x4(hi);
+            const __m512i slo = _mm512_broadcast_i64x4(_mm256_shuffle_epi8(sc16, ScaleShuffle(2 * c)));
+            const __m512i shi = _mm512_broadcast_i64x4(_mm256_shuffle_epi8(sc16, ScaleShuffle(2 * c + 1)));
+#pragma GCC unroll 8
+            for (int p = 0; p < P; ++p) {
+              const BlockQ8_K* y0 = y[2 * p];
+              const BlockQ8_K* y1 = y[2 * p + 1];
+              const __m512i alo = PairI(Load256(y0->qs + 64 * c), Load256(y1->qs + 64 * c));
+              const __m512i ahi = PairI(Load256(y0->qs + 64 * c + 32), Load256(y1->qs + 64 * c + 32));
+              sumi[p] = _mm512_add_epi32(sumi[p], _mm512_madd_epi16(_mm512_maddubs_epi16(lo2, alo), slo));
+              sumi[p] = _mm512_add_epi32(sumi[p], _mm512_madd_epi16(_mm512_maddubs_epi16(hi2, ahi), shi));
+            }
+          }
+          const __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(scmn, 8));
+          const float fd = H2F(dw), fdmin = H2F(dminw);
+#pragma GCC unroll 8
+          for (int p = 0; p < P; ++p) {
+            const BlockQ8_K* y0 = y[2 * p];
+            const BlockQ8_K* y1 = y[2 * p + 1];
+            const __m512 d = PairF(fd * y0->d, fd * y1->d);
+            const __m512 dmin = PairF(fdmin * y0->d, fdmin * y1->d);
+            const __m512i mins = PairI(MinsDotBsums(mins16, y0), MinsDotBsums(mins16, y1));
+            acc[r][p] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[p]), acc[r][p]);
+            acc[r][p] = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(mins), acc[r][p]);
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p) {
+          out[r * T + 2 * p] = Hsum(_mm512_castps512_ps256(acc[r][p]));
+          out[r * T + 2 * p + 1] = Hsum(_mm512_extractf32x8_ps(acc[r][p], 1));
+        }
+    }
+  }
+};
+#pragma GCC diagnostic pop
+
+// Q6_K the same way (KQ6_K's operations lane by lane, two tokens per 512-bit register).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+struct KQ6_KZmm {
+  static constexpr int kR = 2, kT = 8;
+  template <int R, int T>
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512vl,avx512bw"))) static void Run(
+      int64_t nb, const uint8_t* const* w, const uint8_t* const* act, float* out) {
+    if constexpr (T % 2 != 0) {
+      KQ6_K::Run<R, T>(nb, w, act, out);
+    } else {
+      constexpr int P = T / 2;
+      const __m256i m4 = _mm256_set1_epi8(0x0F);
+      const __m256i m2 = _mm256_set1_epi8(0x03);
+      __m512 acc[R][P];
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+      for (int64_t i = 0; i < nb; ++i) {
+        const BlockQ8_K* y[T];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const auto* x = reinterpret_cast<const BlockQ6_K*>(w[r]) + i;
+          const __m256i sc16 = _mm256_cvtepi8_epi16(Load128(x->scales));
+          __m512i sumi[P];
+#pragma GCC unroll 8
+          for (int p = 0; p < P; ++p) {
+            __m256i init[2];
+            for (int h = 0; h < 2; ++h) {
+              const __m256i bsums =
+                  Load256(reinterpret_cast<const uint8_t*>(y[2 * p + h]) + offsetof(BlockQ8_K, bsums));
+              init[h] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 5));
+            }
+            sumi[p] = PairI(init[0], init[1]);
+          }
+#pragma GCC unroll 2
+          for (int n = 0; n < 2; ++n) {
+            const __m256i l0 = Load256(x->ql + 64 * n);
+            const __m256i l1 = Load256(x->ql + 64 * n + 32);
+            const __m256i h = Load256(x->qh + 32 * n);
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+            const __m256i sc_half = _mm256_permute4x64_epi64(sc16, n ? 0xEE : 0x44);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) {
+              const __m512i s2 = _mm512_broadcast_i64x4(_mm256_shuffle_epi8(sc_half, PairShuffle(k)));
+              const __m512i q2 = _mm512_broadcast_i64x4(q[k]);
+#pragma GCC unroll 8
+              for (int p = 0; p < P; ++p) {
+                const __m512i a = PairI(Load256(y[2 * p]->qs + 128 * n + 32 * k),
+                                        Load256(y[2 * p + 1]->qs + 128 * n + 32 * k));
+                sumi[p] = _mm512_add_epi32(sumi[p], _mm512_madd_epi16(_mm512_maddubs_epi16(q2, a), s2));
+              }
+            }
+          }
+          const float fd = H2F(x->d);
+#pragma GCC unroll 8
+          for (int p = 0; p < P; ++p) {
+            const __m512 d = PairF(fd * y[2 * p]->d, fd * y[2 * p + 1]->d);
+            acc[r][p] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[p]), acc[r][p]);
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p) {
+          out[r * T + 2 * p] = Hsum(_mm512_castps512_ps256(acc[r][p]));
+          out[r * T + 2 * p + 1] = Hsum(_mm512_extractf32x8_ps(acc[r][p], 1));
+        }
+    }
+  }
+};
+#pragma GCC diagnostic pop
+
+// F16 with two tokens per 512-bit register (lanes 0-7: token t, lanes 8-15: token t+1) and each weight vector
+// in both halves: the FMAs are lane-wise, so every element gets exactly KFloat's operations (same FMA order,
+// same Hsum per 256-bit half, same scalar tail). Odd token counts use KFloat.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+struct KF16Zmm {
+  static constexpr int kR = 4, kT = 8;
+  template <int R, int T>
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512vl"))) static void Run(
+      int64_t n, const uint8_t* const* w, const uint8_t* const* act, float* out) {
+    if constexpr (T % 2 != 0) {
+      KFloat<LoadF16, ScalarF16>::Run<R, T>(n, w, act, out);
+    } else {
+      constexpr int P = T / 2;
+      __m512 acc[R][P];
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        __m512 a[P];
+#pragma GCC unroll 8
+        for (int p = 0; p < P; ++p) {
+          const __m128i h0 = Load128(reinterpret_cast<const uint16_t*>(act[2 * p]) + i);
+          const __m128i h1 = Load128(reinterpret_cast<const uint16_t*>(act[2 * p + 1]) + i);
+          a[p] = _mm512_cvtph_ps(_mm256_set_m128i(h1, h0));
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m512 wv =
+              _mm512_cvtph_ps(_mm256_broadcastsi128_si256(Load128(reinterpret_cast<const uint16_t*>(w[r]) + i)));
+#pragma GCC unroll 8
+          for (int p = 0; p < P; ++p) acc[r][p] = _mm512_fmadd_ps(wv, a[p], acc[r][p]);
+        }
+      }
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p)
+          for (int h = 0; h < 2; ++h) {
+            const int t = 2 * p + h;
+            float sum = Hsum(h == 0 ? _mm512_castps512_ps256(acc[r][p]) : _mm512_extractf32x8_ps(acc[r][p], 1));
+            for (int64_t k = i; k < n; ++k) sum += ScalarF16(w[r], k) * ScalarF16(act[t], k);
+            out[r * T + t] = sum;
+          }
+    }
+  }
+};
+#pragma GCC diagnostic pop
+
+}  // namespace
+}  // namespace rw::kernels::gemm_avx2
