@@ -73,6 +73,20 @@ inline void RowGroup(int64_t nb, const uint8_t* w, size_t w_stride, int64_t r, c
   constexpr int T = K::kT;
   int64_t t = t0;
   for (; t + T <= t1; t += T) RunTile<K, R, T>(nb, w, w_stride, r, act, a_stride, t, out, out_stride);
+  // The remainder in halving tiles, so that a few tokens (a speculative verify batch of 2-8) read each weight
+  // row once or twice instead of once per token. An element's operations do not depend on the tile shape.
+  if constexpr (T > 4) {
+    if (t + 4 <= t1) {
+      RunTile<K, R, 4>(nb, w, w_stride, r, act, a_stride, t, out, out_stride);
+      t += 4;
+    }
+  }
+  if constexpr (T > 2) {
+    if (t + 2 <= t1) {
+      RunTile<K, R, 2>(nb, w, w_stride, r, act, a_stride, t, out, out_stride);
+      t += 2;
+    }
+  }
   for (; t < t1; ++t) RunTile<K, R, 1>(nb, w, w_stride, r, act, a_stride, t, out, out_stride);
 }
 
