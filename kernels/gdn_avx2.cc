@@ -21,12 +21,13 @@ inline float ReduceLanes(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
   return _mm_cvtss_f32(h);
 }
 
-// kUpdate false: row = row * c, returns row · x.  kUpdate true: row = row + k * c, returns row · x.
+// kUpdate false: row = src * c, returns row · x.  kUpdate true: row = row + k * c, returns row · x (src unused).
 template <bool kUpdate>
-inline float UpdateThenDot(float* row, const float* k, float c, const float* x, int32_t n) {
+inline float UpdateThenDot(float* row, const float* k, float c, const float* x, int32_t n, const float* src = nullptr) {
   const __m256 vc = _mm256_set1_ps(c);
+  if (src == nullptr) src = row;
   auto upd = [&](int64_t i) {
-    const __m256 r = _mm256_loadu_ps(row + i);
+    const __m256 r = _mm256_loadu_ps((kUpdate ? row : src) + i);
     __m256 nr;
     if constexpr (kUpdate) {
       nr = _mm256_add_ps(r, _mm256_mul_ps(_mm256_loadu_ps(k + i), vc));
@@ -50,7 +51,7 @@ inline float UpdateThenDot(float* row, const float* k, float c, const float* x, 
     if constexpr (kUpdate) {
       row[i] = row[i] + k[i] * c;
     } else {
-      row[i] = row[i] * c;
+      row[i] = src[i] * c;
     }
     tail = std::fma(row[i], x[i], tail);
   }
@@ -68,10 +69,10 @@ inline void Update(float* row, const float* k, float c, int32_t n) {
 }  // namespace
 
 void HeadStep(float* M, const float* q, const float* k, const float* v, float beta, float decay, float scale,
-              int32_t S, float* o) {
+              int32_t S, float* o, const float* M_in) {
   for (int32_t j = 0; j < S; ++j) {
     float* row = M + static_cast<int64_t>(j) * S;
-    const float kv = UpdateThenDot<false>(row, nullptr, decay, k, S);
+    const float kv = UpdateThenDot<false>(row, nullptr, decay, k, S, M_in + static_cast<int64_t>(j) * S);
     const float delta = (v[j] - kv) * beta;
     if (o != nullptr) {
       o[j] = UpdateThenDot<true>(row, k, delta, q, S) * scale;

@@ -24,14 +24,15 @@ inline float Reduce(__m512 a01, __m512 a23) {
 }  // namespace
 
 void HeadStep(float* M, const float* q, const float* k, const float* v, float beta, float decay, float scale,
-              int32_t S, float* o) {
+              int32_t S, float* o, const float* M_in) {
   const __m512 vd = _mm512_set1_ps(decay);
   for (int32_t j = 0; j < S; ++j) {
     float* row = M + static_cast<int64_t>(j) * S;
+    const float* src = M_in + static_cast<int64_t>(j) * S;  // the decay reads the state from here (maybe row)
     __m512 a01 = _mm512_setzero_ps(), a23 = _mm512_setzero_ps();
     for (int32_t i = 0; i < S; i += 32) {
-      const __m512 r0 = _mm512_mul_ps(_mm512_loadu_ps(row + i), vd);
-      const __m512 r1 = _mm512_mul_ps(_mm512_loadu_ps(row + i + 16), vd);
+      const __m512 r0 = _mm512_mul_ps(_mm512_loadu_ps(src + i), vd);
+      const __m512 r1 = _mm512_mul_ps(_mm512_loadu_ps(src + i + 16), vd);
       _mm512_storeu_ps(row + i, r0);
       _mm512_storeu_ps(row + i + 16, r1);
       a01 = _mm512_fmadd_ps(r0, _mm512_loadu_ps(k + i), a01);

@@ -80,6 +80,39 @@ TEST(SimdTwins, GdnHeadStepMatchesThePortableLoopBitForBit) {
   }
 }
 
+TEST(SimdTwins, GdnHeadStepFromAnotherStateEqualsCopyThenStep) {
+  std::vector<int> widths = {0};  // 0: the portable loop
+  if (HasAvx2Fma()) widths.push_back(256);
+  if (GdnHasAvx512()) widths.push_back(512);
+  std::mt19937 rng(17);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (int width : widths) {
+    for (int S : {8, 33, 128}) {
+      std::vector<float> src(S * S), q(S), k(S), v(S);
+      for (auto& x : src) x = d(rng);
+      for (int i = 0; i < S; ++i) {
+        q[i] = d(rng) / std::sqrt(float(S));
+        k[i] = d(rng) / std::sqrt(float(S));
+        v[i] = d(rng);
+      }
+      std::vector<float> copied = src, fused(S * S, -7.0f), o1(S), o2(S);
+      const std::vector<float> before = src;
+      auto step = [&](float* M, float* o, const float* M_in) {
+        if (width == 0) {
+          GdnHeadStepPortable(M, q.data(), k.data(), v.data(), 0.6f, -0.2f, S, o, M_in);
+        } else {
+          GdnHeadStepSimd(width, M, q.data(), k.data(), v.data(), 0.6f, -0.2f, S, o, M_in);
+        }
+      };
+      step(copied.data(), o1.data(), nullptr);
+      step(fused.data(), o2.data(), src.data());
+      EXPECT_EQ(std::memcmp(copied.data(), fused.data(), copied.size() * 4), 0) << "width " << width << " S " << S;
+      EXPECT_EQ(std::memcmp(o1.data(), o2.data(), S * 4), 0) << "width " << width << " S " << S;
+      EXPECT_EQ(std::memcmp(src.data(), before.data(), src.size() * 4), 0) << "the source state was written";
+    }
+  }
+}
+
 TEST(SimdTwins, CausalConvMatchesThePortableLoopBitForBit) {
   std::mt19937 rng(12);
   std::normal_distribution<float> d(0.0f, 1.0f);

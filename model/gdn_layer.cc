@@ -16,10 +16,17 @@ using kernels::ParallelFor;
 using kernels::ScratchBuffer;
 
 void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in, float* conv_state,
-               float* delta_state, float* o, kernels::ThreadPool* pool) {
+               float* delta_state, float* o, kernels::ThreadPool* pool, const float* conv_in,
+               const float* delta_in) {
   const int32_t T = in.T, S = cfg.ssm_state, Hk = cfg.ssm_group, Hv = cfg.ssm_heads;
   const int32_t Kd = cfg.ssm_key_dim(), Vd = cfg.ssm_inner, C = cfg.ssm_conv_dim(), Kc = cfg.ssm_conv_kernel;
-  if (T <= 0) return;
+  if (conv_in != nullptr && conv_in != conv_state)  // small: [C][Kc-1]
+    std::memcpy(conv_state, conv_in, sizeof(float) * static_cast<size_t>(C) * (Kc - 1));
+  if (delta_in == delta_state) delta_in = nullptr;
+  if (T <= 0) {
+    if (delta_in != nullptr) std::memcpy(delta_state, delta_in, sizeof(float) * static_cast<size_t>(Hv) * S * S);
+    return;
+  }
   thread_local ScratchBuffer<float> u_buf, beta_buf, g_buf;
   float* u = u_buf.Get(static_cast<size_t>(T) * C);        // [T][C] conv output -> silu -> q, k L2-normalised
   float* beta = beta_buf.Get(static_cast<size_t>(T) * Hv);  // [T][Hv]
@@ -52,8 +59,9 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
       const int32_t kh = cfg.KeyHead(static_cast<int32_t>(h));
       for (int32_t t = 0; t < T; ++t) {
         const float* row = u + static_cast<int64_t>(t) * C;
+        const float* M_in = t == 0 && delta_in != nullptr ? delta_in + h * S * S : nullptr;  // fused copy
         kernels::GdnHeadStep(M, row + kh * S, row + Kd + kh * S, row + 2 * Kd + h * S, beta[t * Hv + h],
-                             g[t * Hv + h], S, o ? o + static_cast<int64_t>(t) * Vd + h * S : nullptr);
+                             g[t * Hv + h], S, o ? o + static_cast<int64_t>(t) * Vd + h * S : nullptr, M_in);
       }
     }
   });
@@ -126,8 +134,10 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
     in.a = a + static_cast<int64_t>(s.row0) * Hv;
     in.ba_stride = Hv;
     in.T = s.n;
+    const bool other = s.slot_in >= 0 && s.slot_in != s.slot;
     GdnUpdate(cfg, w, in, states.Conv(s.slot, gdn_index), states.Delta(s.slot, gdn_index),
-              o + static_cast<int64_t>(s.row0) * Vd, pool);
+              o + static_cast<int64_t>(s.row0) * Vd, pool, other ? states.Conv(s.slot_in, gdn_index) : nullptr,
+              other ? states.Delta(s.slot_in, gdn_index) : nullptr);
   }
   // 6. gated RMSNorm per head, output projection.
   ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {

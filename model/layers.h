@@ -21,6 +21,7 @@ struct SeqRun {
   int32_t pos0 = 0;
   int32_t slot = 0;  // state_out
   std::span<const int32_t> pages;
+  int32_t slot_in = -1;  // state to start from when it is another slot (read, never written); -1: `slot` itself
 };
 
 // Inputs of the GDN state update for T consecutive tokens of one sequence.
@@ -35,8 +36,11 @@ struct GdnInputs {
 
 // Conv window + conv + silu + L2 norm + gates + delta rule, token by token (spec 7.4 steps 2-5). Writes the core
 // output o [T][Vd] when o is not null. The only code that changes a GDN state.
+// conv_in / delta_in (optional): start from this state instead of conv_state / delta_state (which receive the
+// result); the copy is fused into the first token's update (same bits as copying first).
 void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in, float* conv_state,
-               float* delta_state, float* o, kernels::ThreadPool* pool);
+               float* delta_state, float* o, kernels::ThreadPool* pool, const float* conv_in = nullptr,
+               const float* delta_in = nullptr);
 
 // Mixers and FFN over all N rows of a batch; `out` [N][E] receives the block output (not yet added).
 void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, const float* t, int32_t N,

@@ -110,7 +110,7 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     if (batch[s].state_in < 0) {
       states.Clear(batch[s].state_out);
     } else {
-      states.CopySlot(batch[s].state_in, batch[s].state_out);
+      seqs[s].slot_in = batch[s].state_in;  // read by each GDN layer's first token: no separate state copy
     }
   }
   if (options.replay != nullptr) {
@@ -208,11 +208,8 @@ Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog&
   const int64_t rw = c.ssm_conv_dim() + 2 * c.ssm_heads, n_gdn = c.n_gdn_layers();
   if (log.rows.size() != static_cast<size_t>(log.n_tokens * n_gdn * rw))
     return Error::InvalidArgument("replay: log size does not match this model");
-  if (slot_in < 0) {
-    states.Clear(slot_out);
-  } else if (slot_in != slot_out) {
-    states.CopySlot(slot_in, slot_out);
-  }
+  if (slot_in < 0) states.Clear(slot_out);
+  const bool other = slot_in >= 0 && slot_in != slot_out;  // then each layer reads slot_in (fused copy)
   // The layers' logged inputs are independent, so threads take whole layers: one dispatch for the whole
   // rollback instead of three per layer (a rollback of a few tokens is short next to a dispatch).
   std::vector<int32_t> gdn_layers;
@@ -229,7 +226,8 @@ Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog&
       in.ba_stride = n_gdn * rw;
       in.T = k;
       internal::GdnUpdate(c, w_.layers[il].gdn, in, states.Conv(slot_out, gi), states.Delta(slot_out, gi),
-                          nullptr, nullptr);
+                          nullptr, nullptr, other ? states.Conv(slot_in, gi) : nullptr,
+                          other ? states.Delta(slot_in, gi) : nullptr);
     }
   });
   return Status::Ok();
