@@ -12,7 +12,13 @@ if [ ! -x "$bin" ]; then
 fi
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 cd "$here"
-if [ ! -f node_modules/openai/package.json ]; then
-  npm ci --no-audit --no-fund >/dev/null 2>&1 || npm install --no-audit --no-fund >/dev/null
-fi
+# Several e2e tests may start at once (ctest -j): one installs, the others wait for it under the lock; the
+# marker is written only after a complete install.
+(
+  flock 9
+  if [ ! -f node_modules/.rewind-installed ]; then
+    npm ci --no-audit --no-fund >/dev/null 2>&1 || npm install --no-audit --no-fund >/dev/null
+    touch node_modules/.rewind-installed
+  fi
+) 9>"$here/.npm-install.lock"
 REWIND_BIN="$bin" exec node --test --test-concurrency=1 "$here"/*.test.js
