@@ -5,73 +5,18 @@
 
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
+#include "model/binder.h"
 #include "model/layers.h"
 
 namespace rw::model {
-namespace {
-
-// Same checks as the trunk binder (weights.cc): exact shape, F32 norms, matrices of a type MatMul supports.
-class MtpBinder {
- public:
-  MtpBinder(const gguf::File& f, int il) : f_(f), prefix_("blk." + std::to_string(il) + ".") {}
-
-  std::string Name(const char* n) const { return prefix_ + n; }
-  bool Has(const char* n) const { return f_.FindTensor(Name(n)) != nullptr; }
-
-  Expected<const gguf::TensorInfo*> Find(const char* n, std::initializer_list<int64_t> shape) const {
-    const std::string name = Name(n);
-    const gguf::TensorInfo* t = f_.FindTensor(name);
-    if (t == nullptr) return Error::NotFound("MTP tensor '" + name + "' is missing");
-    int64_t want[4] = {1, 1, 1, 1};
-    int i = 0;
-    for (int64_t d : shape) want[i++] = d;
-    bool same = true;
-    for (int k = 0; k < 4; ++k) same = same && t->ne[k] == want[k];
-    if (!same) {
-      std::string w = "{";
-      for (int k = 0; k < i; ++k) w += (k ? ", " : "") + std::to_string(want[k]);
-      return Error::InvalidArgument("MTP tensor '" + name + "' has shape " + t->ShapeString() +
-                                    ", expected " + w + "}");
-    }
-    return t;
-  }
-
-  Expected<Matrix> Mat(const char* n, std::initializer_list<int64_t> shape) const {
-    REWIND_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(n, shape));
-    if (!kernels::MatMulSupports(t->type))
-      return Error::Unsupported("MTP tensor '" + Name(n) + "' has type " + gguf::TypeName(t->type) +
-                                ", which this build cannot multiply");
-    Matrix m;
-    m.type = t->type;
-    m.data = t->data;
-    m.n_cols = t->ne[0];
-    m.n_rows = t->ne[1] * t->ne[2] * t->ne[3];
-    m.row_bytes = t->row_bytes();
-    return m;
-  }
-
-  Expected<const float*> F32(const char* n, std::initializer_list<int64_t> shape) const {
-    REWIND_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(n, shape));
-    if (t->type != gguf::TensorType::kF32)
-      return Error::Unsupported("MTP tensor '" + Name(n) + "' has type " + gguf::TypeName(t->type) +
-                                ", expected F32");
-    return reinterpret_cast<const float*>(t->data);
-  }
-
- private:
-  const gguf::File& f_;
-  std::string prefix_;
-};
-
-}  // namespace
 
 Expected<MtpWeights> BindMtpWeights(const gguf::File& file, const ModelConfig& c, const Weights& trunk) {
   if (c.n_nextn < 1)
     return Error::Unsupported("the model has no MTP/NextN head (" + c.arch_name +
                               ".nextn_predict_layers is 0)");
-  MtpBinder b(file, c.n_layer);
+  const internal::TensorBinder b(file, "blk." + std::to_string(c.n_layer) + ".", "MTP tensor");
   MtpWeights w;
-  const int64_t E = c.n_embd, V = c.n_vocab, D = c.head_dim, Hq = c.n_head, Hkv = c.n_head_kv;
+  const int64_t E = c.n_embd, V = c.n_vocab;
   if (b.Has("nextn.embed_tokens.weight")) {
     REWIND_ASSIGN_OR_RETURN(w.embed, b.Mat("nextn.embed_tokens.weight", {E, V}));
   } else {
@@ -94,38 +39,8 @@ Expected<MtpWeights> BindMtpWeights(const gguf::File& file, const ModelConfig& c
   LayerWeights& L = w.block;
   REWIND_ASSIGN_OR_RETURN(L.attn_norm, b.F32("attn_norm.weight", {E}));
   REWIND_ASSIGN_OR_RETURN(L.post_norm, b.F32("post_attention_norm.weight", {E}));
-  AttnWeights& a = L.attn;
-  if (b.Has("attn_qkv.weight") && !b.Has("attn_q.weight"))
-    return Error::Unsupported("MTP tensor '" + b.Name("attn_qkv.weight") +
-                              "': fused attention qkv is not supported; expected attn_q/attn_k/attn_v");
-  REWIND_ASSIGN_OR_RETURN(a.q, b.Mat("attn_q.weight", {E, 2 * D * Hq}));
-  REWIND_ASSIGN_OR_RETURN(a.k, b.Mat("attn_k.weight", {E, D * Hkv}));
-  REWIND_ASSIGN_OR_RETURN(a.v, b.Mat("attn_v.weight", {E, D * Hkv}));
-  REWIND_ASSIGN_OR_RETURN(a.out, b.Mat("attn_output.weight", {D * Hq, E}));
-  REWIND_ASSIGN_OR_RETURN(a.q_norm, b.F32("attn_q_norm.weight", {D}));
-  REWIND_ASSIGN_OR_RETURN(a.k_norm, b.F32("attn_k_norm.weight", {D}));
-  FfnWeights& f = L.ffn;
-  if (!c.is_moe()) {
-    const int64_t F = c.n_ff;
-    REWIND_ASSIGN_OR_RETURN(f.gate, b.Mat("ffn_gate.weight", {E, F}));
-    REWIND_ASSIGN_OR_RETURN(f.up, b.Mat("ffn_up.weight", {E, F}));
-    REWIND_ASSIGN_OR_RETURN(f.down, b.Mat("ffn_down.weight", {F, E}));
-  } else {
-    const int64_t X = c.n_expert, F = c.n_ff_exp, Fs = c.n_ff_shexp;
-    REWIND_ASSIGN_OR_RETURN(f.router, b.Mat("ffn_gate_inp.weight", {E, X}));
-    if (b.Has("ffn_gate_up_exps.weight")) {
-      f.fused_gate_up = true;
-      REWIND_ASSIGN_OR_RETURN(f.gate_up_exps, b.Mat("ffn_gate_up_exps.weight", {E, 2 * F, X}));
-    } else {
-      REWIND_ASSIGN_OR_RETURN(f.gate_exps, b.Mat("ffn_gate_exps.weight", {E, F, X}));
-      REWIND_ASSIGN_OR_RETURN(f.up_exps, b.Mat("ffn_up_exps.weight", {E, F, X}));
-    }
-    REWIND_ASSIGN_OR_RETURN(f.down_exps, b.Mat("ffn_down_exps.weight", {F, E, X}));
-    REWIND_ASSIGN_OR_RETURN(f.shexp_gate_inp, b.Mat("ffn_gate_inp_shexp.weight", {E}));
-    REWIND_ASSIGN_OR_RETURN(f.shexp_gate, b.Mat("ffn_gate_shexp.weight", {E, Fs}));
-    REWIND_ASSIGN_OR_RETURN(f.shexp_up, b.Mat("ffn_up_shexp.weight", {E, Fs}));
-    REWIND_ASSIGN_OR_RETURN(f.shexp_down, b.Mat("ffn_down_shexp.weight", {Fs, E}));
-  }
+  REWIND_RETURN_IF_ERROR(internal::BindAttention(b, c, &L.attn));
+  REWIND_RETURN_IF_ERROR(internal::BindFfn(b, c, &L.ffn));
   return w;
 }
 
