@@ -51,12 +51,6 @@ __attribute__((target("avx2"))) void AxpyAvx2(float* acc, float e, const float* 
   for (; d < D; ++d) acc[d] += e * v[d];
 }
 
-bool DetectAvx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-}
-const bool kHasAvx2 = DetectAvx2();
-
 }  // namespace
 
 void AttendOne(const float* q, int32_t D, int32_t kvh, int32_t n_keys, const KvPages& kv, float scale,
@@ -135,7 +129,7 @@ void AttendGroup(const AttendQuery* queries, int32_t n_queries, int32_t D, int32
       const float corr = ExpApprox(m[j] - m_new);
       l[j] *= corr;
       const int32_t nb = e1 - b0;
-      if (kHasAvx2) {
+      if (HasAvx2Fma()) {
         ScaleAvx2(acc, corr, D);
         ExpShiftedAvx2(s, m_new, nb, e);
         for (int32_t p = 0; p < nb; ++p) {

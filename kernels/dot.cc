@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstdlib>
 
 namespace rw::kernels {
 namespace {
@@ -49,6 +50,18 @@ const bool kHasAvx2Fma = DetectAvx2Fma();
 }  // namespace
 
 bool HasAvx2Fma() { return kHasAvx2Fma; }
+
+bool HasAvx512() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    const char* off = std::getenv("REWIND_NO_AVX512");
+    if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni");
+  }();
+  return has;
+}
 
 float DotF32Portable(const float* a, const float* b, int64_t n) {
   float acc[4][8] = {};

@@ -1,7 +1,6 @@
 #include "kernels/gdn.h"
 
 #include <cmath>
-#include <cstdlib>
 
 #include "kernels/dot.h"
 
@@ -15,18 +14,6 @@ void HeadStep(float* M, const float* q, const float* k, const float* v, float be
               int32_t S, float* o, const float* M_in);  // kernels/gdn_avx512.cc, S % 32 == 0
 }  // namespace gdn_avx512
 
-namespace {
-// REWIND_NO_AVX512=1 keeps the AVX2 code (like-for-like comparisons with AVX2 builds; the bits are the same).
-bool DetectAvx512() {
-  __builtin_cpu_init();
-  const char* off = std::getenv("REWIND_NO_AVX512");
-  if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-}
-const bool kHasAvx512 = DetectAvx512();
-}  // namespace
-
-bool GdnHasAvx512() { return kHasAvx512; }
 
 void GdnHeadStepSimd(int width, float* M, const float* q, const float* k, const float* v, float beta, float g,
                      int32_t S, float* o, const float* M_in) {
@@ -42,7 +29,7 @@ void GdnHeadStep(float* M, const float* q, const float* k, const float* v, float
   const float decay = std::exp(g);
   const float scale = 1.0f / std::sqrt(static_cast<float>(S));
   if (M_in == nullptr) M_in = M;
-  if (kHasAvx512 && S % 32 == 0) {  // same bits, half the instructions of the AVX2 code
+  if (HasAvx512() && S % 32 == 0) {  // same bits, half the instructions of the AVX2 code
     gdn_avx512::HeadStep(M, q, k, v, beta, decay, scale, S, o, M_in);
     return;
   }

@@ -14,11 +14,10 @@ namespace rw::kernels {
 void GdnHeadStep(float* M, const float* q, const float* k, const float* v, float beta, float g, int32_t S,
                  float* o, const float* M_in = nullptr);
 // The portable loop GdnHeadStep runs without AVX2+FMA; the AVX2 and AVX-512 code give the same bits (exposed
-// for tests, with the SIMD variants: width 256 = AVX2+FMA, 512 = AVX-512 F+DQ; the caller checks the CPU).
+// for tests, with the SIMD variants: width 256 = AVX2+FMA, 512 = AVX-512; the caller checks the CPU, dot.h).
 void GdnHeadStepPortable(float* M, const float* q, const float* k, const float* v, float beta, float g, int32_t S,
                          float* o, const float* M_in = nullptr);
 void GdnHeadStepSimd(int width, float* M, const float* q, const float* k, const float* v, float beta, float g,
                      int32_t S, float* o, const float* M_in = nullptr);
-bool GdnHasAvx512();
 
 }  // namespace rw::kernels

@@ -13,6 +13,7 @@
 #include <cstddef>
 
 #include "gguf/quants.h"
+#include "kernels/dot.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_tiles_avx2.h"
 #include "kernels/gemm_tiles_avx512.h"
@@ -22,17 +23,7 @@ namespace {
 
 using gguf::TensorType;
 
-// REWIND_NO_AVX512=1 keeps the 256-bit kernels (like-for-like comparisons with AVX2 builds; same bits).
-bool DetectAvx512() {
-  __builtin_cpu_init();
-  const char* off = std::getenv("REWIND_NO_AVX512");
-  if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512bw");
-}
-const bool kHasAvx512 = DetectAvx512();
-bool g_use_avx512 = kHasAvx512;
+bool g_use_avx512 = HasAvx512();
 
 // True if some Q8_0 activation value is -128. The quantiser writes -128 only for blocks whose largest |x| is
 // below ~4e-37 (127 / amax overflows); KQ8_0Vnni/KQ8_0Zmm compute those products exactly while the AVX2 VecDot
@@ -104,7 +95,7 @@ void Drive(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const 
 
 }  // namespace
 
-void AllowAvx512(bool allow) { g_use_avx512 = allow && kHasAvx512; }
+void AllowAvx512(bool allow) { g_use_avx512 = allow && HasAvx512(); }
 
 bool Supports(TensorType t) {
   switch (t) {

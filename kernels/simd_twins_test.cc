@@ -54,7 +54,7 @@ TEST(SimdTwins, FloatToHalfRowRoundsLikeTheScalarConversion) {
 TEST(SimdTwins, GdnHeadStepMatchesThePortableLoopBitForBit) {
   std::vector<int> widths;
   if (HasAvx2Fma()) widths.push_back(256);
-  if (GdnHasAvx512()) widths.push_back(512);
+  if (HasAvx512()) widths.push_back(512);
   std::printf("GDN step SIMD widths tested on this CPU: %zu\n", widths.size());
   for (int width : widths) {
     std::mt19937 rng(11);
@@ -83,7 +83,7 @@ TEST(SimdTwins, GdnHeadStepMatchesThePortableLoopBitForBit) {
 TEST(SimdTwins, GdnHeadStepFromAnotherStateEqualsCopyThenStep) {
   std::vector<int> widths = {0};  // 0: the portable loop
   if (HasAvx2Fma()) widths.push_back(256);
-  if (GdnHasAvx512()) widths.push_back(512);
+  if (HasAvx512()) widths.push_back(512);
   std::mt19937 rng(17);
   std::normal_distribution<float> d(0.0f, 1.0f);
   for (int width : widths) {
