@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "gguf/quants.h"
+#include "kernels/avx2_blocks.h"
 
 namespace rw::kernels::gemm_avx2 {
 namespace {
@@ -22,47 +23,8 @@ using gguf::BlockQ6_K;
 using gguf::BlockQ8_0;
 using gguf::BlockQ8_K;
 using gguf::TensorType;
+using namespace avx2_blocks;  // Hsum, loads, K-quant scale and Q6_K unpacking
 
-// ---- Helpers (the same as in vec_dot_avx2.cc) -------------------------------------------------------------
-
-// Horizontal sum in one fixed order: (lo128 + hi128), then (0+2, 1+3), then (0 + 1).
-inline float Hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline float H2F(uint16_t h) { return _cvtsh_ss(h); }
-inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline __m128i Load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-inline __m256i SumPairs16(__m256i v) { return _mm256_madd_epi16(v, _mm256_set1_epi16(1)); }
-inline __m256i DotUnsigned(__m256i u, __m256i s) { return SumPairs16(_mm256_maddubs_epi16(u, s)); }
-
-inline void UnpackScalesMins(const uint8_t* packed, uint32_t utmp[4]) {
-  constexpr uint32_t kMask1 = 0x3F3F3F3F, kMask2 = 0x0F0F0F0F, kMask3 = 0x03030303;
-  std::memcpy(utmp, packed, 12);
-  utmp[3] = ((utmp[2] >> 4) & kMask2) | (((utmp[1] >> 6) & kMask3) << 4);
-  const uint32_t uaux = utmp[1] & kMask1;
-  utmp[1] = (utmp[2] & kMask2) | (((utmp[0] >> 6) & kMask3) << 4);
-  utmp[2] = uaux;
-  utmp[0] &= kMask1;
-}
-
-inline __m256i ScaleShuffle(int j) {
-  return _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8)));
-}
-
-inline __m256i MinsDotBsums(__m128i mins16, const BlockQ8_K* y) {
-  const __m256i m2 = _mm256_set_m128i(_mm_unpackhi_epi16(mins16, mins16), _mm_unpacklo_epi16(mins16, mins16));
-  return _mm256_madd_epi16(Load256(reinterpret_cast<const uint8_t*>(y) + offsetof(BlockQ8_K, bsums)), m2);
-}
-
-inline __m256i PairShuffle(int k) {
-  const short lo = static_cast<short>((4 * k) | ((4 * k + 1) << 8));
-  const short hi = static_cast<short>((4 * k + 2) | ((4 * k + 3) << 8));
-  return _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo));
-}
 
 // ---- Tile kernels: w[R] row pointers, a[T] activation pointers, out[R][T] --------------------------------
 
@@ -180,8 +142,6 @@ struct KQ6_K {
   static constexpr int kR = 1, kT = 4;
   template <int R, int T>
   static void Run(int64_t nb, const uint8_t* const* w, const uint8_t* const* act, float* out) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i m2 = _mm256_set1_epi8(0x03);
     __m256 acc[R][T];
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
@@ -201,17 +161,8 @@ struct KQ6_K {
         }
 #pragma GCC unroll 2
         for (int n = 0; n < 2; ++n) {
-          const __m256i l0 = Load256(x->ql + 64 * n);
-          const __m256i l1 = Load256(x->ql + 64 * n + 32);
-          const __m256i h = Load256(x->qh + 32 * n);
           __m256i q[4];
-          q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
-          q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
-          q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
-          q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+          UnpackQ6Half(x, n, q);
           const __m256i sc_half = _mm256_permute4x64_epi64(sc16, n ? 0xEE : 0x44);
 #pragma GCC unroll 4
           for (int k = 0; k < 4; ++k) {

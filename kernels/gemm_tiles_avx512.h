@@ -252,8 +252,6 @@ struct KQ6_KZmm {
       KQ6_K::Run<R, T>(nb, w, act, out);
     } else {
       constexpr int P = T / 2;
-      const __m256i m4 = _mm256_set1_epi8(0x0F);
-      const __m256i m2 = _mm256_set1_epi8(0x03);
       __m512 acc[R][P];
       for (int r = 0; r < R; ++r)
         for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
@@ -278,17 +276,8 @@ struct KQ6_KZmm {
           }
 #pragma GCC unroll 2
           for (int n = 0; n < 2; ++n) {
-            const __m256i l0 = Load256(x->ql + 64 * n);
-            const __m256i l1 = Load256(x->ql + 64 * n + 32);
-            const __m256i h = Load256(x->qh + 32 * n);
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+            UnpackQ6Half(x, n, q);
             const __m256i sc_half = _mm256_permute4x64_epi64(sc16, n ? 0xEE : 0x44);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) {

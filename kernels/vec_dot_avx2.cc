@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "gguf/quants.h"
+#include "kernels/avx2_blocks.h"
 
 namespace rw::kernels::avx2 {
 namespace {
@@ -29,36 +30,15 @@ using gguf::BlockQ8_0;
 using gguf::BlockQ8_1;
 using gguf::BlockQ8_K;
 using gguf::TensorType;
+using namespace avx2_blocks;  // Hsum, loads, K-quant scale and Q6_K unpacking
 
 // ---- Helpers ----------------------------------------------------------------------------------------------
 
-// Horizontal sum in one fixed order: (lo128 + hi128), then (0+2, 1+3), then (0 + 1).
-inline float Hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// Software prefetch of the same block in the row group after this one (`ahead` bytes further): rows are read
-// as 4 interleaved short streams, which the hardware prefetcher ramps up on too late at every new row group.
-// Prefetching never faults, so running past the matrix end is harmless. No effect on results.
 template <size_t kBytes>
 inline void Prefetch(const void* block, ptrdiff_t ahead) {
   const char* p = static_cast<const char*>(block) + ahead;
   for (size_t off = 0; off < kBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
 }
-
-inline float H2F(uint16_t h) { return _cvtsh_ss(h); }
-
-inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline __m128i Load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-
-// Pairwise sums of 16 int16 -> 8 int32.
-inline __m256i SumPairs16(__m256i v) { return _mm256_madd_epi16(v, _mm256_set1_epi16(1)); }
-
-// sum over each group of 4 bytes of u[i] * s[i] with u unsigned (<= 128) and s signed int8 -> 8 int32.
-inline __m256i DotUnsigned(__m256i u, __m256i s) { return SumPairs16(_mm256_maddubs_epi16(u, s)); }
 
 // Same for two signed int8 vectors (s is never -128: activations are in [-127, 127]).
 inline __m256i DotSigned(__m256i x, __m256i s) {
@@ -81,17 +61,6 @@ inline __m256i BytesFromBits32(const uint8_t* p) {
   __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), shuf);
   bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7FBFDFEFF7FBFDFE));
   return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
-}
-
-// Q4_K/Q5_K scales: bytes 0..7 of the result are the 8 scales, bytes 8..15 the 8 mins.
-inline void UnpackScalesMins(const uint8_t* packed, uint32_t utmp[4]) {
-  constexpr uint32_t kMask1 = 0x3F3F3F3F, kMask2 = 0x0F0F0F0F, kMask3 = 0x03030303;
-  std::memcpy(utmp, packed, 12);
-  utmp[3] = ((utmp[2] >> 4) & kMask2) | (((utmp[1] >> 6) & kMask3) << 4);
-  const uint32_t uaux = utmp[1] & kMask1;
-  utmp[1] = (utmp[2] & kMask2) | (((utmp[0] >> 6) & kMask3) << 4);
-  utmp[2] = uaux;
-  utmp[0] &= kMask1;
 }
 
 // ---- 32-element formats -----------------------------------------------------------------------------------
@@ -210,16 +179,7 @@ void RowsQx_1(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
 // Per super-block: exact int32 sums of scale * q_w * q_a in 8 lanes, then acc += d * sums (one FMA) and, for
 // Q4_K/Q5_K, acc -= dmin * (mins . bsums) in 8 lanes (one FNMA).
 
-// Byte shuffle that broadcasts int16 element j of each 128-bit lane.
-inline __m256i ScaleShuffle(int j) {
-  return _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8)));
-}
 
-// mins (8 x int16) . (bsums[2j] + bsums[2j+1]) as 8 int32 lanes.
-inline __m256i MinsDotBsums(__m128i mins16, const BlockQ8_K* y) {
-  const __m256i m2 = _mm256_set_m128i(_mm_unpackhi_epi16(mins16, mins16), _mm_unpacklo_epi16(mins16, mins16));
-  return _mm256_madd_epi16(Load256(reinterpret_cast<const uint8_t*>(y) + offsetof(BlockQ8_K, bsums)), m2);
-}
 
 template <int R, bool kFive>
 void RowsQx_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
@@ -286,18 +246,10 @@ void RowsQx_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
   for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
 }
 
-// Byte shuffle: low 128-bit lane broadcasts int16 element 2k, high lane element 2k + 1.
-inline __m256i PairShuffle(int k) {
-  const short lo = static_cast<short>((4 * k) | ((4 * k + 1) << 8));
-  const short hi = static_cast<short>((4 * k + 2) | ((4 * k + 3) << 8));
-  return _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo));
-}
 
 template <int R>
 void RowsQ6_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
   const auto* a = static_cast<const BlockQ8_K*>(act);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i m2 = _mm256_set1_epi8(0x03);
   __m256 acc[R];
   #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
@@ -314,17 +266,8 @@ void RowsQ6_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
       sumi = _mm256_sub_epi32(_mm256_setzero_si256(), sumi);
 #pragma GCC unroll 2
       for (int n = 0; n < 2; ++n) {
-        const __m256i l0 = Load256(x->ql + 64 * n);
-        const __m256i l1 = Load256(x->ql + 64 * n + 32);
-        const __m256i h = Load256(x->qh + 32 * n);
         __m256i q[4];
-        q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
-        q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
-        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
-        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+        UnpackQ6Half(x, n, q);
         // Both 128-bit lanes hold Sc[8n .. 8n+7]; PairShuffle(k) puts Sc[8n+2k] in the low lane and
         // Sc[8n+2k+1] in the high lane (the scales of elements 32k..32k+15 and 32k+16..32k+31).
         const __m256i sc_half = _mm256_permute4x64_epi64(sc16, n ? 0xEE : 0x44);
