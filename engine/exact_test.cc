@@ -348,7 +348,9 @@ void RunScripts(const std::string& name, int n, uint64_t default_base, bool expe
       static_cast<long long>(totals.checkpoints), static_cast<long long>(totals.restores),
       static_cast<long long>(totals.replays), static_cast<long long>(totals.page_copies),
       static_cast<long long>(totals.evictions));
-  if (expect_evictions) EXPECT_GT(totals.evictions, 0);
+  if (expect_evictions) {
+    EXPECT_GT(totals.evictions, 0);
+  }
   EXPECT_GT(totals.replays, 0);
   EXPECT_GT(totals.restores, 0);
   EXPECT_GT(totals.page_copies, 0);

@@ -9,15 +9,8 @@
 
 namespace rw::gguf {
 namespace {
-std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string Fmt(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  return buf;
-}
+using internal::Fmt;
+
 
 bool IsIntType(ValueType t) {
   switch (t) {

@@ -16,17 +16,9 @@
 #include <cstring>
 #include <limits>
 
-
 namespace rw::gguf {
-namespace {
 
-constexpr uint64_t kMaxTensorName = 63;  // GGML_MAX_NAME - 1
-constexpr uint32_t kMaxDims = 4;         // GGML_MAX_DIMS
-constexpr int kMaxArrayDepth = 8;        // nested arrays (llama.cpp allows none)
-// Values are ~100 bytes in memory; this caps metadata memory at well under 1 GiB whatever the header says.
-constexpr uint64_t kMaxTotalArrayElements = uint64_t{8} << 20;
-
-std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+namespace internal {
 std::string Fmt(const char* fmt, ...) {
   char buf[512];
   va_list ap;
@@ -35,9 +27,9 @@ std::string Fmt(const char* fmt, ...) {
   va_end(ap);
   return buf;
 }
+}  // namespace internal
 
-// Smallest encoded size of one value of type t (for bounding counts by the remaining bytes).
-uint64_t MinEncodedSize(ValueType t) {
+uint64_t ScalarSize(ValueType t) {
   switch (t) {
     case ValueType::kUint8:
     case ValueType::kInt8:
@@ -55,11 +47,28 @@ uint64_t MinEncodedSize(ValueType t) {
     case ValueType::kFloat64:
       return 8;
     case ValueType::kString:
-      return 8;
     case ValueType::kArray:
-      return 12;
+      return 0;
   }
-  return 1;
+  return 0;
+}
+
+namespace {
+
+using internal::Fmt;
+
+constexpr uint64_t kMaxTensorName = 63;  // GGML_MAX_NAME - 1
+constexpr uint32_t kMaxDims = 4;         // GGML_MAX_DIMS
+constexpr int kMaxArrayDepth = 8;        // nested arrays (llama.cpp allows none)
+// Values are ~100 bytes in memory; this caps metadata memory at well under 1 GiB whatever the header says.
+constexpr uint64_t kMaxTotalArrayElements = uint64_t{8} << 20;
+
+
+// Smallest encoded size of one value of type t (for bounding counts by the remaining bytes).
+uint64_t MinEncodedSize(ValueType t) {
+  if (t == ValueType::kString) return 8;   // the length
+  if (t == ValueType::kArray) return 12;   // element type + count
+  return ScalarSize(t);
 }
 
 bool ValidValueType(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::kFloat64); }

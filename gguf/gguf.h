@@ -21,6 +21,13 @@ enum class ValueType : uint32_t {
   kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
 };
 const char* ValueTypeName(ValueType t);
+// Encoded bytes of one scalar of type t; 0 for kString and kArray (their size depends on the value).
+uint64_t ScalarSize(ValueType t);
+
+namespace internal {
+// printf into a std::string (error messages of the reader; at most 511 characters).
+std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+}  // namespace internal
 
 // One metadata value. Scalars are stored widened; arrays hold their elements (nested arrays allowed on read).
 struct Value {

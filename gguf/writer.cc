@@ -180,31 +180,13 @@ Status Writer::AddTensor(const std::string& name, TensorType type, std::span<con
 namespace {
 uint64_t StringSize(const std::string& s) { return 8 + s.size(); }
 uint64_t ValueSize(const Value& v) {
-  switch (v.type) {
-    case ValueType::kUint8:
-    case ValueType::kInt8:
-    case ValueType::kBool:
-      return 1;
-    case ValueType::kUint16:
-    case ValueType::kInt16:
-      return 2;
-    case ValueType::kUint32:
-    case ValueType::kInt32:
-    case ValueType::kFloat32:
-      return 4;
-    case ValueType::kUint64:
-    case ValueType::kInt64:
-    case ValueType::kFloat64:
-      return 8;
-    case ValueType::kString:
-      return StringSize(v.s);
-    case ValueType::kArray: {
-      uint64_t n = 12;
-      for (const Value& e : v.array) n += ValueSize(e);
-      return n;
-    }
+  if (v.type == ValueType::kString) return StringSize(v.s);
+  if (v.type == ValueType::kArray) {
+    uint64_t n = 12;
+    for (const Value& e : v.array) n += ValueSize(e);
+    return n;
   }
-  return 0;
+  return ScalarSize(v.type);
 }
 }  // namespace
 
