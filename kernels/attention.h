@@ -20,7 +20,8 @@ struct KvPages {
   bool f16 = false;       // element type F16, else F32
 };
 
-// out[D] = Σ_p softmax_p(q·k_p·scale) · v_p over positions p < n_keys, for KV head kvh.
+// out[D] = Σ_p softmax_p(q·k_p·scale) · v_p over positions p < n_keys, for KV head kvh. The plain,
+// one-query definition: the model runs AttendGroup, whose tests require AttendOne's bits for every query.
 void AttendOne(const float* q, int32_t D, int32_t kvh, int32_t n_keys, const KvPages& kv, float scale,
                float* out);
 

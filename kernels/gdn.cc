@@ -14,7 +14,6 @@ void HeadStep(float* M, const float* q, const float* k, const float* v, float be
               int32_t S, float* o, const float* M_in);  // kernels/gdn_avx512.cc, S % 32 == 0
 }  // namespace gdn_avx512
 
-
 void GdnHeadStepSimd(int width, float* M, const float* q, const float* k, const float* v, float beta, float g,
                      int32_t S, float* o, const float* M_in) {
   const float decay = std::exp(g);
@@ -26,17 +25,8 @@ void GdnHeadStepSimd(int width, float* M, const float* q, const float* k, const 
 
 void GdnHeadStep(float* M, const float* q, const float* k, const float* v, float beta, float g, int32_t S,
                  float* o, const float* M_in) {
-  const float decay = std::exp(g);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(S));
-  if (M_in == nullptr) M_in = M;
-  if (HasAvx512() && S % 32 == 0) {  // same bits, half the instructions of the AVX2 code
-    gdn_avx512::HeadStep(M, q, k, v, beta, decay, scale, S, o, M_in);
-    return;
-  }
-  if (HasAvx2Fma()) {  // same bits, two passes over each state row instead of four
-    gdn_avx2::HeadStep(M, q, k, v, beta, decay, scale, S, o, M_in);
-    return;
-  }
+  // Same bits on every path: AVX-512 halves the AVX2 instructions, AVX2 makes two passes per row instead of four.
+  if (HasAvx2Fma()) return GdnHeadStepSimd(HasAvx512() ? 512 : 256, M, q, k, v, beta, g, S, o, M_in);
   GdnHeadStepPortable(M, q, k, v, beta, g, S, o, M_in);
 }
 
