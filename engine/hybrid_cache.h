@@ -20,7 +20,8 @@
 namespace rw::engine {
 
 struct HybridCacheConfig {
-  int64_t budget_bytes = 0;       // pages + checkpoints in RAM (never exceeded)
+  int64_t budget_bytes = 0;       // pages + checkpoints kept in RAM; running requests may exceed it
+                                  // when their working set alone is larger (docs/cache-budget.md)
   int32_t page_tokens = 32;
   model::KvType kv_type = model::KvType::kF16;
   int32_t n_seq_max = 4;          // concurrent live sequences (each may hold 2 state slots)
