@@ -52,7 +52,8 @@ int Serve(int argc, char** argv) {
   flags.Add("kv-type", 0, &ec.kv_type, "attention KV cache type: f16 | f32");
   flags.Add("cache", 0, &cache, "prefix cache across requests (--no-cache turns it off)");
   flags.Add("cache-ram", 0, &cache_ram,
-            "RAM budget of the prefix cache in MiB (0 = derived from free memory)");
+            "RAM budget in MiB for attention pages and checkpoints of running requests and the cache, never "
+            "exceeded: requests reserve theirs and wait when it is full (0 = half the free memory, at most 8 GiB)");
   flags.Add("cache-dir", 0, &ec.cache_dir,
             "disk tier and persistence folder (\"\" = off; auto = a per-model folder under ~/.cache/rewind, so a "
             "restarted server resumes its cache; the demo model is stored there too)");

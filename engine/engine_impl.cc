@@ -92,6 +92,13 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
     hc.budget_bytes = std::min<int64_t>(avail / 2, int64_t{8} << 30);
   }
   REWIND_ASSIGN_OR_RETURN(e->cache_, HybridCache::Create(*e->model_, hc));
+  if (const int32_t fit = e->cache_->MaxSequenceTokens(); fit < n_ctx) {
+    // The budget is never exceeded (docs/cache-budget.md): one request cannot grow past what it holds.
+    LOG_WARN("--cache-ram %" PRId64 " MiB holds the attention pages of %d tokens: requests are limited to %d "
+             "tokens (context %d); raise --cache-ram for longer ones", hc.budget_bytes >> 20, fit, fit, n_ctx);
+    if (fit < 2) return Error::InvalidArgument("the cache budget holds no useful context: raise --cache-ram");
+    n_ctx = fit;
+  }
 
   if (!config.spec.empty()) {
     std::stringstream ss(config.spec);
@@ -284,10 +291,22 @@ void EngineImpl::Admit() {
         }
     }
     if (slot < 0) return;  // all busy: requests queue
-    auto acq = cache_->Acquire(p.request.prompt, p.request.checkpoint_hints, p.request.cache_prompt && config_.cache);
+    // Admission control: the sequence's pages up to the longest it may grow (prompt + max_tokens, else the
+    // context) are reserved in the budget; while the running requests' reservations leave too little room,
+    // the request waits (first come, first served) for one of them to finish.
+    const int64_t prompt_n = static_cast<int64_t>(p.request.prompt.size());
+    const int32_t reserve = static_cast<int32_t>(
+        p.request.max_tokens >= 0 ? std::min<int64_t>(info_.n_ctx, prompt_n + std::max(1, p.request.max_tokens))
+                                  : info_.n_ctx);
+    auto acq = cache_->Acquire(p.request.prompt, p.request.checkpoint_hints, p.request.cache_prompt && config_.cache,
+                               reserve);
     if (!acq.ok()) {
       bool others = std::any_of(slots_.begin(), slots_.end(), [](auto& s) { return s != nullptr; });
-      if (acq.error().kind == ErrorKind::kResourceExhausted && others) return;  // retry when memory frees up
+      if (acq.error().kind == ErrorKind::kResourceExhausted && others) {
+        if (!p.waited_for_memory) counters_.admission_waits++;
+        p.waited_for_memory = true;
+        return;  // retry when a running request ends
+      }
       Completion c;
       c.finish_reason = "error";
       c.error = acq.error();
@@ -757,6 +776,9 @@ std::string EngineImpl::MetricsText() {
   os << "# HELP rewind_resume_source_total Requests by the state they resumed from.\n"
         "# TYPE rewind_resume_source_total counter\n";
   for (const auto& [src, n] : c.resume_source) os << "rewind_resume_source_total{source=\"" << src << "\"} " << n << "\n";
+  counter("rewind_admission_waits_total",
+          "Requests that waited for running requests to finish because the cache budget held their memory.",
+          c.admission_waits);
   counter("rewind_batches_total", "Forward batches run.", c.batches);
   counter("rewind_batch_tokens_total", "Tokens evaluated in forward batches.", c.batch_tokens);
   os << "# HELP rewind_prompt_seconds_total Time spent evaluating prompts.\n# TYPE rewind_prompt_seconds_total counter\n"

@@ -43,6 +43,7 @@ class EngineImpl final : public Engine {
     GenerationRequest request;
     std::shared_ptr<RequestSink> sink;
     double submitted_at = 0;
+    bool waited_for_memory = false;   // counted once in admission_waits
   };
   // An admitted request bound to a sequence slot (engine thread only).
   struct Active {
@@ -74,6 +75,7 @@ class EngineImpl final : public Engine {
     uint64_t miss_no_shared_prefix = 0, miss_no_exact_state = 0, hits_exact = 0;
     std::map<std::string, uint64_t> resume_source;
     uint64_t batches = 0, batch_tokens = 0;
+    uint64_t admission_waits = 0;       // requests that waited for the running ones' reserved memory
     double prompt_seconds = 0, decode_seconds = 0;
     uint64_t spec_rounds = 0, spec_drafted = 0, spec_accepted = 0, spec_rollbacks = 0;
     std::vector<uint64_t> spec_drafted_at = std::vector<uint64_t>(64), spec_accepted_at = std::vector<uint64_t>(64);

@@ -54,22 +54,9 @@ void HybridCache::Impl::Exec(const std::vector<DataOp>& ops) {
   }
 }
 
-Status HybridCache::Impl::MakeRoom(int64_t bytes, int32_t pages, bool live) {
-  REWIND_ASSIGN_OR_RETURN(memory::EvictPlan plan,
-                          live ? mm->PlanMakeRoomLive(bytes, pages) : mm->PlanMakeRoom(bytes, pages));
+Status HybridCache::Impl::MakeRoom(int64_t bytes, int32_t pages) {
+  REWIND_ASSIGN_OR_RETURN(memory::EvictPlan plan, mm->PlanMakeRoom(bytes, pages));
   Evict(plan);
-  if (live && bytes > mm->free_bytes()) {
-    ++counters.over_budget;
-    if (!warned_over_budget) {
-      warned_over_budget = true;
-      LOG_WARN("cache: the running requests need %.2f MiB, more than the --cache-ram budget of %.2f MiB: the "
-               "cache was emptied%s and requests are served over the budget (the budget bounds what is kept "
-               "after them); raise --cache-ram to keep a useful cache (warned once)",
-               static_cast<double>(mm->used_bytes() + bytes) / (1 << 20),
-               static_cast<double>(mm->config().budget_bytes) / (1 << 20),
-               cfg.disk_dir.empty() ? "" : " (checkpoints spilled to the disk tier)");
-    }
-  }
   return Status::Ok();
 }
 
@@ -81,8 +68,6 @@ void HybridCache::Impl::Evict(const memory::EvictPlan& plan) {
   counters.evictions += plan.removals.size();
   counters.evicted_bytes += static_cast<uint64_t>(plan.bytes_freed);
 }
-
-void HybridCache::Impl::Trim() { Evict(mm->PlanTrim()); }
 
 void HybridCache::Impl::ReturnFreePages() {
   const memory::PagePool& pool = mm->pages();
@@ -103,7 +88,7 @@ void HybridCache::Impl::ReturnFreePages() {
 bool HybridCache::Impl::Checkpoint(SeqId seq) {
   auto plan = mm->PlanCheckpoint(seq);
   if (!plan.ok()) {
-    if (!MakeRoom(mm->config().state_bytes, 0).ok()) return false;
+    if (!MakeRoom(mm->CheckpointRoom(), 0).ok()) return false;
     plan = mm->PlanCheckpoint(seq);
     if (!plan.ok()) return false;
   }
@@ -142,22 +127,22 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   m.state_bytes = static_cast<int64_t>(std::max<uint64_t>(1, model.MakeStateShape().bytes_per_state()));
   m.budget_bytes = config.budget_bytes;
   m.max_slots = 2 * (config.n_seq_max + 1);  // two per live sequence, two for imports
-  // The budget bounds the cache, not the working set (docs/cache-budget.md): live sequences (and one import)
-  // may reach their full context whatever the budget, the tree keeps at most the budget. The KV pool holds
-  // both; its memory is committed on first use (model/kv_storage.h), so a large pool costs address space only.
-  m.live_over_budget = true;
-  const int64_t per_seq = (int64_t{config.n_ctx} + config.page_tokens - 1) / config.page_tokens + 1;  // + CoW
-  m.max_pages = static_cast<int32_t>(
-      std::min<int64_t>((config.n_seq_max + 1) * per_seq + config.budget_bytes / m.page_bytes, 1 << 30));
-  // The smallest useful cache holds one checkpoint and the page it ends in; below that, refuse to start.
-  // Without a cache (--no-cache) the budget means nothing.
-  const int64_t min_budget = m.state_bytes + m.page_bytes;
-  if (!config.use_cache) m.budget_bytes = std::max(m.budget_bytes, min_budget);
+  // The budget is hard (docs/cache-budget.md): the engine admits a request only when its reservation fits
+  // beside the running ones, so the pool never needs more pages than the budget holds. Its memory is committed
+  // on first use (model/kv_storage.h), so a large pool costs address space only.
+  // The smallest useful cache holds one checkpoint and a sequence of one page (plus its copy-on-write page);
+  // below that, refuse to start. Without a cache (--no-cache) the budget bounds only the running sequences:
+  // it is made large enough for all of them at full context.
+  const int64_t min_budget = m.state_bytes + 2 * m.page_bytes;
+  if (!config.use_cache) {
+    const int64_t per_seq = ((int64_t{config.n_ctx} + config.page_tokens - 1) / config.page_tokens + 1) * m.page_bytes;
+    m.budget_bytes = std::max({m.budget_bytes, min_budget, config.n_seq_max * per_seq + m.state_bytes});
+  }
   if (m.budget_bytes < min_budget) {
     const int64_t mib = (min_budget + (1 << 20) - 1) >> 20;
     return Error::InvalidArgument("cache budget of " + std::to_string(m.budget_bytes >> 20) +
                                   " MiB cannot hold one recurrent checkpoint (" + std::to_string(m.state_bytes) +
-                                  " B) plus one page (" + std::to_string(m.page_bytes) +
+                                  " B) plus two pages (" + std::to_string(2 * m.page_bytes) +
                                   " B): use --cache-ram " + std::to_string(mib) + " or more, or --no-cache");
   }
   if (Status s = m.Validate(); !s.ok())
@@ -177,7 +162,8 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
 }
 
 Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
-                                             std::span<const int32_t> checkpoint_hints, bool use_cache) {
+                                             std::span<const int32_t> checkpoint_hints, bool use_cache,
+                                             int32_t reserve_tokens) {
   Impl& im = *impl_;
   if (prompt.empty()) return Error::InvalidArgument("empty prompt");
   if (static_cast<int64_t>(prompt.size()) > im.cfg.n_ctx)
@@ -186,7 +172,20 @@ Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
   use_cache = use_cache && im.cfg.use_cache;
   const int32_t from_disk = use_cache && !im.cfg.disk_dir.empty() ? im.FetchFromDisk(prompt) : 0;
   const std::vector<int32_t> branches = use_cache ? im.mm->tree().BranchPoints(prompt) : std::vector<int32_t>{};
-  REWIND_ASSIGN_OR_RETURN(memory::AcquirePlan plan, im.mm->PlanAcquire(prompt, use_cache));
+  auto planned = im.mm->PlanAcquire(prompt, use_cache, reserve_tokens);
+  std::string fallback;
+  if (!planned.ok() && planned.error().kind == ErrorKind::kResourceExhausted && use_cache &&
+      !im.mm->HasReservations()) {
+    // Alone, the request always fits; only pinning the cached prefix's checkpoints beside it does not.
+    planned = im.mm->PlanAcquire(prompt, false, reserve_tokens);
+    fallback = "the cached prefix's checkpoints do not fit in --cache-ram beside this request's reservation";
+  }
+  if (!planned.ok()) return planned.error();
+  memory::AcquirePlan plan = std::move(planned).value();
+  if (!fallback.empty()) {
+    plan.hit.lcp = im.mm->FindTreeResume(prompt).lcp;
+    plan.hit.reason = fallback;
+  }
   const SeqId seq = im.mm->Commit(plan);
   im.Exec(plan.ops);
   ++im.counters.acquires;
@@ -211,6 +210,10 @@ Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
   if (from_disk > 0 && plan.hit.resume_pos == from_disk && plan.hit.source == memory::StateSource::kCheckpoint)
     r.report.reason += " (checkpoint loaded from the disk tier)";
   return r;
+}
+
+int32_t HybridCache::MaxSequenceTokens() const {
+  return std::min(impl_->mm->MaxReserveTokens(), impl_->cfg.n_ctx);
 }
 
 int32_t HybridCache::MaxChunk(SeqId seq, int32_t want) const {
@@ -242,7 +245,10 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
       return Error::OutOfRange("sequence would exceed the context of " + std::to_string(im.cfg.n_ctx));
     bytes += im.mm->AppendBytes(it.seq, static_cast<int32_t>(it.tokens.size()));
   }
-  REWIND_RETURN_IF_ERROR(im.MakeRoom(bytes, static_cast<int32_t>(bytes / im.mm->config().page_bytes), /*live=*/true));
+  std::vector<std::pair<SeqId, int32_t>> grow;
+  for (const EvalItem& it : items) grow.emplace_back(it.seq, static_cast<int32_t>(it.tokens.size()));
+  // Inside their reservations the appends always find room; past one (a caller bug) the batch fails cleanly.
+  REWIND_RETURN_IF_ERROR(im.MakeRoom(im.mm->RoomForAppends(grow), static_cast<int32_t>(bytes / im.mm->config().page_bytes)));
   // Everything is validated and room is made: from here on the plans cannot fail.
   std::vector<memory::AppendPlan> plans;
   plans.reserve(items.size());
@@ -303,6 +309,7 @@ int32_t HybridCache::Position(SeqId seq) const { return impl_->mm->sequence(seq)
 void HybridCache::Release(SeqId seq, bool insert) {
   Impl& im = *impl_;
   insert = insert && im.cfg.use_cache;
+  im.mm->DropReservation(seq);  // the request is over: its final checkpoint is cache like any other
   if (insert && Position(seq) > 0) im.Checkpoint(seq);  // the final state: the next turn appends to it
   auto plan = im.mm->PlanRelease(seq, insert);
   REWIND_CHECK_MSG(plan.ok(), "release of sequence %d: %s", seq, plan.ok() ? "" : plan.error().message.c_str());
@@ -312,7 +319,6 @@ void HybridCache::Release(SeqId seq, bool insert) {
   im.mm->Commit(*plan);
   im.Exec(plan->ops);
   im.planned.erase(seq);
-  im.Trim();
   im.ReturnFreePages();
 }
 
@@ -333,7 +339,8 @@ std::string HybridCache::StatsJson() const {
   num("tree_nodes", m.tree().node_count() - 1);
   num("sequences", static_cast<int64_t>(m.sequence_ids().size()));
   num("evictions", static_cast<int64_t>(im.counters.evictions));
-  num("over_budget_batches", static_cast<int64_t>(im.counters.over_budget));
+  num("reserved_bytes", m.HeadroomBytes());
+  num("max_sequence_tokens", m.MaxReserveTokens());
   num("disk_files_spilled", static_cast<int64_t>(im.counters.spilled));
   num("disk_files_written", static_cast<int64_t>(im.counters.persisted));
   num("disk_files_loaded", static_cast<int64_t>(im.counters.loaded), true);
@@ -354,9 +361,8 @@ std::string HybridCache::MetricsText() const {
   metric("rewind_cache_tree_nodes", "gauge", "Prefix-tree nodes.", m.tree().node_count() - 1);
   metric("rewind_cache_evictions_total", "counter", "Tree entries evicted.", im.counters.evictions);
   metric("rewind_cache_evicted_bytes_total", "counter", "Bytes freed by eviction.", im.counters.evicted_bytes);
-  metric("rewind_cache_over_budget_total", "counter",
-         "Batches whose working set did not fit in the budget (served after evicting the whole cache).",
-         im.counters.over_budget);
+  metric("rewind_cache_reserved_bytes", "gauge",
+         "Budget held back for the growth of running requests (reserved, not yet allocated).", m.HeadroomBytes());
   metric("rewind_cache_spilled_total", "counter", "Evicted checkpoints written to the disk tier.",
          im.counters.spilled);
   metric("rewind_cache_checkpoints_saved_total", "counter", "Checkpoints snapshotted.", im.counters.checkpoints_saved);

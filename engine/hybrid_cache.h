@@ -20,8 +20,7 @@
 namespace rw::engine {
 
 struct HybridCacheConfig {
-  int64_t budget_bytes = 0;       // pages + checkpoints kept in RAM; running requests may exceed it
-                                  // when their working set alone is larger (docs/cache-budget.md)
+  int64_t budget_bytes = 0;       // pages + checkpoints in RAM, never exceeded (docs/cache-budget.md)
   int32_t page_tokens = 32;
   model::KvType kv_type = model::KvType::kF16;
   int32_t n_seq_max = 4;          // concurrent live sequences (each may hold 2 state slots)
@@ -64,9 +63,16 @@ class HybridCache {
   // builds a live sequence whose state is exact at resume_pos. `checkpoint_hints` are positions worth a
   // checkpoint (message starts, generation header, client requests); the cache adds its own placement
   // (every N tokens, observed branch points) and snapshots them while later Evaluate calls cross them.
-  // kResourceExhausted when no sequence slot or memory is available even after eviction.
+  // reserve_tokens: the length the sequence may reach (prompt + generation); the budget holds its pages back
+  // (admission control), so its appends up to there always find room. kResourceExhausted (nothing changed)
+  // while the running sequences' reservations leave too little room: retry when one ends. With no other
+  // reservation the request is always admitted (without reusing the cache if pinning it would not fit).
+  // kOutOfRange when reserve_tokens > MaxSequenceTokens(). 0: no reservation (appends may then fail).
   Expected<AcquireResult> Acquire(std::span<const int32_t> prompt, std::span<const int32_t> checkpoint_hints,
-                                  bool use_cache);
+                                  bool use_cache, int32_t reserve_tokens = 0);
+
+  // The longest sequence (tokens) whose reservation fits in the budget.
+  int32_t MaxSequenceTokens() const;
 
   // The largest number of tokens, starting at the sequence's current position, that may go into one batch
   // before the next planned checkpoint position (so prefill chunks end exactly there). >= 1.

@@ -29,21 +29,16 @@ struct HybridCache::Impl {
   struct Counters {
     uint64_t acquires = 0, evaluated_tokens = 0, evictions = 0, evicted_bytes = 0, checkpoints_saved = 0;
     uint64_t restores = 0, replays = 0, page_copies = 0, truncates = 0, persisted = 0, loaded = 0;
-    uint64_t over_budget = 0, spilled = 0;
+    uint64_t spilled = 0;
   } counters;
-  bool warned_over_budget = false;  // the "working set exceeds --cache-ram" warning is logged once
   int32_t kv_touched = 0;           // pages [0, kv_touched) may hold committed memory (lowest-id-first allocation)
 
   // Performs a committed plan's data operations on storage, in order.
   void Exec(const std::vector<memory::DataOp>& ops);
   // Evicts until `bytes` of budget and `pages` pages are free. Fails (changing nothing) if impossible.
-  // live=true (the working set of running sequences): when the budget cannot be met, evicts everything
-  // evictable and lets the sequences go over it (warns once); fails only when the page pool is exhausted.
-  Status MakeRoom(int64_t bytes, int32_t pages, bool live = false);
+  Status MakeRoom(int64_t bytes, int32_t pages);
   // Commits an eviction plan, spilling its checkpoints to the disk tier first (when there is one).
   void Evict(const memory::EvictPlan& plan);
-  // Evicts back to the budget after a release (the budget bounds what the cache keeps).
-  void Trim();
   // Hands the memory of free KV pages back to the OS, so resident memory follows the pages in use.
   void ReturnFreePages();
   void NoteTaken(std::span<const memory::PageId> pages) {

@@ -1,6 +1,7 @@
-// The cache under memory pressure, on the tiny fixture model: a budget far smaller than the working set still
-// answers every request exactly like --no-cache (the budget bounds the cache, docs/cache-budget.md), and a
-// prefix evicted to the disk tier is served from disk at the minimum cost, a corrupt file being skipped.
+// The cache under memory pressure, on the tiny fixture model: with a budget smaller than the working set of
+// concurrent requests, requests wait for memory (admission control, docs/cache-budget.md), the budget is never
+// exceeded and every answer equals --no-cache's; a prefix evicted to the disk tier is served from disk at the
+// minimum cost, a corrupt file being skipped.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -86,27 +87,28 @@ int64_t JsonInt(const std::string& json, const std::string& key) {
   return at == std::string::npos ? -1 : std::stoll(json.substr(at + key.size() + 3));
 }
 
-TEST(CacheBudget, TinyBudgetAnswersEveryRequestExactlyLikeNoCache) {
-  // The smallest budget the server accepts (one checkpoint + one page, in whole MiB) is far below the working
-  // set of these requests: pages of 2 x 1500 tokens in F32.
+TEST(CacheBudget, RequestsWaitForMemoryAndAnswerExactlyLikeNoCache) {
+  // 4 MiB holds 64 pages of 32 F32 tokens (64 KiB each): one request of ~1500 tokens (49 pages reserved),
+  // never two at once. Admission control makes the second of each pair wait; nothing exceeds the budget.
   model::Model& m = TinyModel();
-  const int64_t min_mib = (StateBytes(m) + PageBytes(m, 32, 4) + (1 << 20) - 1) >> 20;
-  ASSERT_LT(min_mib << 20, 2 * 1500 * PageBytes(m, 32, 4) / 32) << "the fixture's working set fits the budget";
-  auto tiny = MakeEngine(true, min_mib);
+  const int64_t page = PageBytes(m, 32, 4);
+  ASSERT_EQ(page, 64 << 10) << "the fixture's page size changed: adjust the budget";
+  auto tiny = MakeEngine(true, 4);
   auto off = MakeEngine(false, 0);
   ASSERT_TRUE(tiny && off);
+  EXPECT_EQ(tiny->Info().n_ctx, 63 * 32) << "the budget limits one request's length (one page for copy-on-write)";
   const std::vector<int32_t> system = Prompt(900, 1);
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 3; ++i) prompts.push_back(Concat(system, Prompt(300 + 150 * i, 10 + i)));
   prompts.push_back(Concat(prompts[0], Prompt(40, 20)));  // next turn of the first conversation
   prompts.push_back(Prompt(1500, 21));                     // unrelated, long
-  // Pairs run concurrently on the tiny budget (both working sets live at once), then one by one.
   std::vector<std::shared_ptr<testing::Collect>> got(prompts.size()), want(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     want[i] = std::make_shared<testing::Collect>();
     ASSERT_TRUE(off->Submit(Greedy(prompts[i], 8), want[i]).ok());
     want[i]->Wait();
   }
+  // Pairs are submitted together; both working sets do not fit at once.
   for (size_t i = 0; i < prompts.size(); i += 2) {
     for (size_t j = i; j < std::min(i + 2, prompts.size()); ++j) {
       got[j] = std::make_shared<testing::Collect>();
@@ -120,13 +122,22 @@ TEST(CacheBudget, TinyBudgetAnswersEveryRequestExactlyLikeNoCache) {
     EXPECT_EQ(got[i]->tokens, want[i]->tokens) << "request " << i;
     EXPECT_EQ(got[i]->logprobs, want[i]->logprobs) << "request " << i;
   }
+  const std::string metrics = tiny->MetricsText();
+  // Each pair's second request waited (both are queued within microseconds, a prefill takes milliseconds).
+  const size_t at = metrics.find("\nrewind_admission_waits_total ");
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_GE(std::stoll(metrics.substr(at + 30)), 1) << metrics;
   const std::string stats = tiny->CacheJson();
-  EXPECT_GT(JsonInt(stats, "over_budget_batches"), 0) << stats;
   EXPECT_LE(JsonInt(stats, "used_bytes"), JsonInt(stats, "budget_bytes")) << "the cache kept more than the budget";
+  EXPECT_EQ(JsonInt(stats, "reserved_bytes"), 0);
   EXPECT_EQ(JsonInt(stats, "sequences"), 0);
+  // A request longer than the budget can ever hold is refused at once, with the reason.
+  auto too_long = tiny->Submit(Greedy(Prompt(2100, 30), 8), std::make_shared<testing::Collect>());
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.error().kind, ErrorKind::kOutOfRange);
 }
 
-TEST(CacheBudget, StartRefusesABudgetBelowOneCheckpointAndOnePage) {
+TEST(CacheBudget, StartRefusesABudgetBelowOneCheckpointAndTwoPages) {
   model::Model& m = TinyModel();
   HybridCacheConfig c;
   c.kv_type = model::KvType::kF32;
@@ -137,6 +148,8 @@ TEST(CacheBudget, StartRefusesABudgetBelowOneCheckpointAndOnePage) {
   EXPECT_EQ(r.error().kind, ErrorKind::kInvalidArgument);
   EXPECT_NE(r.error().message.find("--cache-ram"), std::string::npos) << r.error().message;
   c.budget_bytes = StateBytes(m) + PageBytes(m, c.page_tokens, 4);
+  EXPECT_FALSE(HybridCache::Create(m, c).ok());
+  c.budget_bytes = StateBytes(m) + 2 * PageBytes(m, c.page_tokens, 4);
   EXPECT_TRUE(HybridCache::Create(m, c).ok());
   c.budget_bytes = 1;
   c.use_cache = false;  // --no-cache needs no budget
@@ -257,11 +270,11 @@ class DiskTier : public ::testing::Test {
     AcquireResult a;
     Run(*cache_, a_, {kLen / 2}, &a);
     EXPECT_EQ(a.resume_pos, 0);
-    const std::vector<int32_t> b = Prompt(3 * kLen, 99);
+    const std::vector<int32_t> b = Prompt(kLen + kPage, 99);  // fits the budget only once A is evicted
     Run(*cache_, b, {}, &a);
     auto& im = HybridCacheTestPeer::impl(*cache_);
     im.mm->CheckInvariants();
-    EXPECT_TRUE(im.mm->WithinBudget());
+    EXPECT_LE(im.mm->used_bytes(), cfg_.budget_bytes);
     EXPECT_EQ(im.mm->FindTreeResume(Concat(a_, {1})).resume_pos, 0) << "A is still in RAM: nothing to fetch";
     EXPECT_TRUE(FileExists(FileFor(kLen))) << "A's final checkpoint was not spilled";
     EXPECT_TRUE(FileExists(FileFor(kLen / 2))) << "A's checkpoint at the hint was not spilled";

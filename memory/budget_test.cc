@@ -1,6 +1,7 @@
-// The budget bounds the cache, not the working set (MemoryConfig::live_over_budget, docs/cache-budget.md):
-// live sequences go past a tiny budget only after everything evictable is gone, the pool still bounds them,
-// and what they leave behind is trimmed back to the budget, best entries kept.
+// Admission control (docs/cache-budget.md): the budget is never exceeded. A sequence acquired with a reservation
+// holds back the budget its pages may need, is admitted only when that fits beside the other reservations, and
+// then always finds room for its appends by evicting cache entries; checkpoints and other cache entries get
+// only what no reservation holds back.
 #include <gtest/gtest.h>
 
 #include "memory/memory_manager.h"
@@ -12,122 +13,136 @@ namespace {
 using namespace rw::memory::testing;
 
 // Pages of 4 tokens / 10 B, checkpoints of 100 B; a 150 B budget holds one checkpoint and 5 pages.
-MemoryConfig TinyConfig(bool live_over_budget, int32_t max_pages = 40) {
-  MemoryConfig c = SmallConfig(/*budget=*/150, /*slots=*/4);
-  c.max_pages = max_pages;
-  c.live_over_budget = live_over_budget;
-  return c;
-}
+MemoryConfig TinyConfig() { return SmallConfig(/*budget=*/150, /*slots=*/8); }
 
 std::vector<int32_t> Tokens(int32_t n, int32_t value) { return std::vector<int32_t>(static_cast<size_t>(n), value); }
 
-void CommitEvict(MemoryManager& m, const EvictPlan& p) {
-  m.Commit(p);
+Expected<AcquirePlan> PlanWithReserve(MemoryManager& m, const std::vector<int32_t>& prompt, int32_t reserve) {
+  return m.PlanAcquire(prompt, /*use_cache=*/true, reserve);
+}
+
+SeqId AcquireReserved(MemoryManager& m, const std::vector<int32_t>& prompt, int32_t reserve) {
+  auto p = PlanWithReserve(m, prompt, reserve);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+  SeqId s = m.Commit(*p);
   m.CheckInvariants();
+  return s;
 }
 
-TEST(Budget, PoolFollowsMaxPagesOnlyWhenLiveSequencesMayExceedTheBudget) {
-  EXPECT_EQ(TinyConfig(true).MaxPages(), 40);
-  EXPECT_EQ(TinyConfig(false).MaxPages(), 15);  // 150 B / 10 B: the hard budget caps the pool
-  EXPECT_EQ(TinyConfig(true, 0).MaxPages(), 15);
-}
-
-TEST(Budget, LiveSequenceExceedsATinyBudgetOnlyOnceNothingIsEvictable) {
-  MemoryManager m(TinyConfig(true));
-  RunAndInsert(m, Tokens(8, 1), {8});  // tree: 2 pages + a checkpoint at 8 = 120 B
-  ASSERT_EQ(m.used_bytes(), 120);
-  SeqId s = Acquire(m, Tokens(81, 2));
-  const auto toks = Tokens(64, 2);  // 16 pages = 160 B: more than the whole budget
-  const std::string before = m.DebugString();
-  auto strict = m.PlanAppend(s, toks);
-  ASSERT_FALSE(strict.ok());
-  EXPECT_EQ(strict.error().kind, ErrorKind::kResourceExhausted);
-  EXPECT_FALSE(m.PlanMakeRoom(m.AppendBytes(s, 64), 16).ok());
-  EXPECT_EQ(m.DebugString(), before);
-
-  auto room = m.PlanMakeRoomLive(m.AppendBytes(s, 64), 16);
+// Makes room the way the engine does (RoomForAppends), then appends.
+void AppendWithRoom(MemoryManager& m, SeqId s, const std::vector<int32_t>& toks) {
+  const std::pair<SeqId, int32_t> grow{s, static_cast<int32_t>(toks.size())};
+  auto room = m.PlanMakeRoom(m.RoomForAppends({&grow, 1}), 0);
   ASSERT_TRUE(room.ok()) << room.error().message;
-  EXPECT_EQ(room->bytes_freed, 120);  // everything evictable
-  CommitEvict(m, *room);
-  EXPECT_FALSE(m.HasEvictable());
-  Append(m, s, toks);  // nothing evictable: over the budget, still served
-  EXPECT_EQ(m.used_bytes(), 160);
-  Append(m, s, Tokens(4, 2));
-  EXPECT_EQ(m.used_bytes(), 170);
-  EXPECT_TRUE(m.WithinBudget());
-  // Checkpoints are cache, not working set: they never go over the budget.
-  auto ck = m.PlanCheckpoint(s);
-  ASSERT_FALSE(ck.ok());
-  EXPECT_EQ(ck.error().kind, ErrorKind::kResourceExhausted);
+  m.Commit(*room);
+  m.CheckInvariants();
+  Append(m, s, toks);
 }
 
-TEST(Budget, HardBudgetFailsAppendsItCannotHold) {
-  MemoryManager m(TinyConfig(false));
-  SeqId s = Acquire(m, Tokens(61, 3));
-  Append(m, s, Tokens(60, 3));  // 15 pages: the whole pool and budget
-  EXPECT_FALSE(m.PlanAppend(s, Tokens(1, 3)).ok());
-  auto room = m.PlanMakeRoomLive(10, 1);
-  ASSERT_FALSE(room.ok());
-  EXPECT_EQ(room.error().kind, ErrorKind::kResourceExhausted);
+TEST(Budget, ReservationSizesFollowThePages) {
+  MemoryManager m(TinyConfig());
+  EXPECT_EQ(m.ReserveBytes(1), 20);   // one page plus the copy-on-write page
+  EXPECT_EQ(m.ReserveBytes(16), 50);
+  EXPECT_EQ(m.MaxReserveTokens(), 56);  // 15 pages, one kept for copy-on-write: 14 * 4 tokens
+  EXPECT_EQ(m.config().MaxPages(), 15);  // the pool never holds more than the budget
 }
 
-TEST(Budget, PagePoolStillBoundsTheWorkingSet) {
-  MemoryManager m(TinyConfig(true, /*max_pages=*/12));
-  SeqId s = Acquire(m, Tokens(49, 4));
-  Append(m, s, Tokens(48, 4));  // 12 pages = 120 B: the whole pool
-  EXPECT_FALSE(m.PlanMakeRoomLive(10, 1).ok());
-  auto p = m.PlanAppend(s, Tokens(1, 4));
+TEST(Budget, ARequestThatCouldNeverFitIsRefusedAtOnce) {
+  MemoryManager m(TinyConfig());
+  auto p = PlanWithReserve(m, Tokens(5, 1), 57);
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error().kind, ErrorKind::kResourceExhausted);
+  EXPECT_EQ(p.error().kind, ErrorKind::kOutOfRange);
+  EXPECT_NE(p.error().message.find("at most 56 tokens fit"), std::string::npos) << p.error().message;
+  EXPECT_TRUE(PlanWithReserve(m, Tokens(5, 1), 56).ok());
 }
 
-TEST(Budget, TrimAfterReleaseKeepsTheBestEntriesWithinTheBudget) {
-  MemoryManager m(TinyConfig(true));
-  SeqId s = Acquire(m, Tokens(41, 5));
-  Append(m, s, Tokens(8, 5));
-  TakeCheckpoint(m, s);          // at 8: 2 pages + 100 B
-  Append(m, s, Tokens(32, 5));   // 10 pages + 100 B = 200 B: over the budget, nothing evictable
-  EXPECT_EQ(m.used_bytes(), 200);
-  EXPECT_FALSE(m.PlanCheckpoint(s).ok());
+TEST(Budget, ARequestWaitsWhileOthersReservationsLeaveTooLittle) {
+  MemoryManager m(TinyConfig());
+  SeqId a = AcquireReserved(m, Tokens(5, 1), 40);  // admitted for 11 pages = 110 B
+  // Held back: its 10 table pages, not allocated yet (no shared last page: no copy-on-write to come).
+  EXPECT_EQ(m.HeadroomBytes(), 100);
+  const std::string before = m.DebugString();
+  auto b = PlanWithReserve(m, Tokens(5, 2), 20);    // 60 B more: 160 B > 150 B
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().kind, ErrorKind::kResourceExhausted);
+  EXPECT_EQ(m.DebugString(), before);
+  SeqId c = AcquireReserved(m, Tokens(5, 3), 8);    // 30 B more: 130 B fits
+  Release(m, a, false);
+  EXPECT_TRUE(PlanWithReserve(m, Tokens(5, 2), 20).ok());  // a's reservation ended
+  Release(m, c, false);
+}
+
+TEST(Budget, AppendsInsideAReservationAlwaysFindRoomByEvictingTheCache) {
+  MemoryManager m(TinyConfig());
+  RunAndInsert(m, Tokens(8, 1), {8});  // tree: 2 pages + a checkpoint at 8 = 120 B, all evictable
+  ASSERT_EQ(m.used_bytes(), 120);
+  SeqId s = AcquireReserved(m, Tokens(9, 2), 48);  // 13 pages = 130 B: admitted, the cache will make way
+  for (int32_t i = 0; i < 12; ++i) {
+    AppendWithRoom(m, s, Tokens(4, 2));
+    EXPECT_LE(m.used_bytes(), 150);
+  }
+  EXPECT_EQ(m.sequence(s).pos(), 48);
+  EXPECT_FALSE(m.HasEvictable());
+  EXPECT_EQ(m.HeadroomBytes(), 0);
+  // Past the reservation there is no promise: the append fails cleanly and changes nothing.
+  const std::string before = m.DebugString();
+  auto more = m.PlanAppend(s, Tokens(16, 2));  // 40 B, 30 B free
+  ASSERT_FALSE(more.ok());
+  EXPECT_EQ(more.error().kind, ErrorKind::kResourceExhausted);
+  EXPECT_EQ(m.DebugString(), before);
   Release(m, s, true);
-  EXPECT_EQ(m.used_bytes(), 200);  // the tree holds it all until the trim
-  EXPECT_FALSE(m.WithinBudget());
-  EvictPlan trim = m.PlanTrim();
-  // Pages past the deepest checkpoint are worth nothing to a hybrid model: they go, the checkpoint stays.
-  ASSERT_EQ(trim.removals.size(), 1u);
-  EXPECT_EQ(trim.bytes_freed, 80);
-  EXPECT_TRUE(trim.ops.empty());
-  CommitEvict(m, trim);
-  EXPECT_EQ(m.used_bytes(), 120);
-  EXPECT_TRUE(m.PlanTrim().removals.empty());
+  EXPECT_LE(m.used_bytes(), 150);
+}
+
+TEST(Budget, ASharedLastPageHoldsBackItsCopyOnWritePage) {
+  MemoryManager m(TinyConfig());
+  RunAndInsert(m, Tokens(6, 1), {6});  // 2 pages (the second holds 2 of 4 tokens) + checkpoint at 6
+  SeqId s = AcquireReserved(m, Tokens(9, 1), 12);
+  ASSERT_EQ(m.sequence(s).pos(), 6);
+  // 3 pages of 12 tokens, 2 in the table, plus the copy of the shared half-filled page to come.
+  EXPECT_EQ(m.HeadroomBytes(), 20);
+  AppendWithRoom(m, s, Tokens(1, 1));
+  EXPECT_EQ(m.HeadroomBytes(), 10);  // copied: the page is its own now
+  Release(m, s, false);
+}
+
+TEST(Budget, CheckpointsAndOtherSequencesNeverTakeReservedRoom) {
+  MemoryManager m(TinyConfig());
+  SeqId a = AcquireReserved(m, Tokens(5, 1), 20);  // 60 B: 50 B of headroom after the first page
+  AppendWithRoom(m, a, Tokens(4, 1));
+  EXPECT_EQ(m.used_bytes(), 10);
+  EXPECT_EQ(m.HeadroomBytes(), 40);
+  // 100 B of checkpoint beside 10 B used and 40 B held back: exactly the budget.
+  EXPECT_EQ(m.CheckpointRoom(), 140);
+  TakeCheckpoint(m, a);
+  EXPECT_EQ(m.used_bytes(), 110);
+  // A sequence without a reservation may use only what is neither used nor held back: nothing here.
+  SeqId b = Acquire(m, Tokens(3, 9));
+  auto pb = m.PlanAppend(b, Tokens(2, 9));
+  ASSERT_FALSE(pb.ok());
+  EXPECT_EQ(pb.error().kind, ErrorKind::kResourceExhausted);
+  // a still grows to its reservation.
+  for (int32_t i = 0; i < 4; ++i) AppendWithRoom(m, a, Tokens(4, 1));
+  EXPECT_EQ(m.used_bytes(), 150);
+  EXPECT_EQ(m.HeadroomBytes(), 0);
+  Release(m, b, false);
+  Release(m, a, false);
+}
+
+TEST(Budget, EndingAReservationFreesItForTheCache) {
+  MemoryManager m(TinyConfig());
+  SeqId a = AcquireReserved(m, Tokens(5, 1), 40);
+  AppendWithRoom(m, a, Tokens(4, 1));
+  EXPECT_FALSE(m.PlanCheckpoint(a).ok());  // 10 B used + 100 B held back + 100 B > 150 B
+  m.DropReservation(a);
+  EXPECT_EQ(m.HeadroomBytes(), 0);
+  TakeCheckpoint(m, a);  // the final checkpoint of a finished request is cache like any other
+  Release(m, a, true);
   CacheHit hit;
-  SeqId again = Acquire(m, Tokens(41, 5), &hit);
-  EXPECT_EQ(hit.resume_pos, 8);
+  SeqId again = Acquire(m, Tokens(9, 1), &hit);
+  EXPECT_EQ(hit.resume_pos, 4);
   EXPECT_EQ(hit.source, StateSource::kCheckpoint);
   Release(m, again, false);
-}
-
-TEST(Budget, TrimEvictsEverythingWhenOtherLiveSequencesFillTheBudget) {
-  MemoryManager m(TinyConfig(true));
-  SeqId a = Acquire(m, Tokens(9, 6));
-  Append(m, a, Tokens(8, 6));
-  TakeCheckpoint(m, a);  // 120 B
-  SeqId b = Acquire(m, Tokens(61, 7));
-  auto room = m.PlanMakeRoomLive(m.AppendBytes(b, 60), 15);
-  ASSERT_TRUE(room.ok());
-  EXPECT_TRUE(room->removals.empty());  // nothing evictable: a is live
-  CommitEvict(m, *room);
-  Append(m, b, Tokens(60, 7));  // 270 B in all
-  Release(m, a, true);
-  EvictPlan trim = m.PlanTrim();
-  EXPECT_EQ(trim.bytes_freed, 120);  // b alone exceeds the budget: the cache keeps nothing
-  CommitEvict(m, trim);
-  EXPECT_FALSE(m.HasEvictable());
-  EXPECT_TRUE(m.WithinBudget());
-  Release(m, b, true);
-  CommitEvict(m, m.PlanTrim());
-  EXPECT_LE(m.used_bytes(), 150);
-  EXPECT_TRUE(m.WithinBudget());
 }
 
 }  // namespace

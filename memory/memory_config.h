@@ -15,15 +15,10 @@ struct MemoryConfig {
   int32_t max_slots = 8;         // live recurrent-state slots (a sequence holds 1 or 2)
   int64_t half_life = 1024;      // eviction aging: a score halves every half_life clock ticks
   int32_t max_pages = 0;         // page pool size; 0 = budget_bytes / page_bytes (the budget on pages alone)
-  // The budget bounds the CACHE, not the working set (docs/cache-budget.md): once nothing evictable is left,
-  // live sequences may append past budget_bytes (up to the max_pages pool, which is then not capped by the
-  // budget); what they leave behind is trimmed back to the budget (PlanTrim). false: the budget is hard.
-  bool live_over_budget = false;
 
   // Pages the storage must provide.
   int32_t MaxPages() const {
     int64_t by_budget = budget_bytes / page_bytes;
-    if (live_over_budget && max_pages > 0) return max_pages;
     return static_cast<int32_t>(max_pages > 0 && max_pages < by_budget ? max_pages : by_budget);
   }
   Status Validate() const;

@@ -51,9 +51,7 @@ void MemoryManager::CheckInvariants() const {
   pages_.CheckCounts(page_holders);
   ckpts_.CheckCounts(ckpt_holders);
   slots_.CheckOwned(owned);
-  // With live_over_budget the working set may exceed the budget (WithinBudget() holds after every eviction
-  // the owner runs; a release may leave the tree over it until the PlanTrim that follows).
-  REWIND_CHECK_MSG(config_.live_over_budget || used_bytes() <= config_.budget_bytes, "used %lld B over the budget %lld B",
+  REWIND_CHECK_MSG(used_bytes() <= config_.budget_bytes, "used %lld B over the budget %lld B",
                    static_cast<long long>(used_bytes()), static_cast<long long>(config_.budget_bytes));
 }
 

@@ -58,6 +58,39 @@ static Error BudgetError(int64_t need, int64_t free) {
                           " B free (evict first)");
 }
 
+// ---- Reservations ------------------------------------------------------------------------------------------
+
+int64_t MemoryManager::Headroom(const Sequence& s, int32_t pos) const {
+  if (s.reserve <= 0) return 0;
+  // A shared, partly filled last page will be copied by the next append (the shared one stays pinned).
+  const bool cow = pos == s.pos() && pos % config_.page_tokens != 0 && pages_.RefCount(s.pages.back()) > 1;
+  return static_cast<int64_t>(std::max(0, PagesFor(s.reserve) - PagesFor(pos)) + (cow ? 1 : 0)) *
+         config_.page_bytes;
+}
+
+int32_t MemoryManager::MaxReserveTokens() const {
+  const int64_t pages = config_.budget_bytes / config_.page_bytes - 1;  // one page for copy-on-write
+  return static_cast<int32_t>(std::clamp<int64_t>(pages * config_.page_tokens, 0, INT32_MAX));
+}
+
+int64_t MemoryManager::HeadroomBytes() const { return RoomForAppends({}); }
+
+bool MemoryManager::HasReservations() const {
+  return std::any_of(seqs_.begin(), seqs_.end(), [](const auto& kv) { return kv.second.reserve > 0; });
+}
+
+int64_t MemoryManager::RoomForAppends(std::span<const std::pair<SeqId, int32_t>> appends) const {
+  int64_t bytes = 0;
+  for (const auto& [id, s] : seqs_) {
+    int32_t n = 0;
+    for (const auto& [seq, k] : appends)
+      if (seq == id) n += k;
+    if (n > 0) bytes += AppendBytes(id, n);
+    bytes += Headroom(s, s.pos() + n);
+  }
+  return bytes;
+}
+
 // ---- Append ------------------------------------------------------------------------------------------------
 
 int64_t MemoryManager::AppendBytes(SeqId seq, int32_t n) const {
@@ -84,9 +117,8 @@ Expected<AppendPlan> MemoryManager::PlanAppend(SeqId seq, std::span<const int32_
   if (n_take > pages_.free_count())
     return Error::Exhausted("page pool: needs " + std::to_string(n_take) + " pages, " +
                             std::to_string(pages_.free_count()) + " free (evict first)");
-  // Past the budget only for the working set of a live sequence, and only once nothing is left to evict.
-  if (p.bytes > free_bytes() && !(config_.live_over_budget && !HasEvictable()))
-    return BudgetError(p.bytes, free_bytes());
+  const std::pair<SeqId, int32_t> grow{seq, static_cast<int32_t>(tokens.size())};
+  if (const int64_t room = RoomForAppends({&grow, 1}); room > free_bytes()) return BudgetError(room, free_bytes());
   p.take = pages_.PeekFree(n_take);
   size_t k = 0;
   if (cow) {
@@ -130,7 +162,7 @@ Expected<CheckpointPlan> MemoryManager::PlanCheckpoint(SeqId seq) const {
     p.exists = true;
     return p;
   }
-  if (config_.state_bytes > free_bytes()) return BudgetError(config_.state_bytes, free_bytes());
+  if (CheckpointRoom() > free_bytes()) return BudgetError(CheckpointRoom(), free_bytes());
   p.id = ckpts_.next_id();
   p.ops.push_back(SaveCheckpointOp{s.live, p.id});
   return p;

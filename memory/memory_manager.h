@@ -31,7 +31,11 @@ class MemoryManager {
   // --- Requests -----------------------------------------------------------------------------------------
   // A new sequence for `prompt`, resuming from the longest exact prefix in the tree or an idle sequence
   // (hybrid hit rule; always < prompt.size(): one token must be evaluated). use_cache=false starts at 0.
-  Expected<AcquirePlan> PlanAcquire(std::span<const int32_t> prompt, bool use_cache = true) const;
+  // reserve_tokens > 0 admits the sequence only if the budget can hold it up to that many tokens beside every
+  // other reservation (see Reservations below): kOutOfRange if it never could, kResourceExhausted while the
+  // other running sequences leave too little (the caller waits for them).
+  Expected<AcquirePlan> PlanAcquire(std::span<const int32_t> prompt, bool use_cache = true,
+                                    int32_t reserve_tokens = 0) const;
   SeqId Commit(const AcquirePlan& plan);
   // Where would `candidate` resume in this sequence (limit <= candidate.size())? Exact by construction.
   Agreement FindResume(SeqId seq, std::span<const int32_t> candidate, int32_t limit) const;
@@ -57,28 +61,40 @@ class MemoryManager {
   void Commit(const ReleasePlan& plan);
   // Marks a sequence idle (adoptable by PlanAcquire) or busy again. No data changes.
   void SetIdle(SeqId seq, bool idle);
+  // Ends a sequence's reservation (before its final checkpoint: the request is over). No data changes.
+  void DropReservation(SeqId seq) { mut(seq).reserve = 0; }
+
+  // --- Reservations (admission control, docs/cache-budget.md) ------------------------------------------------
+  // The budget is never exceeded. A sequence acquired with a reservation of R tokens holds back the budget its
+  // pages may need up to R, so appends inside a reservation always find room by evicting cache entries; the
+  // cache (new checkpoints, imports) only gets what no reservation holds back.
+  // Budget a sequence of up to `tokens` tokens may need: its page table plus one copy-on-write page.
+  int64_t ReserveBytes(int32_t tokens) const {
+    return (static_cast<int64_t>(PagesFor(tokens)) + 1) * config_.page_bytes;
+  }
+  // The longest sequence whose reservation fits in the budget.
+  int32_t MaxReserveTokens() const;
+  // Reserved but not yet allocated: the sum over sequences of their reservation's pages not yet in their table.
+  int64_t HeadroomBytes() const;
+  bool HasReservations() const;
+  // Bytes that must be free before appending n tokens to each (seq, n) of one batch (their new pages plus
+  // what all reservations still hold back afterwards). PlanAppend fails when fewer are free.
+  int64_t RoomForAppends(std::span<const std::pair<SeqId, int32_t>> appends) const;
+  // Bytes that must be free before a new checkpoint (PlanCheckpoint fails when fewer are).
+  int64_t CheckpointRoom() const { return config_.state_bytes + HeadroomBytes(); }
 
   // --- Budget --------------------------------------------------------------------------------------------
   // Frees at least `bytes` by evicting tree entries in score order (eviction.h); Exhausted if impossible.
   Expected<EvictPlan> PlanEvict(int64_t bytes) const;
   Expected<EvictPlan> PlanEvictAll() const;  // everything evictable now
   // Evicts until `bytes` of budget and `pages` free pages are available (an empty plan when they already are).
-  // Use before a plan that failed with kResourceExhausted: AppendBytes(), config().state_bytes.
+  // Use before a plan that failed with kResourceExhausted: RoomForAppends(), CheckpointRoom().
   Expected<EvictPlan> PlanMakeRoom(int64_t bytes, int32_t pages) const;
-  // For the working set of live sequences (config().live_over_budget): like PlanMakeRoom, but when the budget
-  // cannot be met it evicts everything evictable instead of failing; fails only when `pages` free pages cannot
-  // be had. A PlanAppend after committing it succeeds (over the budget if need be).
-  Expected<EvictPlan> PlanMakeRoomLive(int64_t bytes, int32_t pages) const;
-  // Evicts until used_bytes() <= budget, or everything evictable when that is not enough (empty plan when
-  // within budget). Run after a release: the budget bounds what the cache keeps.
-  EvictPlan PlanTrim() const;
   void Commit(const EvictPlan& plan);
   int64_t used_bytes() const;
-  int64_t free_bytes() const { return config_.budget_bytes - used_bytes(); }  // < 0 while over budget
+  int64_t free_bytes() const { return config_.budget_bytes - used_bytes(); }
   // True when the tree holds an entry eviction could remove.
   bool HasEvictable() const { return !tree_.Candidates({}).empty(); }
-  // The budget rule: within budget, or over it only with nothing evictable left (live working set).
-  bool WithinBudget() const { return used_bytes() <= config_.budget_bytes || !HasEvictable(); }
 
   // --- Introspection ---------------------------------------------------------------------------------------
   const MemoryConfig& config() const { return config_; }
@@ -98,12 +114,15 @@ class MemoryManager {
 
  private:
   int32_t PagesFor(int32_t n) const { return (n + config_.page_tokens - 1) / config_.page_tokens; }
+  // What sequence s still holds back of its reservation when it is `pos` tokens long.
+  int64_t Headroom(const Sequence& s, int32_t pos) const;
   Sequence& mut(SeqId id);
   void Tick(uint64_t plan_generation);
   Expected<std::pair<SlotId, SlotId>> PickSlots() const;
   TruncatePlan MakeTruncate(const Sequence& s, int32_t n) const;
   void ApplyTruncate(Sequence& s, const TruncatePlan& plan);
   Expected<EvictPlan> PlanEvictImpl(int64_t bytes, int32_t pages, bool all) const;
+  Expected<AcquirePlan> PlanAcquireAt(std::span<const int32_t> prompt, bool use_cache) const;  // no admission
 
   MemoryConfig config_;
   PagePool pages_;

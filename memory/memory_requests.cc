@@ -11,8 +11,30 @@ namespace rw::memory {
 
 // ---- Acquire -----------------------------------------------------------------------------------------------
 
-Expected<AcquirePlan> MemoryManager::PlanAcquire(std::span<const int32_t> prompt, bool use_cache) const {
+Expected<AcquirePlan> MemoryManager::PlanAcquire(std::span<const int32_t> prompt, bool use_cache,
+                                                 int32_t reserve_tokens) const {
   if (prompt.empty()) return Error::InvalidArgument("empty prompt");
+  const int32_t size = static_cast<int32_t>(prompt.size());
+  if (reserve_tokens < 0) return Error::InvalidArgument("negative reservation");
+  if (reserve_tokens > 0 && ReserveBytes(reserve_tokens) > config_.budget_bytes)
+    return Error::OutOfRange("memory budget: a sequence of " + std::to_string(reserve_tokens) + " tokens needs " +
+                             std::to_string(ReserveBytes(reserve_tokens)) + " B of pages, more than the whole budget of " +
+                             std::to_string(config_.budget_bytes) + " B (at most " +
+                             std::to_string(MaxReserveTokens()) + " tokens fit)");
+  REWIND_ASSIGN_OR_RETURN(AcquirePlan p, PlanAcquireAt(prompt, use_cache));
+  p.reserve = reserve_tokens;
+  if (reserve_tokens == 0) return p;
+  // Admission: the new reservation (its whole page table, counted as new even where it shares the tree's
+  // pages, plus the checkpoints its lease pins) must fit beside every other one once the cache is evicted.
+  const int64_t need = ReserveBytes(reserve_tokens) + HeadroomBytes() +
+                       (p.adopt ? 0 : static_cast<int64_t>(p.ckpts.size()) * config_.state_bytes);
+  if (need > free_bytes() && !PlanEvictImpl(need - free_bytes(), 0, false).ok())
+    return Error::Exhausted("memory budget: the request needs " + std::to_string(need) + " B beside the running "
+                            "requests' reservations; it waits until they finish");
+  return p;
+}
+
+Expected<AcquirePlan> MemoryManager::PlanAcquireAt(std::span<const int32_t> prompt, bool use_cache) const {
   const int32_t size = static_cast<int32_t>(prompt.size());
   AcquirePlan p;
   p.generation = generation_;
@@ -68,6 +90,7 @@ SeqId MemoryManager::Commit(const AcquirePlan& p) {
     Sequence& s = mut(p.seq);
     ApplyTruncate(s, *p.truncate);
     s.idle = false;
+    s.reserve = p.reserve;
     return p.seq;
   }
   REWIND_CHECK(p.seq == next_seq_);
@@ -80,6 +103,7 @@ SeqId MemoryManager::Commit(const AcquirePlan& p) {
   for (CheckpointId id : s.checkpoints) ckpts_.Ref(id);
   s.live = p.live;
   s.spare = p.spare;
+  s.reserve = p.reserve;
   slots_.Take(s.live);
   if (s.spare != kNone) slots_.Take(s.spare);
   if (p.node != kNone) {
@@ -163,23 +187,6 @@ Expected<EvictPlan> MemoryManager::PlanEvictAll() const { return PlanEvictImpl(0
 
 Expected<EvictPlan> MemoryManager::PlanMakeRoom(int64_t bytes, int32_t pages) const {
   return PlanEvictImpl(std::max<int64_t>(0, bytes - free_bytes()), std::max(0, pages - pages_.free_count()), false);
-}
-
-Expected<EvictPlan> MemoryManager::PlanMakeRoomLive(int64_t bytes, int32_t pages) const {
-  auto strict = PlanMakeRoom(bytes, pages);
-  if (strict.ok() || !config_.live_over_budget) return strict;
-  EvictPlan all = PlanEvictImpl(0, 0, true).value();
-  if (pages_.free_count() + all.pages_freed < pages)
-    return Error::Exhausted("page pool: cannot free " + std::to_string(pages) + " pages, only " +
-                            std::to_string(pages_.free_count() + all.pages_freed) + " free after eviction");
-  return all;
-}
-
-EvictPlan MemoryManager::PlanTrim() const {
-  const int64_t over = used_bytes() - config_.budget_bytes;
-  if (over <= 0) return EvictPlan{generation_};
-  auto p = PlanEvictImpl(over, 0, false);
-  return p.ok() ? std::move(p).value() : PlanEvictImpl(0, 0, true).value();
 }
 
 void MemoryManager::Commit(const EvictPlan& p) {

@@ -73,6 +73,7 @@ struct AcquirePlan {
   std::vector<PageId> pages;        // shared page table of the prefix
   std::vector<CheckpointId> ckpts;  // checkpoints on the path at or before resume_pos
   SlotId live = kNone, spare = kNone;
+  int32_t reserve = 0;              // the sequence's reservation (tokens)
   std::vector<DataOp> ops;          // restore or zero the live slot
 };
 

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <map>
 #include <random>
+#include <set>
 
 #include "base/hash.h"
 #include "memory/memory_manager.h"
@@ -145,9 +147,6 @@ class Script {
     c.max_slots = 2 + static_cast<int32_t>(rng() % 7);
     c.half_life = 1 + static_cast<int64_t>(rng() % 50);
     if (rng() % 2 == 0) c.max_pages = 8 + static_cast<int32_t>(rng() % 40);  // pages scarcer than bytes
-    // The budget bounds the cache only: live sequences may exceed it (then the pool must be given).
-    c.live_over_budget = rng() % 2 == 0;
-    if (c.live_over_budget && c.max_pages == 0) c.max_pages = 8 + static_cast<int32_t>(rng() % 200);
     return c;
   }
 
@@ -159,39 +158,36 @@ class Script {
     ++ops_;
   }
 
-  bool MakeRoom(int64_t need, int32_t pages, bool live = false) {
-    auto e = live ? m_.PlanMakeRoomLive(need, pages) : m_.PlanMakeRoom(need, pages);
+  bool MakeRoom(int64_t need, int32_t pages) {
+    auto e = m_.PlanMakeRoom(need, pages);
     if (!e.ok()) return false;
     if (!e->removals.empty()) {
       m_.Commit(*e);
       st_.Exec(e->ops);
       Check();
     }
-    if (live) {
-      EXPECT_TRUE(m_.free_bytes() >= need || !m_.HasEvictable()) << "over the budget with evictable entries";
-    } else {
-      EXPECT_GE(m_.free_bytes(), need);
-    }
+    EXPECT_GE(m_.free_bytes(), need);
     EXPECT_GE(m_.pages().free_count(), pages);
     return true;
-  }
-
-  // After a release: the cache is trimmed back to the budget (live_over_budget).
-  void Trim() {
-    EvictPlan p = m_.PlanTrim();
-    if (!p.removals.empty()) {
-      m_.Commit(p);
-      st_.Exec(p.ops);
-      Check();
-    }
-    EXPECT_TRUE(m_.WithinBudget());
   }
 
   bool Append(SeqId s, const std::vector<int32_t>& toks) {
     if (toks.empty()) return true;
     const std::string before = m_.DebugString();
-    const int64_t need = m_.AppendBytes(s, static_cast<int32_t>(toks.size()));
-    if (!MakeRoom(need, static_cast<int32_t>(need / cfg_.page_bytes), cfg_.live_over_budget)) {
+    const int32_t n = static_cast<int32_t>(toks.size());
+    const int64_t need = m_.AppendBytes(s, n);
+    const std::pair<SeqId, int32_t> grow{s, n};
+    // Admission control's promise: inside its reservation a sequence always finds room (one copy-on-write
+    // page is reserved). Not kept when pages are scarcer than bytes, nor after a fork, an adopted sequence or
+    // a rollback into a leased prefix: they can share a last page again after admission (the engine does
+    // none of them).
+    const Sequence& q = m_.sequence(s);
+    const bool cow = need > (static_cast<int64_t>((q.pos() + n + cfg_.page_tokens - 1) / cfg_.page_tokens) -
+                             (q.pos() + cfg_.page_tokens - 1) / cfg_.page_tokens) * cfg_.page_bytes;
+    const bool promised = cfg_.max_pages == 0 && q.reserve >= q.pos() + n && cows_[s] + (cow ? 1 : 0) <= 1 &&
+                          unpromised_.empty();
+    if (!MakeRoom(m_.RoomForAppends({&grow, 1}), static_cast<int32_t>(need / cfg_.page_bytes))) {
+      EXPECT_FALSE(promised) << "an append inside its reservation found no room";
       auto p = m_.PlanAppend(s, toks);
       EXPECT_FALSE(p.ok());
       EXPECT_EQ(m_.DebugString(), before) << "a failed plan changed the bookkeeping";
@@ -200,6 +196,8 @@ class Script {
     auto p = m_.PlanAppend(s, toks);
     EXPECT_TRUE(p.ok()) << p.error().message;
     if (!p.ok()) return false;
+    if (promised) ++promised_appends;
+    if (p->cow_index >= 0) ++cows_[s];
     m_.Commit(*p);
     st_.Exec(p->ops);
     st_.Forward(*p, m_.sequence(s).tokens);
@@ -211,7 +209,7 @@ class Script {
     auto p = m_.PlanCheckpoint(s);
     if (!p.ok()) {
       EXPECT_EQ(p.error().kind, ErrorKind::kResourceExhausted);
-      if (!MakeRoom(cfg_.state_bytes, 0)) return;
+      if (!MakeRoom(m_.CheckpointRoom(), 0)) return;
       p = m_.PlanCheckpoint(s);
       if (!p.ok()) return;
     }
@@ -242,17 +240,25 @@ class Script {
 
   void NewRequest() {
     std::vector<int32_t> prompt = RandomPrompt();
-    auto p = m_.PlanAcquire(prompt, R(10) != 0);
+    // A third of the requests reserve nothing; the others up to a random length past their prompt.
+    const int32_t reserve = R(3) == 0 ? 0 : static_cast<int32_t>(prompt.size()) + R(40);
+    auto p = m_.PlanAcquire(prompt, R(10) != 0, reserve);
     if (!p.ok()) {
-      ASSERT_EQ(p.error().kind, ErrorKind::kResourceExhausted);
+      if (p.error().kind == ErrorKind::kOutOfRange) {
+        ASSERT_GT(m_.ReserveBytes(reserve), cfg_.budget_bytes);
+      } else {
+        ASSERT_EQ(p.error().kind, ErrorKind::kResourceExhausted);
+      }
       return;
     }
+    if (p->adopt) unpromised_.insert(p->seq);
     ASSERT_LT(p->hit.resume_pos, static_cast<int32_t>(prompt.size()));
     ASSERT_LE(p->hit.resume_pos, p->hit.lcp);
     SeqId s = m_.Commit(*p);
     st_.Exec(p->ops);
     Check();
     ASSERT_EQ(m_.sequence(s).pos(), p->hit.resume_pos);
+    resumed_at_[s] = p->hit.resume_pos;
     known_.push_back(prompt);
     Feed(s, std::vector<int32_t>(prompt.begin() + m_.sequence(s).pos(), prompt.end()));
   }
@@ -282,6 +288,7 @@ class Script {
         if (R(2) == 0) n = R(q.pos() + 1);
         auto p = m_.PlanTruncate(s, n);
         ASSERT_TRUE(p.ok());
+        if (n < resumed_at_[s]) unpromised_.insert(s);  // back into the shared prefix: its page may be copied again
         m_.Commit(*p);
         st_.Exec(p->ops);
         Check();
@@ -293,6 +300,7 @@ class Script {
         auto p = m_.PlanFork(s);
         if (!p.ok()) break;
         SeqId f = m_.Commit(*p);
+        unpromised_.insert(s);  // its last page is shared now: another copy-on-write may come
         st_.Exec(p->ops);
         Check();
         Append(f, {R(3)});
@@ -340,7 +348,6 @@ class Script {
     m_.Commit(*p);
     st_.Exec(p->ops);
     Check();
-    if (cfg_.live_over_budget) Trim();
   }
 
   void Finish() {
@@ -368,11 +375,16 @@ class Script {
   MemoryManager m_;
   FakeStorage st_;
   std::vector<std::vector<int32_t>> known_;
+  std::map<SeqId, int32_t> cows_;       // copy-on-write page copies per sequence
+  std::map<SeqId, int32_t> resumed_at_; // position each sequence was acquired at (its leased prefix)
+  std::set<SeqId> unpromised_;          // sequences whose reservation may not cover further copies
   int64_t ops_ = 0;
+ public:
+  int64_t promised_appends = 0;         // appends the reservation promise covered (and kept)
 };
 
 TEST(MemoryScript, RandomOperationsKeepEveryStateAndEntryExact) {
-  int64_t total_ops = 0;
+  int64_t total_ops = 0, promised = 0;
   std::array<int64_t, std::variant_size_v<DataOp>> by_kind{};
   const int kScripts = 300;
   for (int i = 0; i < kScripts; ++i) {
@@ -381,10 +393,13 @@ TEST(MemoryScript, RandomOperationsKeepEveryStateAndEntryExact) {
     for (int step = 0; step < 60 && !::testing::Test::HasFailure(); ++step) s.Step();
     if (!::testing::Test::HasFailure()) s.Finish();
     total_ops += s.ops();
+    promised += s.promised_appends;
     for (size_t k = 0; k < by_kind.size(); ++k) by_kind[k] += s.storage().op_counts()[k];
     ASSERT_FALSE(::testing::Test::HasFailure()) << "failing script seed " << seed;
   }
-  std::printf("memory scripts: %d scripts, %lld checked mutations\n", kScripts, static_cast<long long>(total_ops));
+  std::printf("memory scripts: %d scripts, %lld checked mutations, %lld appends inside a reservation\n", kScripts,
+              static_cast<long long>(total_ops), static_cast<long long>(promised));
+  EXPECT_GT(promised, 1000) << "the reservation promise was hardly exercised";
   const char* names[] = {"copy_page", "zero_state", "copy_state", "restore", "save", "replay", "free_ckpt"};
   for (size_t k = 0; k < by_kind.size(); ++k) {
     std::printf("  %s: %lld\n", names[k], static_cast<long long>(by_kind[k]));

@@ -27,6 +27,7 @@ struct Sequence {
   ReplayWindow replay;
   std::vector<CheckpointId> checkpoints;  // ascending pos, all <= size, all serving `tokens` (hash-checked)
   Lease lease;                            // pins the tree path the sequence was acquired from
+  int32_t reserve = 0;                    // tokens whose pages the budget holds back for it (0: none)
   bool idle = false;                      // finished but kept; a later request may adopt its live state
   uint64_t last_use = 0;
 
