@@ -73,4 +73,17 @@ inline void UnpackQ6Half(const gguf::BlockQ6_K* x, int n, __m256i q[4]) {
                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
 }
 
+// GCC 12's AVX-512 headers start broadcasts from _mm512_undefined_*(), which -Wmaybe-uninitialized flags.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// [a | b] as one 512-bit register (for kernels compiled with AVX-512 target attributes only).
+__attribute__((target("avx2,avx512f,avx512dq"), always_inline)) inline __m512i PairI(__m256i a, __m256i b) {
+  return _mm512_inserti64x4(_mm512_broadcast_i64x4(a), b, 1);
+}
+__attribute__((target("avx2,avx512f,avx512dq"), always_inline)) inline __m512 PairF(float a, float b) {
+  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+}
+#pragma GCC diagnostic pop
+
 }  // namespace rw::kernels::avx2_blocks

@@ -108,6 +108,31 @@ TEST(Gemm, Q8_0ActivationsOfMinus128KeepTheBitsOfVecDot) {
     }
 }
 
+// VecDotRows runs groups of rows through the AVX-512 VNNI kernel when the CPU has it (Q8_0), single rows
+// through the AVX2 one: every row must get VecDot's bits, with and without the VNNI kernel, -128 included.
+TEST(Gemm, VecDotRowGroupsMatchSingleRowsBitForBit) {
+  if (!CpuHasVecDotAvx2()) GTEST_SKIP() << "no AVX2 kernels on this CPU";
+  std::mt19937 rng(17);
+  const int64_t n = 1024, R = 11, T = 4;
+  const auto w = Rows(TT::kQ8_0, R, n, rng, 1.0f, false);
+  auto a = Rows(TT::kQ8_0, T, n, rng, 1.0f, true);
+  const uint64_t rb = gguf::RowBytes(TT::kQ8_0, n);
+  a[2 * rb + 40] = 0x80;  // token 2: one activation of -128 (those calls keep the AVX2 kernel)
+  for (bool allow : {true, false}) {
+    VecDotAllowAvx512(allow);
+    for (int64_t tok = 0; tok < T; ++tok)
+      for (int64_t r0 = 0; r0 < R; ++r0) {
+        std::vector<float> y(R - r0);
+        VecDotRows(TT::kQ8_0, n, w.data() + r0 * rb, rb, R - r0, a.data() + tok * rb, y.data());
+        for (int64_t r = r0; r < R; ++r) {
+          const float s = VecDot(TT::kQ8_0, n, w.data() + r * rb, a.data() + tok * rb);
+          ASSERT_EQ(std::memcmp(&y[r - r0], &s, 4), 0) << "avx512 " << allow << " tok " << tok << " row " << r;
+        }
+      }
+  }
+  VecDotAllowAvx512(true);
+}
+
 TEST(Gemm, MatMulGivesTheSameBitsForEveryBatchSizeAndThreadCount) {
   const int64_t K = 512, R = 23, T = 64;
   for (TT t : {TT::kQ8_0, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K, TT::kF16, TT::kBF16}) {

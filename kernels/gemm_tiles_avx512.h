@@ -68,19 +68,6 @@ struct KQ8_0Vnni {
   }
 };
 
-// GCC 12's AVX-512 headers start broadcasts from _mm512_undefined_*(), which -Wmaybe-uninitialized flags.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-// [a | b] as one 512-bit register.
-__attribute__((target("avx2,avx512f,avx512dq"), always_inline)) inline __m512i PairI(__m256i a, __m256i b) {
-  return _mm512_inserti64x4(_mm512_broadcast_i64x4(a), b, 1);
-}
-__attribute__((target("avx2,avx512f,avx512dq"), always_inline)) inline __m512 PairF(float a, float b) {
-  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
-}
-#pragma GCC diagnostic pop
-
 // KQ8_0Vnni with two tokens per 512-bit register: lanes 0-7 hold token t's 8 accumulator lanes, lanes 8-15
 // token t+1's. vpdpbusd, the int -> float conversion, the scale product and the FMA are lane-wise, so every
 // element gets exactly KQ8_0Vnni's (and KQ8_0's) operations; the final Hsum runs on each 256-bit half. Odd

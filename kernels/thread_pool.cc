@@ -1,6 +1,9 @@
 #include "kernels/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
 
 #include "base/check.h"
 
@@ -20,15 +23,17 @@ ThreadPool::~ThreadPool() {
 }
 
 namespace {
-// Pauses to spin before sleeping. 0: on the shared, oversubscribed 2-core build machine any spinning halved
-// decode speed (tiny q8_0 tg128: 383 tok/s at 0, 179 at 512, 12 at 16384), since a spinning thread takes
-// the core its partner needs. Worth re-measuring on dedicated cores.
-constexpr int kSpin = 0;
+// Before sleeping on a condition variable (a futex round trip of several microseconds, paid by every
+// ParallelFor of a decode step), waiting threads poll for up to kSpinNanos, yielding the core on every poll.
+// Yielding matters: a pure pause loop made two concurrent processes on the 2-core machine 13x slower (tiny q8_0
+// tg128 at 94 tok/s instead of 1260: the spinner held the core its partner needed), while polling with
+// sched_yield costs nothing when the core has nothing else to run (measured: docs/performance.md).
+constexpr int64_t kSpinNanos = 50'000;
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
+template <typename Done>
+inline void SpinWhileNot(const Done& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kSpinNanos);
+  while (!done() && std::chrono::steady_clock::now() < until) sched_yield();
 }
 
 inline void ChunkRange(int64_t n, int n_chunks, int i, int64_t* b, int64_t* e) {
@@ -59,7 +64,7 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
   int64_t b, e;
   ChunkRange(n, n_chunks, 0, &b, &e);
   fn(b, e);
-  for (int i = 0; i < kSpin && pending_.load(std::memory_order_acquire) != 0; ++i) CpuRelax();
+  SpinWhileNot([this] { return pending_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
   fn_ = nullptr;
@@ -71,7 +76,7 @@ void ThreadPool::WorkerLoop(int index) {
     const std::function<void(int64_t, int64_t)>* fn;
     int64_t n;
     int n_chunks;
-    for (int i = 0; i < kSpin && generation_.load(std::memory_order_acquire) == seen; ++i) CpuRelax();
+    SpinWhileNot([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       start_cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });

@@ -14,6 +14,8 @@ bool CpuHasVecDotAvx2() {
   return has;
 }
 
+void VecDotAllowAvx512(bool allow) { avx2::AllowAvx512(allow); }
+
 VecDotImpl ActiveVecDotImpl() { return CpuHasVecDotAvx2() ? VecDotImpl::kAvx2 : VecDotImpl::kScalar; }
 
 void VecDotRowsWith(VecDotImpl impl, gguf::TensorType weight_type, int64_t n, const void* w, size_t w_stride,

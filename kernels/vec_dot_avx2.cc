@@ -15,6 +15,7 @@
 
 #include "gguf/quants.h"
 #include "kernels/avx2_blocks.h"
+#include "kernels/dot.h"
 
 namespace rw::kernels::avx2 {
 namespace {
@@ -31,6 +32,8 @@ using gguf::BlockQ8_1;
 using gguf::BlockQ8_K;
 using gguf::TensorType;
 using namespace avx2_blocks;  // Hsum, loads, K-quant scale and Q6_K unpacking
+
+bool g_use_avx512 = HasAvx512();  // AVX-512 VNNI variants (same bits); tests switch them off to compare
 
 // ---- Helpers ----------------------------------------------------------------------------------------------
 
@@ -85,6 +88,58 @@ void RowsQ8_0(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
   }
   #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
+}
+
+// RowsQ8_0 with AVX-512 VNNI, two rows per 512-bit register (lanes 0-7: row r, 8-15: row r+1). vpdpbusd
+// multiplies unsigned by signed bytes and adds each group of 4 products into int32 lane j (bytes 4j..4j+3), the
+// lane layout of maddubs + madd in RowsQ8_0. The weights are made unsigned (w + 128); the excess,
+// 128 * (sum of the lane's 4 activations), is the same for every row: computed once per block, it starts each
+// lane negated, so each lane holds exactly sum a*w, RowsQ8_0's number (which is exact there only for
+// activations != -128: VecDotRows sends blocks containing -128 to RowsQ8_0). The float part is RowsQ8_0's lane
+// by lane: the scalar product dw * da, one FMA of the converted lane sums per block, the same Hsum per row.
+#pragma GCC diagnostic push  // GCC 12's AVX-512 broadcasts start from _mm512_undefined_*()
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+template <int R>
+__attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni"))) void RowsQ8_0Zmm(
+    int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
+  static_assert(R % 2 == 0, "two rows per register");
+  constexpr int P = R / 2;
+  const auto* a = static_cast<const BlockQ8_0*>(act);
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512 acc[P];
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m512i qa = _mm512_broadcast_i64x4(Load256(a[i].qs));
+    const __m512i excess = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, qa));
+    const float da = H2F(a[i].d);
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) {
+      const auto* x0 = reinterpret_cast<const BlockQ8_0*>(w[2 * p]) + i;
+      const auto* x1 = reinterpret_cast<const BlockQ8_0*>(w[2 * p + 1]) + i;
+      Prefetch<sizeof(BlockQ8_0)>(x0, ahead);
+      Prefetch<sizeof(BlockQ8_0)>(x1, ahead);
+      const __m512i xu = _mm512_xor_si512(PairI(Load256(x0->qs), Load256(x1->qs)), bias);
+      const __m512 d = PairF(H2F(x0->d) * da, H2F(x1->d) * da);
+      acc[p] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(excess, xu, qa)), acc[p]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p) {
+    out[2 * p] = Hsum(_mm512_castps512_ps256(acc[p]));
+    out[2 * p + 1] = Hsum(_mm512_extractf32x8_ps(acc[p], 1));
+  }
+}
+#pragma GCC diagnostic pop
+
+// True if some activation value of the nb Q8_0 blocks is -128 (RowsQ8_0Zmm and RowsQ8_0 differ only there).
+bool HasMinus128(const void* act, int64_t nb) {
+  const auto* y = static_cast<const BlockQ8_0*>(act);
+  const __m256i m = _mm256_set1_epi8(static_cast<char>(0x80));
+  __m256i any = _mm256_setzero_si256();
+  for (int64_t i = 0; i < nb; ++i) any = _mm256_or_si256(any, _mm256_cmpeq_epi8(Load256(y[i].qs), m));
+  return !_mm256_testz_si256(any, any);
 }
 
 template <int R>
@@ -348,6 +403,8 @@ void DriveRows(int64_t nb, const uint8_t* base, size_t stride, int64_t n_rows, c
 
 }  // namespace
 
+void AllowAvx512(bool allow) { g_use_avx512 = allow && HasAvx512(); }
+
 bool Supports(TensorType t) { return gguf::IsSupportedWeightType(t); }
 
 void VecDotRows(TensorType t, int64_t n, const void* w, size_t stride, int64_t n_rows, const void* act,
@@ -355,7 +412,10 @@ void VecDotRows(TensorType t, int64_t n, const void* w, size_t stride, int64_t n
   const auto* base = static_cast<const uint8_t*>(w);
   const int64_t nb = n / gguf::BlockSize(t);  // == n for the float formats
   switch (t) {
-    case TensorType::kQ8_0: return DriveRows<RowsQ8_0<4>, RowsQ8_0<1>>(nb, base, stride, n_rows, act, out);
+    case TensorType::kQ8_0:
+      if (g_use_avx512 && !HasMinus128(act, nb))
+        return DriveRows<RowsQ8_0Zmm<4>, RowsQ8_0<1>>(nb, base, stride, n_rows, act, out);
+      return DriveRows<RowsQ8_0<4>, RowsQ8_0<1>>(nb, base, stride, n_rows, act, out);
     case TensorType::kQ4_0: return DriveRows<RowsQ4_0<4>, RowsQ4_0<1>>(nb, base, stride, n_rows, act, out);
     case TensorType::kQ5_0: return DriveRows<RowsQ5_0<4>, RowsQ5_0<1>>(nb, base, stride, n_rows, act, out);
     case TensorType::kQ4_1:

@@ -10,6 +10,8 @@ namespace rw::kernels::avx2 {
 
 // True for the weight types this file implements (the others fall back to the scalar twin).
 bool Supports(gguf::TensorType weight_type);
+// Lets the AVX-512 VNNI variants run when the CPU has them (default) or not; their results are the same bits.
+void AllowAvx512(bool allow);
 void VecDotRows(gguf::TensorType weight_type, int64_t n, const void* w, size_t w_stride, int64_t n_rows,
                 const void* act, float* out);
 
