@@ -73,6 +73,18 @@ inline void UnpackQ6Half(const gguf::BlockQ6_K* x, int n, __m256i q[4]) {
                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
 }
 
+// True if some activation value of the nb Q8_0 blocks at `act` is -128. The quantiser writes -128 only for
+// blocks whose largest |x| is below ~4e-37 (127 / amax overflows); the VNNI kernels compute those products
+// exactly while the AVX2 sign trick does not, so such calls keep the AVX2 kernels (same bits everywhere).
+// One pass over the activations, far cheaper than the product.
+inline bool HasMinus128(const void* act, int64_t nb) {
+  const auto* y = static_cast<const gguf::BlockQ8_0*>(act);
+  const __m256i m = _mm256_set1_epi8(static_cast<char>(0x80));
+  __m256i any = _mm256_setzero_si256();
+  for (int64_t i = 0; i < nb; ++i) any = _mm256_or_si256(any, _mm256_cmpeq_epi8(Load256(y[i].qs), m));
+  return !_mm256_testz_si256(any, any);
+}
+
 // GCC 12's AVX-512 headers start broadcasts from _mm512_undefined_*(), which -Wmaybe-uninitialized flags.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"

@@ -25,19 +25,10 @@ using gguf::TensorType;
 
 bool g_use_avx512 = HasAvx512();
 
-// True if some Q8_0 activation value is -128. The quantiser writes -128 only for blocks whose largest |x| is
-// below ~4e-37 (127 / amax overflows); KQ8_0Vnni/KQ8_0Zmm compute those products exactly while the AVX2 VecDot
-// (sign trick) does not, so such calls take the plain kernel. One pass over the activations, far cheaper than
-// the product.
+// True if some token's Q8_0 activations contain -128 (avx2_blocks::HasMinus128).
 bool HasMinus128(const uint8_t* act, size_t stride, int64_t n_tok, int64_t nb) {
-  const __m256i m = _mm256_set1_epi8(static_cast<char>(0x80));
-  for (int64_t t = 0; t < n_tok; ++t) {
-    const auto* y = reinterpret_cast<const gguf::BlockQ8_0*>(act + t * stride);
-    __m256i any = _mm256_setzero_si256();
-    for (int64_t i = 0; i < nb; ++i)
-      any = _mm256_or_si256(any, _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)), m));
-    if (!_mm256_testz_si256(any, any)) return true;
-  }
+  for (int64_t t = 0; t < n_tok; ++t)
+    if (avx2_blocks::HasMinus128(act + t * stride, nb)) return true;
   return false;
 }
 

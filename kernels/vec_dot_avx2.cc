@@ -133,15 +133,6 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vn
 }
 #pragma GCC diagnostic pop
 
-// True if some activation value of the nb Q8_0 blocks is -128 (RowsQ8_0Zmm and RowsQ8_0 differ only there).
-bool HasMinus128(const void* act, int64_t nb) {
-  const auto* y = static_cast<const BlockQ8_0*>(act);
-  const __m256i m = _mm256_set1_epi8(static_cast<char>(0x80));
-  __m256i any = _mm256_setzero_si256();
-  for (int64_t i = 0; i < nb; ++i) any = _mm256_or_si256(any, _mm256_cmpeq_epi8(Load256(y[i].qs), m));
-  return !_mm256_testz_si256(any, any);
-}
-
 template <int R>
 void RowsQ4_0(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
   const auto* a = static_cast<const BlockQ8_0*>(act);
