@@ -34,7 +34,8 @@ bool HasMinus128(const uint8_t* act, size_t stride, int64_t n_tok, int64_t nb) {
 
 // ---- Driver -----------------------------------------------------------------------------------------------
 
-constexpr int64_t kTokBlock = 48;  // tokens whose activations stay in L2 while the rows stream (multiple of each kT)
+constexpr int64_t kTokBlock = 48;
+constexpr int64_t kPrefetchMaxTok = 8;  // tokens whose activations stay in L2 while the rows stream (multiple of each kT)
 
 template <class K, int R, int T>
 inline void RunTile(int64_t nb, const uint8_t* wbase, size_t w_stride, int64_t r, const uint8_t* abase,
@@ -76,10 +77,21 @@ template <class K>
 void Drive(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t a_stride,
            int64_t n_tok, float* out, int64_t out_stride) {
   constexpr int R = K::kR;
+  // A few tokens (a speculative verify batch) make the tiles memory-bound, and a row of a small matrix is too
+  // short for the hardware prefetcher to learn: fetch the next row group while this one computes.
+  const bool prefetch = n_tok <= kPrefetchMaxTok;
+  const uint8_t* const w_end = w + n_rows * w_stride;
   for (int64_t t0 = 0; t0 < n_tok; t0 += kTokBlock) {
     const int64_t t1 = std::min(n_tok, t0 + kTokBlock);
     int64_t r = 0;
-    for (; r + R <= n_rows; r += R) RowGroup<K, R>(nb, w, w_stride, r, act, a_stride, t0, t1, out, out_stride);
+    for (; r + R <= n_rows; r += R) {
+      if (prefetch) {
+        const uint8_t* p = w + (r + R) * w_stride;
+        const uint8_t* e = std::min(w_end, p + R * w_stride);
+        for (; p < e; p += 64) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+      }
+      RowGroup<K, R>(nb, w, w_stride, r, act, a_stride, t0, t1, out, out_stride);
+    }
     for (; r < n_rows; ++r) RowGroup<K, 1>(nb, w, w_stride, r, act, a_stride, t0, t1, out, out_stride);
   }
 }
