@@ -73,6 +73,8 @@ struct SpecRun {
   int64_t drafted = 0, accepted = 0;
   double rollback_share = 0;  // rollback seconds / decode seconds
   double rounds = 0;          // verify rounds
+  double generated = 0;       // tokens generated over all repetitions
+  double decode_s = 0, verify_s = 0, draft_s = 0, rollback_s = 0;  // engine counters (seconds)
 };
 
 class CountSink : public engine::RequestSink {
@@ -96,33 +98,53 @@ double MetricValue(const std::string& text, const std::string& name) {
   return std::atof(text.c_str() + p + name.size() + 2);
 }
 
-Expected<SpecRun> RunEngineDecode(const engine::EngineConfig& ec, const std::vector<int32_t>& prompt, int n_gen,
-                                  int reps) {
-  REWIND_ASSIGN_OR_RETURN(auto eng, engine::CreateEngine(ec));
-  std::vector<double> rates;
-  SpecRun run;
-  for (int r = 0; r < reps; ++r) {
-    engine::GenerationRequest req;
-    req.prompt = prompt;
-    req.max_tokens = n_gen;
-    req.sampling.temperature = 0;
-    req.ignore_eos = true;
-    req.cache_prompt = false;
-    auto sink = std::make_shared<CountSink>();
-    REWIND_RETURN_IF_ERROR(eng->Submit(req, sink).ok() ? Status::Ok() : Status(Error::Internal("submit failed")));
-    std::unique_lock<std::mutex> l(sink->mu);
-    sink->cv.wait(l, [&] { return sink->finished; });
-    if (sink->done.error) return *sink->done.error;
-    rates.push_back(sink->done.generated_tokens / (sink->done.predicted_ms / 1e3));
-    run.drafted += sink->done.drafted;
-    run.accepted += sink->done.accepted;
-  }
-  std::string m = eng->MetricsText();
+// One greedy request of n_gen tokens; its decode tokens/s (and drafted/accepted into run).
+Expected<double> DecodeOnce(engine::Engine& eng, const std::vector<int32_t>& prompt, int n_gen, SpecRun& run) {
+  engine::GenerationRequest req;
+  req.prompt = prompt;
+  req.max_tokens = n_gen;
+  req.sampling.temperature = 0;
+  req.ignore_eos = true;
+  req.cache_prompt = false;
+  auto sink = std::make_shared<CountSink>();
+  REWIND_RETURN_IF_ERROR(eng.Submit(req, sink).ok() ? Status::Ok() : Status(Error::Internal("submit failed")));
+  std::unique_lock<std::mutex> l(sink->mu);
+  sink->cv.wait(l, [&] { return sink->finished; });
+  if (sink->done.error) return *sink->done.error;
+  run.drafted += sink->done.drafted;
+  run.accepted += sink->done.accepted;
+  return sink->done.generated_tokens / (sink->done.predicted_ms / 1e3);
+}
+
+void ReadEngineCounters(engine::Engine& eng, const std::vector<double>& rates, SpecRun& run) {
+  std::string m = eng.MetricsText();
   double dec = MetricValue(m, "rewind_decode_seconds_total");
   run.rollback_share = dec > 0 ? MetricValue(m, "rewind_spec_rollback_seconds_total") / dec : 0;
   run.rounds = MetricValue(m, "rewind_spec_rounds_total");
+  run.generated = MetricValue(m, "rewind_generated_tokens_total");
+  run.decode_s = dec;
+  run.verify_s = MetricValue(m, "rewind_spec_verify_seconds_total");
+  run.draft_s = MetricValue(m, "rewind_spec_draft_seconds_total");
+  run.rollback_s = MetricValue(m, "rewind_spec_rollback_seconds_total");
   run.tok_per_s = Median(rates);
-  return run;
+}
+
+// Plain and speculative engines, requests alternating between them (memory bandwidth on a shared machine
+// drifts over seconds, so back-to-back pairs compare better than two separate runs); medians of each.
+Status RunEngineDecodePair(const engine::EngineConfig& plain_cfg, const engine::EngineConfig& spec_cfg,
+                           const std::vector<int32_t>& prompt, int n_gen, int reps, SpecRun* plain, SpecRun* spec) {
+  REWIND_ASSIGN_OR_RETURN(auto pe, engine::CreateEngine(plain_cfg));
+  REWIND_ASSIGN_OR_RETURN(auto se, engine::CreateEngine(spec_cfg));
+  std::vector<double> pr, sr;
+  for (int r = 0; r < reps; ++r) {
+    REWIND_ASSIGN_OR_RETURN(double p, DecodeOnce(*pe, prompt, n_gen, *plain));
+    REWIND_ASSIGN_OR_RETURN(double q, DecodeOnce(*se, prompt, n_gen, *spec));
+    pr.push_back(p);
+    sr.push_back(q);
+  }
+  ReadEngineCounters(*pe, pr, *plain);
+  ReadEngineCounters(*se, sr, *spec);
+  return Status::Ok();
 }
 
 // Memory-system costs (issue: checkpoint create/restore vs memcpy, replay rollback vs one decode step).
@@ -207,6 +229,7 @@ int CmdBench(int argc, char** argv) {
   int draft_vocab = engine::EngineConfig{}.draft_vocab;
   double synth = -1;
   bool memory = false;
+  int verify = 0;
   FlagSet flags("rewind bench", "Prefill (pp) and decode (tg) tokens/s, like llama-bench.");
   flags.Add("model", 'm', &model_path, "GGUF model file (required)");
   flags.Add("threads", 't', &threads, "threads (0 = all cores)");
@@ -219,6 +242,9 @@ int CmdBench(int argc, char** argv) {
   flags.Add("model-draft", 0, &model_draft, "draft model for --spec draft");
   flags.Add("memory", 0, &memory,
             "instead: memory-system costs (checkpoint create/restore vs memcpy, replay rollback vs a decode step)");
+  flags.Add("verify", 0, &verify,
+            "also time a speculative verify batch of this many tokens (all logits, replay log, hidden rows) "
+            "against a decode step (0 = skip)");
   flags.Add("draft-max", 0, &draft_max, "max drafted tokens per round for --spec");
   flags.Add("draft-vocab", 0, &draft_vocab, "MTP drafts among the first N token ids only (0 = all)");
   flags.Add("spec-synth-accept", 0, &synth,
@@ -243,10 +269,10 @@ int CmdBench(int argc, char** argv) {
   model::Model& m = **loaded;
   if (memory) return BenchMemory(m, reps);
   const int page = 32;
-  int total = n_prompt + n_gen + 1;
+  int total = n_prompt + std::max(n_gen, verify) + 1;
   int n_pages = (total + page - 1) / page;
   auto kvs = model::KvStorage::Create(m.MakeKvConfig(n_pages, page, kv == "f32" ? model::KvType::kF32 : model::KvType::kF16));
-  auto sts = model::StateStorage::Create(m.MakeStateShape(), 1);
+  auto sts = model::StateStorage::Create(m.MakeStateShape(), 2);
   if (!kvs.ok() || !sts.ok()) {
     std::fprintf(stderr, "rewind bench: cannot allocate storage\n");
     return 1;
@@ -268,17 +294,20 @@ int CmdBench(int argc, char** argv) {
     ec.n_ctx = static_cast<int32_t>(prompt.size()) + n_gen + 64;
     ec.kv_type = kv;
     ec.cache_ram_mib = 1024;
-    auto plain = RunEngineDecode(ec, prompt, n_gen, reps);
-    ec.spec = spec;
-    ec.model_draft = model_draft;
-    ec.draft_max = draft_max;
-    ec.draft_vocab = draft_vocab;
-    ec.spec_synth_accept = synth;
-    auto sp = RunEngineDecode(ec, prompt, n_gen, reps);
-    if (!plain.ok() || !sp.ok()) {
-      std::fprintf(stderr, "rewind bench: %s\n", (!plain.ok() ? plain.error() : sp.error()).ToString().c_str());
+    engine::EngineConfig sc = ec;
+    sc.spec = spec;
+    sc.model_draft = model_draft;
+    sc.draft_max = draft_max;
+    sc.draft_vocab = draft_vocab;
+    sc.spec_synth_accept = synth;
+    SpecRun plain_run, spec_run;
+    Status rs = RunEngineDecodePair(ec, sc, prompt, n_gen, reps, &plain_run, &spec_run);
+    if (!rs.ok()) {
+      std::fprintf(stderr, "rewind bench: %s\n", rs.error().ToString().c_str());
       return 1;
     }
+    const SpecRun* plain = &plain_run;
+    const SpecRun* sp = &spec_run;
     // Tokens emitted per verify round (accepted drafts + the one token every round yields).
     double mean_len = sp->rounds > 0 ? (sp->accepted + sp->rounds) / sp->rounds : 1.0;
     std::printf("decode plain %.2f tok/s\n", plain->tok_per_s);
@@ -288,6 +317,13 @@ int CmdBench(int argc, char** argv) {
                 sp->tok_per_s / plain->tok_per_s, static_cast<long long>(sp->drafted),
                 static_cast<long long>(sp->accepted), sp->drafted ? 100.0 * sp->accepted / sp->drafted : 0.0, mean_len,
                 100.0 * sp->rollback_share);
+    if (sp->rounds > 0 && plain->generated > 0) {
+      // Where a round's time goes, in plain decode steps (forward time per generated token of the plain run).
+      const double step = plain->decode_s / plain->generated;
+      std::printf("per verify round, in plain decode steps of %.2f ms: verify %.2f, drafting %.2f, rollback %.3f\n",
+                  1e3 * step, sp->verify_s / sp->rounds / step, sp->draft_s / sp->rounds / step,
+                  sp->rollback_s / sp->rounds / step);
+    }
     return 0;
   }
   std::printf("model: %s (%s), threads %d, kv %s\n", model_path.c_str(), m.config().arch_name.c_str(), threads, kv.c_str());
@@ -344,6 +380,48 @@ int CmdBench(int argc, char** argv) {
                 copy_bw / 1e9, copy_bw / wbytes, 100.0 * tg * wbytes / copy_bw);
   }
   if (n_gen == 0) PrintPeakRss();
+  if (verify > 0 && n_prompt >= 1 && n_prompt + verify < total) {
+    // A verify batch as the engine runs it, after the prompt: [last, d1..dn] with logits and hidden rows for
+    // every token and the replay log, from state slot 0 into slot 1 (slot 0 stays for rollback); against a
+    // decode step at the same position.
+    auto time_batch = [&](int n, bool as_verify) -> Expected<double> {
+      std::vector<double> times;
+      for (int r = 0; r < reps + 1; ++r) {
+        model::BatchSeq s;
+        s.state_in = 0;
+        s.state_out = 1;
+        s.pages = pages;
+        s.pos0 = n_prompt;
+        s.tokens = std::span<const int32_t>(tokens.data() + n_prompt, n);
+        s.all_logits = as_verify;
+        model::ReplayLog log;
+        model::ForwardOptions fo;
+        if (as_verify) {
+          fo.replay = &log;
+          fo.want_hidden = true;
+          fo.hidden_all = true;
+        }
+        double t0 = NowSeconds();
+        REWIND_RETURN_IF_ERROR(m.Forward({&s, 1}, **kvs, **sts, &out, fo));
+        if (r > 0) times.push_back(NowSeconds() - t0);
+      }
+      return Median(times);
+    };
+    model::BatchSeq s;  // the prompt's state in slot 0
+    s.state_in = -1;
+    s.state_out = 0;
+    s.pages = pages;
+    s.tokens = std::span<const int32_t>(tokens.data(), n_prompt);
+    Status fs = m.Forward({&s, 1}, **kvs, **sts, &out);
+    auto one = fs.ok() ? time_batch(1, false) : Expected<double>(fs.error());
+    auto ver = one.ok() ? time_batch(verify, true) : one;
+    if (!ver.ok()) {
+      std::fprintf(stderr, "rewind bench: %s\n", ver.error().ToString().c_str());
+      return 1;
+    }
+    std::printf("verify batch of %d tokens: %.2f ms = %.2f decode steps of %.2f ms\n", verify, 1e3 * *ver,
+                *ver / *one, 1e3 * *one);
+  }
   return 0;
 }
 

@@ -2,10 +2,12 @@
 //
 // Per sequence it keeps the MTP block's attention KV (positions of the trunk) and a window of the trunk's
 // final normed hidden rows. Pairing: the MTP row at position p consumes (token x_p, trunk hN at p-1; zeros at
-// p = 0). Observe writes the MTP KV rows of every target batch with those pairs (so rows the drafter wrote
-// while drafting are overwritten by the trunk-paired ones); Draft feeds (pending token, hN of the last
-// evaluated position), then each drafted token with the head's own hn; its KV rows past the observed prefix
-// are provisional and are overwritten by the next Observe. Rollback only moves the end of the valid prefix.
+// p = 0). Observe only records the target's tokens and hidden rows; the MTP KV rows of everything observed
+// are written with those pairs in one batched forward when a draft needs them (Flush), so a request that is
+// not drafting (speculation backed off) pays a row copy per step, not an MTP forward. Rows the drafter wrote
+// while drafting are provisional and are overwritten by the trunk-paired ones at the next Flush. Draft feeds
+// (pending token, hN of the last evaluated position), then each drafted token with the head's own hn.
+// Rollback only moves the end of the valid prefix and of the recorded rows.
 #include <algorithm>
 #include <map>
 #include <string>
@@ -49,21 +51,23 @@ class MtpDrafter final : public Drafter {
     Seq& s = Get(key);
     if (s.tokens.size() < static_cast<size_t>(pos0) + n) s.tokens.resize(static_cast<size_t>(pos0) + n, 0);
     std::copy(tokens.begin(), tokens.end(), s.tokens.begin() + pos0);
-    // Rows never observed (a prefix the target served from its cache) get zero hidden rows.
-    if (pos0 > s.n_valid && !Fill(s, s.n_valid, pos0)) return;
-    s.n_valid = std::min(s.n_valid, pos0);
-    // Rows [pos0, pos0 + n) pair x_p with hN_{p-1}: the row before the batch, then the batch shifted by one.
-    std::vector<float> hin(static_cast<size_t>(n) * E_);  // [n][E]
-    HiddenAt(s, pos0 - 1, hin.data());
-    std::copy(hidden.begin(), hidden.end() - E_, hin.begin() + E_);
-    if (!Run(s, pos0, tokens, hin, model::MtpOutputs::kKvOnly, nullptr)) return;
-    s.n_valid = pos0 + n;
-    // Keep the hidden rows of this batch and the one before it (enough for any rollback into this batch).
-    std::vector<float> window(static_cast<size_t>(n + 1) * E_);  // [n + 1][E]: positions [pos0 - 1, pos0 + n)
-    HiddenAt(s, pos0 - 1, window.data());
-    std::copy(hidden.begin(), hidden.end(), window.begin() + E_);
-    s.hid_pos0 = pos0 - 1;
-    s.hid = std::move(window);
+    s.n_valid = std::min(s.n_valid, pos0);  // rows from pos0 on are (re)written by the next Flush
+    if (pos0 > HidEnd(s)) {
+      // A gap the target never showed us (a prefix served from its cache): write what is recorded, then the
+      // gap's rows with zero hidden rows (Fill), and start a new record at pos0 - 1 (a zero row).
+      if (!Fill(s, s.n_valid, pos0)) return;
+      s.hid_pos0 = pos0 - 1;
+      s.hid.assign(E_, 0.0f);
+    } else if (pos0 < s.hid_pos0 + 1) {
+      // Before the record (a rollback the drafter was not told of): keep only what pairs with pos0.
+      s.hid_pos0 = pos0 - 1;
+      s.hid.assign(E_, 0.0f);
+    } else {
+      s.hid.resize(static_cast<size_t>(pos0 - s.hid_pos0) * E_);  // drop recorded rows from pos0 on
+    }
+    s.hid.insert(s.hid.end(), hidden.begin(), hidden.end());
+    // A long prompt is written in chunks as it arrives, so the record stays small.
+    if (HidEnd(s) - s.n_valid >= kFillChunk) Flush(s, HidEnd(s));
   }
 
   std::vector<int32_t> Draft(int32_t key, std::span<const int32_t> context, int32_t n_max) override {
@@ -71,7 +75,9 @@ class MtpDrafter final : public Drafter {
     Seq& s = Get(key);
     const int32_t pos = static_cast<int32_t>(context.size()) - 1;  // position of the pending token
     s.tokens.assign(context.begin(), context.end());
-    if (s.n_valid > pos) s.n_valid = pos;                        // Rollback was not called: same effect
+    if (s.n_valid > pos) s.n_valid = pos;  // Rollback was not called: same effect
+    if (HidEnd(s) > pos) s.hid.resize(static_cast<size_t>(std::max(0, pos - s.hid_pos0)) * E_);
+    if (!Flush(s, pos)) return {};
     if (s.n_valid < pos && !Fill(s, s.n_valid, pos)) return {};  // positions the target never showed us
     std::vector<float> hin(E_);                                  // [E]
     HiddenAt(s, pos - 1, hin.data());
@@ -89,7 +95,7 @@ class MtpDrafter final : public Drafter {
   void Rollback(int32_t key, int32_t n_kept) override {
     Seq& s = Get(key);
     s.n_valid = std::min(s.n_valid, std::max(0, n_kept));
-    if (s.tokens.size() > static_cast<size_t>(s.n_valid)) s.tokens.resize(s.n_valid);
+    if (s.tokens.size() > static_cast<size_t>(std::max(0, n_kept))) s.tokens.resize(std::max(0, n_kept));
     // Hidden rows of rejected positions are dropped; the row of position n_kept - 1 stays pending.
     const int64_t keep = std::max<int64_t>(0, int64_t{n_kept} - s.hid_pos0);
     if (static_cast<int64_t>(s.hid.size()) > keep * E_) s.hid.resize(keep * E_);
@@ -105,9 +111,26 @@ class MtpDrafter final : public Drafter {
     internal::GrowableKv kv;  // MTP attention KV: rows [0, n_valid) are trunk-paired
     int32_t n_valid = 0;
     std::vector<int32_t> tokens;  // [positions] tokens seen (prompt, observed, context)
-    int32_t hid_pos0 = 0;         // trunk hN rows of positions [hid_pos0, hid_pos0 + hid.size() / E)
-    std::vector<float> hid;       // [rows][E]
+    // Trunk hN rows of positions [hid_pos0, HidEnd): the rows not yet written to the KV (from n_valid - 1,
+    // for pairing) and those of the last written batch (a rollback into it needs them).
+    int32_t hid_pos0 = -1;
+    std::vector<float> hid;  // [rows][E]
   };
+
+  int32_t HidEnd(const Seq& s) const { return s.hid_pos0 + static_cast<int32_t>(s.hid.size() / E_); }
+
+  // Writes the KV rows [n_valid, to) in batched forwards (Fill: recorded hidden rows, zeros where none), then
+  // drops recorded rows older than the written rows' first pairing row.
+  bool Flush(Seq& s, int32_t to) {
+    const int32_t from = s.n_valid;
+    if (!Fill(s, from, std::min(to, HidEnd(s)))) return false;
+    const int32_t keep_from = std::max(s.hid_pos0, from - 1);
+    if (keep_from > s.hid_pos0 && keep_from <= HidEnd(s)) {
+      s.hid.erase(s.hid.begin(), s.hid.begin() + static_cast<int64_t>(keep_from - s.hid_pos0) * E_);
+      s.hid_pos0 = keep_from;
+    }
+    return true;
+  }
 
   Seq& Get(int32_t key) {
     auto it = seqs_.find(key);

@@ -160,6 +160,13 @@ std::string EngineImpl::MetricsText() {
   os << "# HELP rewind_spec_rollback_seconds_total Time spent rolling back rejected drafts.\n"
         "# TYPE rewind_spec_rollback_seconds_total counter\nrewind_spec_rollback_seconds_total "
      << c.rollback_seconds << "\n";
+  os << "# HELP rewind_spec_draft_seconds_total Time spent in the drafters (drafting and observing verified "
+        "batches).\n# TYPE rewind_spec_draft_seconds_total counter\nrewind_spec_draft_seconds_total "
+     << c.spec_draft_seconds << "\n";
+  os << "# HELP rewind_spec_verify_seconds_total Forward time of decode steps that verified a draft (part of "
+        "rewind_decode_seconds_total).\n# TYPE rewind_spec_verify_seconds_total counter\n"
+        "rewind_spec_verify_seconds_total "
+     << c.spec_verify_seconds << "\n";
   os << "# HELP rewind_spec_drafted_at_total Drafted tokens by draft position (1-based).\n"
         "# TYPE rewind_spec_drafted_at_total counter\n";
   for (size_t i = 0; i < c.spec_drafted_at.size(); ++i)

@@ -18,6 +18,9 @@
 namespace rw::engine {
 namespace {
 
+// Longest speculation back-off, in decode steps: a useless drafter costs one probe round per this many steps.
+constexpr int32_t kMaxBackoff = 256;
+
 int64_t AvailableMemoryBytes() {
   auto text = ReadFileToString("/proc/meminfo");
   if (!text.ok()) return int64_t{4} << 30;
@@ -350,10 +353,12 @@ bool EngineImpl::Step() {
       std::vector<int32_t> context = a->request.prompt;
       context.insert(context.end(), a->generated.begin(), a->generated.end());
       std::vector<int32_t> draft;
+      const double t_draft = NowSeconds();
       for (auto& d : drafters_) {
         draft = d->Draft(static_cast<int32_t>(i), context, n_draft);
         if (!draft.empty()) break;
       }
+      counters_.spec_draft_seconds += NowSeconds() - t_draft;
       if (config_.spec_synth_accept >= 0)  // benchmark: always draft the planned length
         while (static_cast<int32_t>(draft.size()) < n_draft) draft.push_back(context.back());
       if (static_cast<int32_t>(draft.size()) > n_draft) draft.resize(n_draft);
@@ -394,6 +399,7 @@ bool EngineImpl::Step() {
   counters_.batches++;
   for (const auto& it : items) counters_.batch_tokens += it.tokens.size();
   if (!drafters_.empty()) {
+    const double t_observe = NowSeconds();
     size_t row = 0;
     for (size_t k = 0; k < items.size(); ++k) {
       std::span<const float> hidden;
@@ -402,6 +408,7 @@ bool EngineImpl::Step() {
       for (auto& d : drafters_) d->Observe(static_cast<int32_t>(item_slot[k]), pos0[k], items[k].tokens, hidden);
       row += items[k].tokens.size();
     }
+    counters_.spec_draft_seconds += NowSeconds() - t_observe;
   }
 
   for (size_t k = 0; k < items.size(); ++k) {
@@ -412,6 +419,7 @@ bool EngineImpl::Step() {
       a.pending_token = -1;
       counters_.decode_seconds += dt / items.size();
       if (items[k].tokens.size() > 1) {
+        counters_.spec_verify_seconds += dt / items.size();
         VerifyDraft(item_slot[k], out, out.seq_first_row[k], pos0[k], items[k].tokens);
         continue;
       }
@@ -429,7 +437,7 @@ bool EngineImpl::Step() {
 
 // Speculation must pay for itself: per request, the seconds per emitted token of drafted rounds (drafting,
 // verification, rollback) are compared with those of plain steps; while drafting is slower it backs off
-// (exponentially, up to 64 steps) and then probes again. Plain steps are measured first and now and then.
+// (exponentially, up to kMaxBackoff steps) and then probes again. Plain steps are measured first and now and then.
 void EngineImpl::UpdateDraftCost(const std::vector<DecodeCost>& costs, double seconds) {
   for (const DecodeCost& c : costs) {
     Active* a = slots_[c.slot].get();
@@ -441,10 +449,10 @@ void EngineImpl::UpdateDraftCost(const std::vector<DecodeCost>& costs, double se
     if (!c.drafted || a->plain_spt <= 0) continue;
     if (a->spec_spt > a->plain_spt) {
       a->skip = std::max(a->skip, a->backoff);
-      a->backoff = std::min(a->backoff * 2, 64);
+      a->backoff = std::min(a->backoff * 2, kMaxBackoff);
       a->spec_spt = 0;  // measured afresh by the next probe
-    } else if (a->accept_ema >= 0.15) {
-      a->backoff = 1;
+    } else if (a->last_accepted > 0) {
+      a->backoff = 1;  // paid off and accepted something: draft every step again
     }
   }
 }
@@ -570,20 +578,20 @@ void EngineImpl::VerifyDraft(size_t slot, const model::ForwardOutput& out, int32
       a.n_evaluated += static_cast<int32_t>(tr->refeed.size());
     }
   }
-  // Adaptive draft length: grow after full acceptance, shrink to what was accepted, back off when drafting
-  // keeps failing so that speculation never costs more than it saves.
-  double rate = n_draft > 0 ? static_cast<double>(accepted) / n_draft : 0.0;
-  a.accept_ema = 0.7 * a.accept_ema + 0.3 * rate;
+  // Adaptive draft length: grow after full acceptance, shrink to what was accepted. From the second round in
+  // a row that accepted nothing, drafting backs off (x4 each time, up to kMaxBackoff steps); UpdateDraftCost
+  // backs off too after rounds that cost more than they gave. A drafter that is almost always wrong thus costs
+  // a probe round now and then.
+  a.last_accepted = accepted;
   if (accepted == n_draft) {
     a.draft_len = std::min<int32_t>(std::max(1, config_.draft_max), a.draft_len + 2);
-    a.backoff = 1;
   } else {
     a.draft_len = std::max<int32_t>(1, accepted + 1);
   }
-  if (a.accept_ema < 0.15) {
-    a.skip = a.backoff;
-    a.backoff = std::min(a.backoff * 2, 64);
-    a.accept_ema = 0.3;  // try again after the back-off
+  a.fail_streak = accepted == 0 ? a.fail_streak + 1 : 0;
+  if (a.fail_streak >= 2) {
+    a.skip = std::max(a.skip, a.backoff);
+    a.backoff = std::min(a.backoff * 4, kMaxBackoff);
   }
 }
 

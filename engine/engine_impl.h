@@ -62,7 +62,8 @@ class EngineImpl final : public Engine {
     int32_t draft_len = 0;            // tokens to draft next round
     int32_t skip = 0;                 // decode steps left without drafting (back-off after poor acceptance)
     int32_t backoff = 1;
-    double accept_ema = 1.0;          // moving average of the per-round acceptance rate
+    int32_t last_accepted = 0;        // drafted tokens accepted in the last verify round
+    int32_t fail_streak = 0;          // verify rounds in a row that accepted nothing
     // Measured cost (moving averages of step seconds per emitted token): drafting continues only while its
     // rounds emit tokens faster than plain steps do for this request (0 = not measured yet).
     double plain_spt = 0, spec_spt = 0;
@@ -80,6 +81,8 @@ class EngineImpl final : public Engine {
     uint64_t spec_rounds = 0, spec_drafted = 0, spec_accepted = 0, spec_rollbacks = 0;
     std::vector<uint64_t> spec_drafted_at = std::vector<uint64_t>(64), spec_accepted_at = std::vector<uint64_t>(64);
     double rollback_seconds = 0;
+    double spec_draft_seconds = 0;   // drafters: Draft and Observe
+    double spec_verify_seconds = 0;  // forward time of decode items that carried a draft (part of decode_seconds)
   };
 
   explicit EngineImpl(const EngineConfig& config) : config_(config) {}
