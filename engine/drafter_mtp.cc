@@ -24,8 +24,18 @@ namespace {
 
 class MtpDrafter final : public Drafter {
  public:
-  MtpDrafter(std::unique_ptr<model::MtpHead> head, int32_t n_threads)
-      : head_(std::move(head)), pool_(std::max(1, n_threads)), E_(head_->config().n_embd) {}
+  // Runs on `shared` (the target's pool: the engine calls drafters between forwards, on its own thread) when
+  // it has n_threads threads, else on a pool of its own.
+  MtpDrafter(std::unique_ptr<model::MtpHead> head, int32_t n_threads, kernels::ThreadPool* shared)
+      : head_(std::move(head)), E_(head_->config().n_embd) {
+    n_threads = std::max(1, n_threads);
+    if (shared != nullptr && shared->size() == n_threads) {
+      pool_ = shared;
+    } else {
+      own_pool_ = std::make_unique<kernels::ThreadPool>(n_threads);
+      pool_ = own_pool_.get();
+    }
+  }
 
   const char* name() const override { return "mtp"; }
   bool wants_hidden() const override { return true; }
@@ -171,7 +181,7 @@ class MtpDrafter final : public Drafter {
     Status st = s.kv.Reserve(int64_t{pos0} + static_cast<int64_t>(tokens.size()));
     if (st.ok()) {
       model::MtpRows rows{s.kv.pages(), pos0, tokens, hin};
-      st = head_->Forward(rows, s.kv.kv(), outputs, out != nullptr ? out : &scratch, &pool_);
+      st = head_->Forward(rows, s.kv.kv(), outputs, out != nullptr ? out : &scratch, pool_);
     }
     if (!st.ok()) {
       LOG_WARN("MTP drafter: %s", st.error().ToString().c_str());
@@ -181,7 +191,8 @@ class MtpDrafter final : public Drafter {
   }
 
   std::unique_ptr<model::MtpHead> head_;
-  kernels::ThreadPool pool_;
+  std::unique_ptr<kernels::ThreadPool> own_pool_;
+  kernels::ThreadPool* pool_ = nullptr;
   const int32_t E_;
   std::map<int32_t, Seq> seqs_;
   bool warned_ = false;
@@ -192,7 +203,7 @@ class MtpDrafter final : public Drafter {
 Expected<std::unique_ptr<Drafter>> MakeMtpDrafter(model::Model& target, int32_t n_threads, int32_t draft_vocab) {
   REWIND_ASSIGN_OR_RETURN(std::unique_ptr<model::MtpHead> head, model::MtpHead::Create(target));
   head->LimitVocabulary(draft_vocab);
-  return std::unique_ptr<Drafter>(std::make_unique<MtpDrafter>(std::move(head), n_threads));
+  return std::unique_ptr<Drafter>(std::make_unique<MtpDrafter>(std::move(head), n_threads, target.pool()));
 }
 
 }  // namespace rw::engine

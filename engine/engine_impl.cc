@@ -329,7 +329,7 @@ void EngineImpl::Admit() {
     a->n_evaluated = acq->resume_pos;
     a->report = acq->report;
     a->t_start = NowSeconds();
-    a->draft_len = std::max<int32_t>(1, config_.draft_max);
+    a->draft_len = 1;  // slow start: +2 per fully accepted round up to --draft-max, so a first probe is cheap
     for (auto& d : drafters_) d->Begin(slot, a->request.prompt);
     slots_[slot] = std::move(a);
     waiting_.pop_front();

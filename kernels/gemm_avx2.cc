@@ -13,6 +13,7 @@
 #include <cstddef>
 
 #include "gguf/quants.h"
+#include "kernels/alloc_tuning.h"
 #include "kernels/dot.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_tiles_avx2.h"
@@ -96,6 +97,47 @@ void Drive(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const 
   }
 }
 
+// Q8_0 with 2-4 tokens on AVX-512 VNNI: RowPairsQ8_0 on groups of 8 rows (2 rows for the remainder, KQ8_0Vnni
+// for a last odd row), the tokens' start values and scales prepared once.
+template <int T>
+void DriveRowPairsQ8_0(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
+                       size_t a_stride, float* out, int64_t out_stride) {
+  thread_local ScratchBuffer<Lanes16> start_buf;
+  thread_local ScratchBuffer<float> da_buf;
+  Q8_0Tokens tok;
+  for (int t = 0; t < T; ++t) tok.act[t] = act + t * a_stride;
+  Lanes16* start = start_buf.Get(static_cast<size_t>(T * nb));
+  float* da = da_buf.Get(static_cast<size_t>(T * nb));
+  PrepareQ8_0Tokens<T>(nb, act, a_stride, start, da);
+  tok.start = start;
+  tok.da = da;
+  constexpr int R = 8;
+  float res[R * T];
+  auto store = [&](int64_t r, int rows) {
+    for (int i = 0; i < rows; ++i)
+      for (int t = 0; t < T; ++t) out[t * out_stride + r + i] = res[i * T + t];
+  };
+  int64_t r = 0;
+  for (; r + R <= n_rows; r += R) {
+    const uint8_t* rows[R];
+    for (int i = 0; i < R; ++i) rows[i] = w + (r + i) * w_stride;
+    // The next group while this one computes; none past the matrix.
+    const ptrdiff_t ahead = r + 2 * R <= n_rows ? static_cast<ptrdiff_t>(R * w_stride) : 0;
+    RowPairsQ8_0<R / 2, T>(nb, rows, ahead, tok, res);
+    store(r, R);
+  }
+  for (; r + 2 <= n_rows; r += 2) {
+    const uint8_t* rows[2] = {w + r * w_stride, w + (r + 1) * w_stride};
+    RowPairsQ8_0<1, T>(nb, rows, 0, tok, res);
+    store(r, 2);
+  }
+  if (r < n_rows) {
+    const uint8_t* row = w + r * w_stride;
+    KQ8_0Vnni::Run<1, T>(nb, &row, tok.act, res);
+    store(r, 1);
+  }
+}
+
 }  // namespace
 
 void AllowAvx512(bool allow) { g_use_avx512 = allow && HasAvx512(); }
@@ -122,7 +164,14 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
   const bool wide = g_use_avx512;
   switch (t) {
     case TensorType::kQ8_0:
-      if (wide && !HasMinus128(ab, act_stride, n_tok, nb)) return run.operator()<KQ8_0Zmm>(nb);
+      if (wide && !HasMinus128(ab, act_stride, n_tok, nb)) {
+        switch (n_tok) {
+          case 2: return DriveRowPairsQ8_0<2>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
+          case 3: return DriveRowPairsQ8_0<3>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
+          case 4: return DriveRowPairsQ8_0<4>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
+          default: return run.operator()<KQ8_0Zmm>(nb);
+        }
+      }
       return run.operator()<KQ8_0>(nb);
     case TensorType::kQ4_K:
       return wide ? run.operator()<KQx_KZmm<false>>(nb) : run.operator()<KQx_K<false>>(nb);

@@ -124,6 +124,81 @@ struct KQ8_0Zmm {
 #pragma GCC diagnostic pop
 
 
+// Q8_0 for a few tokens (2-4: a speculative verify batch), shaped like the decode kernel RowsQ8_0Zmm
+// (kernels/vec_dot_avx2.cc): two weight rows per 512-bit register (lanes 0-7 row r, 8-15 row r+1), the weights
+// made unsigned (w + 128) and the excess 128 * (sum of each 4 activations) removed by starting the lane at
+// -128 * sum(a). That start value and the activation scale depend only on the token and block, so
+// PrepareQ8_0Tokens computes them once per call for every row group. Each lane holds exactly sum w*a (the lane
+// layout of KQ8_0), d = dw * da is lane by lane the scalar product, then one FMA per block and the same Hsum
+// per half: the bits of KQ8_0 and of the decode kernels. Activations containing -128 never come here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+struct alignas(64) Lanes16 {
+  int32_t v[16];
+};
+struct Q8_0Tokens {
+  const uint8_t* act[4];  // token rows (BlockQ8_0)
+  const Lanes16* start;   // [T][nb]: -128 * (sum of each group of 4 activations), both halves
+  const float* da;        // [T][nb]: activation scales
+};
+
+template <int T>
+__attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni"))) void PrepareQ8_0Tokens(
+    int64_t nb, const uint8_t* act, size_t a_stride, Lanes16* start, float* da) {
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int t = 0; t < T; ++t) {
+    const auto* y = reinterpret_cast<const BlockQ8_0*>(act + t * a_stride);
+    for (int64_t i = 0; i < nb; ++i) {
+      const __m512i qa = _mm512_broadcast_i64x4(Load256(y[i].qs));
+      _mm512_store_si512(start + t * nb + i, _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                              _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, qa)));
+      da[t * nb + i] = H2F(y[i].d);
+    }
+  }
+}
+
+// 2P rows x T tokens; out[row * T + t]. Prefetches `ahead` bytes past each weight block.
+template <int P, int T>
+__attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni"))) void RowPairsQ8_0(
+    int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const Q8_0Tokens& tok, float* out) {
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m512 acc[P][T];
+  for (int p = 0; p < P; ++p)
+    for (int t = 0; t < T; ++t) acc[p][t] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    __m512i qa[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+      qa[t] = _mm512_broadcast_i64x4(Load256(reinterpret_cast<const BlockQ8_0*>(tok.act[t])[i].qs));
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) {
+      const auto* x0 = reinterpret_cast<const BlockQ8_0*>(w[2 * p]) + i;
+      const auto* x1 = reinterpret_cast<const BlockQ8_0*>(w[2 * p + 1]) + i;
+      // The same block of the next row group (short rows are too short for the hardware prefetcher).
+      _mm_prefetch(reinterpret_cast<const char*>(x0) + ahead, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(x1) + ahead, _MM_HINT_T0);
+      const __m512i xu = _mm512_xor_si512(PairI(Load256(x0->qs), Load256(x1->qs)), bias);
+      // [dw0 x 8 | dw1 x 8]: both scales converted at once, then spread over the halves.
+      const __m128i h = _mm_insert_epi16(_mm_cvtsi32_si128(x0->d), x1->d, 1);
+      const __m512 dw = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(h)));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(tok.da[t * nb + i]));  // lane-wise dw * da
+        const __m512i s = _mm512_dpbusd_epi32(_mm512_load_si512(tok.start + t * nb + i), xu, qa[t]);
+        acc[p][t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[p][t]);
+      }
+    }
+  }
+  for (int p = 0; p < P; ++p)
+    for (int t = 0; t < T; ++t) {
+      out[(2 * p) * T + t] = Hsum(_mm512_castps512_ps256(acc[p][t]));
+      out[(2 * p + 1) * T + t] = Hsum(_mm512_extractf32x8_ps(acc[p][t], 1));
+    }
+}
+#pragma GCC diagnostic pop
+
 // Q4_K / Q5_K with two tokens per 512-bit register (lanes 0-7: token t, 8-15: token t+1) and the decoded
 // weights in both halves: the integer steps are lane-wise (exact), the float steps (scale products, conversions,
 // FMA, FNMA) are lane-wise the same operations as KQx_K's, the Hsum runs on each half. Odd token counts use

@@ -80,6 +80,8 @@ class Model {
   const Weights& weights() const { return w_; }
   const gguf::File& file() const { return *file_; }
   int32_t n_threads() const { return pool_->size(); }
+  // The forward's thread pool, for work that runs between forwards on the same thread (a drafter).
+  kernels::ThreadPool* pool() const { return pool_.get(); }
   void SetThreads(int32_t n_threads);
 
   // Storage shaped for this model.
