@@ -98,6 +98,7 @@ class Reference {
 
 struct Totals {
   int64_t scripts = 0, ops = 0, compared_rows = 0, prefills = 0, evictions = 0, restores = 0, replays = 0;
+  int64_t fused = 0, materialized = 0;  // lazy rollbacks fused into a forward / applied before another read
   int64_t checkpoints = 0, page_copies = 0;
   std::map<std::string, int64_t> sources;
 };
@@ -113,6 +114,7 @@ class Script {
     cfg_.n_seq_max = 3;
     cfg_.n_ctx = kMaxLen;
     cfg_.checkpoint_every = std::vector<int32_t>{0, 5, 8, 13}[R(4)];
+    cfg_.lazy_rollback = R(4) != 0;  // mostly lazy (the default), sometimes every rollback replayed at once
     const int64_t state = static_cast<int64_t>(m.MakeStateShape().bytes_per_state());
     const int64_t page =
         static_cast<int64_t>(m.config().KvBytesPerToken(cfg_.kv_type == model::KvType::kF16 ? 2 : 4)) *
@@ -292,6 +294,8 @@ class Script {
     totals_->evictions += static_cast<int64_t>(im.counters.evictions);
     totals_->restores += static_cast<int64_t>(im.counters.restores);
     totals_->replays += static_cast<int64_t>(im.counters.replays);
+    totals_->fused += static_cast<int64_t>(im.counters.fused_replays);
+    totals_->materialized += static_cast<int64_t>(im.counters.materialized);
     totals_->checkpoints += static_cast<int64_t>(im.counters.checkpoints_saved);
     totals_->page_copies += static_cast<int64_t>(im.counters.page_copies);
     auto all = im.mm->PlanEvictAll();
@@ -348,6 +352,10 @@ void RunScripts(const std::string& name, int n, uint64_t default_base, bool expe
       static_cast<long long>(totals.checkpoints), static_cast<long long>(totals.restores),
       static_cast<long long>(totals.replays), static_cast<long long>(totals.page_copies),
       static_cast<long long>(totals.evictions));
+  std::printf("  lazy rollbacks: %lld fused into the next forward, %lld materialised before another read\n",
+              static_cast<long long>(totals.fused), static_cast<long long>(totals.materialized));
+  EXPECT_GT(totals.fused, 0);
+  EXPECT_GT(totals.materialized, 0);
   if (expect_evictions) {
     EXPECT_GT(totals.evictions, 0);
   }

@@ -26,32 +26,59 @@ void HybridCache::Impl::Exec(const std::vector<DataOp>& ops) {
       ++counters.page_copies;
     } else if (auto* o = std::get_if<memory::ZeroStateOp>(&op)) {
       states->Clear(o->slot);
-      logs.erase(o->slot);
+      ForgetSlot(o->slot);
     } else if (auto* o = std::get_if<memory::CopyStateOp>(&op)) {
+      Materialize(o->from);
       states->CopySlot(o->from, o->to);
-      logs.erase(o->to);
+      ForgetSlot(o->to);
     } else if (auto* o = std::get_if<memory::RestoreCheckpointOp>(&op)) {
       auto it = ckpts.find(o->ckpt);
       REWIND_CHECK_MSG(it != ckpts.end(), "restore of checkpoint %d without a buffer", o->ckpt);
       Status s = states->Restore(it->second, o->slot);
       REWIND_CHECK_MSG(s.ok(), "checkpoint restore failed: %s", s.error().message.c_str());
-      logs.erase(o->slot);
+      ForgetSlot(o->slot);
       ++counters.restores;
     } else if (auto* o = std::get_if<memory::SaveCheckpointOp>(&op)) {
       REWIND_CHECK(ckpts.count(o->ckpt) == 0);
+      Materialize(o->slot);
       ckpts.emplace(o->ckpt, states->Snapshot(o->slot));
       ++counters.checkpoints_saved;
     } else if (auto* o = std::get_if<memory::ReplayStateOp>(&op)) {
       auto it = logs.find(o->from);
       REWIND_CHECK_MSG(it != logs.end(), "replay from slot %d without a log", o->from);
-      Status s = model->ReplayState(o->from, o->to, it->second, o->count, *states);
-      REWIND_CHECK_MSG(s.ok(), "replay failed: %s", s.error().message.c_str());
-      logs.erase(o->to);  // in place (to == from): the log's batch-start state is gone
+      REWIND_CHECK_MSG(pending.count(o->from) == 0, "replay from slot %d with a rollback pending", o->from);
+      auto off = log_offset.find(o->from);
+      const int32_t rows = o->count + (off != log_offset.end() ? off->second : 0);
+      REWIND_CHECK_MSG(rows <= it->second.n_tokens, "replay of %d rows from a log of %d", rows, it->second.n_tokens);
       ++counters.replays;
+      if (o->to == o->from && cfg.lazy_rollback) {
+        // Lazy: the bytes stay at the log's start; the next forward from this slot re-applies the rows.
+        log_offset.erase(o->from);
+        if (rows > 0) {
+          pending[o->from] = rows;
+        } else {
+          logs.erase(o->from);
+        }
+        continue;
+      }
+      Status s = model->ReplayState(o->from, o->to, it->second, rows, *states);
+      REWIND_CHECK_MSG(s.ok(), "replay failed: %s", s.error().message.c_str());
+      ForgetSlot(o->to);  // in place (to == from): the log's batch-start state is gone
     } else if (auto* o = std::get_if<memory::FreeCheckpointOp>(&op)) {
       REWIND_CHECK_MSG(ckpts.erase(o->ckpt) == 1, "free of checkpoint %d without a buffer", o->ckpt);
     }
   }
+}
+
+void HybridCache::Impl::Materialize(memory::SlotId slot) {
+  auto p = pending.find(slot);
+  if (p == pending.end()) return;
+  auto it = logs.find(slot);
+  REWIND_CHECK_MSG(it != logs.end(), "slot %d: a rollback pending without its log", slot);
+  Status s = model->ReplayState(slot, slot, it->second, p->second, *states);
+  REWIND_CHECK_MSG(s.ok(), "replay failed: %s", s.error().message.c_str());
+  ForgetSlot(slot);
+  ++counters.materialized;
 }
 
 Status HybridCache::Impl::MakeRoom(int64_t bytes, int32_t pages) {
@@ -267,6 +294,15 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
     batch[i].pos0 = p.pos0;
     batch[i].tokens = items[i].tokens;
     batch[i].all_logits = items[i].all_logits;
+    if (auto pd = im.pending.find(p.state_in); pd != im.pending.end()) {
+      if (pd->second > Impl::kMaxFusedRows) {
+        im.Materialize(p.state_in);
+      } else {
+        batch[i].prefix = &im.logs.at(p.state_in);
+        batch[i].prefix_rows = pd->second;
+        ++im.counters.fused_replays;
+      }
+    }
   }
   model::ReplayLog replay;
   model::ForwardOptions opts;
@@ -276,8 +312,21 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
   REWIND_CHECK_MSG(st.ok(), "forward failed on a validated batch: %s", st.error().message.c_str());
   for (size_t i = 0; i < items.size(); ++i) {
     const memory::AppendPlan& p = plans[i];
-    im.logs.erase(p.state_out);
-    if (p.state_in != p.state_out) im.logs[p.state_in] = std::move(replay.seqs[i]);
+    model::ReplaySeqLog log = std::move(replay.seqs[i]);
+    const int32_t fused = batch[i].prefix_rows;
+    if (fused > 0 && p.state_in != p.state_out) {
+      // state_in's bytes are still `fused` rows before this batch: its log starts with those rows.
+      const model::ReplaySeqLog& before = *batch[i].prefix;
+      const size_t per_row = before.rows.size() / static_cast<size_t>(before.n_tokens);
+      log.rows.insert(log.rows.begin(), before.rows.begin(), before.rows.begin() + fused * per_row);
+      log.n_tokens += fused;
+    }
+    im.ForgetSlot(p.state_out);
+    im.ForgetSlot(p.state_in);
+    if (p.state_in != p.state_out) {
+      im.logs[p.state_in] = std::move(log);
+      if (fused > 0) im.log_offset[p.state_in] = fused;
+    }
     im.counters.evaluated_tokens += p.tokens.size();
   }
   for (const EvalItem& it : items) {
@@ -314,8 +363,9 @@ void HybridCache::Release(SeqId seq, bool insert) {
   auto plan = im.mm->PlanRelease(seq, insert);
   REWIND_CHECK_MSG(plan.ok(), "release of sequence %d: %s", seq, plan.ok() ? "" : plan.error().message.c_str());
   const memory::Sequence& s = im.mm->sequence(seq);
-  im.logs.erase(s.live);
-  if (s.spare != memory::kNone) im.logs.erase(s.spare);
+  im.Materialize(s.live);  // an idle sequence's live state may be adopted later: its bytes must be exact
+  im.ForgetSlot(s.live);
+  if (s.spare != memory::kNone) im.ForgetSlot(s.spare);
   im.mm->Commit(*plan);
   im.Exec(plan->ops);
   im.planned.erase(seq);

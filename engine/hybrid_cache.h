@@ -29,6 +29,7 @@ struct HybridCacheConfig {
   bool use_cache = true;          // false: nothing is reused or inserted (--no-cache)
   std::string disk_dir;           // "" = no disk tier
   int64_t disk_bytes = 0;
+  bool lazy_rollback = true;      // replay-log rollbacks are fused into the next forward (docs/checkpoints.md)
 };
 
 // A live sequence acquired for a request.

@@ -16,11 +16,21 @@ namespace rw::engine {
 struct HybridCache::Impl {
   model::Model* model = nullptr;
   HybridCacheConfig cfg;
+  // Longest lazy-rollback prefix fused into a forward: rollbacks in a row stack their rows; past this many the
+  // slot is materialised first (a long prefix costs more inside the forward than one replay pass).
+  static constexpr int32_t kMaxFusedRows = 4;
   std::unique_ptr<memory::MemoryManager> mm;
   std::unique_ptr<model::KvStorage> kv;
   std::unique_ptr<model::StateStorage> states;
   std::map<memory::CheckpointId, model::StateCheckpoint> ckpts;  // checkpoint buffers, by bookkeeping id
   std::map<memory::SlotId, model::ReplaySeqLog> logs;            // batch-start slot -> replay log of that batch
+  // Lazy rollback (docs/checkpoints.md): a rollback through the replay log only records how many rows of the
+  // slot's log its bytes still lack (`pending`); the next forward from that slot re-applies them inside each GDN
+  // layer (BatchSeq::prefix), anything else that reads the slot first materialises them (Materialize). The
+  // forward's own log then starts with those rows: `log_offset` says how many, so the bookkeeping's replay
+  // counts (relative to its batch start) map to rows of the stored log.
+  std::map<memory::SlotId, int32_t> pending;
+  std::map<memory::SlotId, int32_t> log_offset;
   std::map<memory::SeqId, std::vector<int32_t>> planned;         // checkpoint positions still to snapshot
   uint64_t fingerprint = 0;
   // The disk tier: every persisted checkpoint (index entries), including ones evicted from RAM since.
@@ -30,11 +40,20 @@ struct HybridCache::Impl {
     uint64_t acquires = 0, evaluated_tokens = 0, evictions = 0, evicted_bytes = 0, checkpoints_saved = 0;
     uint64_t restores = 0, replays = 0, page_copies = 0, truncates = 0, persisted = 0, loaded = 0;
     uint64_t spilled = 0;
+    uint64_t fused_replays = 0, materialized = 0;  // lazy rollbacks: fused into a forward / applied separately
   } counters;
   int32_t kv_touched = 0;           // pages [0, kv_touched) may hold committed memory (lowest-id-first allocation)
 
   // Performs a committed plan's data operations on storage, in order.
   void Exec(const std::vector<memory::DataOp>& ops);
+  // Applies a lazy rollback's pending rows to the slot's bytes (in place); no-op when none are pending.
+  void Materialize(memory::SlotId slot);
+  // The slot's bytes are being replaced: its log and lazy-rollback records no longer apply.
+  void ForgetSlot(memory::SlotId slot) {
+    logs.erase(slot);
+    pending.erase(slot);
+    log_offset.erase(slot);
+  }
   // Evicts until `bytes` of budget and `pages` pages are free. Fails (changing nothing) if impossible.
   Status MakeRoom(int64_t bytes, int32_t pages);
   // Commits an eviction plan, spilling its checkpoints to the disk tier first (when there is one).

@@ -89,8 +89,8 @@ Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std
   Status s = states->Restore(model::StateCheckpoint::FromData(std::vector<float>(state.begin(), state.end())),
                              app->state_out);
   REWIND_CHECK(s.ok());
-  logs.erase(app->state_out);
-  logs.erase(app->state_in);
+  ForgetSlot(app->state_out);
+  ForgetSlot(app->state_in);
   if (!Checkpoint(seq)) {
     drop();
     return Error::Exhausted("cache budget: no room for the imported checkpoint");
@@ -279,6 +279,7 @@ Expected<uint64_t> HybridCache::SaveSequence(memory::SeqId seq, const std::strin
   if (!im.mm->has_sequence(seq)) return Error::NotFound("no sequence " + std::to_string(seq));
   const memory::Sequence& s = im.mm->sequence(seq);
   if (s.tokens.empty()) return Error::InvalidArgument("the sequence holds no tokens");
+  im.Materialize(s.live);
   std::string bytes = memory::EncodeCheckpointFile(im.fingerprint, s.tokens, Bytes(im.states->SlotData(s.live)),
                                                    KvParts(*im.kv, s.pages));
   REWIND_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));

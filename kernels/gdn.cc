@@ -1,5 +1,6 @@
 #include "kernels/gdn.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/dot.h"
@@ -7,35 +8,21 @@
 namespace rw::kernels {
 namespace gdn_avx2 {
 void HeadStep(float* M, const float* q, const float* k, const float* v, float beta, float decay, float scale,
-              int32_t S, float* o, const float* M_in);  // kernels/gdn_avx2.cc
+              int32_t S, float* o, const float* M_in, int32_t rows);  // kernels/gdn_avx2.cc
 }  // namespace gdn_avx2
 namespace gdn_avx512 {
 void HeadStep(float* M, const float* q, const float* k, const float* v, float beta, float decay, float scale,
-              int32_t S, float* o, const float* M_in);  // kernels/gdn_avx512.cc, S % 32 == 0
+              int32_t S, float* o, const float* M_in, int32_t rows);  // kernels/gdn_avx512.cc, S % 32 == 0
 }  // namespace gdn_avx512
 
-void GdnHeadStepSimd(int width, float* M, const float* q, const float* k, const float* v, float beta, float g,
-                     int32_t S, float* o, const float* M_in) {
-  const float decay = std::exp(g);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(S));
-  if (M_in == nullptr) M_in = M;
-  if (width == 512 && S % 32 == 0) return gdn_avx512::HeadStep(M, q, k, v, beta, decay, scale, S, o, M_in);
-  gdn_avx2::HeadStep(M, q, k, v, beta, decay, scale, S, o, M_in);
-}
+namespace {
 
-void GdnHeadStep(float* M, const float* q, const float* k, const float* v, float beta, float g, int32_t S,
-                 float* o, const float* M_in) {
-  // Same bits on every path: AVX-512 halves the AVX2 instructions, AVX2 makes two passes per row instead of four.
-  if (HasAvx2Fma()) return GdnHeadStepSimd(HasAvx512() ? 512 : 256, M, q, k, v, beta, g, S, o, M_in);
-  GdnHeadStepPortable(M, q, k, v, beta, g, S, o, M_in);
-}
-
-void GdnHeadStepPortable(float* M, const float* q, const float* k, const float* v, float beta, float g, int32_t S,
-                         float* o, const float* M_in) {
-  const float decay = std::exp(g);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(S));
-  if (M_in == nullptr) M_in = M;
-  for (int32_t j = 0; j < S; ++j) {
+// Rows [0, rows) of the step (state rows j are independent: row j reads only row j, k, q and v[j]).
+void StepRows(int width, float* M, const float* q, const float* k, const float* v, float beta, float decay,
+              float scale, int32_t S, float* o, const float* M_in, int32_t rows) {
+  if (width == 512 && S % 32 == 0) return gdn_avx512::HeadStep(M, q, k, v, beta, decay, scale, S, o, M_in, rows);
+  if (width == 256) return gdn_avx2::HeadStep(M, q, k, v, beta, decay, scale, S, o, M_in, rows);
+  for (int32_t j = 0; j < rows; ++j) {
     float* row = M + static_cast<int64_t>(j) * S;
     const float* src = M_in + static_cast<int64_t>(j) * S;
     for (int32_t i = 0; i < S; ++i) row[i] = src[i] * decay;
@@ -43,6 +30,56 @@ void GdnHeadStepPortable(float* M, const float* q, const float* k, const float* 
     const float delta = (v[j] - kv) * beta;
     for (int32_t i = 0; i < S; ++i) row[i] += k[i] * delta;
     if (o != nullptr) o[j] = DotF32(row, q, S) * scale;
+  }
+}
+
+int BestWidth() { return HasAvx2Fma() ? (HasAvx512() ? 512 : 256) : 0; }
+
+}  // namespace
+
+void GdnHeadStepSimd(int width, float* M, const float* q, const float* k, const float* v, float beta, float g,
+                     int32_t S, float* o, const float* M_in) {
+  const float decay = std::exp(g);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(S));
+  StepRows(width == 512 ? 512 : 256, M, q, k, v, beta, decay, scale, S, o, M_in != nullptr ? M_in : M, S);
+}
+
+void GdnHeadStep(float* M, const float* q, const float* k, const float* v, float beta, float g, int32_t S,
+                 float* o, const float* M_in) {
+  // Same bits on every path: AVX-512 halves the AVX2 instructions, AVX2 makes two passes per row instead of four.
+  const float decay = std::exp(g);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(S));
+  StepRows(BestWidth(), M, q, k, v, beta, decay, scale, S, o, M_in != nullptr ? M_in : M, S);
+}
+
+void GdnHeadStepPortable(float* M, const float* q, const float* k, const float* v, float beta, float g, int32_t S,
+                         float* o, const float* M_in) {
+  const float decay = std::exp(g);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(S));
+  StepRows(0, M, q, k, v, beta, decay, scale, S, o, M_in != nullptr ? M_in : M, S);
+}
+
+void GdnHeadSteps(float* M, std::span<const GdnToken> tokens, int32_t S, const float* M_in, int width) {
+  if (tokens.empty()) return;
+  if (width < 0) width = BestWidth();
+  if (M_in == nullptr) M_in = M;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(S));
+  float decay[kGdnTokenChunk];
+  for (size_t t0 = 0; t0 < tokens.size(); t0 += kGdnTokenChunk) {
+    const size_t t1 = std::min(tokens.size(), t0 + kGdnTokenChunk);
+    for (size_t t = t0; t < t1; ++t) decay[t - t0] = std::exp(tokens[t].g);
+    // One token: all rows at once. Several: a block of rows through every token while it stays in L1.
+    const int32_t block = t1 - t0 == 1 ? S : kGdnRowBlock;
+    for (int32_t j0 = 0; j0 < S; j0 += block) {
+      const int32_t rows = std::min(block, S - j0);
+      float* Mj = M + static_cast<int64_t>(j0) * S;
+      for (size_t t = t0; t < t1; ++t) {
+        const GdnToken& x = tokens[t];
+        const float* src = t == 0 ? M_in + static_cast<int64_t>(j0) * S : Mj;
+        StepRows(width, Mj, x.q, x.k, x.v + j0, x.beta, decay[t - t0], scale, S, x.o ? x.o + j0 : nullptr, src,
+                 rows);
+      }
+    }
   }
 }
 

@@ -3,7 +3,9 @@
 // j = value index), so every reduction is a contiguous fixed-order dot product.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace rw::kernels {
 
@@ -19,5 +21,23 @@ void GdnHeadStepPortable(float* M, const float* q, const float* k, const float* 
                          float* o, const float* M_in = nullptr);
 void GdnHeadStepSimd(int width, float* M, const float* q, const float* k, const float* v, float beta, float g,
                      int32_t S, float* o, const float* M_in = nullptr);
+
+// One token of GdnHeadSteps: its q, k, v (v indexed by state row j), beta, g, and o (null: no output).
+struct GdnToken {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  float beta = 0, g = 0;
+  float* o = nullptr;
+};
+inline constexpr size_t kGdnTokenChunk = 64;
+inline constexpr int32_t kGdnRowBlock = 16;
+
+// GdnHeadStep for tokens in order, the first reading M_in (optional) like GdnHeadStep. The state's rows are
+// independent, so a block of kGdnRowBlock rows (8 KiB at S = 128) goes through every token (in chunks of
+// kGdnTokenChunk) while it stays in L1, instead of the whole 64 KiB state once per token: every row gets exactly
+// GdnHeadStep's operations in token order (same bits). width: as GdnHeadStepSimd, 0 = portable, -1 = best.
+void GdnHeadSteps(float* M, std::span<const GdnToken> tokens, int32_t S, const float* M_in = nullptr,
+                  int width = -1);
 
 }  // namespace rw::kernels

@@ -69,8 +69,8 @@ inline void Update(float* row, const float* k, float c, int32_t n) {
 }  // namespace
 
 void HeadStep(float* M, const float* q, const float* k, const float* v, float beta, float decay, float scale,
-              int32_t S, float* o, const float* M_in) {
-  for (int32_t j = 0; j < S; ++j) {
+              int32_t S, float* o, const float* M_in, int32_t rows) {
+  for (int32_t j = 0; j < rows; ++j) {
     float* row = M + static_cast<int64_t>(j) * S;
     const float kv = UpdateThenDot<false>(row, nullptr, decay, k, S, M_in + static_cast<int64_t>(j) * S);
     const float delta = (v[j] - kv) * beta;

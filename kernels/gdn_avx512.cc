@@ -23,10 +23,14 @@ inline float Reduce(__m512 a01, __m512 a23) {
 
 }  // namespace
 
+// GCC 12's AVX-512 headers start extracts from _mm512_undefined_*(), which -Wmaybe-uninitialized flags.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 void HeadStep(float* M, const float* q, const float* k, const float* v, float beta, float decay, float scale,
-              int32_t S, float* o, const float* M_in) {
+              int32_t S, float* o, const float* M_in, int32_t rows) {
   const __m512 vd = _mm512_set1_ps(decay);
-  for (int32_t j = 0; j < S; ++j) {
+  for (int32_t j = 0; j < rows; ++j) {
     float* row = M + static_cast<int64_t>(j) * S;
     const float* src = M_in + static_cast<int64_t>(j) * S;  // the decay reads the state from here (maybe row)
     __m512 a01 = _mm512_setzero_ps(), a23 = _mm512_setzero_ps();
@@ -55,5 +59,6 @@ void HeadStep(float* M, const float* q, const float* k, const float* v, float be
     if (o != nullptr) o[j] = Reduce(a01, a23) * scale;
   }
 }
+#pragma GCC diagnostic pop
 
 }  // namespace rw::kernels::gdn_avx512

@@ -154,6 +154,42 @@ TEST(Gdn, HeadStepMatchesReferenceOverManyTokens) {
   }
 }
 
+// GdnHeadSteps (state rows in blocks through all tokens, token chunks of kGdnTokenChunk) gives the bits of
+// GdnHeadStep token by token, on every code path, with and without a separate start state and outputs.
+TEST(Gdn, MultiTokenStepsMatchTokenByTokenBitwise) {
+  const std::vector<int> widths = HasAvx2Fma() ? (HasAvx512() ? std::vector<int>{0, 256, 512} : std::vector<int>{0, 256})
+                                               : std::vector<int>{0};
+  for (int S : {8, 40, 128}) {
+    for (int T : {1, 2, 5, 70}) {
+      for (int width : widths) {
+        const auto M0 = Random(S * S, 7 + S, 0.5f);
+        std::vector<float> Ma(S * S, 0.0f), Mb(S * S, 0.0f), oa(T * S, -1.0f), ob(T * S, -1.0f);
+        std::vector<std::vector<float>> q, k, v;
+        std::vector<GdnToken> toks(T);
+        for (int t = 0; t < T; ++t) {
+          q.push_back(Random(S, 200 + t, 1.0f / std::sqrt(S)));
+          k.push_back(Random(S, 300 + t, 1.0f / std::sqrt(S)));
+          v.push_back(Random(S, 400 + t));
+        }
+        for (int t = 0; t < T; ++t) {
+          const float beta = 0.3f + 0.01f * t, g = -0.05f * (t % 7);
+          float* o = t % 3 == 2 ? nullptr : oa.data() + t * S;
+          const float* in = t == 0 ? M0.data() : nullptr;
+          if (width == 0) {
+            GdnHeadStepPortable(Ma.data(), q[t].data(), k[t].data(), v[t].data(), beta, g, S, o, in);
+          } else {
+            GdnHeadStepSimd(width, Ma.data(), q[t].data(), k[t].data(), v[t].data(), beta, g, S, o, in);
+          }
+          toks[t] = {q[t].data(), k[t].data(), v[t].data(), beta, g, t % 3 == 2 ? nullptr : ob.data() + t * S};
+        }
+        GdnHeadSteps(Mb.data(), toks, S, M0.data(), width);
+        EXPECT_EQ(std::memcmp(Ma.data(), Mb.data(), Ma.size() * 4), 0) << "S " << S << " T " << T << " w " << width;
+        EXPECT_EQ(std::memcmp(oa.data(), ob.data(), oa.size() * 4), 0) << "S " << S << " T " << T << " w " << width;
+      }
+    }
+  }
+}
+
 TEST(Gdn, ReplayWithoutOutputGivesTheSameState) {
   const int S = 16;
   std::vector<float> M(S * S, 0.0f), M2(S * S, 0.0f), o(S);

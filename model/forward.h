@@ -22,6 +22,8 @@
 namespace rw::model {
 
 // One sequence's part of a batch: tokens at positions [pos0, pos0 + tokens.size()).
+struct ReplaySeqLog;
+
 struct BatchSeq {
   // Recurrent state: read from slot state_in, written to slot state_out. state_in may differ from state_out:
   // state_in is then left untouched (the state before the batch stays available for exact rollback). -1 = start
@@ -33,6 +35,12 @@ struct BatchSeq {
   int32_t pos0 = 0;
   std::span<const int32_t> tokens;
   bool all_logits = false;  // logits for every token, else only for the last one
+  // Lazy rollback: state_in holds the state `prefix_rows` tokens before pos0, and the first prefix_rows rows of
+  // `prefix` (the replay log of the batch that started from it) are re-applied to it before the tokens, inside
+  // each GDN layer's update, while that layer's state is in cache. Same arithmetic as ReplayState, then the
+  // batch: the same bits as a rollback followed by this forward. Requires state_in >= 0.
+  const ReplaySeqLog* prefix = nullptr;
+  int32_t prefix_rows = 0;
 };
 
 // Per-token inputs of the GDN state update, recorded by Forward when ForwardOptions::replay is set.

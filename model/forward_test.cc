@@ -180,6 +180,52 @@ TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQwen35) { CheckReplay("
 TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQwen3Next) { CheckReplay("tiny-qwen3next-f32.gguf"); }
 TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQuantised) { CheckReplay("tiny-qwen35-q8_0.gguf"); }
 
+// Lazy rollback: a forward that starts from the batch-start state and re-applies the first k logged rows
+// (BatchSeq::prefix) gives the logits and state of ReplayState(k) followed by the same forward, bit for bit,
+// and leaves the start state untouched.
+void CheckFusedReplay(const std::string& file) {
+  Harness h(file, 32, KvType::kF16, 5);
+  const int V = h.model->config().n_vocab;
+  const auto t = Prompt(12, 21, V), u = Prompt(3, 22, V);  // u: the tokens after a rejected draft
+  h.Run(t, {6}, 0);
+  ReplayLog log;
+  ForwardOptions opt;
+  opt.replay = &log;
+  BatchSeq v{0, 1, h.Pages(0), 6, {t.data() + 6, 6}, true};
+  ForwardOutput out;
+  ASSERT_TRUE(h.model->Forward({&v, 1}, *h.kv, *h.st, &out, opt).ok());
+  const auto start = std::vector<float>(h.st->SlotData(0).begin(), h.st->SlotData(0).end());
+  for (int k = 0; k <= 6; ++k) {
+    ASSERT_TRUE(h.model->ReplayState(0, 2, log.seqs[0], k, *h.st).ok());
+    BatchSeq eager{2, 3, h.Pages(0), 6 + k, {u.data(), u.size()}, true};
+    ForwardOutput a;
+    ASSERT_TRUE(h.model->Forward({&eager, 1}, *h.kv, *h.st, &a).ok());
+    BatchSeq lazy{0, 4, h.Pages(0), 6 + k, {u.data(), u.size()}, true, &log.seqs[0], k};
+    ForwardOutput b;
+    ASSERT_TRUE(h.model->Forward({&lazy, 1}, *h.kv, *h.st, &b).ok());
+    EXPECT_TRUE(SameBits(a.logits, b.logits)) << "k = " << k;
+    EXPECT_TRUE(SameBits(h.st->SlotData(3), h.st->SlotData(4))) << "k = " << k;
+    EXPECT_TRUE(SameBits(h.st->SlotData(0), start)) << "k = " << k;
+  }
+  // In place (state_in == state_out), and bad prefixes are errors.
+  ASSERT_TRUE(h.model->ReplayState(0, 2, log.seqs[0], 2, *h.st).ok());
+  BatchSeq eager{2, 2, h.Pages(0), 8, {u.data(), u.size()}, false};
+  ForwardOutput a, b;
+  ASSERT_TRUE(h.model->Forward({&eager, 1}, *h.kv, *h.st, &a).ok());
+  BatchSeq lazy{0, 0, h.Pages(0), 8, {u.data(), u.size()}, false, &log.seqs[0], 2};
+  ASSERT_TRUE(h.model->Forward({&lazy, 1}, *h.kv, *h.st, &b).ok());
+  EXPECT_TRUE(SameBits(a.logits, b.logits));
+  EXPECT_TRUE(SameBits(h.st->SlotData(0), h.st->SlotData(2)));
+  BatchSeq too_many{1, 2, h.Pages(0), 8, {u.data(), u.size()}, false, &log.seqs[0], 7};
+  EXPECT_FALSE(h.model->Forward({&too_many, 1}, *h.kv, *h.st, &b).ok());
+  BatchSeq no_state{-1, 2, h.Pages(0), 0, {u.data(), u.size()}, false, &log.seqs[0], 1};
+  EXPECT_FALSE(h.model->Forward({&no_state, 1}, *h.kv, *h.st, &b).ok());
+}
+
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsQwen35) { CheckFusedReplay("tiny-qwen35-f32.gguf"); }
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsQwen3Next) { CheckFusedReplay("tiny-qwen3next-f32.gguf"); }
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsQuantised) { CheckFusedReplay("tiny-qwen35-q8_0.gguf"); }
+
 TEST(Forward, BadInputIsAnErrorAndChangesNothing) {
   Harness h("tiny-qwen35-f32.gguf", 32, KvType::kF16);
   const auto t = Prompt(4, 3, h.model->config().n_vocab);

@@ -17,7 +17,7 @@ using kernels::ScratchBuffer;
 
 void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in, float* conv_state,
                float* delta_state, float* o, kernels::ThreadPool* pool, const float* conv_in,
-               const float* delta_in) {
+               const float* delta_in, int32_t out_from) {
   const int32_t T = in.T, S = cfg.ssm_state, Hk = cfg.ssm_group, Hv = cfg.ssm_heads;
   const int32_t Kd = cfg.ssm_key_dim(), Vd = cfg.ssm_inner, C = cfg.ssm_conv_dim(), Kc = cfg.ssm_conv_kernel;
   if (conv_in != nullptr && conv_in != conv_state)  // small: [C][Kc-1]
@@ -53,16 +53,23 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
     }
   });
   // 5. delta rule: heads are independent, tokens strictly in order.
+  // (GdnHeadSteps runs a block of state rows through all T tokens while it is in L1: same bits as token by token.)
   ParallelFor(pool, Hv, [&](int64_t h0, int64_t h1) {
+    thread_local std::vector<kernels::GdnToken> toks;
+    toks.resize(static_cast<size_t>(T));
     for (int64_t h = h0; h < h1; ++h) {
-      float* M = delta_state + h * S * S;
       const int32_t kh = cfg.KeyHead(static_cast<int32_t>(h));
       for (int32_t t = 0; t < T; ++t) {
         const float* row = u + static_cast<int64_t>(t) * C;
-        const float* M_in = t == 0 && delta_in != nullptr ? delta_in + h * S * S : nullptr;  // fused copy
-        kernels::GdnHeadStep(M, row + kh * S, row + Kd + kh * S, row + 2 * Kd + h * S, beta[t * Hv + h],
-                             g[t * Hv + h], S, o ? o + static_cast<int64_t>(t) * Vd + h * S : nullptr, M_in);
+        kernels::GdnToken& x = toks[static_cast<size_t>(t)];
+        x.q = row + kh * S;
+        x.k = row + Kd + kh * S;
+        x.v = row + 2 * Kd + h * S;
+        x.beta = beta[t * Hv + h];
+        x.g = g[t * Hv + h];
+        x.o = o && t >= out_from ? o + static_cast<int64_t>(t - out_from) * Vd + h * S : nullptr;
       }
+      kernels::GdnHeadSteps(delta_state + h * S * S, toks, S, delta_in != nullptr ? delta_in + h * S * S : nullptr);
     }
   });
 }
@@ -126,6 +133,7 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
   }
   // 2-5. state update per sequence.
   float* o = o_buf.Get(static_cast<size_t>(N) * Vd);  // [N][Vd] core output
+  thread_local ScratchBuffer<float> pre_buf;
   for (const SeqRun& s : seqs) {
     GdnInputs in;
     in.qkv = qkv + static_cast<int64_t>(s.row0) * C;
@@ -134,10 +142,31 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
     in.a = a + static_cast<int64_t>(s.row0) * Hv;
     in.ba_stride = Hv;
     in.T = s.n;
+    const int32_t P = s.prefix != nullptr ? s.prefix_rows : 0;
+    if (P > 0) {
+      // Lazy rollback: the logged rows [0, P) of the earlier batch, then this batch's rows, as one run of
+      // P + n tokens in the replay log's row layout [C | b | a].
+      const int64_t rw = C + 2 * Hv, n_gdn = cfg.n_gdn_layers();
+      float* rows = pre_buf.Get(static_cast<size_t>((P + s.n) * rw));
+      for (int32_t j = 0; j < P; ++j)
+        std::memcpy(rows + j * rw, s.prefix->rows.data() + (j * n_gdn + gdn_index) * rw, rw * sizeof(float));
+      for (int32_t j = 0; j < s.n; ++j) {
+        float* d = rows + (P + j) * rw;
+        std::memcpy(d, in.qkv + j * C, C * sizeof(float));
+        std::memcpy(d + C, in.b + j * Hv, Hv * sizeof(float));
+        std::memcpy(d + C + Hv, in.a + j * Hv, Hv * sizeof(float));
+      }
+      in.qkv = rows;
+      in.qkv_stride = rw;
+      in.b = rows + C;
+      in.a = rows + C + Hv;
+      in.ba_stride = rw;
+      in.T = P + s.n;
+    }
     const bool other = s.slot_in >= 0 && s.slot_in != s.slot;
     GdnUpdate(cfg, w, in, states.Conv(s.slot, gdn_index), states.Delta(s.slot, gdn_index),
               o + static_cast<int64_t>(s.row0) * Vd, pool, other ? states.Conv(s.slot_in, gdn_index) : nullptr,
-              other ? states.Delta(s.slot_in, gdn_index) : nullptr);
+              other ? states.Delta(s.slot_in, gdn_index) : nullptr, P);
   }
   // 6. gated RMSNorm per head, output projection.
   ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {

@@ -22,6 +22,8 @@ struct SeqRun {
   int32_t slot = 0;  // state_out
   std::span<const int32_t> pages;
   int32_t slot_in = -1;  // state to start from when it is another slot (read, never written); -1: `slot` itself
+  const ReplaySeqLog* prefix = nullptr;  // replay rows applied before the tokens (BatchSeq::prefix)
+  int32_t prefix_rows = 0;
 };
 
 // Inputs of the GDN state update for T consecutive tokens of one sequence.
@@ -38,9 +40,10 @@ struct GdnInputs {
 // output o [T][Vd] when o is not null. The only code that changes a GDN state.
 // conv_in / delta_in (optional): start from this state instead of conv_state / delta_state (which receive the
 // result); the copy is fused into the first token's update (same bits as copying first).
+// out_from: o receives the rows of tokens t >= out_from only, at o + (t - out_from) * Vd.
 void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in, float* conv_state,
                float* delta_state, float* o, kernels::ThreadPool* pool, const float* conv_in = nullptr,
-               const float* delta_in = nullptr);
+               const float* delta_in = nullptr, int32_t out_from = 0);
 
 // Mixers and FFN over all N rows of a batch; `out` [N][E] receives the block output (not yet added).
 void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, const float* t, int32_t N,

@@ -81,6 +81,13 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     if (b.state_out < 0 || b.state_out >= states.n_slots() || b.state_in < -1 || b.state_in >= states.n_slots())
       return Error::InvalidArgument(where + "state slot out of range");
     if (!outs.insert(b.state_out).second) return Error::InvalidArgument(where + "state_out shared with another sequence");
+    if (b.prefix_rows != 0) {
+      const int64_t rw = c.ssm_conv_dim() + 2 * c.ssm_heads, n_gdn = c.n_gdn_layers();
+      if (b.prefix == nullptr || b.state_in < 0 || b.prefix_rows < 0 || b.prefix_rows > b.prefix->n_tokens)
+        return Error::InvalidArgument(where + "replay prefix without a log, a start state or enough rows");
+      if (b.prefix->rows.size() != static_cast<size_t>(b.prefix->n_tokens * n_gdn * rw))
+        return Error::InvalidArgument(where + "replay prefix log does not match this model");
+    }
     if (c.n_attn_layers() > 0) {
       const int64_t end = static_cast<int64_t>(b.pos0) + b.tokens.size();
       const int64_t need = (end + kv.page_size() - 1) / kv.page_size();
@@ -106,6 +113,8 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
   int32_t row = 0;
   for (size_t s = 0; s < batch.size(); ++s) {
     seqs[s] = {row, static_cast<int32_t>(batch[s].tokens.size()), batch[s].pos0, batch[s].state_out, batch[s].pages};
+    seqs[s].prefix = batch[s].prefix;
+    seqs[s].prefix_rows = batch[s].prefix_rows;
     row += seqs[s].n;
     if (batch[s].state_in < 0) {
       states.Clear(batch[s].state_out);
