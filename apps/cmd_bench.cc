@@ -129,21 +129,23 @@ void ReadEngineCounters(engine::Engine& eng, const std::vector<double>& rates, S
   run.tok_per_s = Median(rates);
 }
 
-// Plain and speculative engines, requests alternating between them (memory bandwidth on a shared machine
-// drifts over seconds, so back-to-back pairs compare better than two separate runs); medians of each.
-Status RunEngineDecodePair(const engine::EngineConfig& plain_cfg, const engine::EngineConfig& spec_cfg,
-                           const std::vector<int32_t>& prompt, int n_gen, int reps, SpecRun* plain, SpecRun* spec) {
-  REWIND_ASSIGN_OR_RETURN(auto pe, engine::CreateEngine(plain_cfg));
-  REWIND_ASSIGN_OR_RETURN(auto se, engine::CreateEngine(spec_cfg));
-  std::vector<double> pr, sr;
-  for (int r = 0; r < reps; ++r) {
-    REWIND_ASSIGN_OR_RETURN(double p, DecodeOnce(*pe, prompt, n_gen, *plain));
-    REWIND_ASSIGN_OR_RETURN(double q, DecodeOnce(*se, prompt, n_gen, *spec));
-    pr.push_back(p);
-    sr.push_back(q);
+// Engines, one per config, with requests alternating between them (memory bandwidth on a shared machine
+// drifts over seconds, so back-to-back requests compare better than separate runs); medians of each.
+Status RunEnginesAlternating(const std::vector<engine::EngineConfig>& cfgs, const std::vector<int32_t>& prompt,
+                             int n_gen, int reps, std::vector<SpecRun>* runs) {
+  std::vector<std::unique_ptr<engine::Engine>> engines;
+  for (const auto& c : cfgs) {
+    REWIND_ASSIGN_OR_RETURN(auto e, engine::CreateEngine(c));
+    engines.push_back(std::move(e));
   }
-  ReadEngineCounters(*pe, pr, *plain);
-  ReadEngineCounters(*se, sr, *spec);
+  runs->assign(cfgs.size(), SpecRun{});
+  std::vector<std::vector<double>> rates(cfgs.size());
+  for (int r = 0; r < reps; ++r)
+    for (size_t i = 0; i < engines.size(); ++i) {
+      REWIND_ASSIGN_OR_RETURN(double x, DecodeOnce(*engines[i], prompt, n_gen, (*runs)[i]));
+      rates[i].push_back(x);
+    }
+  for (size_t i = 0; i < engines.size(); ++i) ReadEngineCounters(*engines[i], rates[i], (*runs)[i]);
   return Status::Ok();
 }
 
@@ -321,29 +323,47 @@ int CmdBench(int argc, char** argv) {
     sc.draft_max = draft_max;
     sc.draft_vocab = draft_vocab;
     sc.spec_synth_accept = synth;
-    SpecRun plain_run, spec_run;
-    Status rs = RunEngineDecodePair(ec, sc, prompt, n_gen, reps, &plain_run, &spec_run);
+    // Plain, speculative with lazy rollback (the default), speculative with every rollback replayed at once.
+    engine::EngineConfig eager = sc;
+    eager.lazy_rollback = false;
+    std::vector<SpecRun> runs;
+    Status rs = RunEnginesAlternating({ec, sc, eager}, prompt, n_gen, reps, &runs);
     if (!rs.ok()) {
       std::fprintf(stderr, "rewind bench: %s\n", rs.error().ToString().c_str());
       return 1;
     }
-    const SpecRun* plain = &plain_run;
-    const SpecRun* sp = &spec_run;
-    // Tokens emitted per verify round (accepted drafts + the one token every round yields).
-    double mean_len = sp->rounds > 0 ? (sp->accepted + sp->rounds) / sp->rounds : 1.0;
+    const SpecRun* plain = &runs[0];
     std::printf("decode plain %.2f tok/s\n", plain->tok_per_s);
-    std::printf("decode spec=%s draft-max=%d%s %.2f tok/s (%.2fx); drafted %lld accepted %lld (%.0f%%); "
-                "mean tokens per verify round %.2f; rollback %.2f%% of decode time\n",
-                spec.c_str(), draft_max, synth >= 0 ? " (synthetic acceptance: output invalid)" : "", sp->tok_per_s,
-                sp->tok_per_s / plain->tok_per_s, static_cast<long long>(sp->drafted),
-                static_cast<long long>(sp->accepted), sp->drafted ? 100.0 * sp->accepted / sp->drafted : 0.0, mean_len,
-                100.0 * sp->rollback_share);
-    if (sp->rounds > 0 && plain->generated > 0) {
-      // Where a round's time goes, in plain decode steps (forward time per generated token of the plain run).
-      const double step = plain->decode_s / plain->generated;
-      std::printf("per verify round, in plain decode steps of %.2f ms: verify %.2f, drafting %.2f, rollback %.3f\n",
-                  1e3 * step, sp->verify_s / sp->rounds / step, sp->draft_s / sp->rounds / step,
-                  sp->rollback_s / sp->rounds / step);
+    const double step = plain->generated > 0 ? plain->decode_s / plain->generated : 0;
+    for (int v = 1; v <= 2; ++v) {
+      const SpecRun* sp = &runs[v];
+      // Tokens emitted per verify round (accepted drafts + the one token every round yields).
+      double mean_len = sp->rounds > 0 ? (sp->accepted + sp->rounds) / sp->rounds : 1.0;
+      std::printf("decode spec=%s draft-max=%d%s, %s rollback: %.2f tok/s (%.2fx); drafted %lld accepted %lld "
+                  "(%.0f%%); mean tokens per verify round %.2f\n",
+                  spec.c_str(), draft_max, synth >= 0 ? " (synthetic acceptance: output invalid)" : "",
+                  v == 1 ? "lazy" : "eager", sp->tok_per_s, sp->tok_per_s / plain->tok_per_s,
+                  static_cast<long long>(sp->drafted), static_cast<long long>(sp->accepted),
+                  sp->drafted ? 100.0 * sp->accepted / sp->drafted : 0.0, mean_len);
+      if (sp->rounds > 0 && step > 0) {
+        // Where a round's time goes, in plain decode steps (forward time per generated token of the plain run).
+        std::printf("  per verify round, in plain decode steps of %.2f ms: verify %.3f, drafting %.3f, rollback "
+                    "call %.3f\n",
+                    1e3 * step, sp->verify_s / sp->rounds / step, sp->draft_s / sp->rounds / step,
+                    sp->rollback_s / sp->rounds / step);
+      }
+    }
+    if (runs[1].rounds > 0 && runs[2].rounds > 0 && step > 0) {
+      // A lazy rollback's cost is extra forward time in the next round: the verify time difference.
+      const SpecRun& l = runs[1];
+      const SpecRun& e = runs[2];
+      const double lazy_rb = l.verify_s / l.rounds - (e.verify_s / e.rounds);
+      const double eager_rb = e.rollback_s / e.rounds;
+      const double round_l = (l.verify_s + l.draft_s + l.rollback_s) / l.rounds;
+      const double round_e = (e.verify_s + e.draft_s + e.rollback_s) / e.rounds;
+      std::printf("rollback per round: eager %.3f ms = %.2f%% of its round; lazy (verify time difference) %.3f ms = "
+                  "%.2f%% of its round\n",
+                  1e3 * eager_rb, 100.0 * eager_rb / round_e, 1e3 * lazy_rb, 100.0 * lazy_rb / round_l);
     }
     return 0;
   }

@@ -61,6 +61,9 @@ int Serve(int argc, char** argv) {
   flags.Add("checkpoint-every", 0, &checkpoint_every,
             "checkpoint every N tokens inside long messages (0 = off)");
   flags.Add("slot-save-path", 0, &ec.slot_save_path, "folder for /slots save|restore (none: --cache-dir)");
+  flags.Add("lazy-rollback", 0, &ec.lazy_rollback,
+            "re-apply a rollback's kept tokens inside the next forward instead of at once (same results; "
+            "--no-lazy-rollback replays at once)");
   flags.Add("spec", 0, &ec.spec, "speculative decoding: mtp, draft, ngram or comma-combined (\"\" = off)");
   flags.Add("model-draft", 0, &ec.model_draft, "draft model GGUF for --spec draft");
   flags.Add("draft-max", 0, &draft_max, "max drafted tokens per step");

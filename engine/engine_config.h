@@ -24,6 +24,7 @@ struct EngineConfig {
   int64_t cache_disk_mib = 4096;   // disk tier bound
   int32_t checkpoint_every = 1024; // checkpoint every N tokens inside long messages (0 = off)
   std::string slot_save_path;      // directory for /slots save|restore ("" = cache_dir or refuse)
+  bool lazy_rollback = true;       // replay-log rollbacks fused into the next forward (false = --no-lazy-rollback)
   // Speculative decoding.
   std::string spec;                // "", "mtp", "draft", "ngram", or comma-combined
   std::string model_draft;         // draft model GGUF for --spec draft

@@ -84,6 +84,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   hc.n_ctx = n_ctx;
   hc.checkpoint_every = config.checkpoint_every;
   hc.use_cache = config.cache;
+  hc.lazy_rollback = config.lazy_rollback;
   hc.disk_dir = e->config_.cache_dir;
   hc.disk_bytes = config.cache_disk_mib << 20;
   if (config.cache_ram_mib > 0) {

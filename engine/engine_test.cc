@@ -71,7 +71,9 @@ TEST(Engine, GreedyOutputIsIdenticalWithAndWithoutCache) {
     auto b = Generate(*off, p, 12, true, {150});
     EXPECT_EQ(a->tokens, b->tokens) << "turn " << turn;
     EXPECT_EQ(a->logprobs, b->logprobs) << "turn " << turn;
-    if (turn > 0) EXPECT_EQ(a->done.cached_tokens, 150) << a->done.cache.reason;
+    if (turn > 0) {
+      EXPECT_EQ(a->done.cached_tokens, 150) << a->done.cache.reason;
+    }
     EXPECT_EQ(b->done.cached_tokens, 0);
   }
 }
