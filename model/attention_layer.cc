@@ -46,7 +46,7 @@ void StoreRow(const float* src, int32_t n, bool f16, uint8_t* dst) {
 
 void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn_index, const float* t,
                       int32_t N, std::span<const SeqRun> seqs, KvStorage& kv, float* out,
-                      kernels::ThreadPool* pool) {
+                      kernels::ThreadPool* pool, bool kv_only) {
   const int32_t D = cfg.head_dim, Hq = cfg.n_head, Hkv = cfg.n_head_kv, QW = Hq * D, KW = Hkv * D;
   const int32_t ps = kv.page_size();
   const bool f16 = kv.config().type == KvType::kF16;
@@ -54,7 +54,7 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
   float* qg = qg_buf.Get(static_cast<size_t>(N) * 2 * QW);  // [N][Hq][q D | gate D]
   float* k = k_buf.Get(static_cast<size_t>(N) * KW);        // [N][Hkv·D]
   float* v = v_buf.Get(static_cast<size_t>(N) * KW);        // [N][Hkv·D]
-  kernels::MatMul(w.q, t, N, qg, pool);
+  if (!kv_only) kernels::MatMul(w.q, t, N, qg, pool);
   kernels::MatMul(w.k, t, N, k, pool);
   kernels::MatMul(w.v, t, N, v, pool);
 
@@ -75,7 +75,7 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
     for (int64_t i = i0; i < i1; ++i) {
       const int32_t pos = row_pos[i];
       kernels::RopeCache(rope, pos, cache.data());
-      for (int32_t h = 0; h < Hq; ++h) {
+      for (int32_t h = 0; h < (kv_only ? 0 : Hq); ++h) {
         const float* src = qg + i * 2 * QW + 2 * h * D;
         float* qh = q + i * QW + h * D;
         kernels::RmsNorm(src, w.q_norm, D, cfg.eps, qh);
@@ -94,6 +94,7 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
       StoreRow(v + i * KW, KW, f16, kv.V(attn_index, page) + off);
     }
   });
+  if (kv_only) return;  // only the K/V rows were wanted (the MTP head keeping its cache in step)
 
   // Page pointers per sequence.
   std::vector<std::vector<const uint8_t*>> kp(seqs.size()), vp(seqs.size());

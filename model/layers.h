@@ -49,9 +49,10 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
 void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, const float* t, int32_t N,
                 std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
                 kernels::ThreadPool* pool);
+// kv_only: write the batch's K/V rows to the pages and stop (no queries, no attention, `out` untouched).
 void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn_index, const float* t,
                       int32_t N, std::span<const SeqRun> seqs, KvStorage& kv, float* out,
-                      kernels::ThreadPool* pool);
+                      kernels::ThreadPool* pool, bool kv_only = false);
 void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
                 kernels::ThreadPool* pool);
 

@@ -110,7 +110,7 @@ Status MtpHead::Forward(const MtpRows& rows, KvStorage& kv, MtpOutputs outputs, 
   const internal::SeqRun run{0, N, rows.pos0, 0, rows.pages};
   norm_rows(w_.block.attn_norm);
   internal::AttentionForward(c, w_.block.attn, 0, t.data(), N, std::span<const internal::SeqRun>(&run, 1), kv,
-                             y.data(), pool);
+                             y.data(), pool, outputs == MtpOutputs::kKvOnly);
   out->n_vocab = V;
   out->n_embd = E;
   if (outputs == MtpOutputs::kKvOnly) {
