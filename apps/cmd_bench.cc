@@ -224,7 +224,7 @@ int BenchMemory(model::Model& m, int reps) {
   // plain ones from the same state so drift cancels.
   for (int k : {1, 2, 3, 4, 8, 16}) {
     std::vector<double> plain, fused;
-    for (int r = 0; r < std::max(reps, 5) * 3; ++r) {
+    for (int r = 0; r < std::max(reps, 5) * 4; ++r) {
       for (int lazy = 0; lazy < 2; ++lazy) {
         model::BatchSeq d{0, 2, pages, 100 + k, std::span<const int32_t>(toks.data() + 100 + k, 1), false};
         if (lazy) {
@@ -236,9 +236,42 @@ int BenchMemory(model::Model& m, int reps) {
         (lazy ? fused : plain).push_back(NowSeconds() - t0);
       }
     }
-    const double extra = Median(fused) - Median(plain);
+    std::vector<double> diff(plain.size());
+    for (size_t i = 0; i < diff.size(); ++i) diff[i] = fused[i] - plain[i];  // pairwise: drift cancels
+    const double extra = Median(diff);
     std::printf("rollback fused into the next decode step, keeping %2d tokens: %+.3f ms = %.2f%% of a decode step\n",
                 k, extra * 1e3, 100.0 * extra / Median(plain));
+  }
+  // The speculative case: a verify batch [last, d1..dk] whose k drafts are all rejected keeps its first token.
+  // Rolled-back tokens are never touched, so the cost does not grow with k.
+  for (int k : {1, 4, 16}) {
+    model::ReplayLog vlog;
+    model::ForwardOptions vo;
+    vo.replay = &vlog;
+    model::BatchSeq vb{0, 1, pages, 100, std::span<const int32_t>(toks.data() + 100, static_cast<size_t>(k + 1)), true};
+    if (!m.Forward({&vb, 1}, kv, st, &out, vo).ok()) return 1;
+    std::vector<double> eager, plain, fused;
+    for (int r = 0; r < std::max(reps, 5) * 4; ++r) {
+      st.CopySlot(0, 2);
+      double t0 = NowSeconds();
+      if (!m.ReplayState(2, 2, vlog.seqs[0], 1, st).ok()) return 1;
+      eager.push_back(NowSeconds() - t0);
+      for (int lazy = 0; lazy < 2; ++lazy) {
+        model::BatchSeq d{0, 2, pages, 101, std::span<const int32_t>(toks.data() + 120, 1), false};
+        if (lazy) {
+          d.prefix = &vlog.seqs[0];
+          d.prefix_rows = 1;
+        }
+        t0 = NowSeconds();
+        if (!m.Forward({&d, 1}, kv, st, &out).ok()) return 1;
+        (lazy ? fused : plain).push_back(NowSeconds() - t0);
+      }
+    }
+    std::vector<double> diff(plain.size());
+    for (size_t i = 0; i < diff.size(); ++i) diff[i] = fused[i] - plain[i];  // pairwise: drift cancels
+    const double step = Median(plain), e = Median(eager), f = Median(diff);
+    std::printf("rollback of %2d rejected drafts (verify batch of %2d): eager %.3f ms = %.2f%%, fused %+.3f ms = %.2f%% "
+                "of a decode step\n", k, k + 1, e * 1e3, 100.0 * e / step, f * 1e3, 100.0 * f / step);
   }
   return 0;
 }
