@@ -71,7 +71,6 @@ void PrintPeakRss() {
 struct SpecRun {
   double tok_per_s = 0;
   int64_t drafted = 0, accepted = 0;
-  double rollback_share = 0;  // rollback seconds / decode seconds
   double rounds = 0;          // verify rounds
   double generated = 0;       // tokens generated over all repetitions
   double decode_s = 0, verify_s = 0, draft_s = 0, rollback_s = 0;  // engine counters (seconds)
@@ -118,11 +117,9 @@ Expected<double> DecodeOnce(engine::Engine& eng, const std::vector<int32_t>& pro
 
 void ReadEngineCounters(engine::Engine& eng, const std::vector<double>& rates, SpecRun& run) {
   std::string m = eng.MetricsText();
-  double dec = MetricValue(m, "rewind_decode_seconds_total");
-  run.rollback_share = dec > 0 ? MetricValue(m, "rewind_spec_rollback_seconds_total") / dec : 0;
   run.rounds = MetricValue(m, "rewind_spec_rounds_total");
   run.generated = MetricValue(m, "rewind_generated_tokens_total");
-  run.decode_s = dec;
+  run.decode_s = MetricValue(m, "rewind_decode_seconds_total");
   run.verify_s = MetricValue(m, "rewind_spec_verify_seconds_total");
   run.draft_s = MetricValue(m, "rewind_spec_draft_seconds_total");
   run.rollback_s = MetricValue(m, "rewind_spec_rollback_seconds_total");
@@ -147,6 +144,32 @@ Status RunEnginesAlternating(const std::vector<engine::EngineConfig>& cfgs, cons
     }
   for (size_t i = 0; i < engines.size(); ++i) ReadEngineCounters(*engines[i], rates[i], (*runs)[i]);
   return Status::Ok();
+}
+
+// Lazy rollback's cost: decode steps of token `tok` at `pos` from slot 0 into slot 2, alternately plain and
+// with the first `rows` rows of `log` fused in (BatchSeq::prefix). Returns {median plain step, median of the
+// paired differences}: pairs of back-to-back steps, so drift cancels.
+Expected<std::pair<double, double>> FusedRollbackCost(model::Model& m, model::KvStorage& kv, model::StateStorage& st,
+                                                      std::span<const int32_t> pages, const model::ReplaySeqLog& log,
+                                                      int rows, int32_t pos, const int32_t* tok, int pairs) {
+  std::vector<double> plain, diff;
+  model::ForwardOutput out;
+  for (int r = 0; r < pairs; ++r) {
+    double t[2];
+    for (int lazy = 0; lazy < 2; ++lazy) {
+      model::BatchSeq d{0, 2, pages, pos, std::span<const int32_t>(tok, 1), false};
+      if (lazy) {
+        d.prefix = &log;
+        d.prefix_rows = rows;
+      }
+      const double t0 = NowSeconds();
+      REWIND_RETURN_IF_ERROR(m.Forward({&d, 1}, kv, st, &out));
+      t[lazy] = NowSeconds() - t0;
+    }
+    plain.push_back(t[0]);
+    diff.push_back(t[1] - t[0]);
+  }
+  return std::make_pair(Median(plain), Median(diff));
 }
 
 // Memory-system costs (issue: checkpoint create/restore vs memcpy, replay rollback vs one decode step).
@@ -223,24 +246,10 @@ int BenchMemory(model::Model& m, int reps) {
   // each layer's state is in cache (BatchSeq::prefix). Its cost is that step's extra time; steps alternate with
   // plain ones from the same state so drift cancels.
   for (int k : {1, 2, 3, 4, 8, 16}) {
-    std::vector<double> plain, fused;
-    for (int r = 0; r < std::max(reps, 5) * 4; ++r) {
-      for (int lazy = 0; lazy < 2; ++lazy) {
-        model::BatchSeq d{0, 2, pages, 100 + k, std::span<const int32_t>(toks.data() + 100 + k, 1), false};
-        if (lazy) {
-          d.prefix = &log.seqs[0];
-          d.prefix_rows = k;
-        }
-        double t0 = NowSeconds();
-        if (!m.Forward({&d, 1}, kv, st, &out).ok()) return 1;
-        (lazy ? fused : plain).push_back(NowSeconds() - t0);
-      }
-    }
-    std::vector<double> diff(plain.size());
-    for (size_t i = 0; i < diff.size(); ++i) diff[i] = fused[i] - plain[i];  // pairwise: drift cancels
-    const double extra = Median(diff);
+    auto c = FusedRollbackCost(m, kv, st, pages, log.seqs[0], k, 100 + k, toks.data() + 100 + k, std::max(reps, 5) * 4);
+    if (!c.ok()) return 1;
     std::printf("rollback fused into the next decode step, keeping %2d tokens: %+.3f ms = %.2f%% of a decode step\n",
-                k, extra * 1e3, 100.0 * extra / Median(plain));
+                k, c->second * 1e3, 100.0 * c->second / c->first);
   }
   // The speculative case: a verify batch [last, d1..dk] whose k drafts are all rejected keeps its first token.
   // Rolled-back tokens are never touched, so the cost does not grow with k.
@@ -250,26 +259,16 @@ int BenchMemory(model::Model& m, int reps) {
     vo.replay = &vlog;
     model::BatchSeq vb{0, 1, pages, 100, std::span<const int32_t>(toks.data() + 100, static_cast<size_t>(k + 1)), true};
     if (!m.Forward({&vb, 1}, kv, st, &out, vo).ok()) return 1;
-    std::vector<double> eager, plain, fused;
+    std::vector<double> eager;
     for (int r = 0; r < std::max(reps, 5) * 4; ++r) {
       st.CopySlot(0, 2);
-      double t0 = NowSeconds();
+      const double t0 = NowSeconds();
       if (!m.ReplayState(2, 2, vlog.seqs[0], 1, st).ok()) return 1;
       eager.push_back(NowSeconds() - t0);
-      for (int lazy = 0; lazy < 2; ++lazy) {
-        model::BatchSeq d{0, 2, pages, 101, std::span<const int32_t>(toks.data() + 120, 1), false};
-        if (lazy) {
-          d.prefix = &vlog.seqs[0];
-          d.prefix_rows = 1;
-        }
-        t0 = NowSeconds();
-        if (!m.Forward({&d, 1}, kv, st, &out).ok()) return 1;
-        (lazy ? fused : plain).push_back(NowSeconds() - t0);
-      }
     }
-    std::vector<double> diff(plain.size());
-    for (size_t i = 0; i < diff.size(); ++i) diff[i] = fused[i] - plain[i];  // pairwise: drift cancels
-    const double step = Median(plain), e = Median(eager), f = Median(diff);
+    auto c = FusedRollbackCost(m, kv, st, pages, vlog.seqs[0], 1, 101, toks.data() + 120, std::max(reps, 5) * 4);
+    if (!c.ok()) return 1;
+    const double step = c->first, e = Median(eager), f = c->second;
     std::printf("rollback of %2d rejected drafts (verify batch of %2d): eager %.3f ms = %.2f%%, fused %+.3f ms = %.2f%% "
                 "of a decode step\n", k, k + 1, e * 1e3, 100.0 * e / step, f * 1e3, 100.0 * f / step);
   }

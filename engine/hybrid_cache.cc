@@ -363,8 +363,7 @@ void HybridCache::Release(SeqId seq, bool insert) {
   auto plan = im.mm->PlanRelease(seq, insert);
   REWIND_CHECK_MSG(plan.ok(), "release of sequence %d: %s", seq, plan.ok() ? "" : plan.error().message.c_str());
   const memory::Sequence& s = im.mm->sequence(seq);
-  im.Materialize(s.live);  // an idle sequence's live state may be adopted later: its bytes must be exact
-  im.ForgetSlot(s.live);
+  im.ForgetSlot(s.live);  // both slots are freed: a pending lazy rollback is dropped with them
   if (s.spare != memory::kNone) im.ForgetSlot(s.spare);
   im.mm->Commit(*plan);
   im.Exec(plan->ops);

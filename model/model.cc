@@ -55,6 +55,12 @@ bool SameShape(const StateShape& a, const StateShape& b) {
          a.n_heads == b.n_heads && a.head_dim == b.head_dim;
 }
 
+// A replay log recorded by this model: ReplayBytesPerToken per logged token.
+bool LogFitsModel(const ModelConfig& c, const ReplaySeqLog& log) {
+  return log.n_tokens >= 0 &&
+         log.rows.size() * sizeof(float) == static_cast<uint64_t>(log.n_tokens) * c.ReplayBytesPerToken();
+}
+
 }  // namespace
 
 Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStorage& states, ForwardOutput* out,
@@ -82,11 +88,9 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
       return Error::InvalidArgument(where + "state slot out of range");
     if (!outs.insert(b.state_out).second) return Error::InvalidArgument(where + "state_out shared with another sequence");
     if (b.prefix_rows != 0) {
-      const int64_t rw = c.ssm_conv_dim() + 2 * c.ssm_heads, n_gdn = c.n_gdn_layers();
       if (b.prefix == nullptr || b.state_in < 0 || b.prefix_rows < 0 || b.prefix_rows > b.prefix->n_tokens)
         return Error::InvalidArgument(where + "replay prefix without a log, a start state or enough rows");
-      if (b.prefix->rows.size() != static_cast<size_t>(b.prefix->n_tokens * n_gdn * rw))
-        return Error::InvalidArgument(where + "replay prefix log does not match this model");
+      if (!LogFitsModel(c, *b.prefix)) return Error::InvalidArgument(where + "replay prefix log does not match this model");
     }
     if (c.n_attn_layers() > 0) {
       const int64_t end = static_cast<int64_t>(b.pos0) + b.tokens.size();
@@ -215,8 +219,7 @@ Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog&
     return Error::InvalidArgument("replay: state slot out of range");
   if (k < 0 || k > log.n_tokens) return Error::OutOfRange("replay: k outside [0, logged tokens]");
   const int64_t rw = c.ssm_conv_dim() + 2 * c.ssm_heads, n_gdn = c.n_gdn_layers();
-  if (log.rows.size() != static_cast<size_t>(log.n_tokens * n_gdn * rw))
-    return Error::InvalidArgument("replay: log size does not match this model");
+  if (!LogFitsModel(c, log)) return Error::InvalidArgument("replay: log size does not match this model");
   if (slot_in < 0) states.Clear(slot_out);
   const bool other = slot_in >= 0 && slot_in != slot_out;  // then each layer reads slot_in (fused copy)
   // The layers' logged inputs are independent, so threads take whole layers: one dispatch for the whole
