@@ -13,6 +13,9 @@ void HeadStep(float* M, const float* q, const float* k, const float* v, float be
 namespace gdn_avx512 {
 void HeadStep(float* M, const float* q, const float* k, const float* v, float beta, float decay, float scale,
               int32_t S, float* o, const float* M_in, int32_t rows);  // kernels/gdn_avx512.cc, S % 32 == 0
+// Every row through every token with the rows in registers (S = 32, 64, 128; false: other S, nothing done).
+bool HeadSteps(float* M, const float* M_in, int32_t S, std::span<const GdnToken> tokens, const float* decay,
+               float scale);
 }  // namespace gdn_avx512
 
 namespace {
@@ -68,6 +71,9 @@ void GdnHeadSteps(float* M, std::span<const GdnToken> tokens, int32_t S, const f
   for (size_t t0 = 0; t0 < tokens.size(); t0 += kGdnTokenChunk) {
     const size_t t1 = std::min(tokens.size(), t0 + kGdnTokenChunk);
     for (size_t t = t0; t < t1; ++t) decay[t - t0] = std::exp(tokens[t].g);
+    if (width == 512 &&
+        gdn_avx512::HeadSteps(M, t0 == 0 ? M_in : M, S, tokens.subspan(t0, t1 - t0), decay, scale))
+      continue;
     // One token: all rows at once. Several: a block of rows through every token while it stays in L1.
     const int32_t block = t1 - t0 == 1 ? S : kGdnRowBlock;
     for (int32_t j0 = 0; j0 < S; j0 += block) {

@@ -34,9 +34,11 @@ inline constexpr size_t kGdnTokenChunk = 64;
 inline constexpr int32_t kGdnRowBlock = 16;
 
 // GdnHeadStep for tokens in order, the first reading M_in (optional) like GdnHeadStep. The state's rows are
-// independent, so a block of kGdnRowBlock rows (8 KiB at S = 128) goes through every token (in chunks of
-// kGdnTokenChunk) while it stays in L1, instead of the whole 64 KiB state once per token: every row gets exactly
-// GdnHeadStep's operations in token order (same bits). width: as GdnHeadStepSimd, 0 = portable, -1 = best.
+// independent, so each row goes through every token before the next: with AVX-512 and S = 32, 64 or 128 the
+// rows stay in registers (loaded and stored once per 16 tokens, the next rows prefetched); otherwise a block of
+// kGdnRowBlock rows (8 KiB at S = 128) goes through the tokens (in chunks of kGdnTokenChunk) while it stays in
+// L1. Every row gets exactly GdnHeadStep's operations in token order (same bits). width: as GdnHeadStepSimd,
+// 0 = portable, -1 = best.
 void GdnHeadSteps(float* M, std::span<const GdnToken> tokens, int32_t S, const float* M_in = nullptr,
                   int width = -1);
 

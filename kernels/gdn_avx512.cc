@@ -6,7 +6,11 @@
 // The decay and the rank-1 update are a plain multiply and a multiply then an add, as in the portable loop.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
+
+#include "kernels/gdn.h"
 
 namespace rw::kernels::gdn_avx512 {
 namespace {
@@ -57,6 +61,108 @@ void HeadStep(float* M, const float* q, const float* k, const float* v, float be
       }
     }
     if (o != nullptr) o[j] = Reduce(a01, a23) * scale;
+  }
+}
+
+namespace {
+
+// kR state rows of kNC 32-float chunks held in registers through every token: the row is loaded once and stored
+// once per call, not once per token. Each row gets HeadStep's operations in the same order (same bits).
+template <int kNC, int kR>
+void RowsThroughTokens(float* M, const float* M_in, int32_t S, int32_t j0, std::span<const GdnToken> tokens,
+                       const float* decay, float scale) {
+  __m512 st[kR][2 * kNC];
+  #pragma GCC unroll 16
+  for (int r = 0; r < kR; ++r) {
+    const float* src = M_in + static_cast<int64_t>(j0 + r) * S;
+    #pragma GCC unroll 16
+    for (int c = 0; c < 2 * kNC; ++c) st[r][c] = _mm512_loadu_ps(src + 16 * c);
+  }
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const GdnToken& x = tokens[t];
+    const __m512 vd = _mm512_set1_ps(decay[t]);
+    __m512 a01[kR], a23[kR];
+    auto clear = [&] {
+      #pragma GCC unroll 16
+      for (int r = 0; r < kR; ++r) a01[r] = a23[r] = _mm512_setzero_ps();
+    };
+    clear();
+    #pragma GCC unroll 16
+    for (int c = 0; c < kNC; ++c) {
+      const __m512 k0 = _mm512_loadu_ps(x.k + 32 * c), k1 = _mm512_loadu_ps(x.k + 32 * c + 16);
+      #pragma GCC unroll 16
+      for (int r = 0; r < kR; ++r) {
+        st[r][2 * c] = _mm512_mul_ps(st[r][2 * c], vd);
+        st[r][2 * c + 1] = _mm512_mul_ps(st[r][2 * c + 1], vd);
+        a01[r] = _mm512_fmadd_ps(st[r][2 * c], k0, a01[r]);
+        a23[r] = _mm512_fmadd_ps(st[r][2 * c + 1], k1, a23[r]);
+      }
+    }
+    __m512 vc[kR];
+    #pragma GCC unroll 16
+    for (int r = 0; r < kR; ++r) vc[r] = _mm512_set1_ps((x.v[j0 + r] - Reduce(a01[r], a23[r])) * x.beta);
+    clear();
+    #pragma GCC unroll 16
+    for (int c = 0; c < kNC; ++c) {
+      const __m512 k0 = _mm512_loadu_ps(x.k + 32 * c), k1 = _mm512_loadu_ps(x.k + 32 * c + 16);
+      #pragma GCC unroll 16
+      for (int r = 0; r < kR; ++r) {
+        st[r][2 * c] = _mm512_add_ps(st[r][2 * c], _mm512_mul_ps(k0, vc[r]));
+        st[r][2 * c + 1] = _mm512_add_ps(st[r][2 * c + 1], _mm512_mul_ps(k1, vc[r]));
+      }
+      if (x.o != nullptr) {
+        const __m512 q0 = _mm512_loadu_ps(x.q + 32 * c), q1 = _mm512_loadu_ps(x.q + 32 * c + 16);
+        #pragma GCC unroll 16
+        for (int r = 0; r < kR; ++r) {
+          a01[r] = _mm512_fmadd_ps(st[r][2 * c], q0, a01[r]);
+          a23[r] = _mm512_fmadd_ps(st[r][2 * c + 1], q1, a23[r]);
+        }
+      }
+    }
+    if (x.o != nullptr) {
+      #pragma GCC unroll 16
+      for (int r = 0; r < kR; ++r) x.o[j0 + r] = Reduce(a01[r], a23[r]) * scale;
+    }
+  }
+  #pragma GCC unroll 16
+  for (int r = 0; r < kR; ++r) {
+    float* row = M + static_cast<int64_t>(j0 + r) * S;
+    #pragma GCC unroll 16
+    for (int c = 0; c < 2 * kNC; ++c) _mm512_storeu_ps(row + 16 * c, st[r][c]);
+  }
+}
+
+// Tokens in pieces of 16, whose k, q and v (24 KiB at S = 128) stay in L1 while every row group goes through them.
+template <int kNC>
+void AllRowsThroughTokens(float* M, const float* M_in, int32_t S, std::span<const GdnToken> tokens,
+                          const float* decay, float scale) {
+  constexpr int kR = kNC == 4 ? 2 : 4;  // rows per group: as many as the 32 registers hold with k and the sums
+  constexpr size_t kPiece = 16;
+  for (size_t t0 = 0; t0 < tokens.size(); t0 += kPiece) {
+    const auto piece = tokens.subspan(t0, std::min(kPiece, tokens.size() - t0));
+    const float* src = t0 == 0 ? M_in : M;
+    int32_t j = 0;
+    for (; j + kR <= S; j += kR) {
+      // The rows 4 KiB ahead (past the end: the next head's state, which follows). A state row is 8 cache
+      // lines, too few for the hardware prefetcher to run ahead on its own: this halves a decode step's delta
+      // rule (288 heads of the 0.8B model: 1.8 -> 0.9 ms on one thread) and the cost of a second token.
+      const char* ahead = reinterpret_cast<const char*>(src + static_cast<int64_t>(j) * S) + 4096;
+      for (int32_t b = 0; b < kR * S * 4; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
+      RowsThroughTokens<kNC, kR>(M, src, S, j, piece, decay + t0, scale);
+    }
+    for (; j < S; ++j) RowsThroughTokens<kNC, 1>(M, src, S, j, piece, decay + t0, scale);
+  }
+}
+
+}  // namespace
+
+bool HeadSteps(float* M, const float* M_in, int32_t S, std::span<const GdnToken> tokens, const float* decay,
+               float scale) {
+  switch (S) {
+    case 32: AllRowsThroughTokens<1>(M, M_in, S, tokens, decay, scale); return true;
+    case 64: AllRowsThroughTokens<2>(M, M_in, S, tokens, decay, scale); return true;
+    case 128: AllRowsThroughTokens<4>(M, M_in, S, tokens, decay, scale); return true;
+    default: return false;
   }
 }
 #pragma GCC diagnostic pop

@@ -159,8 +159,8 @@ TEST(Gdn, HeadStepMatchesReferenceOverManyTokens) {
 TEST(Gdn, MultiTokenStepsMatchTokenByTokenBitwise) {
   const std::vector<int> widths = HasAvx2Fma() ? (HasAvx512() ? std::vector<int>{0, 256, 512} : std::vector<int>{0, 256})
                                                : std::vector<int>{0};
-  for (int S : {8, 40, 128}) {
-    for (int T : {1, 2, 5, 70}) {
+  for (int S : {8, 32, 40, 64, 128}) {
+    for (int T : {1, 2, 5, 17, 70}) {
       for (int width : widths) {
         const auto M0 = Random(S * S, 7 + S, 0.5f);
         std::vector<float> Ma(S * S, 0.0f), Mb(S * S, 0.0f), oa(T * S, -1.0f), ob(T * S, -1.0f);
