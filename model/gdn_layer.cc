@@ -39,9 +39,12 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
   ParallelFor(pool, T, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       float* row = u + t * C;
-      kernels::SiluInPlace(row, C);
+      // A row without output (replay: t < out_from, or no o) never reads its q: skip it.
+      const bool q_used = o != nullptr && t >= out_from;
+      if (q_used) kernels::SiluInPlace(row, C);
+      else kernels::SiluInPlace(row + Kd, C - Kd);
       for (int32_t j = 0; j < Hk; ++j) {
-        kernels::L2Norm(row + j * S, S, cfg.eps, row + j * S);
+        if (q_used) kernels::L2Norm(row + j * S, S, cfg.eps, row + j * S);
         kernels::L2Norm(row + Kd + j * S, S, cfg.eps, row + Kd + j * S);
       }
       const float* b = in.b + t * in.ba_stride;
