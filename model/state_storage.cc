@@ -2,16 +2,61 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "base/check.h"
 
 namespace rw::model {
+namespace internal {
+
+// Free checkpoint buffers of one storage (thread-safe: a checkpoint may be dropped on another thread). It keeps
+// at most kKeep: in steady state a cache drops about one checkpoint per one it takes, and more would hold
+// memory outside the cache budget.
+class StateBufferPool {
+ public:
+  static constexpr size_t kKeep = 2;
+  std::vector<float> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return {};
+    std::vector<float> v = std::move(free_.back());
+    free_.pop_back();
+    return v;
+  }
+  void Give(std::vector<float>&& v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < kKeep) free_.push_back(std::move(v));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::vector<float>> free_;
+};
+
+}  // namespace internal
+
+StateCheckpoint::~StateCheckpoint() { GiveBack(); }
+
+StateCheckpoint& StateCheckpoint::operator=(StateCheckpoint&& o) noexcept {
+  if (this != &o) {
+    GiveBack();
+    data_ = std::move(o.data_);
+    pool_ = std::move(o.pool_);
+  }
+  return *this;
+}
+
+void StateCheckpoint::GiveBack() {
+  if (pool_ != nullptr && !data_.empty()) pool_->Give(std::move(data_));
+  data_.clear();
+  pool_.reset();
+}
 
 Expected<std::unique_ptr<StateStorage>> StateStorage::Create(const StateShape& shape, int32_t n_slots) {
   if (n_slots < 0 || shape.n_layers < 0 || shape.channels < 0 || shape.conv_len < 0 || shape.n_heads < 0 ||
       shape.head_dim < 0)
     return Error::InvalidArgument("state storage: sizes must be non-negative");
   std::unique_ptr<StateStorage> s(new StateStorage(shape, n_slots));
+  s->pool_ = std::make_shared<internal::StateBufferPool>();
   try {
     s->data_.assign(shape.slot_floats() * n_slots, 0.0f);
   } catch (const std::bad_alloc&) {
@@ -54,7 +99,10 @@ void StateStorage::CopySlot(int32_t src, int32_t dst) {
 StateCheckpoint StateStorage::Snapshot(int32_t slot) const {
   auto s = SlotData(slot);
   StateCheckpoint c;
-  c.data_.assign(s.begin(), s.end());
+  c.pool_ = pool_;
+  c.data_ = pool_->Take();
+  if (c.data_.size() == s.size()) std::memcpy(c.data_.data(), s.data(), s.size_bytes());
+  else c.data_.assign(s.begin(), s.end());
   return c;
 }
 

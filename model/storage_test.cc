@@ -52,5 +52,31 @@ TEST(StateStorage, CopySnapshotRestoreAreDeepAndExact) {
   EXPECT_FALSE(st->Restore(wrong, 2).ok());
 }
 
+// A dropped checkpoint's buffer is reused by the next snapshot (no fresh allocation), and the reused buffer holds
+// exactly the new slot's bytes; a checkpoint that outlives its storage stays valid.
+TEST(StateStorage, SnapshotsReuseTheBuffersOfDroppedCheckpoints) {
+  StateShape shape{2, 6, 3, 2, 4};
+  auto st = std::move(StateStorage::Create(shape, 2)).value();
+  st->Conv(0, 0)[1] = 7.0f;
+  st->Delta(1, 1)[3] = -9.0f;
+  const float* first = nullptr;
+  {
+    StateCheckpoint a = st->Snapshot(0);
+    first = a.data().data();
+    StateCheckpoint moved = std::move(a);  // moving does not give the buffer back
+    EXPECT_TRUE(a.empty());
+    EXPECT_EQ(moved.data().data(), first);
+  }
+  StateCheckpoint b = st->Snapshot(1);
+  EXPECT_EQ(b.data().data(), first);
+  EXPECT_EQ(std::memcmp(b.data().data(), st->SlotData(1).data(), shape.bytes_per_state()), 0);
+  StateCheckpoint c = st->Snapshot(0);
+  EXPECT_NE(c.data().data(), first);
+  c = st->Snapshot(1);  // assigning over a checkpoint gives its old buffer back
+  EXPECT_EQ(std::memcmp(c.data().data(), st->SlotData(1).data(), shape.bytes_per_state()), 0);
+  st.reset();
+  EXPECT_EQ(b.data()[shape.conv_floats() + shape.layer_floats() + 3], -9.0f);
+}
+
 }  // namespace
 }  // namespace rw::model
