@@ -97,8 +97,9 @@ void Drive(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const 
   }
 }
 
-// Q8_0 with 2-4 tokens on AVX-512 VNNI: RowPairsQ8_0 on groups of 8 rows (2 rows for the remainder, KQ8_0Vnni
-// for a last odd row), the tokens' start values and scales prepared once.
+// Q8_0 with 2-7 tokens on AVX-512 VNNI: RowPairsQ8_0 on groups of 8 rows (4 from 5 tokens on, so that the
+// accumulators stay in registers; 2 rows for the remainder, KQ8_0Vnni for a last odd row), the tokens' start
+// values and scales prepared once. (8 tokens: KQ8_0Zmm's full tile is faster.)
 template <int T>
 void DriveRowPairsQ8_0(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
                        size_t a_stride, float* out, int64_t out_stride) {
@@ -111,7 +112,7 @@ void DriveRowPairsQ8_0(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_
   PrepareQ8_0Tokens<T>(nb, act, a_stride, start, da);
   tok.start = start;
   tok.da = da;
-  constexpr int R = 8;
+  constexpr int R = T <= 4 ? 8 : 4;
   float res[R * T];
   auto store = [&](int64_t r, int rows) {
     for (int i = 0; i < rows; ++i)
@@ -169,6 +170,9 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
           case 2: return DriveRowPairsQ8_0<2>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
           case 3: return DriveRowPairsQ8_0<3>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
           case 4: return DriveRowPairsQ8_0<4>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
+          case 5: return DriveRowPairsQ8_0<5>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
+          case 6: return DriveRowPairsQ8_0<6>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
+          case 7: return DriveRowPairsQ8_0<7>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
           default: return run.operator()<KQ8_0Zmm>(nb);
         }
       }

@@ -114,7 +114,7 @@ TEST(Gemm, Q8_0ActivationsOfMinus128KeepTheBitsOfVecDot) {
 TEST(Gemm, FewTokenBatchesMatchSingleVecDotForEveryRowCount) {
   if (!GemmSupports(TT::kQ8_0)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
   std::mt19937 rng(17);
-  const int64_t n = 320, R = 27, T = 4;
+  const int64_t n = 320, R = 27, T = 9;
   const auto w = Rows(TT::kQ8_0, R, n, rng, 1.0f, false);
   auto a = Rows(TT::kQ8_0, T, n, rng, 2.0f, true);
   const uint64_t rb = gguf::RowBytes(TT::kQ8_0, n);

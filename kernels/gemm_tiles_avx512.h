@@ -138,7 +138,7 @@ struct alignas(64) Lanes16 {
   int32_t v[16];
 };
 struct Q8_0Tokens {
-  const uint8_t* act[4];  // token rows (BlockQ8_0)
+  const uint8_t* act[8];  // token rows (BlockQ8_0)
   const Lanes16* start;   // [T][nb]: -128 * (sum of each group of 4 activations), both halves
   const float* da;        // [T][nb]: activation scales
 };
@@ -169,7 +169,7 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vn
     for (int t = 0; t < T; ++t) acc[p][t] = _mm512_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     __m512i qa[T];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t)
       qa[t] = _mm512_broadcast_i64x4(Load256(reinterpret_cast<const BlockQ8_0*>(tok.act[t])[i].qs));
 #pragma GCC unroll 4
@@ -183,7 +183,7 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vn
       // [dw0 x 8 | dw1 x 8]: both scales converted at once, then spread over the halves.
       const __m128i h = _mm_insert_epi16(_mm_cvtsi32_si128(x0->d), x1->d, 1);
       const __m512 dw = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(h)));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(tok.da[t * nb + i]));  // lane-wise dw * da
         const __m512i s = _mm512_dpbusd_epi32(_mm512_load_si512(tok.start + t * nb + i), xu, qa[t]);
