@@ -139,6 +139,42 @@ void DriveRowPairsQ8_0(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_
   }
 }
 
+// Q4_K with 2-8 tokens on AVX-512 VNNI: RowPairQ4_K on pairs of rows, prefetching 4 rows ahead; a last odd row
+// through KQx_K.
+template <int T>
+void DriveRowPairQ4_K(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
+                      size_t a_stride, float* out, int64_t out_stride) {
+  const uint8_t* at[T];
+  for (int t = 0; t < T; ++t) at[t] = act + t * a_stride;
+  float res[2 * T];
+  int64_t r = 0;
+  for (; r + 2 <= n_rows; r += 2) {
+    const ptrdiff_t ahead = r + 6 <= n_rows ? static_cast<ptrdiff_t>(4 * w_stride) : 0;
+    RowPairQ4_K<T>(nb, w + r * w_stride, w + (r + 1) * w_stride, ahead, at, res);
+    for (int i = 0; i < 2; ++i)
+      for (int t = 0; t < T; ++t) out[t * out_stride + r + i] = res[i * T + t];
+  }
+  if (r < n_rows) {
+    const uint8_t* row = w + r * w_stride;
+    KQx_K<false>::Run<1, T>(nb, &row, at, res);
+    for (int t = 0; t < T; ++t) out[t * out_stride + r] = res[t];
+  }
+}
+
+// f.operator()<n>() when kFirst <= n <= kLast (a template argument from a runtime token count); false otherwise.
+template <int kFirst, int kLast, class F>
+bool ForTokenCount(int64_t n, F&& f) {
+  if constexpr (kFirst > kLast) {
+    return false;
+  } else {
+    if (n == kFirst) {
+      f.template operator()<kFirst>();
+      return true;
+    }
+    return ForTokenCount<kFirst + 1, kLast>(n, f);
+  }
+}
+
 }  // namespace
 
 void AllowAvx512(bool allow) { g_use_avx512 = allow && HasAvx512(); }
@@ -166,18 +202,18 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
   switch (t) {
     case TensorType::kQ8_0:
       if (wide && !HasMinus128(ab, act_stride, n_tok, nb)) {
-        switch (n_tok) {
-          case 2: return DriveRowPairsQ8_0<2>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
-          case 3: return DriveRowPairsQ8_0<3>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
-          case 4: return DriveRowPairsQ8_0<4>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
-          case 5: return DriveRowPairsQ8_0<5>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
-          case 6: return DriveRowPairsQ8_0<6>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
-          case 7: return DriveRowPairsQ8_0<7>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
-          default: return run.operator()<KQ8_0Zmm>(nb);
-        }
+        if (ForTokenCount<2, 7>(n_tok, [&]<int T>() {
+              DriveRowPairsQ8_0<T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
+            }))
+          return;
+        return run.operator()<KQ8_0Zmm>(nb);
       }
       return run.operator()<KQ8_0>(nb);
     case TensorType::kQ4_K:
+      if (wide && ForTokenCount<2, 8>(n_tok, [&]<int T>() {
+            DriveRowPairQ4_K<T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
+          }))
+        return;
       return wide ? run.operator()<KQx_KZmm<false>>(nb) : run.operator()<KQx_K<false>>(nb);
     case TensorType::kQ5_K: return wide ? run.operator()<KQx_KZmm<true>>(nb) : run.operator()<KQx_K<true>>(nb);
     case TensorType::kQ6_K: return wide ? run.operator()<KQ6_KZmm>(nb) : run.operator()<KQ6_K>(nb);

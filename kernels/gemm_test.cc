@@ -108,37 +108,48 @@ TEST(Gemm, Q8_0ActivationsOfMinus128KeepTheBitsOfVecDot) {
     }
 }
 
-// Batches of 2-4 tokens (speculative verification) take their own Q8_0 path on AVX-512 VNNI CPUs (groups of 8
-// rows as register pairs, then pairs, then a last odd row): every row count and offset, with and without it,
-// and with a -128 in one token (then the plain tiles), must give VecDot's bits.
+// Batches of 2-7 tokens (speculative verification) take their own Q8_0 and Q4_K paths on AVX-512 VNNI CPUs
+// (register pairs of rows in groups, then pairs, then a last odd row): every row count and offset, with and
+// without them, and with extreme activations (Q8_0: a -128, which sends the batch to the plain tiles; Q4_K: a
+// chunk of -128 against every nibble), must give VecDot's bits.
 TEST(Gemm, FewTokenBatchesMatchSingleVecDotForEveryRowCount) {
-  if (!GemmSupports(TT::kQ8_0)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
-  std::mt19937 rng(17);
-  const int64_t n = 320, R = 27, T = 9;
-  const auto w = Rows(TT::kQ8_0, R, n, rng, 1.0f, false);
-  auto a = Rows(TT::kQ8_0, T, n, rng, 2.0f, true);
-  const uint64_t rb = gguf::RowBytes(TT::kQ8_0, n);
-  auto check = [&](const char* what) {
-    std::vector<float> single(T * R);
-    for (int64_t tok = 0; tok < T; ++tok)
-      for (int64_t r = 0; r < R; ++r) single[tok * R + r] = VecDot(TT::kQ8_0, n, w.data() + r * rb, a.data() + tok * rb);
-    for (int64_t nt = 2; nt <= T; ++nt)
-      for (int64_t r0 = 0; r0 < 3; ++r0)
-        for (int64_t nr = 1; r0 + nr <= R; ++nr) {
-          std::vector<float> y(nt * R, -1.0f);
-          GemmRows(TT::kQ8_0, n, w.data() + r0 * rb, rb, nr, a.data(), rb, nt, y.data() + r0, R);
-          for (int64_t tok = 0; tok < nt; ++tok)
-            for (int64_t r = r0; r < r0 + nr; ++r)
-              ASSERT_EQ(std::memcmp(&y[tok * R + r], &single[tok * R + r], 4), 0)
-                  << what << ": tokens " << nt << " rows " << r0 << "+" << nr << " tok " << tok << " row " << r;
-        }
-  };
-  check("default kernels");
-  GemmAllowAvx512(false);
-  check("plain AVX2 kernels");
-  GemmAllowAvx512(true);
-  a[1 * rb + 40] = 0x80;
-  check("a -128 activation");
+  for (TT type : {TT::kQ8_0, TT::kQ4_K}) {
+    if (!GemmSupports(type)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
+    std::mt19937 rng(17);
+    const TT at = gguf::VecDotType(type);
+    const int64_t n = type == TT::kQ8_0 ? 320 : 512, R = 27, T = 9;
+    const auto w = Rows(type, R, n, rng, 1.0f, false);
+    auto a = Rows(at, T, n, rng, 2.0f, true);
+    const uint64_t rb = gguf::RowBytes(type, n), ab = gguf::RowBytes(at, n);
+    auto check = [&](const char* what) {
+      std::vector<float> single(T * R);
+      for (int64_t tok = 0; tok < T; ++tok)
+        for (int64_t r = 0; r < R; ++r) single[tok * R + r] = VecDot(type, n, w.data() + r * rb, a.data() + tok * ab);
+      for (int64_t nt = 2; nt <= T; ++nt)
+        for (int64_t r0 = 0; r0 < 3; ++r0)
+          for (int64_t nr = 1; r0 + nr <= R; ++nr) {
+            std::vector<float> y(nt * R, -1.0f);
+            GemmRows(type, n, w.data() + r0 * rb, rb, nr, a.data(), ab, nt, y.data() + r0, R);
+            for (int64_t tok = 0; tok < nt; ++tok)
+              for (int64_t r = r0; r < r0 + nr; ++r)
+                ASSERT_EQ(std::memcmp(&y[tok * R + r], &single[tok * R + r], 4), 0)
+                    << gguf::TypeName(type) << " " << what << ": tokens " << nt << " rows " << r0 << "+" << nr
+                    << " tok " << tok << " row " << r;
+          }
+    };
+    check("default kernels");
+    GemmAllowAvx512(false);
+    check("plain AVX2 kernels");
+    GemmAllowAvx512(true);
+    if (type == TT::kQ8_0) {
+      a[1 * ab + 40] = 0x80;
+    } else {
+      // Token 1, block 1: the 64 activations of chunk 2 (both nibbles) all -128.
+      const size_t qs = 1 * ab + gguf::RowBytes(at, 256) + offsetof(gguf::BlockQ8_K, qs) + 2 * 64;
+      std::memset(&a[qs], 0x80, 64);
+    }
+    check("extreme activations");
+  }
 }
 
 // VecDotRows runs groups of rows through the AVX-512 VNNI kernel when the CPU has it (Q8_0), single rows

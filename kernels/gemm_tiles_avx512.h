@@ -199,6 +199,89 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vn
 }
 #pragma GCC diagnostic pop
 
+// Q4_K with 2-8 tokens on AVX-512 VNNI: two weight rows per 512-bit register (lanes 0-7: row A, 8-15: row B),
+// each token's activations in both halves, the rows' decoding (nibbles, scales) shared by the tokens. KQx_K's
+// lane j of a 32-byte chunk is scale * (sum of the 4 products of bytes 4j..4j+3) from maddubs + madd; here
+// vpdpbusd makes the same 4-product sums for the low and the high nibbles (|sum| <= 4 * 15 * 128 fits int16),
+// they are packed as the two int16 halves of each lane, and one vpdpwssd multiplies each by its sub-block's
+// scale and adds both: the same exact int32. The float steps are lane-wise KQx_K's (d and dmin the same scalar
+// products, one FMA and one FNMA per block), then Hsum per half.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// Shuffle control: int16 scale j into the low half and scale j + 1 into the high half of every int32 lane.
+__attribute__((target("avx512f"), always_inline)) inline __m512i ScalePair(int j) {
+  return _mm512_set1_epi32((2 * j) | ((2 * j + 1) << 8) | ((2 * j + 2) << 16) | ((2 * j + 3) << 24));
+}
+
+template <int T>
+__attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni"))) void RowPairQ4_K(
+    int64_t nb, const uint8_t* wa, const uint8_t* wb, ptrdiff_t ahead, const uint8_t* const* act, float* out) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const auto* xa = reinterpret_cast<const BlockQ4_K*>(wa) + i;
+    const auto* xb = reinterpret_cast<const BlockQ4_K*>(wb) + i;
+    for (int l = 0; l < static_cast<int>(sizeof(BlockQ4_K)); l += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(xa) + ahead + l, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(xb) + ahead + l, _MM_HINT_T0);
+    }
+    uint32_t ua[4], ub[4];
+    UnpackScalesMins(xa->scales, ua);
+    UnpackScalesMins(xb->scales, ub);
+    const __m128i scmn_a = _mm_set_epi32(static_cast<int>(ua[3]), static_cast<int>(ua[2]), static_cast<int>(ua[1]),
+                                         static_cast<int>(ua[0]));
+    const __m128i scmn_b = _mm_set_epi32(static_cast<int>(ub[3]), static_cast<int>(ub[2]), static_cast<int>(ub[1]),
+                                         static_cast<int>(ub[0]));
+    const __m512i sc16 = PairI(_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scmn_a)),
+                               _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scmn_b)));
+    const BlockQ8_K* y[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
+    __m512i sumi[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) sumi[t] = zero;
+#pragma GCC unroll 8
+    for (int c = 0; c < 4; ++c) {
+      const __m512i q = PairI(Load256(xa->qs + 32 * c), Load256(xb->qs + 32 * c));
+      const __m512i lo = _mm512_and_si512(q, m4);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+      const __m512i s2 = _mm512_shuffle_epi8(sc16, ScalePair(2 * c));
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m512i alo = _mm512_broadcast_i64x4(Load256(y[t]->qs + 64 * c));
+        const __m512i ahi = _mm512_broadcast_i64x4(Load256(y[t]->qs + 64 * c + 32));
+        // [low int16: sum of lo | high int16: sum of hi] per lane, then both times their scales at once.
+        const __m512i plo = _mm512_dpbusd_epi32(zero, lo, alo);
+        const __m512i phi = _mm512_dpbusd_epi32(zero, hi, ahi);
+        sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_mask_mov_epi16(plo, 0xAAAAAAAA, _mm512_slli_epi32(phi, 16)), s2);
+      }
+    }
+    // MinsDotBsums for both rows: [mins of A | mins of B] against the token's bsums in both halves.
+    const __m128i mins_a = _mm_cvtepu8_epi16(_mm_srli_si128(scmn_a, 8));
+    const __m128i mins_b = _mm_cvtepu8_epi16(_mm_srli_si128(scmn_b, 8));
+    const __m512i m2 = PairI(_mm256_set_m128i(_mm_unpackhi_epi16(mins_a, mins_a), _mm_unpacklo_epi16(mins_a, mins_a)),
+                             _mm256_set_m128i(_mm_unpackhi_epi16(mins_b, mins_b), _mm_unpacklo_epi16(mins_b, mins_b)));
+    const float fda = H2F(xa->d), fdb = H2F(xb->d), fma_ = H2F(xa->dmin), fmb = H2F(xb->dmin);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m512 d = PairF(fda * y[t]->d, fdb * y[t]->d);
+      const __m512 dmin = PairF(fma_ * y[t]->d, fmb * y[t]->d);
+      const __m512i bs = _mm512_broadcast_i64x4(
+          Load256(reinterpret_cast<const uint8_t*>(y[t]) + offsetof(gguf::BlockQ8_K, bsums)));
+      acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(_mm512_madd_epi16(bs, m2)), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    out[t] = Hsum(_mm512_castps512_ps256(acc[t]));
+    out[T + t] = Hsum(_mm512_extractf32x8_ps(acc[t], 1));
+  }
+}
+#pragma GCC diagnostic pop
+
 // Q4_K / Q5_K with two tokens per 512-bit register (lanes 0-7: token t, 8-15: token t+1) and the decoded
 // weights in both halves: the integer steps are lane-wise (exact), the float steps (scale products, conversions,
 // FMA, FNMA) are lane-wise the same operations as KQx_K's, the Hsum runs on each half. Odd token counts use
