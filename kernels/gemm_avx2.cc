@@ -139,24 +139,41 @@ void DriveRowPairsQ8_0(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_
   }
 }
 
-// Q4_K with 2-8 tokens on AVX-512 VNNI: RowPairQ4_K on pairs of rows, prefetching 4 rows ahead; a last odd row
-// through KQx_K.
-template <int T>
-void DriveRowPairQ4_K(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
-                      size_t a_stride, float* out, int64_t out_stride) {
+// Q4_K with 2-8 tokens and Q6_K with 3-8 on AVX-512 VNNI: RowPairQ4_K / RowPairQ6_K on pairs of rows, prefetching 4 rows
+// ahead; a last odd row through the 256-bit tile (KQx_K / KQ6_K).
+struct PairQ4_K {
+  template <int T>
+  static void Pair(int64_t nb, const uint8_t* a, const uint8_t* b, ptrdiff_t ahead, const uint8_t* const* act,
+                   float* out) {
+    RowPairQ4_K<T>(nb, a, b, ahead, act, out);
+  }
+  using Single = KQx_K<false>;
+};
+struct PairQ6_K {
+  template <int T>
+  static void Pair(int64_t nb, const uint8_t* a, const uint8_t* b, ptrdiff_t ahead, const uint8_t* const* act,
+                   float* out) {
+    RowPairQ6_K<T>(nb, a, b, ahead, act, out);
+  }
+  using Single = KQ6_K;
+};
+
+template <class K, int T>
+void DriveRowPairsK(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
+                    size_t a_stride, float* out, int64_t out_stride) {
   const uint8_t* at[T];
   for (int t = 0; t < T; ++t) at[t] = act + t * a_stride;
   float res[2 * T];
   int64_t r = 0;
   for (; r + 2 <= n_rows; r += 2) {
     const ptrdiff_t ahead = r + 6 <= n_rows ? static_cast<ptrdiff_t>(4 * w_stride) : 0;
-    RowPairQ4_K<T>(nb, w + r * w_stride, w + (r + 1) * w_stride, ahead, at, res);
+    K::template Pair<T>(nb, w + r * w_stride, w + (r + 1) * w_stride, ahead, at, res);
     for (int i = 0; i < 2; ++i)
       for (int t = 0; t < T; ++t) out[t * out_stride + r + i] = res[i * T + t];
   }
   if (r < n_rows) {
     const uint8_t* row = w + r * w_stride;
-    KQx_K<false>::Run<1, T>(nb, &row, at, res);
+    K::Single::template Run<1, T>(nb, &row, at, res);
     for (int t = 0; t < T; ++t) out[t * out_stride + r] = res[t];
   }
 }
@@ -211,12 +228,18 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
       return run.operator()<KQ8_0>(nb);
     case TensorType::kQ4_K:
       if (wide && ForTokenCount<2, 8>(n_tok, [&]<int T>() {
-            DriveRowPairQ4_K<T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
+            DriveRowPairsK<PairQ4_K, T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
           }))
         return;
       return wide ? run.operator()<KQx_KZmm<false>>(nb) : run.operator()<KQx_K<false>>(nb);
     case TensorType::kQ5_K: return wide ? run.operator()<KQx_KZmm<true>>(nb) : run.operator()<KQx_K<true>>(nb);
-    case TensorType::kQ6_K: return wide ? run.operator()<KQ6_KZmm>(nb) : run.operator()<KQ6_K>(nb);
+    case TensorType::kQ6_K:
+      // (2 tokens: KQ6_KZmm's token pairs are as fast.)
+      if (wide && ForTokenCount<3, 8>(n_tok, [&]<int T>() {
+            DriveRowPairsK<PairQ6_K, T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
+          }))
+        return;
+      return wide ? run.operator()<KQ6_KZmm>(nb) : run.operator()<KQ6_K>(nb);
     case TensorType::kF32: return run.operator()<KFloat<LoadF32, ScalarF32>>(n);
     case TensorType::kF16:
       return wide ? run.operator()<KF16Zmm>(n) : run.operator()<KFloat<LoadF16, ScalarF16>>(n);

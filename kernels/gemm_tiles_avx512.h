@@ -282,6 +282,89 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vn
 }
 #pragma GCC diagnostic pop
 
+// Q6_K with 3-8 tokens on AVX-512 VNNI, shaped like RowPairQ4_K: two weight rows per 512-bit register, each
+// token's activations in both halves. KQ6_K's lane j of a 32-value group is its 16-value sub-block's scale *
+// (sum of the 4 products of bytes 4j..4j+3), unsigned 6-bit values, after a start of -32 * scale * bsums; here
+// vpdpbusd makes those 4-product sums (|sum| <= 4 * 63 * 128 fits int16) for two groups, packed as the int16
+// halves of each lane, and one vpdpwssd applies both scales (signed) and adds: the same exact int32. The float
+// part is KQ6_K's lane-wise (d the same scalar product, one FMA per block), then Hsum per half.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// Shuffle control for the scales of groups k and k + 1 of a half block: in the first 128-bit lane of each row,
+// int16 scales 2k (low) and 2k + 2 (high) of every int32 lane; in the second, 2k + 1 and 2k + 3.
+__attribute__((target("avx2,avx512f,avx512dq"), always_inline)) inline __m512i Q6ScalePair(int k) {
+  const int lo = (4 * k) | ((4 * k + 1) << 8) | ((4 * k + 4) << 16) | ((4 * k + 5) << 24);
+  const int hi = (4 * k + 2) | ((4 * k + 3) << 8) | ((4 * k + 6) << 16) | ((4 * k + 7) << 24);
+  return _mm512_broadcast_i64x4(_mm256_set_m128i(_mm_set1_epi32(hi), _mm_set1_epi32(lo)));
+}
+
+template <int T>
+__attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni"))) void RowPairQ6_K(
+    int64_t nb, const uint8_t* wa, const uint8_t* wb, ptrdiff_t ahead, const uint8_t* const* act, float* out) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const auto* xa = reinterpret_cast<const BlockQ6_K*>(wa) + i;
+    const auto* xb = reinterpret_cast<const BlockQ6_K*>(wb) + i;
+    for (int l = 0; l < static_cast<int>(sizeof(BlockQ6_K)); l += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(xa) + ahead + l, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(xb) + ahead + l, _MM_HINT_T0);
+    }
+    const __m256i sca = _mm256_cvtepi8_epi16(Load128(xa->scales)), scb = _mm256_cvtepi8_epi16(Load128(xb->scales));
+    const BlockQ8_K* y[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
+    __m512i sumi[T];
+    const __m512i sc16 = PairI(sca, scb);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m512i bsums =
+          _mm512_broadcast_i64x4(Load256(reinterpret_cast<const uint8_t*>(y[t]) + offsetof(BlockQ8_K, bsums)));
+      sumi[t] = _mm512_sub_epi32(zero, _mm512_slli_epi32(_mm512_madd_epi16(bsums, sc16), 5));
+    }
+#pragma GCC unroll 2
+    for (int n = 0; n < 2; ++n) {
+      const __m512i l0 = PairI(Load256(xa->ql + 64 * n), Load256(xb->ql + 64 * n));
+      const __m512i l1 = PairI(Load256(xa->ql + 64 * n + 32), Load256(xb->ql + 64 * n + 32));
+      const __m512i h = PairI(Load256(xa->qh + 32 * n), Load256(xb->qh + 32 * n));
+      __m512i q[4];
+      q[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_slli_epi16(_mm512_and_si512(h, m2), 4));
+      q[1] = _mm512_or_si512(_mm512_and_si512(l1, m4),
+                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m2), 4));
+      q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
+                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m2), 4));
+      q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m2), 4));
+      const __m512i sc_half = PairI(_mm256_permute4x64_epi64(sca, n ? 0xEE : 0x44),
+                                    _mm256_permute4x64_epi64(scb, n ? 0xEE : 0x44));
+#pragma GCC unroll 2
+      for (int k = 0; k < 4; k += 2) {
+        const __m512i s2 = _mm512_shuffle_epi8(sc_half, Q6ScalePair(k));
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          const __m512i a0 = _mm512_broadcast_i64x4(Load256(y[t]->qs + 128 * n + 32 * k));
+          const __m512i a1 = _mm512_broadcast_i64x4(Load256(y[t]->qs + 128 * n + 32 * k + 32));
+          const __m512i p0 = _mm512_dpbusd_epi32(zero, q[k], a0);
+          const __m512i p1 = _mm512_dpbusd_epi32(zero, q[k + 1], a1);
+          sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_mask_mov_epi16(p0, 0xAAAAAAAA, _mm512_slli_epi32(p1, 16)), s2);
+        }
+      }
+    }
+    const float fda = H2F(xa->d), fdb = H2F(xb->d);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t)
+      acc[t] = _mm512_fmadd_ps(PairF(fda * y[t]->d, fdb * y[t]->d), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+  }
+  for (int t = 0; t < T; ++t) {
+    out[t] = Hsum(_mm512_castps512_ps256(acc[t]));
+    out[T + t] = Hsum(_mm512_extractf32x8_ps(acc[t], 1));
+  }
+}
+#pragma GCC diagnostic pop
+
 // Q4_K / Q5_K with two tokens per 512-bit register (lanes 0-7: token t, 8-15: token t+1) and the decoded
 // weights in both halves: the integer steps are lane-wise (exact), the float steps (scale products, conversions,
 // FMA, FNMA) are lane-wise the same operations as KQx_K's, the Hsum runs on each half. Odd token counts use
