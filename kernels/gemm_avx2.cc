@@ -139,15 +139,16 @@ void DriveRowPairsQ8_0(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_
   }
 }
 
-// Q4_K with 2-8 tokens and Q6_K with 3-8 on AVX-512 VNNI: RowPairQ4_K / RowPairQ6_K on pairs of rows, prefetching 4 rows
+// Q4_K / Q5_K with 2-8 tokens and Q6_K with 3-8 on AVX-512 VNNI: RowPairQx_K / RowPairQ6_K on pairs of rows, prefetching 4 rows
 // ahead; a last odd row through the 256-bit tile (KQx_K / KQ6_K).
-struct PairQ4_K {
+template <bool kFive>
+struct PairQx_K {
   template <int T>
   static void Pair(int64_t nb, const uint8_t* a, const uint8_t* b, ptrdiff_t ahead, const uint8_t* const* act,
                    float* out) {
-    RowPairQ4_K<T>(nb, a, b, ahead, act, out);
+    RowPairQx_K<kFive, T>(nb, a, b, ahead, act, out);
   }
-  using Single = KQx_K<false>;
+  using Single = KQx_K<kFive>;
 };
 struct PairQ6_K {
   template <int T>
@@ -228,11 +229,16 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
       return run.operator()<KQ8_0>(nb);
     case TensorType::kQ4_K:
       if (wide && ForTokenCount<2, 8>(n_tok, [&]<int T>() {
-            DriveRowPairsK<PairQ4_K, T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
+            DriveRowPairsK<PairQx_K<false>, T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
           }))
         return;
       return wide ? run.operator()<KQx_KZmm<false>>(nb) : run.operator()<KQx_K<false>>(nb);
-    case TensorType::kQ5_K: return wide ? run.operator()<KQx_KZmm<true>>(nb) : run.operator()<KQx_K<true>>(nb);
+    case TensorType::kQ5_K:
+      if (wide && ForTokenCount<2, 8>(n_tok, [&]<int T>() {
+            DriveRowPairsK<PairQx_K<true>, T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
+          }))
+        return;
+      return wide ? run.operator()<KQx_KZmm<true>>(nb) : run.operator()<KQx_K<true>>(nb);
     case TensorType::kQ6_K:
       // (2 tokens: KQ6_KZmm's token pairs are as fast.)
       if (wide && ForTokenCount<3, 8>(n_tok, [&]<int T>() {

@@ -60,7 +60,7 @@ int SmallBatchMain(int argc, char** argv) {
   std::printf("gemm_bench small: %lld MiB matrix, %lld columns, 1 thread, weight GB/s per CPU second\n",
               static_cast<long long>(mib), static_cast<long long>(cols));
   std::printf("%-5s %8s %8s %8s %8s %8s %8s\n", "type", "1 tok", "2", "3", "4", "6", "8");
-  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_K, TensorType::kQ6_K, TensorType::kF16}) {
+  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kF16}) {
     if (argc > 4 && std::strcmp(argv[4], rw::gguf::TypeName(t)) != 0) continue;
     if (!rw::kernels::GemmSupports(t)) continue;
     const TensorType at = rw::gguf::VecDotType(t);

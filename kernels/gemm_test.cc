@@ -108,12 +108,12 @@ TEST(Gemm, Q8_0ActivationsOfMinus128KeepTheBitsOfVecDot) {
     }
 }
 
-// Batches of 2-8 tokens (speculative verification) take their own Q8_0, Q4_K and Q6_K paths on AVX-512 VNNI
+// Batches of 2-8 tokens (speculative verification) take their own Q8_0, Q4_K, Q5_K and Q6_K paths on AVX-512 VNNI
 // CPUs (register pairs of rows in groups, then pairs, then a last odd row): every row count and offset, with
 // and without them, and with extreme activations (Q8_0: a -128, which sends the batch to the plain tiles; K
 // quants: a chunk of -128 against every weight value), must give VecDot's bits.
 TEST(Gemm, FewTokenBatchesMatchSingleVecDotForEveryRowCount) {
-  for (TT type : {TT::kQ8_0, TT::kQ4_K, TT::kQ6_K}) {
+  for (TT type : {TT::kQ8_0, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K}) {
     if (!GemmSupports(type)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
     std::mt19937 rng(17);
     const TT at = gguf::VecDotType(type);

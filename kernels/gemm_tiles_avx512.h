@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "gguf/quants.h"
 #include "kernels/gemm_tiles_avx2.h"
@@ -199,7 +200,7 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vn
 }
 #pragma GCC diagnostic pop
 
-// Q4_K with 2-8 tokens on AVX-512 VNNI: two weight rows per 512-bit register (lanes 0-7: row A, 8-15: row B),
+// Q4_K / Q5_K with 2-8 tokens on AVX-512 VNNI: two weight rows per 512-bit register (lanes 0-7: row A, 8-15: row B),
 // each token's activations in both halves, the rows' decoding (nibbles, scales) shared by the tokens. KQx_K's
 // lane j of a 32-byte chunk is scale * (sum of the 4 products of bytes 4j..4j+3) from maddubs + madd; here
 // vpdpbusd makes the same 4-product sums for the low and the high nibbles (|sum| <= 4 * 15 * 128 fits int16),
@@ -214,17 +215,19 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i ScalePair(int j
   return _mm512_set1_epi32((2 * j) | ((2 * j + 1) << 8) | ((2 * j + 2) << 16) | ((2 * j + 3) << 24));
 }
 
-template <int T>
-__attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni"))) void RowPairQ4_K(
+template <bool kFive, int T>
+__attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni"))) void RowPairQx_K(
     int64_t nb, const uint8_t* wa, const uint8_t* wb, ptrdiff_t ahead, const uint8_t* const* act, float* out) {
+  using Block = std::conditional_t<kFive, BlockQ5_K, BlockQ4_K>;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i one = _mm512_set1_epi8(1);
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
-    const auto* xa = reinterpret_cast<const BlockQ4_K*>(wa) + i;
-    const auto* xb = reinterpret_cast<const BlockQ4_K*>(wb) + i;
-    for (int l = 0; l < static_cast<int>(sizeof(BlockQ4_K)); l += 64) {
+    const auto* xa = reinterpret_cast<const Block*>(wa) + i;
+    const auto* xb = reinterpret_cast<const Block*>(wb) + i;
+    for (int l = 0; l < static_cast<int>(sizeof(Block)); l += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(xa) + ahead + l, _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(xb) + ahead + l, _MM_HINT_T0);
     }
@@ -243,11 +246,17 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vn
     __m512i sumi[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) sumi[t] = zero;
+    __m512i hbits = zero;
+    if constexpr (kFive) hbits = PairI(Load256(xa->qh), Load256(xb->qh));
 #pragma GCC unroll 8
     for (int c = 0; c < 4; ++c) {
       const __m512i q = PairI(Load256(xa->qs + 32 * c), Load256(xb->qs + 32 * c));
-      const __m512i lo = _mm512_and_si512(q, m4);
-      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+      __m512i lo = _mm512_and_si512(q, m4);
+      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+      if constexpr (kFive) {  // the fifth bit (values up to 31: the 4-product sums still fit int16)
+        lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hbits, 2 * c), one), 4));
+        hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hbits, 2 * c + 1), one), 4));
+      }
       const __m512i s2 = _mm512_shuffle_epi8(sc16, ScalePair(2 * c));
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
@@ -282,7 +291,7 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vn
 }
 #pragma GCC diagnostic pop
 
-// Q6_K with 3-8 tokens on AVX-512 VNNI, shaped like RowPairQ4_K: two weight rows per 512-bit register, each
+// Q6_K with 3-8 tokens on AVX-512 VNNI, shaped like RowPairQx_K: two weight rows per 512-bit register, each
 // token's activations in both halves. KQ6_K's lane j of a 32-value group is its 16-value sub-block's scale *
 // (sum of the 4 products of bytes 4j..4j+3), unsigned 6-bit values, after a start of -32 * scale * bsums; here
 // vpdpbusd makes those 4-product sums (|sum| <= 4 * 63 * 128 fits int16) for two groups, packed as the int16
