@@ -139,8 +139,8 @@ void DriveRowPairsQ8_0(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_
   }
 }
 
-// Q4_K / Q5_K with 2-8 tokens and Q6_K with 3-8 on AVX-512 VNNI: RowPairQx_K / RowPairQ6_K on pairs of rows, prefetching 4 rows
-// ahead; a last odd row through the 256-bit tile (KQx_K / KQ6_K).
+// Q4_K / Q5_K with 2-8 tokens and Q6_K with 3-8 on AVX-512 VNNI: RowPairQx_K / RowPairQ6_K on pairs of rows,
+// prefetching 4 rows ahead; a last odd row through the 256-bit tile (KQx_K / KQ6_K).
 template <bool kFive>
 struct PairQx_K {
   template <int T>
