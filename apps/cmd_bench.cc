@@ -173,13 +173,12 @@ Expected<std::pair<double, double>> FusedRollbackCost(model::Model& m, model::Kv
 }
 
 // Memory-system costs (issue: checkpoint create/restore vs memcpy, replay rollback vs one decode step).
-int BenchMemory(model::Model& m, int reps) {
+Status BenchMemory(model::Model& m, int reps) {
   const int page = 32, n_pages = 8;
-  auto kvs = model::KvStorage::Create(m.MakeKvConfig(n_pages, page, model::KvType::kF16));
-  auto sts = model::StateStorage::Create(m.MakeStateShape(), 3);
-  if (!kvs.ok() || !sts.ok()) return 1;
-  model::KvStorage& kv = **kvs;
-  model::StateStorage& st = **sts;
+  REWIND_ASSIGN_OR_RETURN(auto kvs, model::KvStorage::Create(m.MakeKvConfig(n_pages, page, model::KvType::kF16)));
+  REWIND_ASSIGN_OR_RETURN(auto sts, model::StateStorage::Create(m.MakeStateShape(), 3));
+  model::KvStorage& kv = *kvs;
+  model::StateStorage& st = *sts;
   std::vector<int32_t> pages(n_pages);
   for (int i = 0; i < n_pages; ++i) pages[i] = i;
   std::vector<int32_t> toks(200);
@@ -188,7 +187,7 @@ int BenchMemory(model::Model& m, int reps) {
   model::ForwardOutput out;
   // A realistic state: 100 tokens of prefill into slot 0.
   model::BatchSeq s0{-1, 0, pages, 0, std::span<const int32_t>(toks.data(), 100), false};
-  if (!m.Forward({&s0, 1}, kv, st, &out).ok()) return 1;
+  REWIND_RETURN_IF_ERROR(m.Forward({&s0, 1}, kv, st, &out));
   const uint64_t bytes = st.bytes_per_state();
   std::vector<float> buf(bytes / sizeof(float));
   // Each against a plain memcpy between the same buffers, in alternating order (whichever runs second finds
@@ -201,11 +200,13 @@ int BenchMemory(model::Model& m, int reps) {
     f();
     into.push_back(NowSeconds() - t0);
   };
-  bool restored = true;
+  Status restored = Status::Ok();
   for (int r = 0; r < std::max(reps, 5) * 8; ++r) {
     auto plain_out = [&] { std::memcpy(buf.data(), st.SlotData(0).data(), bytes); };
     auto plain_in = [&] { std::memcpy(st.MutableSlotData(1).data(), ck.data().data(), bytes); };
-    auto restore = [&] { restored = restored && st.Restore(ck, 1).ok(); };
+    auto restore = [&] {
+      if (restored.ok()) restored = st.Restore(ck, 1);
+    };
     model::StateCheckpoint c;
     if (r % 2 == 0) {
       timed(t_memcpy_out, plain_out);
@@ -219,7 +220,7 @@ int BenchMemory(model::Model& m, int reps) {
       timed(t_memcpy_in, plain_in);
     }
   }
-  if (!restored) return 1;
+  REWIND_RETURN_IF_ERROR(restored);
   const double mo = Median(t_memcpy_out), sn = Median(t_snap), mi = Median(t_memcpy_in), rs = Median(t_restore);
   std::printf("state / checkpoint: %llu B (%.2f MiB); KV page (%d tokens, F16): %llu B; replay log: %llu B/token "
               "(%.2f%% of a state)\n",
@@ -233,7 +234,7 @@ int BenchMemory(model::Model& m, int reps) {
     model::BatchSeq d{0, 2, pages, 100, std::span<const int32_t>(toks.data() + 100, 1), false};
     st.CopySlot(0, 2);
     double t0 = NowSeconds();
-    if (!m.Forward({&d, 1}, kv, st, &out).ok()) return 1;
+    REWIND_RETURN_IF_ERROR(m.Forward({&d, 1}, kv, st, &out));
     t_dec.push_back(NowSeconds() - t0);
   }
   double dec = Median(t_dec);
@@ -242,7 +243,7 @@ int BenchMemory(model::Model& m, int reps) {
   model::ForwardOptions fo;
   fo.replay = &log;
   model::BatchSeq v{0, 1, pages, 100, std::span<const int32_t>(toks.data() + 100, 17), true};
-  if (!m.Forward({&v, 1}, kv, st, &out, fo).ok()) return 1;
+  REWIND_RETURN_IF_ERROR(m.Forward({&v, 1}, kv, st, &out, fo));
   std::printf("one decode step: %.3f ms\n", dec * 1e3);
   // As the engine does it: in place in the slot that holds the batch-start state (then that slot becomes the
   // live one), so no state copy. The untimed copy only restores the batch-start state for the next repetition.
@@ -251,7 +252,7 @@ int BenchMemory(model::Model& m, int reps) {
     for (int r = 0; r < std::max(reps, 5); ++r) {
       st.CopySlot(0, 2);
       double t0 = NowSeconds();
-      if (!m.ReplayState(2, 2, log.seqs[0], k, st).ok()) return 1;
+      REWIND_RETURN_IF_ERROR(m.ReplayState(2, 2, log.seqs[0], k, st));
       t.push_back(NowSeconds() - t0);
     }
     double rb = Median(t);
@@ -262,10 +263,10 @@ int BenchMemory(model::Model& m, int reps) {
   // each layer's state is in cache (BatchSeq::prefix). Its cost is that step's extra time; steps alternate with
   // plain ones from the same state so drift cancels.
   for (int k : {1, 2, 3, 4, 8, 16}) {
-    auto c = FusedRollbackCost(m, kv, st, pages, log.seqs[0], k, 100 + k, toks.data() + 100 + k, std::max(reps, 5) * 4);
-    if (!c.ok()) return 1;
+    REWIND_ASSIGN_OR_RETURN(auto c, FusedRollbackCost(m, kv, st, pages, log.seqs[0], k, 100 + k,
+                                                      toks.data() + 100 + k, std::max(reps, 5) * 4));
     std::printf("rollback fused into the next decode step, keeping %2d tokens: %+.3f ms = %.2f%% of a decode step\n",
-                k, c->second * 1e3, 100.0 * c->second / c->first);
+                k, c.second * 1e3, 100.0 * c.second / c.first);
   }
   // The speculative case: a verify batch [last, d1..dk] whose k drafts are all rejected keeps its first token.
   // Rolled-back tokens are never touched, so the cost does not grow with k.
@@ -274,21 +275,21 @@ int BenchMemory(model::Model& m, int reps) {
     model::ForwardOptions vo;
     vo.replay = &vlog;
     model::BatchSeq vb{0, 1, pages, 100, std::span<const int32_t>(toks.data() + 100, static_cast<size_t>(k + 1)), true};
-    if (!m.Forward({&vb, 1}, kv, st, &out, vo).ok()) return 1;
+    REWIND_RETURN_IF_ERROR(m.Forward({&vb, 1}, kv, st, &out, vo));
     std::vector<double> eager;
     for (int r = 0; r < std::max(reps, 5) * 4; ++r) {
       st.CopySlot(0, 2);
       const double t0 = NowSeconds();
-      if (!m.ReplayState(2, 2, vlog.seqs[0], 1, st).ok()) return 1;
+      REWIND_RETURN_IF_ERROR(m.ReplayState(2, 2, vlog.seqs[0], 1, st));
       eager.push_back(NowSeconds() - t0);
     }
-    auto c = FusedRollbackCost(m, kv, st, pages, vlog.seqs[0], 1, 101, toks.data() + 120, std::max(reps, 5) * 4);
-    if (!c.ok()) return 1;
-    const double step = c->first, e = Median(eager), f = c->second;
+    REWIND_ASSIGN_OR_RETURN(auto c, FusedRollbackCost(m, kv, st, pages, vlog.seqs[0], 1, 101, toks.data() + 120,
+                                                      std::max(reps, 5) * 4));
+    const double step = c.first, e = Median(eager), f = c.second;
     std::printf("rollback of %2d rejected drafts (verify batch of %2d): eager %.3f ms = %.2f%%, fused %+.3f ms = %.2f%% "
                 "of a decode step\n", k, k + 1, e * 1e3, 100.0 * e / step, f * 1e3, 100.0 * f / step);
   }
-  return 0;
+  return Status::Ok();
 }
 
 int CmdBench(int argc, char** argv) {
@@ -338,7 +339,14 @@ int CmdBench(int argc, char** argv) {
     return 1;
   }
   model::Model& m = **loaded;
-  if (memory) return BenchMemory(m, reps);
+  if (memory) {
+    Status st = BenchMemory(m, reps);
+    if (!st.ok()) {
+      std::fprintf(stderr, "rewind bench --memory: %s\n", st.error().ToString().c_str());
+      return 1;
+    }
+    return 0;
+  }
   const int page = 32;
   int total = n_prompt + std::max(n_gen, verify) + 1;
   int n_pages = (total + page - 1) / page;
