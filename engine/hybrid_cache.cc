@@ -312,15 +312,10 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
   REWIND_CHECK_MSG(st.ok(), "forward failed on a validated batch: %s", st.error().message.c_str());
   for (size_t i = 0; i < items.size(); ++i) {
     const memory::AppendPlan& p = plans[i];
+    // With a fused rollback, state_in's bytes are still `fused` rows before this batch, and the forward's log
+    // starts with those rows (BatchSeq::prefix).
     model::ReplaySeqLog log = std::move(replay.seqs[i]);
     const int32_t fused = batch[i].prefix_rows;
-    if (fused > 0 && p.state_in != p.state_out) {
-      // state_in's bytes are still `fused` rows before this batch: its log starts with those rows.
-      const model::ReplaySeqLog& before = *batch[i].prefix;
-      const size_t per_row = before.rows.size() / static_cast<size_t>(before.n_tokens);
-      log.rows.insert(log.rows.begin(), before.rows.begin(), before.rows.begin() + fused * per_row);
-      log.n_tokens += fused;
-    }
     im.ForgetSlot(p.state_out);
     im.ForgetSlot(p.state_in);
     if (p.state_in != p.state_out) {

@@ -202,10 +202,16 @@ void CheckFusedReplay(const std::string& file) {
     ASSERT_TRUE(h.model->Forward({&eager, 1}, *h.kv, *h.st, &a).ok());
     BatchSeq lazy{0, 4, h.Pages(0), 6 + k, {u.data(), u.size()}, true, &log.seqs[0], k};
     ForwardOutput b;
-    ASSERT_TRUE(h.model->Forward({&lazy, 1}, *h.kv, *h.st, &b).ok());
+    ReplayLog lazy_log;  // the lazy forward's log covers the run from slot 0: the k prefix rows, then u
+    ForwardOptions lazy_opt;
+    lazy_opt.replay = &lazy_log;
+    ASSERT_TRUE(h.model->Forward({&lazy, 1}, *h.kv, *h.st, &b, lazy_opt).ok());
     EXPECT_TRUE(SameBits(a.logits, b.logits)) << "k = " << k;
     EXPECT_TRUE(SameBits(h.st->SlotData(3), h.st->SlotData(4))) << "k = " << k;
     EXPECT_TRUE(SameBits(h.st->SlotData(0), start)) << "k = " << k;
+    ASSERT_EQ(lazy_log.seqs[0].n_tokens, k + static_cast<int32_t>(u.size()));
+    ASSERT_TRUE(h.model->ReplayState(0, 2, lazy_log.seqs[0], lazy_log.seqs[0].n_tokens, *h.st).ok());
+    EXPECT_TRUE(SameBits(h.st->SlotData(2), h.st->SlotData(4))) << "k = " << k;
   }
   // In place (state_in == state_out), and bad prefixes are errors.
   ASSERT_TRUE(h.model->ReplayState(0, 2, log.seqs[0], 2, *h.st).ok());

@@ -120,14 +120,19 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
     kernels::MatMul(w.beta, t, N, b, pool);
     kernels::MatMul(w.alpha, t, N, a, pool);
   }
-  // Replay log: the raw inputs of the state update.
+  // Replay log: the raw inputs of the state update, for the whole run from the start state (a replay prefix's
+  // rows first).
   if (replay != nullptr) {
     const int64_t rw = C + 2 * Hv, n_gdn = cfg.n_gdn_layers();
     for (size_t s = 0; s < seqs.size(); ++s) {
       float* dst = replay->seqs[s].rows.data();
+      const int32_t P = seqs[s].prefix != nullptr ? seqs[s].prefix_rows : 0;
+      for (int32_t j = 0; j < P; ++j)
+        std::memcpy(dst + (j * n_gdn + gdn_index) * rw, seqs[s].prefix->rows.data() + (j * n_gdn + gdn_index) * rw,
+                    rw * sizeof(float));
       for (int32_t j = 0; j < seqs[s].n; ++j) {
         const int64_t row = seqs[s].row0 + j;
-        float* d = dst + (j * n_gdn + gdn_index) * rw;
+        float* d = dst + ((P + j) * n_gdn + gdn_index) * rw;
         std::memcpy(d, qkv + row * C, C * sizeof(float));
         std::memcpy(d + C, b + row * Hv, Hv * sizeof(float));
         std::memcpy(d + C + Hv, a + row * Hv, Hv * sizeof(float));

@@ -130,8 +130,10 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     options.replay->seqs.assign(batch.size(), {});
     const uint64_t per_tok = c.ReplayBytesPerToken() / sizeof(float);
     for (size_t s = 0; s < batch.size(); ++s) {
-      options.replay->seqs[s].n_tokens = seqs[s].n;
-      options.replay->seqs[s].rows.assign(per_tok * seqs[s].n, 0.0f);
+      // With a replay prefix the log covers the whole run from state_in: the prefix rows, then the batch's.
+      const int32_t n = seqs[s].prefix_rows + seqs[s].n;
+      options.replay->seqs[s].n_tokens = n;
+      options.replay->seqs[s].rows.assign(per_tok * n, 0.0f);
     }
   }
 
