@@ -383,6 +383,7 @@ HybridCacheConfig SmallConfig(const std::string& dir = "") {
   c.checkpoint_every = 0;
   c.budget_bytes = 64 << 20;
   c.disk_dir = dir;
+  c.disk_min_saved_tokens = 1;  // every checkpoint goes to disk, however short its prefix
   return c;
 }
 

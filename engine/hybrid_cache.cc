@@ -395,7 +395,8 @@ std::string HybridCache::StatsJson() const {
   num("disk_queued_bytes", ds.queued_bytes);
   num("disk_dropped", static_cast<int64_t>(ds.dropped_queue_full + ds.dropped_score));
   num("disk_evicted", static_cast<int64_t>(ds.evicted));
-  num("disk_write_errors", static_cast<int64_t>(ds.write_errors), true);
+  num("disk_write_errors", static_cast<int64_t>(ds.write_errors));
+  num("disk_enqueue_ms", static_cast<int64_t>(im.counters.disk_enqueue_seconds * 1e3), true);
   return o + "}";
 }
 

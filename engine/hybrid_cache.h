@@ -30,6 +30,7 @@ struct HybridCacheConfig {
   std::string disk_dir;           // "" = no disk tier
   int64_t disk_bytes = 0;
   int64_t disk_queue_bytes = int64_t{512} << 20;  // checkpoints waiting for the disk writer (beyond: not kept)
+  int32_t disk_min_saved_tokens = -1;  // a state goes to disk if it saves this much prefill (-1: from its size)
   bool lazy_rollback = true;      // replay-log rollbacks are fused into the next forward (docs/checkpoints.md)
 };
 
@@ -95,7 +96,7 @@ class HybridCache {
   // Ends a sequence. insert=true leaves its tokens, pages and a final-state checkpoint in the prefix tree.
   void Release(memory::SeqId seq, bool insert);
 
-  // Queues every checkpoint of the in-RAM cache for the disk tier and waits until the writer has written them
+  // Queues the in-RAM cache's checkpoints (those worth their disk bytes) and waits until the writer has written them
   // (shutdown, tests). Finished requests and evictions queue theirs without waiting; Create reads the index.
   Status Persist();
 

@@ -36,11 +36,15 @@ struct HybridCache::Impl {
   uint64_t fingerprint = 0;
   // The disk tier (hybrid_cache_store.cc); null when off.
   std::unique_ptr<memory::ContentStore> store;
+  // Value per byte at the door of the disk tier: a state is written only when it saves at least this many tokens
+  // of prefill beyond the previous stored state of its path (the KV of 1/16 of its size; see OpenStore).
+  int32_t disk_min_saved_tokens = 1;
 
   struct Counters {
     uint64_t acquires = 0, evaluated_tokens = 0, evictions = 0, evicted_bytes = 0, checkpoints_saved = 0;
     uint64_t restores = 0, replays = 0, page_copies = 0, truncates = 0, persisted = 0, loaded = 0;
     uint64_t spilled = 0;
+    double disk_enqueue_seconds = 0;  // engine-thread time spent copying checkpoints into the disk writer's queue
     uint64_t fused_replays = 0, materialized = 0;  // lazy rollbacks: fused into a forward / applied separately
   } counters;
   int32_t kv_touched = 0;           // pages [0, kv_touched) may hold committed memory (lowest-id-first allocation)

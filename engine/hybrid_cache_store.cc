@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "base/timer.h"
 #include "engine/hybrid_cache.h"
 #include "engine/hybrid_cache_impl.h"
 #include "memory/dir_store.h"
@@ -47,6 +48,12 @@ void HybridCache::Impl::OpenStore() {
   sc.max_bytes = cfg.disk_bytes;
   sc.queue_bytes = cfg.disk_queue_bytes;
   sc.half_life = mm->config().half_life;
+  // A state is worth its disk bytes (written, copied, read back) when the prefill it saves is worth at least a
+  // 16th of its size in attention KV: at the 0.8B shape (18 MiB state, 12 KiB of KV per token) about 100 tokens,
+  // so the near-duplicate states RAM keeps a few tokens apart (prompt end, generation header) go to disk once.
+  const int64_t kv_per_token = std::max<int64_t>(1, sc.kv_bytes_per_token);
+  disk_min_saved_tokens = cfg.disk_min_saved_tokens >= 0 ? cfg.disk_min_saved_tokens : static_cast<int32_t>(
+      std::clamp<int64_t>(mm->config().state_bytes / (16 * kv_per_token), 1, 256));
   auto s = memory::ContentStore::Open(std::move(backend).value(), sc);
   if (!s.ok()) {
     LOG_WARN("cache: disk tier off: %s", s.error().ToString().c_str());
@@ -58,6 +65,7 @@ void HybridCache::Impl::OpenStore() {
 bool HybridCache::Impl::PersistCheckpoint(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
                                           std::span<const memory::PageId> pages, int64_t saved_tokens) {
   if (!store || prefix.empty() || store->HasState(prefix)) return false;
+  const double t0 = NowSeconds();
   const int32_t P = kv->page_size();
   const size_t row_bytes = static_cast<size_t>(kv->config().row_width) * kv->elem_bytes();
   memory::StorePut put;
@@ -76,19 +84,21 @@ bool HybridCache::Impl::PersistCheckpoint(std::span<const int32_t> prefix, memor
     put.pages.emplace_back(end, std::move(bytes));
   }
   put.saved_tokens = saved_tokens;
-  if (!store->Enqueue(std::move(put))) return false;
-  ++counters.persisted;
-  return true;
+  const bool queued = store->Enqueue(std::move(put));
+  counters.persisted += queued ? 1 : 0;
+  counters.disk_enqueue_seconds += NowSeconds() - t0;
+  return queued;
 }
 
 void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens) {
   if (!store) return;
   const memory::PrefixTree& tree = mm->tree();
-  int32_t prev = 0;
+  int32_t prev = 0;  // the previous state of the path on disk (or queued)
   for (const auto& [pos, ckpt] : tree.CheckpointsOnPath(tokens, static_cast<int32_t>(tokens.size()))) {
     const std::span<const int32_t> prefix = tokens.subspan(0, static_cast<size_t>(pos));
-    if (!store->HasState(prefix)) PersistCheckpoint(prefix, ckpt, tree.PathPages(tokens, pos), pos - prev);
-    prev = pos;
+    if (store->HasState(prefix) ||
+        (pos - prev >= disk_min_saved_tokens && PersistCheckpoint(prefix, ckpt, tree.PathPages(tokens, pos), pos - prev)))
+      prev = pos;
   }
 }
 
@@ -100,7 +110,8 @@ void HybridCache::Impl::Spill(const memory::EvictPlan& plan) {
     const int32_t pos = static_cast<int32_t>(tokens.size());
     const auto before = tree.CheckpointsOnPath(tokens, pos - 1);
     const int32_t prev = before.empty() ? 0 : before.back().first;
-    if (PersistCheckpoint(tokens, tree.node(r.node).ckpt, tree.PathPages(tokens, pos), pos - prev))
+    if (pos - prev >= disk_min_saved_tokens &&
+        PersistCheckpoint(tokens, tree.node(r.node).ckpt, tree.PathPages(tokens, pos), pos - prev))
       ++counters.spilled;
   }
 }
@@ -159,8 +170,9 @@ Status HybridCache::Persist() {
     const std::vector<int32_t> tokens = tree.PathTokens(id);
     const int32_t pos = static_cast<int32_t>(tokens.size());
     const auto before = tree.CheckpointsOnPath(tokens, pos - 1);
-    im.PersistCheckpoint(tokens, tree.node(id).ckpt, tree.PathPages(tokens, pos),
-                         pos - (before.empty() ? 0 : before.back().first));
+    const int32_t saved = pos - (before.empty() ? 0 : before.back().first);
+    if (saved >= im.disk_min_saved_tokens)
+      im.PersistCheckpoint(tokens, tree.node(id).ckpt, tree.PathPages(tokens, pos), saved);
     if (im.store->Stats().queued_bytes > im.cfg.disk_queue_bytes / 2) im.store->Flush();  // keep all of them
   }
   im.store->Flush();

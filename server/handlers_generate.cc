@@ -51,6 +51,32 @@ void AddParagraphHints(const TextCodec& codec, const std::string& text, const st
   *hints = std::move(sorted);
 }
 
+// Content parts: a client that sends a message as several parts (a long context part, then a short one it
+// changes from turn to turn) makes later prompts diverge at a part boundary. The byte offsets where each text
+// part after the first starts, found in order inside its message's rendering.
+std::vector<size_t> ContentPartOffsets(const nlohmann::ordered_json& messages, const std::string& text,
+                                       const std::vector<size_t>& message_offsets) {
+  std::vector<size_t> out;
+  if (!messages.is_array() || message_offsets.size() != messages.size()) return out;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const auto& m = messages[i];
+    if (!m.is_object() || !m.contains("content") || !m["content"].is_array()) continue;
+    size_t at = message_offsets[i];
+    bool first = true;
+    for (const auto& part : m["content"]) {
+      if (!part.is_object() || !part.contains("text") || !part["text"].is_string()) continue;
+      const std::string& t = part["text"].get_ref<const std::string&>();
+      if (t.empty()) continue;
+      const size_t found = text.find(t, at);
+      if (found == std::string::npos) break;
+      if (!first) out.push_back(found);
+      first = false;
+      at = found + t.size();
+    }
+  }
+  return out;
+}
+
 // The last prompt positions: a regenerated prompt diverges at its very end (one token must be evaluated), and
 // the next chat turn re-renders the generation prompt's tail ("<think>\n" becomes "<think>\n\n</think>"), so
 // it diverges one or two tokens before the end. States there turn those re-evaluations into the minimum.
@@ -213,6 +239,9 @@ void Server::Impl::HandleChat(const httplib::Request& req, httplib::Response& re
   p.prompt = backend.codec->Encode(rendered->prompt, /*parse_special=*/true, /*add_special=*/true);
   std::vector<size_t> offsets = rendered->message_offsets;
   offsets.push_back(rendered->generation_offset);
+  for (size_t part : ContentPartOffsets(r->messages, rendered->prompt, rendered->message_offsets))
+    offsets.push_back(part);
+  std::sort(offsets.begin(), offsets.end());
   std::vector<int32_t> hints = OffsetsToTokenPositions(*backend.codec, p.prompt, offsets);
   hints.insert(hints.end(), r->checkpoint_positions.begin(), r->checkpoint_positions.end());
   hints = NormaliseHints(std::move(hints), p.prompt.size());

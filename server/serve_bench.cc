@@ -1,6 +1,8 @@
 // serve_bench: N concurrent streaming chat clients against a running server; prints requests/s, tokens/s and
-// time-to-first-token percentiles. Numbers only, no assertions.
+// time-to-first-token and inter-token latency percentiles. Numbers only, no assertions.
 //   serve_bench --url http://127.0.0.1:8080 --clients 8 --requests 4 --max-tokens 64
+// --long-prompt N adds one client sending an N-word prompt while the others stream (its numbers are printed on
+// their own line), to see how a long prefill affects the running streams' inter-token latency.
 #include <httplib.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@ struct Sample {
   bool ok = false;
   double ttft_ms = 0, total_ms = 0;
   int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  std::vector<double> itl_ms;  // gaps between streamed chunks after the first
 };
 
 double Pct(std::vector<double> v, double p) {
@@ -37,6 +40,7 @@ Sample OneRequest(httplib::Client& client, const json& body) {
   auto t0 = Clock::now();
   std::string buffer;
   bool first = true;
+  double last = 0;
   json usage;
   httplib::Request req;
   req.method = "POST";
@@ -52,8 +56,11 @@ Sample OneRequest(httplib::Client& client, const json& body) {
       if (event.rfind("data: ", 0) != 0 || event == "data: [DONE]") continue;
       json j = json::parse(event.substr(6), nullptr, false);
       if (j.is_discarded()) continue;
-      if (first && j.contains("choices") && !j["choices"].empty()) {
-        s.ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      if (j.contains("choices") && !j["choices"].empty()) {
+        const double now = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        if (first) s.ttft_ms = now;
+        else s.itl_ms.push_back(now - last);
+        last = now;
         first = false;
       }
       if (j.contains("usage") && j["usage"].is_object()) usage = j["usage"];
@@ -81,9 +88,9 @@ Sample OneRequest(httplib::Client& client, const json& body) {
 int main(int argc, char** argv) {
   std::string url = "http://127.0.0.1:8080", prompt = "Write a short story about a lighthouse keeper.",
               api_key;
-  int clients = 8, requests = 4, max_tokens = 64;
+  int clients = 8, requests = 4, max_tokens = 64, long_prompt = 0;
   double temperature = 0;
-  bool shared_prefix = false;
+  bool shared_prefix = false, ignore_eos = false;
   rw::FlagSet flags("serve_bench",
                     "concurrent streaming chat clients against a running rewind (or any OpenAI) server");
   flags.Add("url", 0, &url, "server base URL");
@@ -94,6 +101,8 @@ int main(int argc, char** argv) {
   flags.Add("shared-prefix", 0, &shared_prefix, "all clients send the same prompt (prefix-cache friendly)");
   flags.Add("temperature", 0, &temperature, "sampling temperature");
   flags.Add("api-key", 0, &api_key, "bearer token");
+  flags.Add("ignore-eos", 0, &ignore_eos, "generate max-tokens tokens whatever the model says (rewind, llama-server)");
+  flags.Add("long-prompt", 0, &long_prompt, "words of one extra long prompt sent while the clients stream (0 = none)");
   auto st = flags.Parse(argc, argv);
   if (!st.ok() || flags.help_requested()) {
     if (!st.ok()) std::fprintf(stderr, "%s\n", st.error().message.c_str());
@@ -104,6 +113,25 @@ int main(int argc, char** argv) {
   std::vector<Sample> samples;
   auto t0 = Clock::now();
   std::vector<std::thread> threads;
+  auto request_body = [&](const std::string& text, int n) {
+    json body = {{"model", "bench"},       {"messages", {{{"role", "user"}, {"content", text}}}},
+                 {"max_tokens", n},        {"temperature", temperature},
+                 {"stream", true},         {"stream_options", {{"include_usage", true}}}};
+    if (ignore_eos) body["ignore_eos"] = true;
+    return body;
+  };
+  Sample long_sample;
+  if (long_prompt > 0) {
+    threads.emplace_back([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the streams are running by then
+      httplib::Client client(url);
+      client.set_read_timeout(600);
+      if (!api_key.empty()) client.set_bearer_token_auth(api_key);
+      std::string text = "Long request:";
+      for (int w = 0; w < long_prompt; ++w) text += " word" + std::to_string(w % 997);
+      long_sample = OneRequest(client, request_body(text, 4));
+    });
+  }
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
       httplib::Client client(url);
@@ -113,10 +141,7 @@ int main(int argc, char** argv) {
         std::string text =
             shared_prefix ? prompt
                           : "Client " + std::to_string(c) + ", request " + std::to_string(i) + ": " + prompt;
-        json body = {{"model", "bench"},         {"messages", {{{"role", "user"}, {"content", text}}}},
-                     {"max_tokens", max_tokens}, {"temperature", temperature},
-                     {"stream", true},           {"stream_options", {{"include_usage", true}}}};
-        Sample s = OneRequest(client, body);
+        Sample s = OneRequest(client, request_body(text, max_tokens));
         std::lock_guard<std::mutex> lock(mu);
         samples.push_back(s);
       }
@@ -126,7 +151,7 @@ int main(int argc, char** argv) {
   double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   int ok = 0;
   int64_t gen = 0, prompt_tokens = 0, cached = 0;
-  std::vector<double> ttft, total;
+  std::vector<double> ttft, total, itl;
   for (const auto& s : samples) {
     if (!s.ok) continue;
     ++ok;
@@ -135,6 +160,7 @@ int main(int argc, char** argv) {
     cached += s.cached_tokens;
     ttft.push_back(s.ttft_ms);
     total.push_back(s.total_ms);
+    itl.insert(itl.end(), s.itl_ms.begin(), s.itl_ms.end());
   }
   std::printf("clients=%d requests=%zu ok=%d failed=%zu wall=%.2fs\n", clients, samples.size(), ok,
               samples.size() - ok, wall);
@@ -143,5 +169,10 @@ int main(int argc, char** argv) {
               static_cast<long long>(prompt_tokens));
   std::printf("ttft_ms p50=%.1f p90=%.1f p99=%.1f  latency_ms p50=%.1f p90=%.1f p99=%.1f\n", Pct(ttft, 0.5),
               Pct(ttft, 0.9), Pct(ttft, 0.99), Pct(total, 0.5), Pct(total, 0.9), Pct(total, 0.99));
-  return ok == static_cast<int>(samples.size()) ? 0 : 1;
+  std::printf("itl_ms p50=%.1f p90=%.1f p99=%.1f max=%.1f\n", Pct(itl, 0.5), Pct(itl, 0.9), Pct(itl, 0.99),
+              itl.empty() ? 0.0 : *std::max_element(itl.begin(), itl.end()));
+  if (long_prompt > 0)
+    std::printf("long_prompt ok=%d prompt_tokens=%d ttft_ms=%.1f\n", long_sample.ok ? 1 : 0,
+                long_sample.prompt_tokens, long_sample.ttft_ms);
+  return ok == static_cast<int>(samples.size()) && (long_prompt == 0 || long_sample.ok) ? 0 : 1;
 }

@@ -219,6 +219,19 @@ TEST(ServerChat, PassesMessageStartsGenerationHeaderAndClientCheckpointsAsHints)
   EXPECT_EQ(sent.sampling.seed, 9u);
 }
 
+TEST(ServerChat, PassesContentPartBoundariesAsHints) {
+  TestServer ts;
+  json parts = {{{"type", "text"}, {"text", "abc"}}, {{"type", "text"}, {"text", "XY"}}};
+  json body = {{"messages", {{{"role", "system"}, {"content", "sys"}}, {{"role", "user"}, {"content", parts}}}},
+               {"max_tokens", 2},
+               {"temperature", 0}};
+  ASSERT_EQ(ts.Post("/v1/chat/completions", body)->status, 200);
+  auto sent = ts.fake().engine.last_request();
+  // The user message starts at 13 (see above): "<|im_start|>" (1) "user\n" (5) "abc" (3), so "XY" starts at 22.
+  const int32_t n = static_cast<int32_t>(sent.prompt.size());
+  EXPECT_EQ(sent.checkpoint_hints, (std::vector<int32_t>{13, 22, 26, n - 2, n - 1}));
+}
+
 // After a client hung up: its request is cancelled (once), the engine goes idle, the next request is served and
 // the disconnect is counted.
 void ExpectOneCancelThenServes(TestServer& ts) {
