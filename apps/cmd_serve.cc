@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "apps/command.h"
+#include "apps/sampling_flags.h"
 #include "base/flags.h"
 #include "base/log.h"
 #include "engine/engine_config.h"
@@ -77,6 +78,8 @@ int Serve(int argc, char** argv) {
   flags.Add("chat-template-file", 0, &chat_template_file, "Jinja chat template overriding the model's");
   flags.Add("http-threads", 0, &http_threads, "HTTP worker threads (0 = 64)");
   flags.Add("log-requests", 0, &log_requests, "one log line per request");
+  SamplingFlags sampling;
+  sampling.Register(&flags);
   Status st = flags.Parse(argc, argv);
   if (!st.ok()) {
     std::fprintf(stderr, "rewind serve: %s\n%s", st.error().message.c_str(), flags.Help().c_str());
@@ -99,6 +102,13 @@ int Serve(int argc, char** argv) {
   sc.port = port;
   sc.http_threads = http_threads;
   sc.log_requests = log_requests;
+  auto sampling_defaults = sampling.Resolve();
+  if (!sampling_defaults.ok()) {
+    std::fprintf(stderr, "rewind serve: %s\n", sampling_defaults.error().message.c_str());
+    return 2;
+  }
+  sc.sampling_defaults = *sampling_defaults;
+  sc.default_seed = sampling.seed();
   if (sc.api_key.empty()) {
     if (const char* env = std::getenv("REWIND_API_KEY")) sc.api_key = env;
   }

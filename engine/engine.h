@@ -13,11 +13,49 @@
 
 namespace rw::engine {
 
+// One stage of the sampler chain (llama.cpp's names in parentheses, as in the `samplers` request field).
+enum class SamplerStage : uint8_t {
+  kPenalties,    // (penalties) repeat / frequency / presence penalties over the last repeat_last_n tokens
+  kDry,          // (dry) "don't repeat yourself" penalty on tokens extending a repeated sequence
+  kTopNSigma,    // (top_n_sigma) keep logits within n standard deviations of the maximum
+  kTopK,         // (top_k)
+  kTypicalP,     // (typ_p) locally typical sampling
+  kTopP,         // (top_p) nucleus
+  kMinP,         // (min_p)
+  kXtc,          // (xtc) exclude top choices
+  kTemperature,  // (temperature)
+};
+
+struct LogitBias {
+  int32_t token = 0;
+  float bias = 0.0f;  // added to the logit; -inf bans the token
+};
+
+// Sampling as llama-server does it (semantics of llama.cpp's sampler chain): logit_bias, then the grammar mask,
+// then `stages` in order, then a draw (or mirostat v1/v2 after temperature, ignoring `stages`). The neutral
+// values below switch each stage off; the server fills llama-server's defaults from its flags.
 struct SamplingParams {
-  float temperature = 0.8f;  // 0 = greedy (argmax, ties -> lowest id)
+  float temperature = 0.8f;  // <= 0: greedy (the highest logit left, ties -> lowest id)
   float top_p = 1.0f;        // 1 = off
-  int32_t top_k = 0;         // 0 = off
+  int32_t top_k = 0;         // <= 0 = off
   float min_p = 0.0f;        // 0 = off
+  float typical_p = 1.0f;    // 1 = off
+  float top_n_sigma = -1.0f; // <= 0 = off
+  float xtc_probability = 0.0f, xtc_threshold = 0.1f;  // off unless probability > 0 and threshold <= 0.5
+  int32_t repeat_last_n = 64;  // tokens (prompt included) the penalties look at; 0 = off
+  float repeat_penalty = 1.0f, frequency_penalty = 0.0f, presence_penalty = 0.0f;
+  float dry_multiplier = 0.0f, dry_base = 1.75f;  // DRY off unless multiplier != 0 and base >= 1
+  int32_t dry_allowed_length = 2, dry_penalty_last_n = -1;  // -1: the whole context
+  std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};
+  int32_t mirostat = 0;      // 0 = off, 1 = mirostat, 2 = mirostat 2.0
+  float mirostat_tau = 5.0f, mirostat_eta = 0.1f;
+  int32_t min_keep = 0;      // filters keep at least this many tokens
+  std::vector<LogitBias> logit_bias;
+  std::vector<SamplerStage> stages = {SamplerStage::kPenalties, SamplerStage::kDry,   SamplerStage::kTopNSigma,
+                                      SamplerStage::kTopK,      SamplerStage::kTypicalP, SamplerStage::kTopP,
+                                      SamplerStage::kMinP,      SamplerStage::kXtc,   SamplerStage::kTemperature};
+  // GBNF grammar text the output must match ("" = none); validated by the server (grammar::Parse).
+  std::string grammar;
   uint64_t seed = 0;         // per-request RNG seed
 };
 

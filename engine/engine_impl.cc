@@ -71,6 +71,14 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   if (!config.cache) e->config_.cache_dir.clear();
   REWIND_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::FromGguf(e->model_->file()));
   e->eog_ = tok->eog_ids();
+  e->vocab_.eog = e->eog_;
+  e->vocab_.pieces.resize(static_cast<size_t>(tok->n_vocab()));
+  for (int32_t i = 0; i < tok->n_vocab(); ++i)
+    if (!tok->IsControl(i)) e->vocab_.pieces[i] = tok->TokenToPiece(i, /*unparse_special=*/true);
+  e->vocab_.encode = [t = std::shared_ptr<tokenizer::Tokenizer>(std::move(tok))](std::string_view text) {
+    return t->Encode(text, /*parse_special=*/false, /*add_special=*/false);
+  };
+  e->vocab_.BuildTrie();
 
   int32_t n_ctx_train = cfg.n_ctx_train;
   int32_t n_ctx = config.n_ctx > 0 ? config.n_ctx : std::min<int32_t>(n_ctx_train > 0 ? n_ctx_train : 4096, 65536);
@@ -170,6 +178,9 @@ Status EngineImpl::ValidateRequest(const GenerationRequest& r) const {
   if (!(s.top_p > 0 && s.top_p <= 1)) return Error::InvalidArgument("top_p must be in (0, 1]");
   if (!(s.min_p >= 0 && s.min_p <= 1)) return Error::InvalidArgument("min_p must be in [0, 1]");
   if (s.top_k < 0) return Error::InvalidArgument("top_k must be >= 0");
+  if (s.mirostat < 0 || s.mirostat > 2) return Error::InvalidArgument("mirostat must be 0, 1 or 2");
+  if (!(s.repeat_penalty > 0) || !std::isfinite(s.repeat_penalty))
+    return Error::InvalidArgument("repeat_penalty must be > 0");
   if (r.max_tokens < -1) return Error::InvalidArgument("max_tokens must be >= 0");
   if (r.top_logprobs < 0 || r.top_logprobs > 20) return Error::InvalidArgument("top_logprobs must be in [0, 20]");
   if (r.slot_id >= info_.n_parallel) return Error::InvalidArgument("slot id out of range");
@@ -178,11 +189,15 @@ Status EngineImpl::ValidateRequest(const GenerationRequest& r) const {
 
 Expected<uint64_t> EngineImpl::Submit(GenerationRequest request, std::shared_ptr<RequestSink> sink) {
   REWIND_RETURN_IF_ERROR(ValidateRequest(request));
+  std::shared_ptr<const grammar::Grammar> grammar;
+  if (!request.sampling.grammar.empty()) {
+    REWIND_ASSIGN_OR_RETURN(grammar, grammar::ParseGbnf(request.sampling.grammar));
+  }
   uint64_t id = next_id_.fetch_add(1);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return Error::Unavailable("the engine is shutting down");
-    queue_.push_back({id, std::move(request), std::move(sink), NowSeconds()});
+    queue_.push_back({id, std::move(request), std::move(sink), NowSeconds(), false, std::move(grammar)});
   }
   cv_.notify_all();
   return id;
@@ -333,7 +348,8 @@ void EngineImpl::Admit() {
     a->id = p.id;
     a->request = std::move(p.request);
     a->sink = std::move(p.sink);
-    a->sampler = std::make_unique<Sampler>(a->request.sampling);
+    a->sampler = std::make_unique<Sampler>(a->request.sampling, &vocab_, info_.n_ctx, std::move(p.grammar));
+    a->sampler->AcceptPrompt(a->request.prompt);
     a->seq = acq->seq;
     a->n_evaluated = acq->resume_pos;
     a->report = acq->report;
@@ -474,6 +490,7 @@ void EngineImpl::Emit(Active& a, std::span<const float> logits) {
 }
 
 bool EngineImpl::EmitToken(size_t slot, Active& a, int32_t token, std::span<const float> logits) {
+  a.sampler->Accept(token);
   TokenEvent ev;
   ev.token = token;
   if (a.request.logprobs || a.request.top_logprobs > 0) {

@@ -44,6 +44,7 @@ class EngineImpl final : public Engine {
     std::shared_ptr<RequestSink> sink;
     double submitted_at = 0;
     bool waited_for_memory = false;   // counted once in admission_waits
+    std::shared_ptr<const grammar::Grammar> grammar;  // compiled request.sampling.grammar (null: none)
   };
   // An admitted request bound to a sequence slot (engine thread only).
   struct Active {
@@ -114,6 +115,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<HybridCache> cache_;
   std::vector<int32_t> eog_;
+  SamplerVocab vocab_;  // token texts, tokenizer and token trie for grammars and DRY
   std::vector<std::unique_ptr<Drafter>> drafters_;
 
   std::mutex mu_;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "base/check.h"
+
 namespace rw::engine {
 namespace {
 
@@ -15,9 +17,238 @@ double LogSumExp(std::span<const float> logits) {
   return mx + std::log(sum);
 }
 
+int32_t ResolveLastN(int32_t n, int32_t n_ctx) { return n < 0 ? n_ctx : n; }
+
+DryVocab MakeDryVocab(const SamplerVocab* v) {
+  DryVocab d;
+  if (v) {
+    d.pieces = &v->pieces;
+    d.encode = v->encode;
+  }
+  return d;
+}
+
+// Stages that only change the logits of a few tokens (those in the history); the grammar mask may come after.
+bool Sparse(SamplerStage s) { return s == SamplerStage::kPenalties || s == SamplerStage::kDry; }
+
 }  // namespace
 
-Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
+void SamplerVocab::BuildTrie() { trie = std::make_unique<grammar::TokenTrie>(pieces); }
+
+Sampler::Sampler(const SamplingParams& params, const SamplerVocab* vocab, int32_t n_ctx,
+                 std::shared_ptr<const grammar::Grammar> grammar)
+    : params_(params),
+      vocab_(vocab),
+      rng_(params.seed),
+      penalties_(ResolveLastN(params.repeat_last_n, n_ctx), params.repeat_penalty, params.frequency_penalty,
+                 params.presence_penalty),
+      dry_(params.dry_multiplier, params.dry_base, params.dry_allowed_length,
+           ResolveLastN(params.dry_penalty_last_n, n_ctx), params.dry_sequence_breakers, MakeDryVocab(vocab)),
+      mu_(2.0f * params.mirostat_tau) {
+  if (grammar) {
+    REWIND_CHECK_MSG(vocab_ != nullptr && vocab_->trie != nullptr, "a grammar needs the vocabulary");
+    matcher_ = std::make_unique<grammar::Matcher>(std::move(grammar));
+  }
+}
+
+void Sampler::AcceptPrompt(std::span<const int32_t> prompt) {
+  for (int32_t t : prompt) {
+    penalties_.Accept(t);
+    dry_.Accept(t);
+  }
+}
+
+bool Sampler::IsEog(int32_t token) const {
+  return vocab_ && std::find(vocab_->eog.begin(), vocab_->eog.end(), token) != vocab_->eog.end();
+}
+
+bool Sampler::Allowed(int32_t token) const {
+  if (!matcher_) return true;
+  if (IsEog(token)) return matcher_->CanEnd();
+  if (token < 0 || static_cast<size_t>(token) >= vocab_->pieces.size()) return false;
+  const std::string& piece = vocab_->pieces[token];
+  return !piece.empty() && matcher_->Accepts(piece);
+}
+
+void Sampler::Accept(int32_t token) {
+  penalties_.Accept(token);
+  dry_.Accept(token);
+  if (params_.mirostat != 0) {
+    double p = 0;
+    for (const auto& [t, q] : last_)
+      if (t == token) p = q;
+    if (p > 0) mu_ -= params_.mirostat_eta * (static_cast<float>(-std::log2(p)) - params_.mirostat_tau);
+  }
+  // The sampler only emits tokens the grammar allows; a token from elsewhere (the benchmark's synthetic
+  // acceptance) is refused by Advance and leaves the grammar state as it was.
+  if (matcher_ && !IsEog(token) && token >= 0 && static_cast<size_t>(token) < vocab_->pieces.size())
+    matcher_->Advance(vocab_->pieces[token]);
+}
+
+void Sampler::Load(std::span<const float> logits) {
+  n_vocab_ = static_cast<int32_t>(logits.size());
+  auto& d = cand_.data;
+  d.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) d[i] = {static_cast<int32_t>(i), logits[i], 0.0};
+  cand_.sorted = false;
+  cand_.identity = true;
+  for (const LogitBias& b : params_.logit_bias)
+    if (b.token >= 0 && b.token < n_vocab_) d[b.token].logit += b.bias;
+}
+
+void Sampler::MaskAll() {
+  allowed_.assign(static_cast<size_t>(n_vocab_), 0);
+  if (!matcher_->MustEnd()) matcher_->AllowedTokens(*vocab_->trie, &allowed_);
+  const bool end = matcher_->CanEnd();
+  for (int32_t t : vocab_->eog)
+    if (t >= 0 && t < n_vocab_) allowed_[t] = end;
+  auto& d = cand_.data;
+  auto last = std::stable_partition(d.begin(), d.end(), [&](const Candidate& c) {
+    return allowed_[c.id] != 0 && c.logit != -std::numeric_limits<float>::infinity();
+  });
+  d.erase(last, d.end());
+  cand_.identity = false;
+}
+
+void Sampler::GrammarTopK(int32_t k) {
+  auto& d = cand_.data;
+  const size_t want = static_cast<size_t>(k);
+  // Check tokens in logit order until k are allowed. A state that allows few tokens would make this scan far:
+  // past a budget the trie mask (cheap in exactly that case) takes over.
+  const size_t budget = std::min(d.size(), 4 * want + 1024);
+  std::vector<Candidate> kept;
+  size_t checked = 0, sorted = std::min(d.size(), std::max<size_t>(64, 2 * want));
+  SortPrefix(&cand_, sorted);
+  while (kept.size() < want && checked < budget) {
+    if (checked == sorted) {
+      size_t next = std::min(d.size(), sorted * 4);
+      std::partial_sort(d.begin() + static_cast<std::ptrdiff_t>(sorted), d.begin() + static_cast<std::ptrdiff_t>(next),
+                        d.end(), Better);
+      sorted = next;
+    }
+    const Candidate& c = d[checked++];
+    if (c.logit != -std::numeric_limits<float>::infinity() && Allowed(c.id)) kept.push_back(c);
+  }
+  if (kept.size() < want && checked < d.size()) {
+    MaskAll();
+    TopK(&cand_, k);
+    return;
+  }
+  d = std::move(kept);
+  cand_.sorted = true;
+  cand_.identity = false;
+}
+
+bool Sampler::GreedyShortcut() const {
+  if (params_.temperature > 0.0f || params_.mirostat != 0) return false;
+  // Every filter but XTC and typical-p keeps the best token, so greedy is the best allowed token.
+  for (SamplerStage s : params_.stages) {
+    if (s == SamplerStage::kXtc && params_.xtc_probability > 0.0f && params_.xtc_threshold <= 0.5f) return false;
+    if (s == SamplerStage::kTypicalP && params_.typical_p < 1.0f) return false;
+  }
+  return true;
+}
+
+void Sampler::ApplyStage(SamplerStage stage, double xtc_coin) {
+  switch (stage) {
+    case SamplerStage::kPenalties: penalties_.Apply(&cand_); break;
+    case SamplerStage::kDry: dry_.Apply(&cand_); break;
+    case SamplerStage::kTopNSigma: TopNSigma(&cand_, params_.top_n_sigma); break;
+    case SamplerStage::kTopK: TopK(&cand_, params_.top_k); break;
+    case SamplerStage::kTypicalP: TypicalP(&cand_, params_.typical_p, params_.min_keep); break;
+    case SamplerStage::kTopP: TopP(&cand_, params_.top_p, params_.min_keep); break;
+    case SamplerStage::kMinP: MinP(&cand_, params_.min_p, params_.min_keep); break;
+    case SamplerStage::kXtc:
+      Xtc(&cand_, params_.xtc_probability, params_.xtc_threshold, params_.min_keep, xtc_coin);
+      break;
+    case SamplerStage::kTemperature: Temperature(&cand_, params_.temperature); break;
+  }
+}
+
+std::vector<std::pair<int32_t, double>> Sampler::Distribution(std::span<const float> logits) {
+  Load(logits);
+  const bool xtc_on = params_.xtc_probability > 0.0f && params_.xtc_threshold <= 0.5f;
+  const double coin = xtc_on && params_.mirostat == 0 ? Uniform() : 1.0;
+  bool masked = matcher_ == nullptr;
+  if (params_.mirostat != 0) {
+    // llama.cpp's mirostat chain: logit_bias, temperature, mirostat (the `stages` do not apply).
+    if (!masked) MaskAll();
+    Temperature(&cand_, params_.temperature);
+    if (params_.mirostat == 1) MirostatV1(&cand_, mu_, n_vocab_);
+    else MirostatV2(&cand_, mu_);
+  } else if (GreedyShortcut()) {
+    for (SamplerStage s : params_.stages)
+      if (Sparse(s)) ApplyStage(s, coin);
+    if (!masked) GrammarTopK(1);
+    Temperature(&cand_, 0.0f);
+  } else {
+    for (SamplerStage s : params_.stages) {
+      if (!masked && !Sparse(s)) {
+        if (s == SamplerStage::kTopK && params_.top_k > 0) {
+          GrammarTopK(params_.top_k);
+          masked = true;
+          continue;
+        }
+        MaskAll();
+        masked = true;
+      }
+      ApplyStage(s, coin);
+    }
+    if (!masked) MaskAll();
+  }
+  auto& d = cand_.data;
+  last_.clear();
+  if (d.empty()) {
+    // Nothing allowed (a grammar with no way forward): end the generation.
+    int32_t eog = vocab_ && !vocab_->eog.empty() ? vocab_->eog[0] : Argmax(logits);
+    last_.push_back({eog, 1.0});
+    return last_;
+  }
+  Softmax(&cand_);
+  last_.reserve(d.size());
+  for (const auto& c : d)
+    if (c.p > 0) last_.push_back({c.id, c.p});
+  return last_;
+}
+
+double Sampler::Uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
+
+int32_t Sampler::Sample(std::span<const float> logits) {
+  auto dist = Distribution(logits);
+  if (dist.size() == 1) return dist[0].first;
+  double r = Uniform();
+  double acc = 0;
+  for (const auto& [tok, p] : dist) {
+    acc += p;
+    if (r < acc) return tok;
+  }
+  return dist.back().first;
+}
+
+int32_t Sampler::SpeculativeStep(std::span<const float> logits, int32_t draft, bool* accepted) {
+  auto dist = Distribution(logits);
+  double p_draft = 0;
+  for (const auto& [tok, p] : dist)
+    if (tok == draft) p_draft = p;
+  // A one-token distribution (greedy) consumes no randomness, so the result equals plain decoding.
+  if (dist.size() == 1 ? p_draft > 0 : (p_draft > 0 && Uniform() < p_draft)) {
+    *accepted = true;
+    return draft;
+  }
+  *accepted = false;
+  if (dist.size() == 1) return dist[0].first;
+  double rest = 1.0 - p_draft;
+  double r = Uniform() * rest;
+  double acc = 0;
+  int32_t last = dist[0].first == draft && dist.size() > 1 ? dist[1].first : dist[0].first;
+  for (const auto& [tok, p] : dist) {
+    if (tok == draft) continue;
+    acc += p;
+    last = tok;
+    if (r < acc) return tok;
+  }
+  return last;
+}
 
 int32_t Sampler::Argmax(std::span<const float> logits) {
   int32_t best = 0;
@@ -42,90 +273,6 @@ std::vector<TokenLogprob> Sampler::TopLogprobs(std::span<const float> logits, in
   out.reserve(n);
   for (int32_t i = 0; i < n; ++i) out.push_back({idx[i], static_cast<float>(logits[idx[i]] - lse)});
   return out;
-}
-
-std::vector<std::pair<int32_t, double>> Sampler::Distribution(std::span<const float> logits) {
-  if (params_.temperature <= 0.0f) return {{Argmax(logits), 1.0}};
-  const int32_t n_vocab = static_cast<int32_t>(logits.size());
-  candidates_.resize(n_vocab);
-  for (int32_t i = 0; i < n_vocab; ++i) candidates_[i] = {logits[i] / params_.temperature, i};
-  auto desc = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  };
-  size_t n = candidates_.size();
-  if (params_.top_k > 0 && params_.top_k < n_vocab) {
-    std::partial_sort(candidates_.begin(), candidates_.begin() + params_.top_k, candidates_.end(), desc);
-    n = static_cast<size_t>(params_.top_k);
-  } else {
-    std::sort(candidates_.begin(), candidates_.end(), desc);
-  }
-  double mx = candidates_[0].first;
-  std::vector<double> p(n);
-  double sum = 0;
-  for (size_t i = 0; i < n; ++i) {
-    p[i] = std::exp(candidates_[i].first - mx);
-    sum += p[i];
-  }
-  for (auto& v : p) v /= sum;
-  if (params_.min_p > 0.0f) {
-    double floor = p[0] * params_.min_p;
-    size_t keep = 1;
-    while (keep < n && p[keep] >= floor) ++keep;
-    n = keep;
-  }
-  if (params_.top_p < 1.0f) {
-    double cum = 0;
-    size_t keep = 0;
-    while (keep < n) {
-      cum += p[keep++];
-      if (cum >= params_.top_p) break;
-    }
-    n = std::max<size_t>(keep, 1);
-  }
-  double total = 0;
-  for (size_t i = 0; i < n; ++i) total += p[i];
-  std::vector<std::pair<int32_t, double>> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = {candidates_[i].second, p[i] / total};
-  return out;
-}
-
-double Sampler::Uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
-
-int32_t Sampler::Sample(std::span<const float> logits) {
-  if (params_.temperature <= 0.0f) return Argmax(logits);
-  auto dist = Distribution(logits);
-  double r = Uniform();
-  double acc = 0;
-  for (const auto& [tok, p] : dist) {
-    acc += p;
-    if (r < acc) return tok;
-  }
-  return dist.back().first;
-}
-
-int32_t Sampler::SpeculativeStep(std::span<const float> logits, int32_t draft, bool* accepted) {
-  auto dist = Distribution(logits);
-  double p_draft = 0;
-  for (const auto& [tok, p] : dist)
-    if (tok == draft) p_draft = p;
-  // Greedy: p_draft is 1 or 0, so no randomness is consumed and the result equals plain greedy decoding.
-  if (p_draft >= 1.0 || (p_draft > 0 && Uniform() < p_draft)) {
-    *accepted = true;
-    return draft;
-  }
-  *accepted = false;
-  double rest = 1.0 - p_draft;
-  if (params_.temperature <= 0.0f || rest <= 0) return dist[0].first;
-  double r = Uniform() * rest;
-  double acc = 0;
-  int32_t last = dist[0].first;
-  for (const auto& [tok, p] : dist) {
-    if (tok == draft) continue;
-    acc += p;
-    last = tok;
-    if (r < acc) return tok;
-  }
-  return last;
 }
 
 }  // namespace rw::engine

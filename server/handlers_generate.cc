@@ -7,6 +7,8 @@
 #include "server/generation.h"
 #include "server/responses.h"
 #include "server/server_impl.h"
+#include "server/tool_constraint.h"
+#include "grammar/tool_grammar.h"
 
 namespace rw::server {
 
@@ -226,7 +228,7 @@ void Server::Impl::HandleChat(const httplib::Request& req, httplib::Response& re
   auto body = ParseJsonBody(req.body);
   nlohmann::ordered_json* j = nullptr;
   if (!Take(body, res, &j)) return;
-  auto parsed = ParseChatRequest(*j);
+  auto parsed = ParseChatRequest(*j, config.sampling_defaults);
   ChatRequest* r = nullptr;
   if (!Take(parsed, res, &r)) return;
   ChatOptions options;
@@ -250,6 +252,11 @@ void Server::Impl::HandleChat(const httplib::Request& req, httplib::Response& re
   p.checkpoint_hints = NormaliseHints(std::move(hints), p.prompt.size());
   p.parser = backend.chat->NewParser(*rendered, tools);
   p.gen = r->gen;
+  if (p.gen.sampling.schema && rendered->thinking_open)  // the JSON answer follows the model's reasoning
+    p.gen.sampling.params.grammar = grammar::AfterReasoning(p.gen.sampling.params.grammar);
+  if (r->tool_choice == "required" || r->tool_choice.rfind("function:", 0) == 0) {
+    if (auto e = ForceToolCalls(*r, *rendered, config.sampling_defaults.grammar, &p.gen.sampling.params)) return SendError(res, *e);
+  }
   RunGeneration(req, res, std::move(p));
 }
 
@@ -257,7 +264,7 @@ void Server::Impl::HandleCompletion(const httplib::Request& req, httplib::Respon
   auto body = ParseJsonBody(req.body);
   nlohmann::ordered_json* j = nullptr;
   if (!Take(body, res, &j)) return;
-  auto parsed = ParseCompletionRequest(*j);
+  auto parsed = ParseCompletionRequest(*j, config.sampling_defaults);
   CompletionRequest* r = nullptr;
   if (!Take(parsed, res, &r)) return;
   PreparedGeneration p;
@@ -291,11 +298,13 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
   g.prompt = p.prompt;
   g.checkpoint_hints = p.checkpoint_hints;
   g.max_tokens = p.gen.max_tokens;
-  g.sampling.temperature = p.gen.temperature;
-  g.sampling.top_p = p.gen.top_p;
-  g.sampling.top_k = p.gen.top_k;
-  g.sampling.min_p = p.gen.min_p;
-  g.sampling.seed = p.gen.seed ? *p.gen.seed : std::random_device{}() * 0x9E3779B97F4A7C15ull + 1;
+  g.sampling = p.gen.sampling.params;
+  for (const auto& [text, bias] : p.gen.sampling.logit_bias_text)
+    for (int32_t t : backend.codec->Encode(text, /*parse_special=*/false, /*add_special=*/false))
+      g.sampling.logit_bias.push_back({t, bias});
+  g.sampling.seed = p.gen.seed               ? *p.gen.seed
+                    : config.default_seed >= 0 ? static_cast<uint64_t>(config.default_seed)
+                                               : std::random_device{}() * 0x9E3779B97F4A7C15ull + 1;
   g.logprobs = p.gen.logprobs;
   g.top_logprobs = p.gen.top_logprobs;
   g.ignore_eos = p.gen.ignore_eos;

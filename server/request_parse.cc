@@ -99,7 +99,8 @@ Err GetString(const json& obj, const char* name, std::string* out) {
 
 // Fields common to chat and text completions. `chat`: logprobs is a boolean (chat) or an integer
 // (completions).
-Err ParseGeneration(const json& body, bool chat, GenerationParams* g) {
+Err ParseGeneration(const json& body, bool chat, const engine::SamplingParams& defaults, GenerationParams* g) {
+  g->sampling.params = defaults;
   RETURN_IF_ERR(GetBool(body, "stream", &g->stream));
   if (const json* so = Field(body, "stream_options")) {
     if (!so->is_object()) return TypeError("stream_options", "an object");
@@ -111,11 +112,6 @@ Err ParseGeneration(const json& body, bool chat, GenerationParams* g) {
   RETURN_IF_ERR(GetInt32(body, "n_predict", -1, 1 << 30, &max_tokens));  // llama-server spelling
   if (max_tokens == 0) return ApiError::BadRequest("'n_predict' must not be 0", "n_predict");
   g->max_tokens = max_tokens;
-  RETURN_IF_ERR(GetFloat(body, "temperature", 0.0, 100.0, &g->temperature));
-  RETURN_IF_ERR(GetFloat(body, "top_p", 0.0, 1.0, &g->top_p));
-  RETURN_IF_ERR(GetInt32(body, "top_k", -1, 1 << 30, &g->top_k));
-  if (g->top_k < 0) g->top_k = 0;
-  RETURN_IF_ERR(GetFloat(body, "min_p", 0.0, 1.0, &g->min_p));
   if (Field(body, "seed")) {
     int64_t seed = 0;
     RETURN_IF_ERR(GetInt64(body, "seed", std::numeric_limits<int64_t>::min(),
@@ -128,28 +124,7 @@ Err ParseGeneration(const json& body, bool chat, GenerationParams* g) {
   int32_t best_of = 1;
   RETURN_IF_ERR(GetInt32(body, "best_of", 1, 1 << 20, &best_of));
   if (best_of != 1) return ApiError::Unsupported("only best_of = 1 is supported", "best_of");
-  for (const char* penalty : {"presence_penalty", "frequency_penalty"}) {
-    float p = 0;
-    RETURN_IF_ERR(GetFloat(body, penalty, -2.0, 2.0, &p));
-    // The neutral value is what most clients send; any other value would silently change nothing, so it is
-    // refused instead (docs/api.md).
-    if (p != 0) return ApiError::Unsupported(std::string("'") + penalty + "' other than 0 is not supported", penalty);
-  }
-  float repeat_penalty = 1;
-  RETURN_IF_ERR(GetFloat(body, "repeat_penalty", 0.0, 10.0, &repeat_penalty));
-  if (repeat_penalty != 1)
-    return ApiError::Unsupported("'repeat_penalty' other than 1 is not supported", "repeat_penalty");
-  if (const json* lb = Field(body, "logit_bias")) {
-    if (!lb->is_object()) return TypeError("logit_bias", "an object");
-    if (!lb->empty()) return ApiError::Unsupported("'logit_bias' is not supported", "logit_bias");
-  }
-  if (const json* rf = Field(body, "response_format")) {
-    if (!rf->is_object()) return TypeError("response_format", "an object");
-    std::string type = "text";
-    RETURN_IF_ERR(GetString(*rf, "type", &type));
-    if (type != "text")
-      return ApiError::Unsupported("response_format '" + type + "' is not supported", "response_format");
-  }
+  RETURN_IF_ERR(ParseSampling(body, &g->sampling));
   if (const json* stop = Field(body, "stop")) {
     if (stop->is_string()) {
       if (!stop->get<std::string>().empty()) g->stop.push_back(stop->get<std::string>());
@@ -174,6 +149,10 @@ Err ParseGeneration(const json& body, bool chat, GenerationParams* g) {
     RETURN_IF_ERR(GetInt32(body, "logprobs", 0, 20, &n_top));
     g->logprobs = true;
     g->top_logprobs = n_top;
+  }
+  if (g->sampling.n_probs > 0 && g->top_logprobs == 0) {  // llama-server's spelling of top_logprobs
+    g->logprobs = true;
+    g->top_logprobs = g->sampling.n_probs;
   }
   RETURN_IF_ERR(GetBool(body, "ignore_eos", &g->ignore_eos));
   RETURN_IF_ERR(GetBool(body, "cache_prompt", &g->cache_prompt));
@@ -422,7 +401,7 @@ Err ParseCheckpoints(const json& body, int64_t n_messages, std::vector<int32_t>*
 
 Err ParseModel(const json& body, std::string* model) { return GetString(body, "model", model); }
 
-ParseResult<ChatRequest> ParseChatImpl(const json& body, bool generation) {
+ParseResult<ChatRequest> ParseChatImpl(const json& body, bool generation, const engine::SamplingParams& defaults) {
   if (!body.is_object()) return ApiError::BadRequest("the request body must be a JSON object");
   ChatRequest r;
   RETURN_IF_ERR(ParseModel(body, &r.model));
@@ -430,7 +409,7 @@ ParseResult<ChatRequest> ParseChatImpl(const json& body, bool generation) {
   RETURN_IF_ERR(ParseTools(body, &r.tools, &r.tool_choice));
   RETURN_IF_ERR(ParseTemplateKwargs(body, &r.template_kwargs, &r.add_generation_prompt));
   if (generation) {
-    RETURN_IF_ERR(ParseGeneration(body, /*chat=*/true, &r.gen));
+    RETURN_IF_ERR(ParseGeneration(body, /*chat=*/true, defaults, &r.gen));
     RETURN_IF_ERR(ParseCheckpoints(body, static_cast<int64_t>(r.messages.size()), &r.checkpoint_messages,
                                    &r.checkpoint_positions));
   }
@@ -529,15 +508,15 @@ ParseResult<json> ParseJsonBody(std::string_view body) {
   return j;
 }
 
-ParseResult<ChatRequest> ParseChatRequest(const json& body) {
-  return ParseChatImpl(body, /*generation=*/true);
+ParseResult<ChatRequest> ParseChatRequest(const json& body, const engine::SamplingParams& defaults) {
+  return ParseChatImpl(body, /*generation=*/true, defaults);
 }
 
 ParseResult<ChatRequest> ParseApplyTemplateRequest(const json& body) {
-  return ParseChatImpl(body, /*generation=*/false);
+  return ParseChatImpl(body, /*generation=*/false, engine::SamplingParams());
 }
 
-ParseResult<CompletionRequest> ParseCompletionRequest(const json& body) {
+ParseResult<CompletionRequest> ParseCompletionRequest(const json& body, const engine::SamplingParams& defaults) {
   if (!body.is_object()) return ApiError::BadRequest("the request body must be a JSON object");
   CompletionRequest r;
   RETURN_IF_ERR(ParseModel(body, &r.model));
@@ -556,7 +535,7 @@ ParseResult<CompletionRequest> ParseCompletionRequest(const json& body) {
   } else {
     return TypeError("prompt", "a string or an array of token ids");
   }
-  RETURN_IF_ERR(ParseGeneration(body, /*chat=*/false, &r.gen));
+  RETURN_IF_ERR(ParseGeneration(body, /*chat=*/false, defaults, &r.gen));
   bool echo = false;
   RETURN_IF_ERR(GetBool(body, "echo", &echo));
   if (echo) return ApiError::Unsupported("'echo' is not supported", "echo");

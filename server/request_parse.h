@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/sampling_parse.h"
 
 namespace rw::server {
 
@@ -20,10 +21,7 @@ using ParseResult = std::variant<T, ApiError>;
 // Fields shared by chat and text completions.
 struct GenerationParams {
   int32_t max_tokens = -1;  // -1: until end of generation or context
-  float temperature = 0.8f;
-  float top_p = 1.0f;
-  int32_t top_k = 0;
-  float min_p = 0.0f;
+  SamplingRequest sampling;  // sampling_parse.h: the server's defaults, overridden by the request
   std::optional<uint64_t> seed;   // none: a random seed per request
   std::vector<std::string> stop;  // up to 16 non-empty strings
   bool logprobs = false;
@@ -78,10 +76,13 @@ struct SlotActionRequest {
 // Parses a JSON body; malformed JSON (including invalid UTF-8) and non-object bodies are 400.
 ParseResult<nlohmann::ordered_json> ParseJsonBody(std::string_view body);
 
-ParseResult<ChatRequest> ParseChatRequest(const nlohmann::ordered_json& body);
+// `defaults`: the sampling values of fields the request leaves out (the server's --temp, --top-k, ... flags).
+ParseResult<ChatRequest> ParseChatRequest(const nlohmann::ordered_json& body,
+                                          const engine::SamplingParams& defaults = engine::SamplingParams());
 // /apply-template: the chat fields only (messages, tools, chat_template_kwargs, add_generation_prompt).
 ParseResult<ChatRequest> ParseApplyTemplateRequest(const nlohmann::ordered_json& body);
-ParseResult<CompletionRequest> ParseCompletionRequest(const nlohmann::ordered_json& body);
+ParseResult<CompletionRequest> ParseCompletionRequest(
+    const nlohmann::ordered_json& body, const engine::SamplingParams& defaults = engine::SamplingParams());
 ParseResult<TokenizeRequest> ParseTokenizeRequest(const nlohmann::ordered_json& body);
 ParseResult<DetokenizeRequest> ParseDetokenizeRequest(const nlohmann::ordered_json& body);
 // slot_id from the path, action from the query, body may be empty for erase.

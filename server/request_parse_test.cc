@@ -52,10 +52,10 @@ TEST(ParseChatRequest, ReadsSamplingStreamAndLogprobFields) {
                                           {"stream_options", {{"include_usage", true}}}}));
   ASSERT_EQ(ErrorOf(r), nullptr);
   const auto& g = std::get<ChatRequest>(r).gen;
-  EXPECT_EQ(g.temperature, 0.0f);
-  EXPECT_EQ(g.top_p, 0.5f);
-  EXPECT_EQ(g.top_k, 40);
-  EXPECT_FLOAT_EQ(g.min_p, 0.05f);
+  EXPECT_EQ(g.sampling.params.temperature, 0.0f);
+  EXPECT_EQ(g.sampling.params.top_p, 0.5f);
+  EXPECT_EQ(g.sampling.params.top_k, 40);
+  EXPECT_FLOAT_EQ(g.sampling.params.min_p, 0.05f);
   EXPECT_EQ(*g.seed, 42u);
   EXPECT_EQ(g.max_tokens, 17);
   EXPECT_EQ(g.stop, std::vector<std::string>{"END"});
@@ -86,8 +86,15 @@ TEST(ParseChatRequest, RejectsBadParametersWithTheFieldNamed) {
       {{{"seed", 1.5}}, "seed"},
       {{{"tools", "x"}}, "tools"},
       {{{"tool_choice", "sometimes"}}, "tool_choice"},
-      {{{"logit_bias", {{"1", 5}}}}, "logit_bias"},
+      {{{"logit_bias", {{"1", "x"}}}}, "logit_bias"},
       {{{"response_format", {{"type", "json_schema"}}}}, "response_format"},
+      {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "string"}, {"pattern", "a+"}}}}}}}}, "response_format"},
+      {{{"grammar", "root ::= undefined-rule"}}, "grammar"},
+      {{{"grammar", "root ::= \"a\""}, {"json_schema", {{"type", "object"}}}}, "grammar"},
+      {{{"samplers", {"top_k", "nope"}}}, "samplers"},
+      {{{"mirostat", 3}}, "mirostat"},
+      {{{"repeat_penalty", 0}}, "repeat_penalty"},
+      {{{"dry_sequence_breakers", {""}}}, "dry_sequence_breakers"},
       {{{"chat_template_kwargs", 3}}, "chat_template_kwargs"},
       {{{"presence_penalty", 3}}, "presence_penalty"},
       {{{"checkpoints", {7}}}, "checkpoints"},

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/expected.h"
+#include "engine/engine.h"
 #include "server/backend.h"
 #include "server/metrics.h"
 
@@ -19,6 +20,19 @@ struct ServerConfig {
   std::string model_name = "rewind";  // reported by /v1/models and in responses
   int http_threads = 0;               // 0: derived from the engine's slots (at least 32)
   bool log_requests = true;           // one log line per request
+  // Sampling of requests that do not say (llama-server's defaults; rewind serve's --temp, --top-k, ... flags),
+  // and the grammar of requests without a constraint of their own (--grammar / --grammar-file).
+  engine::SamplingParams sampling_defaults = LlamaServerSamplingDefaults();
+  int64_t default_seed = -1;  // seed of requests without one; -1: random per request
+
+  static engine::SamplingParams LlamaServerSamplingDefaults() {
+    engine::SamplingParams s;
+    s.temperature = 0.8f;
+    s.top_k = 40;
+    s.top_p = 0.95f;
+    s.min_p = 0.05f;
+    return s;
+  }
 };
 
 class Server {

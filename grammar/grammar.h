@@ -1,0 +1,56 @@
+// A compiled GBNF grammar (llama.cpp's grammar format): rules made of alternatives made of elements, each element
+// a character class or a reference to a rule. Repetitions and groups are expanded into anonymous rules at parse
+// time, so the matcher only ever sees classes and references.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/expected.h"
+
+namespace rw::grammar {
+
+enum class Op : uint8_t {
+  kEnd,    // end of the rule's last alternative
+  kAlt,    // end of an alternative (another follows)
+  kRef,    // value: rule id
+  kClass,  // value: index into Grammar::classes
+};
+
+struct Element {
+  Op op = Op::kEnd;
+  uint32_t value = 0;
+};
+
+// A set of Unicode code points: ranges [lo, hi], or their complement.
+struct CharClass {
+  bool negated = false;
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;
+
+  bool Matches(uint32_t cp) const;
+  // Whether some code point in [lo, hi] matches (a partly decoded UTF-8 character).
+  bool MatchesSome(uint32_t lo, uint32_t hi) const;
+};
+
+struct Grammar {
+  std::vector<Element> elements;                // every rule: alternative (kAlt alternative)* kEnd
+  std::vector<std::vector<uint32_t>> alts;      // [rule] -> start position of each alternative
+  std::vector<std::string> rule_names;          // [rule]
+  std::vector<CharClass> classes;
+  uint32_t root = 0;
+
+  bool EndsAlternative(uint32_t pos) const {
+    return elements[pos].op == Op::kEnd || elements[pos].op == Op::kAlt;
+  }
+};
+
+// Parses GBNF text (rules `name ::= ...`, literals with escapes, [classes], ., groups, * + ? {m,n}, # comments).
+// Errors (InvalidArgument) name the problem and the position: syntax, undefined rules, a missing root, left
+// recursion (which the matcher cannot run).
+Expected<std::shared_ptr<const Grammar>> ParseGbnf(std::string_view text, std::string_view root = "root");
+
+}  // namespace rw::grammar
