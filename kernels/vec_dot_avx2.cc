@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "gguf/quants.h"
+#include "gguf/quants_lowbit.h"
 #include "kernels/avx2_blocks.h"
 #include "kernels/dot.h"
 
@@ -396,7 +397,7 @@ void DriveRows(int64_t nb, const uint8_t* base, size_t stride, int64_t n_rows, c
 
 void AllowAvx512(bool allow) { g_use_avx512 = allow && HasAvx512(); }
 
-bool Supports(TensorType t) { return gguf::IsSupportedWeightType(t); }
+bool Supports(TensorType t) { return gguf::IsSupportedWeightType(t) && !gguf::IsLowbitType(t); }
 
 void VecDotRows(TensorType t, int64_t n, const void* w, size_t stride, int64_t n_rows, const void* act,
                 float* out) {
