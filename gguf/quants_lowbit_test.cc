@@ -3,6 +3,8 @@
 // the dot of the dequantised rows, and hand-built blocks.
 #include "gguf/quants_lowbit.h"
 
+#include "gguf/quants_lowbit_testing.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,8 +20,8 @@ namespace {
 
 using TT = TensorType;
 
-const TT kLowbit[] = {TT::kQ2_K,   TT::kQ3_K,  TT::kIQ4_NL, TT::kIQ4_XS, TT::kIQ3_XXS, TT::kIQ3_S, TT::kIQ2_XXS,
-                      TT::kIQ2_XS, TT::kIQ2_S, TT::kIQ1_S,  TT::kIQ1_M,  TT::kTQ1_0,   TT::kTQ2_0, TT::kMXFP4};
+using testing::kLowbitTypes;
+using testing::RandomLowbitRow;
 
 struct Record {
   TT type;
@@ -65,40 +67,17 @@ TEST(QuantsLowbit, DequantisationIsBitIdenticalToLlamaCppForEveryType) {
     }
     seen.insert(r.type);
   }
-  for (TT t : kLowbit) EXPECT_TRUE(seen.count(t)) << "no llama.cpp blocks for " << TypeName(t);
+  for (TT t : kLowbitTypes) EXPECT_TRUE(seen.count(t)) << "no llama.cpp blocks for " << TypeName(t);
 }
 
-// Random bytes with a finite block scale; the dot product of the integer form must equal the dot product of
-// the dequantised weights (up to the rounding of the float scales).
-std::vector<uint8_t> RandomBlocks(TT t, int64_t n, std::mt19937& rng) {
-  std::vector<uint8_t> row(RowBytes(t, n));
-  for (auto& b : row) b = static_cast<uint8_t>(rng());
-  const size_t bb = RowBytes(t, BlockSize(t));
-  for (size_t b = 0; b < row.size() / bb; ++b) {
-    uint8_t* blk = row.data() + b * bb;
-    const uint16_t h = Fp32ToFp16(0.01f + 0.001f * static_cast<float>(rng() % 16));
-    switch (t) {
-      case TT::kQ2_K: std::memcpy(blk + 80, &h, 2); std::memcpy(blk + 82, &h, 2); break;
-      case TT::kQ3_K: std::memcpy(blk + 108, &h, 2); break;
-      case TT::kTQ1_0: std::memcpy(blk + 52, &h, 2); break;
-      case TT::kTQ2_0: std::memcpy(blk + 64, &h, 2); break;
-      case TT::kMXFP4: blk[0] = static_cast<uint8_t>(118 + rng() % 8); break;
-      case TT::kIQ1_M: {  // the scale's 4 nibbles sit in the top nibble of each uint16 of scales
-        for (int k = 0; k < 4; ++k) blk[48 + 2 * k + 1] = static_cast<uint8_t>((blk[48 + 2 * k + 1] & 0x0F) | (((h >> (4 * k)) & 0xF) << 4));
-        break;
-      }
-      default: std::memcpy(blk, &h, 2); break;
-    }
-  }
-  return row;
-}
-
+// The dot product of the integer form must equal the dot product of the dequantised weights (up to the
+// rounding of the float scales).
 TEST(QuantsLowbit, ReferenceDotEqualsDotOfDequantisedRows) {
   std::mt19937 rng(11);
-  for (TT t : kLowbit) {
+  for (TT t : kLowbitTypes) {
     const int64_t n = 4 * 256;
     const TT at = VecDotType(t);
-    const auto w = RandomBlocks(t, n, rng);
+    const auto w = RandomLowbitRow(t, n, rng);
     std::vector<float> x(n);
     std::normal_distribution<float> dist(0.0f, 2.0f);
     for (auto& v : x) v = dist(rng);
@@ -119,9 +98,9 @@ TEST(QuantsLowbit, ReferenceDotEqualsDotOfDequantisedRows) {
 
 TEST(QuantsLowbit, IntegerFormReproducesTheDequantisedValues) {
   std::mt19937 rng(3);
-  for (TT t : kLowbit) {
+  for (TT t : kLowbitTypes) {
     if (!IsLowbitKType(t)) continue;
-    const auto w = RandomBlocks(t, 256, rng);
+    const auto w = RandomLowbitRow(t, 256, rng);
     DecodedK dec;
     DecodeK(t, w.data(), &dec);
     std::vector<float> wd(256);
@@ -163,7 +142,7 @@ TEST(QuantsLowbit, HandBuiltBlocksDequantiseToKnownValues) {
 }
 
 TEST(QuantsLowbit, LowbitTypesDequantiseButDoNotQuantise) {
-  for (TT t : kLowbit) {
+  for (TT t : kLowbitTypes) {
     EXPECT_TRUE(IsSupportedWeightType(t)) << TypeName(t);
     EXPECT_FALSE(IsQuantizableType(t)) << TypeName(t);
     EXPECT_EQ(BlockSize(t), GetTypeInfo(t)->block_size);

@@ -13,11 +13,13 @@
 #include <cstddef>
 
 #include "gguf/quants.h"
+#include "gguf/quants_lowbit.h"
 #include "kernels/alloc_tuning.h"
 #include "kernels/dot.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_tiles_avx2.h"
 #include "kernels/gemm_tiles_avx512.h"
+#include "kernels/lowbit_avx2.h"
 
 namespace rw::kernels::gemm_avx2 {
 namespace {
@@ -206,7 +208,7 @@ bool Supports(TensorType t) {
     case TensorType::kF32:
     case TensorType::kF16:
     case TensorType::kBF16: return true;
-    default: return false;
+    default: return gguf::IsLowbitType(t);
   }
 }
 
@@ -250,7 +252,10 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
     case TensorType::kF16:
       return wide ? run.operator()<KF16Zmm>(n) : run.operator()<KFloat<LoadF16, ScalarF16>>(n);
     case TensorType::kBF16: return run.operator()<KFloat<LoadBF16, ScalarBF16>>(n);
-    default: break;
+    default:
+      if (gguf::IsLowbitType(t))
+        return lowbit_avx2::GemmRows(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride);
+      break;
   }
 }
 
