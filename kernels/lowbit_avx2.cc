@@ -125,7 +125,117 @@ void DecodeIQ3_XXS(const uint8_t* blk, DecodedK* out) {
   }
 }
 
-// The other formats: the scalar decoder of gguf (their kernels are the same otherwise).
+inline int64_t G64(const uint64_t* grid, int idx) { return static_cast<int64_t>(grid[idx]); }
+
+void DecodeIQ2_XS(const uint8_t* blk, DecodedK* out) {
+  const auto* x = reinterpret_cast<const BlockIQ2_XS*>(blk);
+  NoMins(out);
+  out->d = H2F(x->d);
+  for (int ib = 0; ib < 8; ++ib) {
+    out->sc[2 * ib] = static_cast<int16_t>(2 * (x->scales[ib] & 0xF) + 1);
+    out->sc[2 * ib + 1] = static_cast<int16_t>(2 * (x->scales[ib] >> 4) + 1);
+    uint16_t v[4];
+    std::memcpy(v, x->qs + 8 * ib, 8);
+    const __m256i g = _mm256_set_epi64x(G64(grids::kIq2xsGrid, v[3] & 511), G64(grids::kIq2xsGrid, v[2] & 511),
+                                        G64(grids::kIq2xsGrid, v[1] & 511), G64(grids::kIq2xsGrid, v[0] & 511));
+    const uint32_t signs = grids::SignsWithParity(v[0] >> 9) | grids::SignsWithParity(v[1] >> 9) << 8 |
+                           grids::SignsWithParity(v[2] >> 9) << 16 |
+                           static_cast<uint32_t>(grids::SignsWithParity(v[3] >> 9)) << 24;
+    Store(out->q + 32 * ib, ApplySigns(g, signs));
+  }
+}
+
+void DecodeIQ2_S(const uint8_t* blk, DecodedK* out) {
+  const auto* x = reinterpret_cast<const BlockIQ2_S*>(blk);
+  NoMins(out);
+  out->d = H2F(x->d);
+  for (int ib = 0; ib < 8; ++ib) {
+    out->sc[2 * ib] = static_cast<int16_t>(2 * (x->scales[ib] & 0xF) + 1);
+    out->sc[2 * ib + 1] = static_cast<int16_t>(2 * (x->scales[ib] >> 4) + 1);
+    const uint8_t* qs = x->qs + 4 * ib;
+    const int qh = x->qh[ib];
+    const auto idx = [&](int l) { return qs[l] | ((qh << (8 - 2 * l)) & 0x300); };
+    const __m256i g = _mm256_set_epi64x(G64(grids::kIq2sGrid, idx(3)), G64(grids::kIq2sGrid, idx(2)),
+                                        G64(grids::kIq2sGrid, idx(1)), G64(grids::kIq2sGrid, idx(0)));
+    Store(out->q + 32 * ib, ApplySigns(g, U32(x->qs + 32 + 4 * ib)));
+  }
+}
+
+void DecodeIQ3_S(const uint8_t* blk, DecodedK* out) {
+  const auto* x = reinterpret_cast<const BlockIQ3_S*>(blk);
+  NoMins(out);
+  out->d = H2F(x->d);
+  for (int ib = 0; ib < 8; ++ib) {
+    const int s = (x->scales[ib / 2] >> (4 * (ib % 2))) & 0xF;
+    out->sc[2 * ib] = out->sc[2 * ib + 1] = static_cast<int16_t>(1 + 2 * s);
+    const uint8_t* qs = x->qs + 8 * ib;
+    const int qh = x->qh[ib];
+    const auto g = [&](int k) { return static_cast<int>(grids::kIq3sGrid[qs[k] | (((qh >> k) & 1) << 8)]); };
+    const __m256i v = _mm256_set_epi32(g(7), g(6), g(5), g(4), g(3), g(2), g(1), g(0));
+    Store(out->q + 32 * ib, ApplySigns(v, U32(x->signs + 4 * ib)));
+  }
+}
+
+// IQ1: 8 * g + shift with g in {-1, 0, 1} (bytes) and shift +-1 per 8-element group.
+inline __m256i ShiftedGrid(__m256i g, __m256i shift) {
+  const __m256i g2 = _mm256_add_epi8(g, g), g4 = _mm256_add_epi8(g2, g2);
+  return _mm256_add_epi8(_mm256_add_epi8(g4, g4), shift);
+}
+inline int64_t Shift64(bool minus) { return minus ? -1 : 0x0101010101010101; }
+
+void DecodeIQ1_S(const uint8_t* blk, DecodedK* out) {
+  const auto* x = reinterpret_cast<const BlockIQ1_S*>(blk);
+  NoMins(out);
+  out->d = H2F(x->d);
+  for (int ib = 0; ib < 8; ++ib) {
+    uint16_t qh;
+    std::memcpy(&qh, x->qh + 2 * ib, 2);
+    out->sc[2 * ib] = out->sc[2 * ib + 1] = static_cast<int16_t>(2 * ((qh >> 12) & 7) + 1);
+    const uint8_t* qs = x->qs + 4 * ib;
+    const auto idx = [&](int l) { return qs[l] | (((qh >> (3 * l)) & 7) << 8); };
+    const __m256i g = _mm256_set_epi64x(G64(grids::kIq1sGrid, idx(3)), G64(grids::kIq1sGrid, idx(2)),
+                                        G64(grids::kIq1sGrid, idx(1)), G64(grids::kIq1sGrid, idx(0)));
+    Store(out->q + 32 * ib, ShiftedGrid(g, _mm256_set1_epi64x(Shift64(qh & 0x8000))));
+  }
+}
+
+void DecodeIQ1_M(const uint8_t* blk, DecodedK* out) {
+  const auto* x = reinterpret_cast<const BlockIQ1_M*>(blk);
+  NoMins(out);
+  uint16_t sc[4];
+  std::memcpy(sc, x->scales, 8);
+  out->d = H2F(static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
+                                     (sc[3] & 0xF000)));
+  for (int ib = 0; ib < 8; ++ib) {
+    const int shift = 6 * (ib % 2);
+    out->sc[2 * ib] = static_cast<int16_t>(2 * ((sc[ib / 2] >> shift) & 7) + 1);
+    out->sc[2 * ib + 1] = static_cast<int16_t>(2 * ((sc[ib / 2] >> (shift + 3)) & 7) + 1);
+    const uint8_t* qs = x->qs + 4 * ib;
+    const uint8_t* qh = x->qh + 2 * ib;
+    const auto h = [&](int l) { return qh[l / 2] >> (4 * (l % 2)); };
+    const auto idx = [&](int l) { return qs[l] | ((h(l) & 7) << 8); };
+    const __m256i g = _mm256_set_epi64x(G64(grids::kIq1sGrid, idx(3)), G64(grids::kIq1sGrid, idx(2)),
+                                        G64(grids::kIq1sGrid, idx(1)), G64(grids::kIq1sGrid, idx(0)));
+    const __m256i shifts = _mm256_set_epi64x(Shift64(h(3) & 8), Shift64(h(2) & 8), Shift64(h(1) & 8),
+                                             Shift64(h(0) & 8));
+    Store(out->q + 32 * ib, ShiftedGrid(g, shifts));
+  }
+}
+
+void DecodeTQ2_0(const uint8_t* blk, DecodedK* out) {
+  const auto* x = reinterpret_cast<const BlockTQ2_0*>(blk);
+  NoMins(out);
+  out->d = H2F(x->d);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->sc), _mm256_set1_epi16(1));
+  const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+  for (int n = 0; n < 2; ++n) {
+    const __m256i q = Load256(x->qs + 32 * n);
+    for (int j = 0; j < 4; ++j)
+      Store(out->q + 32 * (4 * n + j), _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3), one));
+  }
+}
+
+// TQ1_0 (base-3 packing, rare): the scalar decoder of gguf (same integers).
 template <TT kType>
 void DecodeScalar(const uint8_t* blk, DecodedK* out) {
   gguf::DecodeK(kType, blk, out);
@@ -242,13 +352,13 @@ RowFn RowKernel(TT t) {
     case TT::kIQ4_XS: return RowOf<TT::kIQ4_XS, DecodeIQ4_XS>;
     case TT::kIQ2_XXS: return RowOf<TT::kIQ2_XXS, DecodeIQ2_XXS>;
     case TT::kIQ3_XXS: return RowOf<TT::kIQ3_XXS, DecodeIQ3_XXS>;
-    case TT::kIQ2_XS: return RowOf<TT::kIQ2_XS, DecodeScalar<TT::kIQ2_XS>>;
-    case TT::kIQ2_S: return RowOf<TT::kIQ2_S, DecodeScalar<TT::kIQ2_S>>;
-    case TT::kIQ3_S: return RowOf<TT::kIQ3_S, DecodeScalar<TT::kIQ3_S>>;
-    case TT::kIQ1_S: return RowOf<TT::kIQ1_S, DecodeScalar<TT::kIQ1_S>>;
-    case TT::kIQ1_M: return RowOf<TT::kIQ1_M, DecodeScalar<TT::kIQ1_M>>;
+    case TT::kIQ2_XS: return RowOf<TT::kIQ2_XS, DecodeIQ2_XS>;
+    case TT::kIQ2_S: return RowOf<TT::kIQ2_S, DecodeIQ2_S>;
+    case TT::kIQ3_S: return RowOf<TT::kIQ3_S, DecodeIQ3_S>;
+    case TT::kIQ1_S: return RowOf<TT::kIQ1_S, DecodeIQ1_S>;
+    case TT::kIQ1_M: return RowOf<TT::kIQ1_M, DecodeIQ1_M>;
     case TT::kTQ1_0: return RowOf<TT::kTQ1_0, DecodeScalar<TT::kTQ1_0>>;
-    case TT::kTQ2_0: return RowOf<TT::kTQ2_0, DecodeScalar<TT::kTQ2_0>>;
+    case TT::kTQ2_0: return RowOf<TT::kTQ2_0, DecodeTQ2_0>;
     case TT::kIQ4_NL: return Row32<false>;
     case TT::kMXFP4: return Row32<true>;
     default: return nullptr;
