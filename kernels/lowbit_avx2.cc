@@ -22,7 +22,16 @@ using namespace gguf;
 using namespace avx2_blocks;
 using TT = TensorType;
 
-// ---- Decoders: one block -> DecodedK (q, sc, mins, d, dmin) ------------------------------------------------
+// ---- Decoders: one block -> its integer form -------------------------------------------------------------
+
+// gguf::DecodedK with the 16 scales and mins as int16 vectors built in registers (16 scalar stores read back
+// as one vector would stall on store forwarding).
+struct Unpacked {
+  alignas(32) int8_t q[256];
+  __m256i sc;    // int16 scale of each group of 16 elements
+  __m256i mins;  // Q2_K only
+  float d, dmin;
+};
 
 inline uint32_t U32(const uint8_t* p) {
   uint32_t v;
@@ -43,20 +52,38 @@ inline uint32_t FourSignBytes(uint32_t aux) {  // 4 x 7 sign bits (+ parity) of 
          grids::SignsWithParity(aux >> 14) << 16 | static_cast<uint32_t>(grids::SignsWithParity(aux >> 21)) << 24;
 }
 
-void NoMins(DecodedK* out) {
+void NoMins(Unpacked* out) {
   out->dmin = 0.0f;
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->mins), _mm256_setzero_si256());
+  out->mins = _mm256_setzero_si256();
 }
 
-void DecodeQ2_K(const uint8_t* blk, DecodedK* out) {
+// 8 unsigned bytes (one per 32-element sub-block) -> 16 int16, each twice, times `mul` plus `add`.
+inline __m256i Scales8(uint64_t bytes, int mul, int add) {
+  const __m128i b = _mm_cvtsi64_si128(static_cast<int64_t>(bytes));
+  const __m256i v = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(b, b));
+  return _mm256_add_epi16(_mm256_mullo_epi16(v, _mm256_set1_epi16(static_cast<short>(mul))),
+                          _mm256_set1_epi16(static_cast<short>(add)));
+}
+// 16 unsigned bytes (one per group of 16) -> 16 int16 times `mul` plus `add`.
+inline __m256i Scales16(__m128i bytes, int mul, int add) {
+  return _mm256_add_epi16(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(bytes), _mm256_set1_epi16(static_cast<short>(mul))),
+                          _mm256_set1_epi16(static_cast<short>(add)));
+}
+// The 4-bit scales of IQ2_XS / IQ2_S: byte ib holds groups 2 ib (low nibble) and 2 ib + 1 (high nibble).
+inline __m128i NibblePairs(const uint8_t* p) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  return _mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
+}
+
+void DecodeQ2_K(const uint8_t* blk, Unpacked* out) {
   const auto* x = reinterpret_cast<const BlockQ2_K*>(blk);
   out->d = H2F(x->d);
   out->dmin = H2F(x->dmin);
   const __m128i s = Load128(x->scales);
   const __m128i m4 = _mm_set1_epi8(0x0F);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->sc), _mm256_cvtepu8_epi16(_mm_and_si128(s, m4)));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->mins),
-                      _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m4)));
+  out->sc = _mm256_cvtepu8_epi16(_mm_and_si128(s, m4));
+  out->mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m4));
   const __m256i m3 = _mm256_set1_epi8(3);
   for (int n = 0; n < 2; ++n) {
     const __m256i q = Load256(x->qs + 32 * n);
@@ -64,15 +91,19 @@ void DecodeQ2_K(const uint8_t* blk, DecodedK* out) {
   }
 }
 
-void DecodeQ3_K(const uint8_t* blk, DecodedK* out) {
+void DecodeQ3_K(const uint8_t* blk, Unpacked* out) {
   const auto* x = reinterpret_cast<const BlockQ3_K*>(blk);
   NoMins(out);
   out->d = H2F(x->d);
-  for (int g = 0; g < 16; ++g) {
-    const int lo = (x->scales[g % 8] >> (4 * (g / 8))) & 0xF;
-    const int hi = (x->scales[8 + g % 4] >> (2 * (g / 4))) & 3;
-    out->sc[g] = static_cast<int16_t>((lo | (hi << 4)) - 32);
-  }
+  // Scale g: low 4 bits from byte g % 8 (nibble g / 8), high 2 bits from byte 8 + g % 4 (bits 2 (g / 4)).
+  uint32_t a[3];
+  std::memcpy(a, x->scales, 12);
+  constexpr uint32_t k2 = 0x0F0F0F0F, k1 = 0x03030303;
+  const __m128i s6 = _mm_setr_epi32(static_cast<int>((a[0] & k2) | ((a[2] & k1) << 4)),
+                                    static_cast<int>((a[1] & k2) | (((a[2] >> 2) & k1) << 4)),
+                                    static_cast<int>(((a[0] >> 4) & k2) | (((a[2] >> 4) & k1) << 4)),
+                                    static_cast<int>(((a[1] >> 4) & k2) | (((a[2] >> 6) & k1) << 4)));
+  out->sc = Scales16(s6, 1, -32);
   const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), four = _mm256_set1_epi8(4);
   const __m256i h = Load256(x->hmask);
   for (int c = 0; c < 8; ++c) {
@@ -84,26 +115,32 @@ void DecodeQ3_K(const uint8_t* blk, DecodedK* out) {
 
 inline __m256i Iq4Values() { return _mm256_broadcastsi128_si256(Load128(grids::kIq4nlValues)); }
 
-void DecodeIQ4_XS(const uint8_t* blk, DecodedK* out) {
+void DecodeIQ4_XS(const uint8_t* blk, Unpacked* out) {
   const auto* x = reinterpret_cast<const BlockIQ4_XS*>(blk);
   NoMins(out);
   out->d = H2F(x->d);
   const __m256i values = Iq4Values();
+  uint64_t ls = 0;
   for (int ib = 0; ib < 8; ++ib) {
-    const int ls = ((x->scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((x->scales_h >> (2 * ib)) & 3) << 4);
-    out->sc[2 * ib] = out->sc[2 * ib + 1] = static_cast<int16_t>(ls - 32);
+    const uint64_t l = ((x->scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((x->scales_h >> (2 * ib)) & 3) << 4);
+    ls |= l << (8 * ib);
+  }
+  out->sc = Scales8(ls, 1, -32);
+  for (int ib = 0; ib < 8; ++ib) {
     Store(out->q + 32 * ib, _mm256_shuffle_epi8(values, UnpackNibbles16(x->qs + 16 * ib)));
   }
 }
 
-void DecodeIQ2_XXS(const uint8_t* blk, DecodedK* out) {
+void DecodeIQ2_XXS(const uint8_t* blk, Unpacked* out) {
   const auto* x = reinterpret_cast<const BlockIQ2_XXS*>(blk);
   NoMins(out);
   out->d = H2F(x->d);
+  uint64_t ls = 0;
+  for (int ib = 0; ib < 8; ++ib) ls |= static_cast<uint64_t>(U32(x->qs + 8 * ib + 4) >> 28) << (8 * ib);
+  out->sc = Scales8(ls, 2, 1);
   for (int ib = 0; ib < 8; ++ib) {
     const uint8_t* idx = x->qs + 8 * ib;
     const uint32_t aux = U32(x->qs + 8 * ib + 4);
-    out->sc[2 * ib] = out->sc[2 * ib + 1] = static_cast<int16_t>(2 * (aux >> 28) + 1);
     const __m256i g = _mm256_set_epi64x(
         static_cast<int64_t>(grids::kIq2xxsGrid[idx[3]]), static_cast<int64_t>(grids::kIq2xxsGrid[idx[2]]),
         static_cast<int64_t>(grids::kIq2xxsGrid[idx[1]]), static_cast<int64_t>(grids::kIq2xxsGrid[idx[0]]));
@@ -111,14 +148,16 @@ void DecodeIQ2_XXS(const uint8_t* blk, DecodedK* out) {
   }
 }
 
-void DecodeIQ3_XXS(const uint8_t* blk, DecodedK* out) {
+void DecodeIQ3_XXS(const uint8_t* blk, Unpacked* out) {
   const auto* x = reinterpret_cast<const BlockIQ3_XXS*>(blk);
   NoMins(out);
   out->d = H2F(x->d);
+  uint64_t ls = 0;
+  for (int ib = 0; ib < 8; ++ib) ls |= static_cast<uint64_t>(U32(x->qs + 64 + 4 * ib) >> 28) << (8 * ib);
+  out->sc = Scales8(ls, 2, 1);
   for (int ib = 0; ib < 8; ++ib) {
     const uint8_t* qs = x->qs + 8 * ib;
     const uint32_t aux = U32(x->qs + 64 + 4 * ib);
-    out->sc[2 * ib] = out->sc[2 * ib + 1] = static_cast<int16_t>(2 * (aux >> 28) + 1);
     const auto g = [&](int k) { return static_cast<int>(grids::kIq3xxsGrid[qs[k]]); };
     const __m256i v = _mm256_set_epi32(g(7), g(6), g(5), g(4), g(3), g(2), g(1), g(0));
     Store(out->q + 32 * ib, ApplySigns(v, FourSignBytes(aux)));
@@ -127,13 +166,12 @@ void DecodeIQ3_XXS(const uint8_t* blk, DecodedK* out) {
 
 inline int64_t G64(const uint64_t* grid, int idx) { return static_cast<int64_t>(grid[idx]); }
 
-void DecodeIQ2_XS(const uint8_t* blk, DecodedK* out) {
+void DecodeIQ2_XS(const uint8_t* blk, Unpacked* out) {
   const auto* x = reinterpret_cast<const BlockIQ2_XS*>(blk);
   NoMins(out);
   out->d = H2F(x->d);
+  out->sc = Scales16(NibblePairs(x->scales), 2, 1);
   for (int ib = 0; ib < 8; ++ib) {
-    out->sc[2 * ib] = static_cast<int16_t>(2 * (x->scales[ib] & 0xF) + 1);
-    out->sc[2 * ib + 1] = static_cast<int16_t>(2 * (x->scales[ib] >> 4) + 1);
     uint16_t v[4];
     std::memcpy(v, x->qs + 8 * ib, 8);
     const __m256i g = _mm256_set_epi64x(G64(grids::kIq2xsGrid, v[3] & 511), G64(grids::kIq2xsGrid, v[2] & 511),
@@ -145,13 +183,12 @@ void DecodeIQ2_XS(const uint8_t* blk, DecodedK* out) {
   }
 }
 
-void DecodeIQ2_S(const uint8_t* blk, DecodedK* out) {
+void DecodeIQ2_S(const uint8_t* blk, Unpacked* out) {
   const auto* x = reinterpret_cast<const BlockIQ2_S*>(blk);
   NoMins(out);
   out->d = H2F(x->d);
+  out->sc = Scales16(NibblePairs(x->scales), 2, 1);
   for (int ib = 0; ib < 8; ++ib) {
-    out->sc[2 * ib] = static_cast<int16_t>(2 * (x->scales[ib] & 0xF) + 1);
-    out->sc[2 * ib + 1] = static_cast<int16_t>(2 * (x->scales[ib] >> 4) + 1);
     const uint8_t* qs = x->qs + 4 * ib;
     const int qh = x->qh[ib];
     const auto idx = [&](int l) { return qs[l] | ((qh << (8 - 2 * l)) & 0x300); };
@@ -161,13 +198,14 @@ void DecodeIQ2_S(const uint8_t* blk, DecodedK* out) {
   }
 }
 
-void DecodeIQ3_S(const uint8_t* blk, DecodedK* out) {
+void DecodeIQ3_S(const uint8_t* blk, Unpacked* out) {
   const auto* x = reinterpret_cast<const BlockIQ3_S*>(blk);
   NoMins(out);
   out->d = H2F(x->d);
+  uint64_t ls = 0;
+  for (int ib = 0; ib < 8; ++ib) ls |= static_cast<uint64_t>((x->scales[ib / 2] >> (4 * (ib % 2))) & 0xF) << (8 * ib);
+  out->sc = Scales8(ls, 2, 1);
   for (int ib = 0; ib < 8; ++ib) {
-    const int s = (x->scales[ib / 2] >> (4 * (ib % 2))) & 0xF;
-    out->sc[2 * ib] = out->sc[2 * ib + 1] = static_cast<int16_t>(1 + 2 * s);
     const uint8_t* qs = x->qs + 8 * ib;
     const int qh = x->qh[ib];
     const auto g = [&](int k) { return static_cast<int>(grids::kIq3sGrid[qs[k] | (((qh >> k) & 1) << 8)]); };
@@ -183,14 +221,17 @@ inline __m256i ShiftedGrid(__m256i g, __m256i shift) {
 }
 inline int64_t Shift64(bool minus) { return minus ? -1 : 0x0101010101010101; }
 
-void DecodeIQ1_S(const uint8_t* blk, DecodedK* out) {
+void DecodeIQ1_S(const uint8_t* blk, Unpacked* out) {
   const auto* x = reinterpret_cast<const BlockIQ1_S*>(blk);
   NoMins(out);
   out->d = H2F(x->d);
+  uint16_t qhs[8];
+  std::memcpy(qhs, x->qh, 16);
+  uint64_t ls = 0;
+  for (int ib = 0; ib < 8; ++ib) ls |= static_cast<uint64_t>((qhs[ib] >> 12) & 7) << (8 * ib);
+  out->sc = Scales8(ls, 2, 1);
   for (int ib = 0; ib < 8; ++ib) {
-    uint16_t qh;
-    std::memcpy(&qh, x->qh + 2 * ib, 2);
-    out->sc[2 * ib] = out->sc[2 * ib + 1] = static_cast<int16_t>(2 * ((qh >> 12) & 7) + 1);
+    const uint16_t qh = qhs[ib];
     const uint8_t* qs = x->qs + 4 * ib;
     const auto idx = [&](int l) { return qs[l] | (((qh >> (3 * l)) & 7) << 8); };
     const __m256i g = _mm256_set_epi64x(G64(grids::kIq1sGrid, idx(3)), G64(grids::kIq1sGrid, idx(2)),
@@ -199,17 +240,21 @@ void DecodeIQ1_S(const uint8_t* blk, DecodedK* out) {
   }
 }
 
-void DecodeIQ1_M(const uint8_t* blk, DecodedK* out) {
+void DecodeIQ1_M(const uint8_t* blk, Unpacked* out) {
   const auto* x = reinterpret_cast<const BlockIQ1_M*>(blk);
   NoMins(out);
   uint16_t sc[4];
   std::memcpy(sc, x->scales, 8);
   out->d = H2F(static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
                                      (sc[3] & 0xF000)));
+  // Group g's 3 bits: bits 3 (g % 4) of sc[g / 4].
+  uint64_t lo = 0, hi = 0;
+  for (int g = 0; g < 8; ++g) {
+    lo |= static_cast<uint64_t>((sc[g / 4] >> (3 * (g % 4))) & 7) << (8 * g);
+    hi |= static_cast<uint64_t>((sc[2 + g / 4] >> (3 * (g % 4))) & 7) << (8 * g);
+  }
+  out->sc = Scales16(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)), 2, 1);
   for (int ib = 0; ib < 8; ++ib) {
-    const int shift = 6 * (ib % 2);
-    out->sc[2 * ib] = static_cast<int16_t>(2 * ((sc[ib / 2] >> shift) & 7) + 1);
-    out->sc[2 * ib + 1] = static_cast<int16_t>(2 * ((sc[ib / 2] >> (shift + 3)) & 7) + 1);
     const uint8_t* qs = x->qs + 4 * ib;
     const uint8_t* qh = x->qh + 2 * ib;
     const auto h = [&](int l) { return qh[l / 2] >> (4 * (l % 2)); };
@@ -222,11 +267,11 @@ void DecodeIQ1_M(const uint8_t* blk, DecodedK* out) {
   }
 }
 
-void DecodeTQ2_0(const uint8_t* blk, DecodedK* out) {
+void DecodeTQ2_0(const uint8_t* blk, Unpacked* out) {
   const auto* x = reinterpret_cast<const BlockTQ2_0*>(blk);
   NoMins(out);
   out->d = H2F(x->d);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->sc), _mm256_set1_epi16(1));
+  out->sc = _mm256_set1_epi16(1);
   const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
   for (int n = 0; n < 2; ++n) {
     const __m256i q = Load256(x->qs + 32 * n);
@@ -237,11 +282,17 @@ void DecodeTQ2_0(const uint8_t* blk, DecodedK* out) {
 
 // TQ1_0 (base-3 packing, rare): the scalar decoder of gguf (same integers).
 template <TT kType>
-void DecodeScalar(const uint8_t* blk, DecodedK* out) {
-  gguf::DecodeK(kType, blk, out);
+void DecodeScalar(const uint8_t* blk, Unpacked* out) {
+  DecodedK dec;
+  gguf::DecodeK(kType, blk, &dec);
+  std::memcpy(out->q, dec.q, 256);
+  out->sc = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dec.sc));
+  out->mins = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dec.mins));
+  out->d = dec.d;
+  out->dmin = dec.dmin;
 }
 
-using DecodeFn = void (*)(const uint8_t*, DecodedK*);
+using DecodeFn = void (*)(const uint8_t*, Unpacked*);
 
 // ---- Dot of one decoded block with T tokens ---------------------------------------------------------------
 
@@ -253,8 +304,8 @@ inline __m256i ChunkScales(__m256i sc16, int c) {
 }
 
 template <int T, bool kMins>
-inline void DotDecoded(const DecodedK& dec, float factor, const BlockQ8_K* const* y, __m256* acc) {
-  const __m256i sc16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dec.sc));
+inline void DotDecoded(const Unpacked& dec, float factor, const BlockQ8_K* const* y, __m256* acc) {
+  const __m256i sc16 = dec.sc;
   __m256i sumi[T];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
@@ -275,21 +326,48 @@ inline void DotDecoded(const DecodedK& dec, float factor, const BlockQ8_K* const
     acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y[t]->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
     if constexpr (kMins) {
       const __m256i bsums = Load256(reinterpret_cast<const uint8_t*>(y[t]) + offsetof(BlockQ8_K, bsums));
-      const __m256i m = _mm256_madd_epi16(bsums, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dec.mins)));
+      const __m256i m = _mm256_madd_epi16(bsums, dec.mins);
       acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(dec.dmin * y[t]->d), _mm256_cvtepi32_ps(m), acc[t]);
     }
   }
 }
 
-// One weight row against n_tok tokens (act[t] = token t's Q8_K blocks): out[t * out_stride].
+// One weight row against n_tok tokens (act[t] = token t's Q8_K blocks): out[t * out_stride]. Up to 3 tokens
+// (decode, short verify batches) the accumulators stay in registers; from 4 on they live in memory, where the
+// independent tokens hide the latency of the load-FMA-store chains. Same operations either way.
 constexpr int kMaxTok = 32;
+
+template <DecodeFn kDecode, bool kMins, int T>
+void RowKFew(int64_t nb, size_t block_bytes, float factor, const uint8_t* w, const uint8_t* const* act,
+             float* out, int64_t out_stride) {
+  __m256 acc[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  Unpacked dec;
+  for (int64_t i = 0; i < nb; ++i) {
+    _mm_prefetch(reinterpret_cast<const char*>(w + (i + 4) * block_bytes), _MM_HINT_T0);
+    kDecode(w + i * block_bytes, &dec);
+    const BlockQ8_K* y[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
+    DotDecoded<T, kMins>(dec, factor, y, acc);
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) out[t * out_stride] = Hsum(acc[t]);
+}
 
 template <DecodeFn kDecode, bool kMins>
 void RowK(int64_t nb, size_t block_bytes, float factor, const uint8_t* w, const uint8_t* const* act, int n_tok,
           float* out, int64_t out_stride) {
+  switch (n_tok) {
+    case 1: return RowKFew<kDecode, kMins, 1>(nb, block_bytes, factor, w, act, out, out_stride);
+    case 2: return RowKFew<kDecode, kMins, 2>(nb, block_bytes, factor, w, act, out, out_stride);
+    case 3: return RowKFew<kDecode, kMins, 3>(nb, block_bytes, factor, w, act, out, out_stride);
+    default: break;
+  }
   __m256 acc[kMaxTok];
   for (int t = 0; t < n_tok; ++t) acc[t] = _mm256_setzero_ps();
-  alignas(32) DecodedK dec;
+  Unpacked dec;
   for (int64_t i = 0; i < nb; ++i) {
     _mm_prefetch(reinterpret_cast<const char*>(w + (i + 4) * block_bytes), _MM_HINT_T0);
     kDecode(w + i * block_bytes, &dec);
@@ -304,11 +382,13 @@ void RowK(int64_t nb, size_t block_bytes, float factor, const uint8_t* w, const 
 
 // ---- IQ4_NL / MXFP4 against Q8_0 --------------------------------------------------------------------------
 
-template <bool kMx>
-void Row32(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, float* out, int64_t out_stride) {
+// kT > 0: exactly kT tokens, accumulators in registers; kT == 0: n_tok tokens (<= kMaxTok).
+template <bool kMx, int kT>
+void Row32N(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, float* out, int64_t out_stride) {
+  if constexpr (kT > 0) n_tok = kT;
   const __m256i values = kMx ? _mm256_broadcastsi128_si256(Load128(grids::kFp4Values)) : Iq4Values();
   constexpr size_t kBytes = kMx ? sizeof(BlockMXFP4) : sizeof(BlockIQ4_NL);
-  __m256 acc[kMaxTok];
+  __m256 acc[kT > 0 ? kT : kMaxTok];
   for (int t = 0; t < n_tok; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* blk = w + i * kBytes;
@@ -332,6 +412,16 @@ void Row32(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, f
     }
   }
   for (int t = 0; t < n_tok; ++t) out[t * out_stride] = Hsum(acc[t]);
+}
+
+template <bool kMx>
+void Row32(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, float* out, int64_t out_stride) {
+  switch (n_tok) {
+    case 1: return Row32N<kMx, 1>(nb, w, act, n_tok, out, out_stride);
+    case 2: return Row32N<kMx, 2>(nb, w, act, n_tok, out, out_stride);
+    case 3: return Row32N<kMx, 3>(nb, w, act, n_tok, out, out_stride);
+    default: return Row32N<kMx, 0>(nb, w, act, n_tok, out, out_stride);
+  }
 }
 
 // ---- Dispatch ---------------------------------------------------------------------------------------------
