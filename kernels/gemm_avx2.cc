@@ -19,6 +19,7 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_tiles_avx2.h"
 #include "kernels/gemm_tiles_avx512.h"
+#include "kernels/gemm_tiles_legacy_avx2.h"
 #include "kernels/lowbit_avx2.h"
 
 namespace rw::kernels::gemm_avx2 {
@@ -202,6 +203,10 @@ void AllowAvx512(bool allow) { g_use_avx512 = allow && HasAvx512(); }
 bool Supports(TensorType t) {
   switch (t) {
     case TensorType::kQ8_0:
+    case TensorType::kQ4_0:
+    case TensorType::kQ4_1:
+    case TensorType::kQ5_0:
+    case TensorType::kQ5_1:
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
     case TensorType::kQ6_K:
@@ -248,6 +253,10 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
           }))
         return;
       return wide ? run.operator()<KQ6_KZmm>(nb) : run.operator()<KQ6_K>(nb);
+    case TensorType::kQ4_0: return run.operator()<KLegacy<TensorType::kQ4_0>>(nb);
+    case TensorType::kQ4_1: return run.operator()<KLegacy<TensorType::kQ4_1>>(nb);
+    case TensorType::kQ5_0: return run.operator()<KLegacy<TensorType::kQ5_0>>(nb);
+    case TensorType::kQ5_1: return run.operator()<KLegacy<TensorType::kQ5_1>>(nb);
     case TensorType::kF32: return run.operator()<KFloat<LoadF32, ScalarF32>>(n);
     case TensorType::kF16:
       return wide ? run.operator()<KF16Zmm>(n) : run.operator()<KFloat<LoadF16, ScalarF16>>(n);

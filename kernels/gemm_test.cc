@@ -40,7 +40,8 @@ std::vector<uint8_t> Rows(TT t, int64_t rows, int64_t n, std::mt19937& rng, floa
 }
 
 void TiledCallsMatchSingleVecDot() {
-  for (TT t : {TT::kQ8_0, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K, TT::kF32, TT::kF16, TT::kBF16}) {
+  for (TT t : {TT::kQ8_0, TT::kQ4_0, TT::kQ4_1, TT::kQ5_0, TT::kQ5_1, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K, TT::kF32,
+               TT::kF16, TT::kBF16}) {
     if (!GemmSupports(t)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
     std::mt19937 rng(static_cast<uint32_t>(t) + 7);
     const int64_t n = (t == TT::kF32 || t == TT::kF16 || t == TT::kBF16) ? 264 : 512;  // F: tail of 0 (8 | 264)
@@ -184,7 +185,8 @@ TEST(Gemm, VecDotRowGroupsMatchSingleRowsBitForBit) {
 
 TEST(Gemm, MatMulGivesTheSameBitsForEveryBatchSizeAndThreadCount) {
   const int64_t K = 512, R = 23, T = 64;
-  std::vector<TT> types = {TT::kQ8_0, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K, TT::kF16, TT::kBF16};
+  std::vector<TT> types = {TT::kQ8_0, TT::kQ4_0, TT::kQ4_1, TT::kQ5_0, TT::kQ5_1, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K,
+                           TT::kF16, TT::kBF16};
   types.insert(types.end(), std::begin(gguf::testing::kLowbitTypes), std::end(gguf::testing::kLowbitTypes));
   for (TT t : types) {
     std::mt19937 rng(static_cast<uint32_t>(t) + 100);
