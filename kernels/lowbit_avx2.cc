@@ -47,10 +47,26 @@ inline __m256i ApplySigns(__m256i v, uint32_t signs) {
   return _mm256_sub_epi8(_mm256_xor_si256(v, m), m);
 }
 
-inline uint32_t FourSignBytes(uint32_t aux) {  // 4 x 7 sign bits (+ parity) of IQ2_XXS / IQ3_XXS
-  return grids::SignsWithParity(aux) | grids::SignsWithParity(aux >> 7) << 8 |
-         grids::SignsWithParity(aux >> 14) << 16 | static_cast<uint32_t>(grids::SignsWithParity(aux >> 21)) << 24;
+// The 7 stored sign bits of IQ2_XXS / IQ2_XS / IQ3_XXS (plus the parity bit) as an 8-byte mask, 0xFF = negative.
+struct SignMasks {
+  uint64_t m[128];
+  constexpr SignMasks() : m() {
+    for (uint32_t i = 0; i < 128; ++i)
+      for (int j = 0; j < 8; ++j)
+        if ((grids::SignsWithParity(i) >> j) & 1) m[i] |= uint64_t{0xFF} << (8 * j);
+  }
+};
+constexpr SignMasks kSignMasks;
+
+// 4 x 7 sign bits at bit offsets 0, 7, 14, 21 -> 32 byte masks.
+inline __m256i SignMask4(uint32_t aux) {
+  return _mm256_set_epi64x(static_cast<int64_t>(kSignMasks.m[(aux >> 21) & 127]),
+                           static_cast<int64_t>(kSignMasks.m[(aux >> 14) & 127]),
+                           static_cast<int64_t>(kSignMasks.m[(aux >> 7) & 127]),
+                           static_cast<int64_t>(kSignMasks.m[aux & 127]));
 }
+inline __m256i Negate(__m256i v, __m256i mask) { return _mm256_sub_epi8(_mm256_xor_si256(v, mask), mask); }
+
 
 void NoMins(Unpacked* out) {
   out->dmin = 0.0f;
@@ -144,7 +160,7 @@ void DecodeIQ2_XXS(const uint8_t* blk, Unpacked* out) {
     const __m256i g = _mm256_set_epi64x(
         static_cast<int64_t>(grids::kIq2xxsGrid[idx[3]]), static_cast<int64_t>(grids::kIq2xxsGrid[idx[2]]),
         static_cast<int64_t>(grids::kIq2xxsGrid[idx[1]]), static_cast<int64_t>(grids::kIq2xxsGrid[idx[0]]));
-    Store(out->q + 32 * ib, ApplySigns(g, FourSignBytes(aux)));
+    Store(out->q + 32 * ib, Negate(g, SignMask4(aux)));
   }
 }
 
@@ -160,7 +176,7 @@ void DecodeIQ3_XXS(const uint8_t* blk, Unpacked* out) {
     const uint32_t aux = U32(x->qs + 64 + 4 * ib);
     const auto g = [&](int k) { return static_cast<int>(grids::kIq3xxsGrid[qs[k]]); };
     const __m256i v = _mm256_set_epi32(g(7), g(6), g(5), g(4), g(3), g(2), g(1), g(0));
-    Store(out->q + 32 * ib, ApplySigns(v, FourSignBytes(aux)));
+    Store(out->q + 32 * ib, Negate(v, SignMask4(aux)));
   }
 }
 
@@ -176,10 +192,10 @@ void DecodeIQ2_XS(const uint8_t* blk, Unpacked* out) {
     std::memcpy(v, x->qs + 8 * ib, 8);
     const __m256i g = _mm256_set_epi64x(G64(grids::kIq2xsGrid, v[3] & 511), G64(grids::kIq2xsGrid, v[2] & 511),
                                         G64(grids::kIq2xsGrid, v[1] & 511), G64(grids::kIq2xsGrid, v[0] & 511));
-    const uint32_t signs = grids::SignsWithParity(v[0] >> 9) | grids::SignsWithParity(v[1] >> 9) << 8 |
-                           grids::SignsWithParity(v[2] >> 9) << 16 |
-                           static_cast<uint32_t>(grids::SignsWithParity(v[3] >> 9)) << 24;
-    Store(out->q + 32 * ib, ApplySigns(g, signs));
+    const __m256i m = _mm256_set_epi64x(
+        static_cast<int64_t>(kSignMasks.m[v[3] >> 9]), static_cast<int64_t>(kSignMasks.m[v[2] >> 9]),
+        static_cast<int64_t>(kSignMasks.m[v[1] >> 9]), static_cast<int64_t>(kSignMasks.m[v[0] >> 9]));
+    Store(out->q + 32 * ib, Negate(g, m));
   }
 }
 
