@@ -4,6 +4,7 @@
 
 #include "apps/command.h"
 #include "base/flags.h"
+#include "gguf/describe.h"
 #include "model/forward.h"
 #include "modelgen/config.h"
 
@@ -102,10 +103,20 @@ int Inspect(int argc, char** argv) {
               static_cast<unsigned long long>(c.StateBytesPerSeq()), c.StateBytesPerSeq() / 1048576.0);
   std::printf("  replay log per token:                   %llu bytes\n",
               static_cast<unsigned long long>(c.ReplayBytesPerToken()));
+  std::printf("\nweights by type:\n");
+  uint64_t total = 0;
+  for (const auto& tt : gguf::TotalsByType(m.file())) total += tt.bytes;
+  for (const auto& tt : gguf::TotalsByType(m.file())) {
+    std::printf("  %-8s %4lld tensors %14llu bytes  %5.1f%%  %6.3f bits/weight\n", gguf::TypeName(tt.type),
+                static_cast<long long>(tt.tensors), static_cast<unsigned long long>(tt.bytes),
+                total ? 100.0 * tt.bytes / total : 0.0, tt.elements ? 8.0 * tt.bytes / tt.elements : 0.0);
+  }
+  std::printf("  %-8s %4zu tensors %14llu bytes\n", "total", m.file().tensors().size(),
+              static_cast<unsigned long long>(total));
   if (tensors) {
     std::printf("\ntensors (%zu):\n", m.file().tensors().size());
     for (const auto& t : m.file().tensors())
-      std::printf("  %-40s %-6s %-22s %llu bytes\n", t.name.c_str(), gguf::TypeName(t.type), t.ShapeString().c_str(),
+      std::printf("  %-40s %-7s %-22s %llu bytes\n", t.name.c_str(), gguf::TypeName(t.type), t.ShapeString().c_str(),
                   static_cast<unsigned long long>(t.nbytes));
   }
   return 0;

@@ -30,12 +30,16 @@ namespace {
 
 using memory::SeqId;
 
-// The llama.cpp fixture models, loaded once each; null (with a test failure) when one cannot be loaded.
+// The llama.cpp fixture models, loaded once each; null (with a test failure) when one cannot be loaded. A name
+// with a '/' is a path under tests/data, otherwise the F32 model of golden/models.
 model::Model* LoadFixture(const std::string& name) {
   static std::map<std::string, std::unique_ptr<model::Model>> models;
   auto it = models.find(name);
   if (it == models.end()) {
-    auto r = model::Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/" + name + "-f32.gguf");
+    const std::string path = name.find('/') != std::string::npos
+                                 ? std::string(REWIND_TEST_DATA) + "/" + name
+                                 : std::string(REWIND_TEST_DATA) + "/golden/models/" + name + "-f32.gguf";
+    auto r = model::Model::Load(path);
     EXPECT_TRUE(r.ok()) << name << ": " << r.error().ToString();
     it = models.emplace(name, r.ok() ? std::move(r).value() : nullptr).first;
   }
@@ -372,6 +376,10 @@ TEST(Exact, RandomScriptsOnQwen35MoeMatchAStraightPrefillBitForBit) {
 }
 TEST(Exact, RandomScriptsOnQwen3NextMatchAStraightPrefillBitForBit) {
   RunScripts("tiny-qwen3next", 100, 27000, false);
+}
+// Every low-bit weight type (and Q8_0, BF16, F16) in one llama.cpp-quantised file (tests/data/golden_lowbit).
+TEST(Exact, RandomScriptsOnAMixedLowbitModelMatchAStraightPrefillBitForBit) {
+  RunScripts("golden_lowbit/models/tiny-qwen35-mix.gguf", 30, 37000, false);
 }
 
 HybridCacheConfig SmallConfig(const std::string& dir = "") {

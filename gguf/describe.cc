@@ -82,4 +82,17 @@ std::string DescribeLayout(const File& file) {
   return out;
 }
 
+std::vector<TypeTotal> TotalsByType(const File& file) {
+  std::vector<TypeTotal> out;
+  for (const TensorInfo& t : file.tensors()) {
+    auto it = out.begin();
+    while (it != out.end() && static_cast<uint32_t>(it->type) < static_cast<uint32_t>(t.type)) ++it;
+    if (it == out.end() || it->type != t.type) it = out.insert(it, TypeTotal{t.type});
+    ++it->tensors;
+    it->elements += t.n_elements();
+    it->bytes += t.nbytes;
+  }
+  return out;
+}
+
 }  // namespace rw::gguf

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "gguf/gguf.h"
 
@@ -13,5 +14,14 @@ namespace rw::gguf {
 
 std::string DescribeValue(const Value& v);
 std::string DescribeLayout(const File& file);
+
+// Tensors and bytes per tensor type, in type-id order (mixed-type files, e.g. llama.cpp's Q2_K / IQ mixes).
+struct TypeTotal {
+  TensorType type;
+  int64_t tensors = 0;
+  int64_t elements = 0;
+  uint64_t bytes = 0;
+};
+std::vector<TypeTotal> TotalsByType(const File& file);
 
 }  // namespace rw::gguf

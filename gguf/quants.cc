@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "gguf/quants_k.h"
+#include "gguf/quants_lowbit.h"
 
 namespace rw::gguf {
 
@@ -93,12 +94,12 @@ bool IsSupportedWeightType(TensorType t) {
     case TensorType::kQ4_K: case TensorType::kQ5_K: case TensorType::kQ6_K:
       return true;
     default:
-      return false;
+      return IsLowbitType(t);
   }
 }
 
 bool IsQuantizableType(TensorType t) {
-  return IsSupportedWeightType(t) || t == TensorType::kQ8_1 || t == TensorType::kQ8_K;
+  return (IsSupportedWeightType(t) && !IsLowbitType(t)) || t == TensorType::kQ8_1 || t == TensorType::kQ8_K;
 }
 
 TensorType VecDotType(TensorType weight) {
@@ -109,7 +110,10 @@ TensorType VecDotType(TensorType weight) {
     case TensorType::kQ4_0: case TensorType::kQ5_0: case TensorType::kQ8_0: return TensorType::kQ8_0;
     case TensorType::kQ4_1: case TensorType::kQ5_1: return TensorType::kQ8_1;
     case TensorType::kQ4_K: case TensorType::kQ5_K: case TensorType::kQ6_K: return TensorType::kQ8_K;
-    default: break;
+    case TensorType::kIQ4_NL: case TensorType::kMXFP4: return TensorType::kQ8_0;
+    default:
+      if (IsLowbitKType(weight)) return TensorType::kQ8_K;
+      break;
   }
   REWIND_CHECK_MSG(false, "no vec_dot type for tensor type %u", static_cast<unsigned>(weight));
   return TensorType::kF32;
@@ -129,7 +133,7 @@ static int64_t BlockBytes(TensorType t) {
     case TensorType::kQ5_K: return sizeof(BlockQ5_K);
     case TensorType::kQ6_K: return sizeof(BlockQ6_K);
     case TensorType::kQ8_K: return sizeof(BlockQ8_K);
-    default: return 0;
+    default: return IsLowbitType(t) ? GetTypeInfo(t)->block_bytes : 0;
   }
 }
 
@@ -139,7 +143,9 @@ int64_t BlockSize(TensorType t) {
     case TensorType::kQ4_0: case TensorType::kQ4_1: case TensorType::kQ5_0: case TensorType::kQ5_1:
     case TensorType::kQ8_0: case TensorType::kQ8_1: return kQK;
     case TensorType::kQ4_K: case TensorType::kQ5_K: case TensorType::kQ6_K: case TensorType::kQ8_K: return kQK_K;
-    default: break;
+    default:
+      if (IsLowbitType(t)) return GetTypeInfo(t)->block_size;
+      break;
   }
   REWIND_CHECK_MSG(false, "unsupported tensor type %u", static_cast<unsigned>(t));
   return 1;
@@ -495,7 +501,9 @@ void DequantizeRow(TensorType t, const void* src, float* dst, int64_t n) {
     case TensorType::kQ5_K: DequantQ5_K(static_cast<const BlockQ5_K*>(src), dst, nb); return;
     case TensorType::kQ6_K: DequantQ6_K(static_cast<const BlockQ6_K*>(src), dst, nb); return;
     case TensorType::kQ8_K: DequantQ8_K(static_cast<const BlockQ8_K*>(src), dst, nb); return;
-    default: break;
+    default:
+      if (IsLowbitType(t)) return DequantLowbit(t, src, dst, nb);
+      break;
   }
   REWIND_CHECK_MSG(false, "DequantizeRow: unsupported type %u", static_cast<unsigned>(t));
 }
@@ -554,7 +562,9 @@ float VecDotRef(TensorType t, int64_t n, const void* w, const void* a) {
       return DotQ5_K(static_cast<const BlockQ5_K*>(w), static_cast<const BlockQ8_K*>(a), nb);
     case TensorType::kQ6_K:
       return DotQ6_K(static_cast<const BlockQ6_K*>(w), static_cast<const BlockQ8_K*>(a), nb);
-    default: break;
+    default:
+      if (IsLowbitType(t)) return DotLowbitRef(t, w, a, nb);
+      break;
   }
   REWIND_CHECK_MSG(false, "VecDotRef: unsupported weight type %u", static_cast<unsigned>(t));
   return 0;

@@ -49,6 +49,29 @@ static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(Block
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 
+// Low-bit and non-linear formats (spec: llama.cpp v0.5.0 ggml-common.h). 16-bit fields inside byte arrays are
+// read with memcpy (little-endian). Dequantisation and the integer form of a block: gguf/quants_lowbit.h.
+struct REWIND_PACKED BlockQ2_K { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; };
+struct REWIND_PACKED BlockQ3_K { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; };
+struct REWIND_PACKED BlockTQ1_0 { uint8_t qs[48]; uint8_t qh[4]; uint16_t d; };
+struct REWIND_PACKED BlockTQ2_0 { uint8_t qs[64]; uint16_t d; };
+struct REWIND_PACKED BlockIQ2_XXS { uint16_t d; uint8_t qs[64]; };  // 32 x uint16
+struct REWIND_PACKED BlockIQ2_XS { uint16_t d; uint8_t qs[64]; uint8_t scales[8]; };  // qs: 32 x uint16
+struct REWIND_PACKED BlockIQ2_S { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t scales[8]; };
+struct REWIND_PACKED BlockIQ3_XXS { uint16_t d; uint8_t qs[96]; };
+struct REWIND_PACKED BlockIQ3_S { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t signs[32]; uint8_t scales[4]; };
+struct REWIND_PACKED BlockIQ1_S { uint16_t d; uint8_t qs[32]; uint8_t qh[16]; };  // qh: 8 x uint16
+struct REWIND_PACKED BlockIQ1_M { uint8_t qs[32]; uint8_t qh[16]; uint8_t scales[8]; };
+struct REWIND_PACKED BlockIQ4_NL { uint16_t d; uint8_t qs[16]; };
+struct REWIND_PACKED BlockIQ4_XS { uint16_t d, scales_h; uint8_t scales_l[4]; uint8_t qs[128]; };
+struct REWIND_PACKED BlockMXFP4 { uint8_t e; uint8_t qs[16]; };  // e: E8M0 shared exponent
+
+static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockTQ1_0) == 54);
+static_assert(sizeof(BlockTQ2_0) == 66 && sizeof(BlockIQ2_XXS) == 66 && sizeof(BlockIQ2_XS) == 74);
+static_assert(sizeof(BlockIQ2_S) == 82 && sizeof(BlockIQ3_XXS) == 98 && sizeof(BlockIQ3_S) == 110);
+static_assert(sizeof(BlockIQ1_S) == 50 && sizeof(BlockIQ1_M) == 56 && sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136 && sizeof(BlockMXFP4) == 17);
+
 // Six-bit scale/min unpack of Q4_K / Q5_K sub-block j (0..7), spec section 3.8.
 inline void GetScaleMinK4(int j, const uint8_t* scales, uint8_t* sc, uint8_t* mn) {
   if (j < 4) {
@@ -61,13 +84,15 @@ inline void GetScaleMinK4(int j, const uint8_t* scales, uint8_t* sc, uint8_t* mn
 }
 
 // ---- Types ------------------------------------------------------------------------------------------------
-// Weight types with dequantisation, quantisation and dot products: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
-// Q5_1, Q4_K, Q5_K, Q6_K.
+// Weight types with dequantisation and dot products: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
+// Q6_K (these also quantise) and the low-bit types of gguf/quants_lowbit.h (Q2_K, Q3_K, IQ1_S, IQ1_M, IQ2_XXS,
+// IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4: dequantisation and dot products only).
 bool IsSupportedWeightType(TensorType t);
-// Types QuantizeRow/DequantizeRow accept: the weight types plus the activation types Q8_1 and Q8_K.
+// Types QuantizeRow accepts: the weight types with a quantiser plus the activation types Q8_1 and Q8_K.
+// DequantizeRow accepts these and every supported weight type.
 bool IsQuantizableType(TensorType t);
 // The activation format a weight type dots against (spec section 4): F32->F32, F16->F16, BF16->BF16,
-// Q4_0/Q5_0/Q8_0->Q8_0, Q4_1/Q5_1->Q8_1, K-quants->Q8_K. Aborts for an unsupported weight type.
+// Q4_0/Q5_0/Q8_0/IQ4_NL/MXFP4->Q8_0, Q4_1/Q5_1->Q8_1, K-quants, IQ1-3, IQ4_XS and TQ->Q8_K. Aborts for an unsupported weight type.
 TensorType VecDotType(TensorType weight);
 // Elements per block (1 for F32/F16/BF16) and bytes of n elements; n must be a multiple of the block size.
 int64_t BlockSize(TensorType t);
@@ -88,6 +113,8 @@ void QuantizeActivationRow(TensorType t, const float* src, void* dst, int64_t n)
 // Scalar reference dot product of one weight row (weight_type) with one activation row already in
 // VecDotType(weight_type), following llama.cpp's generic C numerics: integer sums per block, then float scale
 // accumulation in block order (K-quants: 8 float lanes summed at the end; F16/BF16/F32: double accumulator).
+// The low-bit types instead use the integer form of quants_lowbit.h (DotLowbitRef): the exact instruction
+// sequence of their AVX2 kernels, so those agree bit for bit.
 float VecDotRef(TensorType weight_type, int64_t n, const void* weight_row, const void* act_row);
 
 }  // namespace rw::gguf

@@ -141,7 +141,11 @@ TEST(Quants, ReportsVecDotTypesAndRowBytes) {
   EXPECT_EQ(RowBytes(TT::kQ8_K, 256), 292u);
   EXPECT_TRUE(IsSupportedWeightType(TT::kQ6_K));
   EXPECT_FALSE(IsSupportedWeightType(TT::kQ8_K));
-  EXPECT_FALSE(IsSupportedWeightType(TT::kQ2_K));
+  EXPECT_TRUE(IsSupportedWeightType(TT::kQ2_K));
+  EXPECT_FALSE(IsQuantizableType(TT::kQ2_K));  // dequantises, no quantiser
+  EXPECT_FALSE(IsSupportedWeightType(TT::kNVFP4));
+  EXPECT_EQ(VecDotType(TT::kIQ4_NL), TT::kQ8_0);
+  EXPECT_EQ(VecDotType(TT::kIQ2_XXS), TT::kQ8_K);
   EXPECT_TRUE(IsQuantizableType(TT::kQ8_1));
 }
 

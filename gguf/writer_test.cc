@@ -8,6 +8,8 @@
 
 #include <cstring>
 
+#include "gguf/describe.h"
+
 namespace rw::gguf {
 namespace {
 
@@ -182,6 +184,40 @@ TEST(GgufWriter, WritesAMetadataOnlyFileWithoutPadding) {
   auto f = File::FromBuffer(out);
   ASSERT_TRUE(f.ok()) << f.error().message;
   EXPECT_EQ(*(*f)->GetString("tokenizer.ggml.model"), "gpt2");
+}
+
+}  // namespace
+}  // namespace rw::gguf
+
+namespace rw::gguf {
+namespace {
+
+TEST(GgufDescribe, TotalsByTypeSumsTensorsAndBytesPerTypeInTypeIdOrder) {
+  Writer w;
+  ASSERT_TRUE(w.AddTensor("e", TensorType::kQ6_K, {256, 2}).ok());
+  ASSERT_TRUE(w.AddTensor("a", TensorType::kIQ2_XXS, {256, 3}).ok());
+  ASSERT_TRUE(w.AddTensor("n", TensorType::kF32, {7}).ok());
+  ASSERT_TRUE(w.AddTensor("b", TensorType::kIQ2_XXS, {512}).ok());
+  const std::string path = ::testing::TempDir() + "/describe_test_" + std::to_string(::getpid()) + ".gguf";
+  ASSERT_TRUE(w.Open(path).ok());
+  for (const auto& t : std::vector<TensorInfo>(w.tensors())) {
+    std::vector<uint8_t> zeros(t.nbytes);
+    ASSERT_TRUE(w.WriteTensor(t.name, zeros.data(), zeros.size()).ok());
+  }
+  ASSERT_TRUE(w.Close().ok());
+  auto f = File::Open(path);
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  const auto totals = TotalsByType(**f);
+  std::remove(path.c_str());
+  ASSERT_EQ(totals.size(), 3u);
+  EXPECT_EQ(totals[0].type, TensorType::kF32);
+  EXPECT_EQ(totals[0].bytes, 28u);
+  EXPECT_EQ(totals[1].type, TensorType::kQ6_K);
+  EXPECT_EQ(totals[1].bytes, 2u * 210);
+  EXPECT_EQ(totals[2].type, TensorType::kIQ2_XXS);
+  EXPECT_EQ(totals[2].tensors, 2);
+  EXPECT_EQ(totals[2].elements, 5 * 256);
+  EXPECT_EQ(totals[2].bytes, 5u * 66);
 }
 
 }  // namespace

@@ -29,6 +29,24 @@ inline __m256i SumPairs16(__m256i v) { return _mm256_madd_epi16(v, _mm256_set1_e
 // u (unsigned bytes) · s (signed bytes) summed per 4 bytes into int32 lanes (exact for |u|,|s| <= 127).
 inline __m256i DotUnsigned(__m256i u, __m256i s) { return SumPairs16(_mm256_maddubs_epi16(u, s)); }
 
+// 16 packed bytes of nibbles -> 32 bytes: low nibbles first (elements 0..15), then high nibbles.
+inline __m256i UnpackNibbles16(const uint8_t* p) {
+  const __m128i b = Load128(p);
+  const __m128i m = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+// Bit i of x -> byte i = 0xFF when set, 0 otherwise.
+inline __m256i BytesFromBits32(const uint8_t* p) {
+  uint32_t x;
+  std::memcpy(&x, p, 4);
+  const __m256i shuf = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202,
+                                          0x0303030303030303);
+  __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), shuf);
+  bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7FBFDFEFF7FBFDFE));
+  return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
+}
+
 // The 12 packed bytes of Q4_K / Q5_K scales and mins -> utmp[0..1] = 8 scales, utmp[2..3] = 8 mins (6 bits).
 inline void UnpackScalesMins(const uint8_t* packed, uint32_t utmp[4]) {
   constexpr uint32_t kMask1 = 0x3F3F3F3F, kMask2 = 0x0F0F0F0F, kMask3 = 0x03030303;

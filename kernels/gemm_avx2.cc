@@ -13,11 +13,14 @@
 #include <cstddef>
 
 #include "gguf/quants.h"
+#include "gguf/quants_lowbit.h"
 #include "kernels/alloc_tuning.h"
 #include "kernels/dot.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_tiles_avx2.h"
 #include "kernels/gemm_tiles_avx512.h"
+#include "kernels/gemm_tiles_legacy_avx2.h"
+#include "kernels/lowbit_avx2.h"
 
 namespace rw::kernels::gemm_avx2 {
 namespace {
@@ -200,13 +203,17 @@ void AllowAvx512(bool allow) { g_use_avx512 = allow && HasAvx512(); }
 bool Supports(TensorType t) {
   switch (t) {
     case TensorType::kQ8_0:
+    case TensorType::kQ4_0:
+    case TensorType::kQ4_1:
+    case TensorType::kQ5_0:
+    case TensorType::kQ5_1:
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
     case TensorType::kQ6_K:
     case TensorType::kF32:
     case TensorType::kF16:
     case TensorType::kBF16: return true;
-    default: return false;
+    default: return gguf::IsLowbitType(t);
   }
 }
 
@@ -246,11 +253,18 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
           }))
         return;
       return wide ? run.operator()<KQ6_KZmm>(nb) : run.operator()<KQ6_K>(nb);
+    case TensorType::kQ4_0: return run.operator()<KLegacy<TensorType::kQ4_0>>(nb);
+    case TensorType::kQ4_1: return run.operator()<KLegacy<TensorType::kQ4_1>>(nb);
+    case TensorType::kQ5_0: return run.operator()<KLegacy<TensorType::kQ5_0>>(nb);
+    case TensorType::kQ5_1: return run.operator()<KLegacy<TensorType::kQ5_1>>(nb);
     case TensorType::kF32: return run.operator()<KFloat<LoadF32, ScalarF32>>(n);
     case TensorType::kF16:
       return wide ? run.operator()<KF16Zmm>(n) : run.operator()<KFloat<LoadF16, ScalarF16>>(n);
     case TensorType::kBF16: return run.operator()<KFloat<LoadBF16, ScalarBF16>>(n);
-    default: break;
+    default:
+      if (gguf::IsLowbitType(t))
+        return lowbit_avx2::GemmRows(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride);
+      break;
   }
 }
 

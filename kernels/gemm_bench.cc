@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gguf/quants.h"
+#include "gguf/quants_lowbit_testing.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_act.h"
 #include "kernels/vec_dot.h"
@@ -99,7 +100,10 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> x(cols);
-  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_K, TensorType::kQ6_K, TensorType::kF16}) {
+  std::vector<TensorType> types = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0,
+                                   TensorType::kQ5_1, TensorType::kQ4_K, TensorType::kQ6_K, TensorType::kF16};
+  for (TensorType t : rw::gguf::testing::kLowbitTypes) types.push_back(t);
+  for (TensorType t : types) {
     if (argc > 4 && std::strcmp(argv[4], rw::gguf::TypeName(t)) != 0) continue;
     if (!rw::kernels::GemmSupports(t)) continue;
     const TensorType at = rw::gguf::VecDotType(t);
@@ -107,7 +111,12 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> w(wb * rows), a(ab * toks);
     for (int64_t r = 0; r < rows; ++r) {
       for (auto& v : x) v = dist(rng);
-      rw::gguf::QuantizeRow(t, x.data(), w.data() + r * wb, cols);
+      if (rw::gguf::IsLowbitType(t)) {  // no quantiser: random blocks
+        const auto row = rw::gguf::testing::RandomLowbitRow(t, cols, rng);
+        std::copy(row.begin(), row.end(), w.begin() + r * wb);
+      } else {
+        rw::gguf::QuantizeRow(t, x.data(), w.data() + r * wb, cols);
+      }
     }
     for (int64_t r = 0; r < toks; ++r) {
       for (auto& v : x) v = dist(rng);
@@ -123,7 +132,7 @@ int main(int argc, char** argv) {
       double& b = rep % 2 == 0 ? best : best_base;
       b = std::max(b, static_cast<double>(rows) * cols * toks / s * 1e-9);
     }
-    std::printf("%-5s %lldx%lld x %lld tokens: %.2f GMAC/s (plain AVX2 kernels: %.2f; best of 3, thread CPU time)\n",
+    std::printf("%-7s %lldx%lld x %lld tokens: %.2f GMAC/s (plain AVX2 kernels: %.2f; best of 3, thread CPU time)\n",
                 rw::gguf::TypeName(t), static_cast<long long>(rows), static_cast<long long>(cols),
                 static_cast<long long>(toks), best, best_base);
   }

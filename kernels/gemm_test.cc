@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <vector>
 
 #include "gguf/quants.h"
+#include "gguf/quants_lowbit_testing.h"
 #include "kernels/matmul.h"
 #include "kernels/thread_pool.h"
 #include "kernels/vec_dot.h"
@@ -25,7 +27,10 @@ std::vector<uint8_t> Rows(TT t, int64_t rows, int64_t n, std::mt19937& rng, floa
   std::vector<uint8_t> out(rb * rows);
   for (int64_t r = 0; r < rows; ++r) {
     for (auto& v : x) v = dist(rng);
-    if (activation) {
+    if (!activation && gguf::IsLowbitType(t)) {  // no quantiser: random blocks
+      const auto row = gguf::testing::RandomLowbitRow(t, n, rng);
+      std::memcpy(out.data() + r * rb, row.data(), rb);
+    } else if (activation) {
       gguf::QuantizeActivationRow(t, x.data(), out.data() + r * rb, n);
     } else {
       gguf::QuantizeRow(t, x.data(), out.data() + r * rb, n);
@@ -35,7 +40,8 @@ std::vector<uint8_t> Rows(TT t, int64_t rows, int64_t n, std::mt19937& rng, floa
 }
 
 void TiledCallsMatchSingleVecDot() {
-  for (TT t : {TT::kQ8_0, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K, TT::kF32, TT::kF16, TT::kBF16}) {
+  for (TT t : {TT::kQ8_0, TT::kQ4_0, TT::kQ4_1, TT::kQ5_0, TT::kQ5_1, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K, TT::kF32,
+               TT::kF16, TT::kBF16}) {
     if (!GemmSupports(t)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
     std::mt19937 rng(static_cast<uint32_t>(t) + 7);
     const int64_t n = (t == TT::kF32 || t == TT::kF16 || t == TT::kBF16) ? 264 : 512;  // F: tail of 0 (8 | 264)
@@ -179,7 +185,10 @@ TEST(Gemm, VecDotRowGroupsMatchSingleRowsBitForBit) {
 
 TEST(Gemm, MatMulGivesTheSameBitsForEveryBatchSizeAndThreadCount) {
   const int64_t K = 512, R = 23, T = 64;
-  for (TT t : {TT::kQ8_0, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K, TT::kF16, TT::kBF16}) {
+  std::vector<TT> types = {TT::kQ8_0, TT::kQ4_0, TT::kQ4_1, TT::kQ5_0, TT::kQ5_1, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K,
+                           TT::kF16, TT::kBF16};
+  types.insert(types.end(), std::begin(gguf::testing::kLowbitTypes), std::end(gguf::testing::kLowbitTypes));
+  for (TT t : types) {
     std::mt19937 rng(static_cast<uint32_t>(t) + 100);
     const auto w = Rows(t, R, K, rng, 1.0f, false);
     std::normal_distribution<float> dist(0.0f, 1.0f);

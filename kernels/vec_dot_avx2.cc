@@ -14,8 +14,10 @@
 #include <cstring>
 
 #include "gguf/quants.h"
+#include "gguf/quants_lowbit.h"
 #include "kernels/avx2_blocks.h"
 #include "kernels/dot.h"
+#include "kernels/lowbit_avx2.h"
 
 namespace rw::kernels::avx2 {
 namespace {
@@ -46,24 +48,6 @@ inline void Prefetch(const void* block, ptrdiff_t ahead) {
 // Same for two signed int8 vectors (s is never -128: activations are in [-127, 127]).
 inline __m256i DotSigned(__m256i x, __m256i s) {
   return DotUnsigned(_mm256_sign_epi8(x, x), _mm256_sign_epi8(s, x));
-}
-
-// 16 packed bytes of nibbles -> 32 bytes: low nibbles first (elements 0..15), then high nibbles.
-inline __m256i UnpackNibbles16(const uint8_t* p) {
-  const __m128i b = Load128(p);
-  const __m128i m = _mm_set1_epi8(0x0F);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
-}
-
-// Bit i of x -> byte i = 0xFF when set, 0 otherwise.
-inline __m256i BytesFromBits32(const uint8_t* p) {
-  uint32_t x;
-  std::memcpy(&x, p, 4);
-  const __m256i shuf = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202,
-                                          0x0303030303030303);
-  __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), shuf);
-  bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7FBFDFEFF7FBFDFE));
-  return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
 }
 
 // ---- 32-element formats -----------------------------------------------------------------------------------
@@ -427,7 +411,9 @@ void VecDotRows(TensorType t, int64_t n, const void* w, size_t stride, int64_t n
     case TensorType::kBF16:
       return DriveRows<RowsFloat<4, LoadBF16, ScalarBF16, 2>, RowsFloat<1, LoadBF16, ScalarBF16, 2>>(
           n, base, stride, n_rows, act, out);
-    default: break;
+    default:
+      if (gguf::IsLowbitType(t)) return lowbit_avx2::VecDotRows(t, n, w, stride, n_rows, act, out);
+      break;
   }
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gguf/quants.h"
+#include "gguf/quants_lowbit_testing.h"
 #include "kernels/vec_dot.h"
 
 namespace {
@@ -52,11 +53,12 @@ int main(int argc, char** argv) {
   const bool skip_scalar = argc > 3 && std::strcmp(argv[3], "fast") == 0;
   std::printf("vec_dot_bench: cols=%lld, big matrix %lld MiB, small matrix 256 KiB, 1 thread, GB/s of weights per CPU-second, AVX2 %s\n",
               static_cast<long long>(cols), static_cast<long long>(mib), avx2 ? "yes" : "no");
-  std::printf("%-5s %8s %14s %14s %14s %14s\n", "type", "bits/w", "mem AVX2 GB/s", "cache AVX2", "mem scalar",
+  std::printf("%-7s %8s %14s %14s %14s %14s\n", "type", "bits/w", "mem AVX2 GB/s", "cache AVX2", "mem scalar",
               "Gelem/s AVX2");
-  const TensorType types[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16, TensorType::kQ8_0,
-                              TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1,
-                              TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K};
+  std::vector<TensorType> types = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16, TensorType::kQ8_0,
+                                   TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1,
+                                   TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K};
+  for (TensorType t : rw::gguf::testing::kLowbitTypes) types.push_back(t);
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> x(cols);
@@ -70,7 +72,11 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> one(row_bytes);
     std::vector<float> wrow(cols);
     for (auto& v : wrow) v = dist(rng);
-    rw::gguf::QuantizeRow(t, wrow.data(), one.data(), cols);
+    if (rw::gguf::IsLowbitType(t)) {  // no quantiser: random blocks with sane scales
+      one = rw::gguf::testing::RandomLowbitRow(t, cols, rng);
+    } else {
+      rw::gguf::QuantizeRow(t, wrow.data(), one.data(), cols);
+    }
     std::vector<uint8_t> w(row_bytes * rows);
     for (int64_t r = 0; r < rows; ++r) std::copy(one.begin(), one.end(), w.begin() + r * row_bytes);
     std::vector<uint8_t> small(w.begin(), w.begin() + row_bytes * small_rows);
@@ -83,7 +89,7 @@ int main(int argc, char** argv) {
     const double cache = avx2 ? Measure(VecDotImpl::kAvx2, t, cols, small, row_bytes, small_rows, act, 0.5) : 0;
     const double scalar = skip_scalar ? 0 : Measure(VecDotImpl::kScalar, t, cols, w, row_bytes, rows, act, 1.0);
     const double bits = 8.0 * static_cast<double>(row_bytes) / static_cast<double>(cols);
-    std::printf("%-5s %8.2f %14.2f %14.2f %14.2f %14.2f\n", rw::gguf::TypeName(t), bits, mem / 1e9, cache / 1e9,
+    std::printf("%-7s %8.2f %14.2f %14.2f %14.2f %14.2f\n", rw::gguf::TypeName(t), bits, mem / 1e9, cache / 1e9,
                 scalar / 1e9, cache * 8.0 / bits / 1e9);
     std::fflush(stdout);
   }

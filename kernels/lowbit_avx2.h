@@ -1,0 +1,20 @@
+// Internal to vec_dot_avx2.cc / gemm_avx2.cc: AVX2 kernels of the low-bit weight types (gguf/quants_lowbit.h).
+// Compiled with -mavx2 -mfma -mf16c -ffp-contract=off, called after the CPU check. Every (row, token) element
+// runs the float operations of gguf::DotLowbitRef on the same exact integers, so the results are that twin's bits
+// whatever the call shape (rows, tokens, threads); activations holding -128 (which the sign trick of the integer
+// products cannot take) are computed by the twin itself.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/types.h"
+
+namespace rw::kernels::lowbit_avx2 {
+
+void VecDotRows(gguf::TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act,
+                float* out);
+void GemmRows(gguf::TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act,
+              size_t act_stride, int64_t n_tok, float* out, int64_t out_stride);
+
+}  // namespace rw::kernels::lowbit_avx2
