@@ -19,6 +19,7 @@ struct ServerConfig {
   std::string model_name = "rewind";  // reported by /v1/models and in responses
   int http_threads = 0;               // 0: derived from the engine's slots (at least 32)
   bool log_requests = true;           // one log line per request
+  bool webui = true;                  // serve the built-in web page at / (docs/webui.md)
 };
 
 class Server {
