@@ -47,7 +47,8 @@ function renderConversations() {
     return el('li', { class: c.id === conv?.id ? 'active' : null },
       el('button', { class: 'conv', onclick: () => open(c.id), title: c.title },
         el('span', { class: 'title', text: c.title }),
-        b ? el('span', { class: 'badge', title: `${b} branch point${b > 1 ? 's' : ''}`, text: `⑂ ${b}` }) : null),
+        b ? el('span', { class: 'badge', title: `${b} branch point${b > 1 ? 's' : ''} (edits, regenerations)`,
+          text: `${b} branch${b > 1 ? 'es' : ''}` }) : null),
       el('button', { class: 'icon small del', title: 'Delete', 'aria-label': 'Delete conversation',
         onclick: () => remove(c.id) }, '×'));
   }));

@@ -76,8 +76,8 @@ export class Chat {
       'data-id': m.id, onclick: () => m.report && this.inspect(m.id),
     },
     el('div', { class: 'meta' }, el('span', { class: 'role', text: m.role === 'user' ? 'You' : 'Assistant' }),
-      nav, report, actions),
-    body);
+      nav, actions),
+    body, report ? el('div', { class: 'foot' }, report) : null);
     return div;
   }
 

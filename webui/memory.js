@@ -73,10 +73,18 @@ export class MemoryView {
     const bar = this.root.querySelector('#budget-bar');
     bar.replaceChildren(...segs.filter(x => x[2] > 0).map(([cls, label, v]) =>
       el('div', { class: 'seg ' + cls, style: `flex-grow:${v}`, title: `${label}: ${fmtBytes(v)}` })));
+    // When the cache uses a sliver of a large budget, a second bar shows what the used part is made of.
+    const inUse = pages + ck + reserved;
+    const zoom = this.root.querySelector('#budget-zoom-wrap');
+    zoom.hidden = !(inUse > 0 && inUse < 0.1 * budget);
+    if (!zoom.hidden) {
+      this.root.querySelector('#budget-zoom').replaceChildren(...segs.slice(0, 3).filter(x => x[2] > 0).map(([cls, label, v]) =>
+        el('div', { class: 'seg ' + cls, style: `flex-grow:${v}`, title: `${label}: ${fmtBytes(v)}` })));
+    }
     this.root.querySelector('#budget-legend').replaceChildren(...segs.map(([cls, label, v]) =>
       el('span', {}, el('i', { class: 'sw ' + cls }), `${label} ${fmtBytes(v)}`)));
     this.root.querySelector('#budget-text').textContent =
-      `${fmtBytes(s.used_bytes)} used of ${fmtBytes(budget)} (${(100 * s.used_bytes / budget).toFixed(1)}%)`;
+      `${fmtBytes(s.used_bytes)} used of ${fmtBytes(budget)} (${pct(s.used_bytes / budget)})`;
     const wrap = this.root.querySelector('#disk-bar-wrap');
     wrap.hidden = !tree.disk_tier;
     if (tree.disk_tier) {
@@ -140,25 +148,33 @@ export class MemoryView {
   // The reports of this browser's requests (newest first), from the stored conversations.
   setRequests(list) {
     this.requests = list;
-    const rows = list.slice(0, 50).map(q => {
+    const rows = list.slice(0, 50).flatMap(q => {
       const r = q.report;
       const t = r.timings || {};
       const c = r.cache || {};
       const prompt = (t.cache_n ?? 0) + (t.prompt_n ?? 0);
-      const tr = el('tr', { 'data-msg': q.msgId, onclick: () => this.hooks.onRequestClick(q.convId, q.msgId) },
-        el('td', { text: q.n }),
-        el('td', { class: 'num', text: fmtNum(prompt) }),
-        el('td', { class: 'num', text: fmtNum(t.cache_n) }),
-        el('td', { class: 'num', text: fmtNum(t.prompt_n) }),
-        el('td', {}, el('span', { class: 'src ' + (c.source || ''), text: c.source || '–' })),
-        el('td', { class: 'reason', text: c.reason || '', title: c.reason || '' }),
-        el('td', { class: 'num', text: fmtMs(r.ttft_ms) }),
-        el('td', { class: 'num', text: fmtMs(t.prompt_ms) }),
-        el('td', { class: 'num', text: t.predicted_per_second ? t.predicted_per_second.toFixed(1) + ' t/s' : '–' }),
-        el('td', { class: 'num', text: t.draft_n ? `${fmtNum(t.draft_n)} / ${fmtNum(t.draft_n_accepted)}` : '–' }),
-        el('td', { class: 'num', text: r.rollbacks ? fmtNum(r.rollbacks) : '–' }));
-      return tr;
+      const spec = t.draft_n ? `${fmtNum(t.draft_n)} / ${fmtNum(t.draft_n_accepted)}` +
+        (r.rollbacks ? `, ${fmtNum(r.rollbacks)} rb` : '') : '–';
+      const click = () => this.hooks.onRequestClick(q.convId, q.msgId);
+      return [
+        el('tr', { class: 'req', 'data-msg': q.msgId, onclick: click },
+          el('td', { text: q.n }),
+          el('td', { class: 'num', text: fmtNum(prompt) }),
+          el('td', { class: 'num', text: fmtNum(t.cache_n) }),
+          el('td', { class: 'num', text: fmtNum(t.prompt_n) }),
+          el('td', {}, el('span', { class: 'src ' + (c.source || ''), text: c.source || '–' })),
+          el('td', { class: 'num', text: fmtMs(r.ttft_ms) }),
+          el('td', { class: 'num', text: fmtMs(t.prompt_ms) }),
+          el('td', { class: 'num', text: t.predicted_per_second ? rate(t.predicted_per_second) : '–' }),
+          el('td', { class: 'num', text: spec, title: 'drafted / accepted tokens, rollbacks' })),
+        el('tr', { class: 'why', 'data-msg': q.msgId, onclick: click },
+          el('td', {}), el('td', { colspan: 8, class: 'reason', text: c.reason || '' })),
+      ];
     });
     this.root.querySelector('#requests tbody').replaceChildren(...rows);
   }
 }
+
+function pct(f) { return (100 * f).toFixed(f < 0.01 ? 2 : 1) + '%'; }
+
+function rate(r) { return r.toFixed(r < 100 ? 1 : 0) + ' t/s'; }

@@ -4,7 +4,8 @@
 import { fmtBytes, fmtNum } from './render.js';
 
 const NS = 'http://www.w3.org/2000/svg';
-const ROW = 24;
+const ROW = 26;
+const BAR = 14;
 const TOP = 28;
 const PAD = 14;
 
@@ -87,17 +88,19 @@ export function drawTree(svg, tree, ghosts, hl) {
     const yy = y(it.row);
     if (parent && parent.row !== it.row) {
       // Branch connector: down from the parent's row at the branch position.
-      g.push(s('path', { d: `M${x(it.start)},${y(parent.row) + 5} V${yy} H${x(it.start) + 4}`, class: 'link ' + it.kind,
+      g.push(s('path', { d: `M${x(it.start)},${y(parent.row) + BAR / 2} V${yy} H${x(it.start) + 4}`, class: 'link ' + it.kind,
         opacity: it.fade }));
     }
     const w = Math.max(2, x(it.end) - x(it.start));
     const cls = `bar ${it.kind}${it.pins > 0 ? ' pinned' : ''}${it.seq && it.seq.idle ? ' idle' : ''}`;
-    g.push(s('rect', { x: x(it.start), y: yy - 5, width: w, height: 10, rx: 3, class: cls, opacity: it.fade,
+    g.push(s('rect', { x: x(it.start), y: yy - BAR / 2, width: w, height: BAR, rx: 3, class: cls, opacity: it.fade,
       'data-node': it.id }, describe(it)));
+    // The token count inside the bar, when it fits between the checkpoint marks at its ends.
     const len = it.end - it.start;
-    if (w > 44 && len > 0) {
-      const t = s('text', { x: x(it.start) + w / 2, y: yy - 8, class: 'len', 'text-anchor': 'middle' });
-      t.textContent = fmtNum(len);
+    const label = fmtNum(len) + (w > 90 ? ' tokens' : '');
+    if (len > 0 && w > label.length * 6.5 + 22) {
+      const t = s('text', { x: x(it.start) + w / 2, y: yy + 3.5, class: 'len ' + it.kind, 'text-anchor': 'middle' });
+      t.textContent = label;
       g.push(t);
     }
     if (it.ckpt) g.push(mark(x(it.ckpt.pos), yy, it.ckpt, it.fade, hl));

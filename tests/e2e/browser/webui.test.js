@@ -124,25 +124,34 @@ test('chat streams, regenerates into a branch, and the memory view shows the tre
       await waitAnswer(page, 1);
       await page.waitForFunction(() => document.querySelector('.branch-pos')?.textContent === '2/2');
       // The second request reused the prompt's prefix (its report says so in the requests table).
-      await page.waitForFunction(() => document.querySelectorAll('#requests tbody tr').length === 2);
-      const reused = await page.$eval('#requests tbody tr:first-child td:nth-child(3)', e => Number(e.textContent.replace(/,/g, '')));
+      await page.waitForFunction(() => document.querySelectorAll('#requests tbody tr.req').length === 2);
+      const reused = await page.$eval('#requests tbody tr.req td:nth-child(3)', e => Number(e.textContent.replace(/,/g, '')));
       assert.ok(reused > 0, 'the regenerated answer reused cached tokens');
+
+      // A follow-up on the new branch resumes from the checkpoint at the end of the previous turn.
+      await page.type('#input', 'And what do checkpoints add?');
+      await page.keyboard.press('Enter');
+      await waitAnswer(page, 2);
+      await page.waitForFunction(() => document.querySelectorAll('#requests tbody tr.req').length === 3);
+      const source = await page.$eval('#requests tbody tr.req .src', e => e.textContent);
+      assert.notEqual(source, 'none', 'the follow-up reused the conversation so far');
 
       // The memory view: a branch connector and a checkpoint mark in the prefix tree.
       await page.waitForFunction(() => document.querySelectorAll('#tree path.link').length >= 1 &&
         document.querySelectorAll('#tree .mark.ram').length >= 1, { timeout: 20000 });
-      // Clicking the answer marks where its prompt resumed.
-      await page.click('.msg.assistant .report');
+      // Clicking an answer marks where its prompt resumed.
+      await page.click('.msg.assistant:last-of-type .report');
       await page.waitForFunction(() => /resumed from/.test(document.querySelector('#tree-detail').textContent));
       assert.ok(await page.$('#tree .hl-resume'));
       const budget = await page.$eval('#budget-text', e => e.textContent);
       assert.match(budget, /used of/);
       await shot(page, 'webui-chat-memory.png');
 
-      // Branch navigation back to the first answer.
+      // Branch navigation back to the first answer (which has no follow-up).
       await page.click('.branch-nav button[aria-label="previous branch"]');
       await page.waitForFunction(() => document.querySelector('.branch-pos')?.textContent === '1/2');
       assert.equal(await page.$eval('.msg.assistant .text', e => e.textContent), first);
+      assert.equal(await page.$$eval('.msg', l => l.length), 2);
 
       // Phone-sized: the tabs switch between chat and memory.
       await page.setViewport({ width: 390, height: 800, isMobile: true, hasTouch: true });
