@@ -97,7 +97,8 @@ int Run(int argc, char** argv) {
 
   model::ForwardOutput out;
   const double t0 = NowSeconds();
-  // The prompt in chunks of --batch-size (same logits however it is split, I1), with a progress line when long.
+  // The prompt in chunks of --batch-size (same logits however it is split, I1), with a progress line when
+  // long.
   Progress progress("prompt", static_cast<double>(input.size()), "tokens");
   for (size_t done = 0; done < input.size();) {
     const size_t n = std::min(input.size() - done, static_cast<size_t>(n_batch));

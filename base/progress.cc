@@ -14,8 +14,10 @@ namespace {
 std::string Amount(double v, const std::string& unit) {
   char buf[64];
   if (unit == "bytes") {
-    if (v >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", v / (1024.0 * 1024 * 1024));
-    else std::snprintf(buf, sizeof buf, "%.1f MiB", v / (1024.0 * 1024));
+    if (v >= 1024.0 * 1024 * 1024)
+      std::snprintf(buf, sizeof buf, "%.2f GiB", v / (1024.0 * 1024 * 1024));
+    else
+      std::snprintf(buf, sizeof buf, "%.1f MiB", v / (1024.0 * 1024));
     return buf;
   }
   std::snprintf(buf, sizeof buf, "%.0f", v);
@@ -24,9 +26,12 @@ std::string Amount(double v, const std::string& unit) {
 
 std::string Duration(double s) {
   char buf[32];
-  if (s < 60) std::snprintf(buf, sizeof buf, "%.0f s", std::ceil(s));
-  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  else std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%.0f s", std::ceil(s));
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
   return buf;
 }
 
@@ -37,12 +42,19 @@ Progress::Progress(std::string what, double total, std::string unit, double star
 
 Progress::Progress(std::string what, double total, std::string unit, double start, double delay, double every,
                    double now)
-    : what_(std::move(what)), unit_(std::move(unit)), total_(total), start_(start), delay_(delay), every_(every),
+    : what_(std::move(what)),
+      unit_(std::move(unit)),
+      total_(total),
+      start_(start),
+      delay_(delay),
+      every_(every),
       t0_(now) {}
 
 void Progress::Emit(const std::string& line) const {
-  if (sink_) sink_(line);
-  else LOG_INFO("%s", line.c_str());
+  if (sink_)
+    sink_(line);
+  else
+    LOG_INFO("%s", line.c_str());
 }
 
 std::string Progress::WithUnit(double v) const {

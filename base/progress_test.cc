@@ -41,7 +41,8 @@ TEST(Progress, LineShowsDoneTotalPercentRateAndTimeLeft) {
 
 TEST(Progress, BytesArePrintedInMibAndGib) {
   Progress p("loading model.gguf", 4.0 * (1 << 30), "bytes", 0, 0, 0, 0);
-  EXPECT_EQ(p.Line(1.0 * (1 << 30), 2), "loading model.gguf: 1.00 GiB / 4.00 GiB (25%), 512.0 MiB/s, ETA 6 s");
+  EXPECT_EQ(p.Line(1.0 * (1 << 30), 2),
+            "loading model.gguf: 1.00 GiB / 4.00 GiB (25%), 512.0 MiB/s, ETA 6 s");
 }
 
 TEST(Progress, NoRateOrEtaBeforeAnyWork) {

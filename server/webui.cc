@@ -1,6 +1,7 @@
-// The built-in web page (docs/webui.md): GET / and GET /webui/<file> serve the files embedded from webui/, and
-// GET /cache/tree the prefix tree for its memory view, GET /props the server's settings (llama-server's subset). The page is public (it asks for the API key itself);
-// everything it reads from the API is authorised as usual.
+// The built-in web page (docs/webui.md): GET / and GET /webui/<file> serve the files embedded from webui/,
+// and GET /cache/tree the prefix tree for its memory view, GET /props the server's settings (llama-server's
+// subset). The page is public (it asks for the API key itself); everything it reads from the API is
+// authorised as usual.
 #include <string>
 
 #include "base/version.h"

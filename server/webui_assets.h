@@ -10,7 +10,7 @@ struct WebAsset {
   const char* name;          // file name under webui/, e.g. "index.html"
   const char* content_type;  // HTTP Content-Type
   const unsigned char* data;
-  size_t size;               // bytes
+  size_t size;  // bytes
 };
 
 std::span<const WebAsset> WebAssets();
