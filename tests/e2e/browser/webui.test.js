@@ -119,8 +119,11 @@ test('chat streams, regenerates into a branch, and the memory view shows the tre
       const first = await page.$eval('.msg.assistant .text', e => e.textContent);
       assert.ok(first.length > 0);
 
-      // Regenerate: a second answer to the same prompt, shown as branch 2/2.
-      await page.click('.msg.assistant button.link[title^="Regenerate"]');
+      // Regenerate from the keyboard (Alt+R): a second answer to the same prompt, shown as branch 2/2.
+      await page.keyboard.down('Alt');
+      await page.keyboard.press('KeyR');
+      await page.keyboard.up('Alt');
+      await page.waitForFunction(() => document.querySelector('.branch-pos')?.textContent === '2/2');
       await waitAnswer(page, 1);
       await page.waitForFunction(() => document.querySelector('.branch-pos')?.textContent === '2/2');
       // The second request reused the prompt's prefix (its report says so in the requests table).
