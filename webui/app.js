@@ -35,7 +35,10 @@ const chat = new Chat($('#chat'), {
   settings: () => ({ system: settings.system.trim(), sampling: samplingBody() }),
   onChanged: c => { if (c === conv) renderConversations(); },
   onReport: () => refreshRequests(),
-  onInspect: m => memory.inspect(m),
+  onInspect: (m, reveal) => {
+    memory.inspect(m);
+    if (reveal && !matchMedia('(min-width: 1100px)').matches) setTab('memory');
+  },
   onBusy: b => memory.setFast(b),
 });
 

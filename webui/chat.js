@@ -7,7 +7,7 @@ import {
 } from './store.js';
 
 export class Chat {
-  // hooks: settings() -> {system, sampling...}, onChanged(conv), onReport(conv, msg), onInspect(msg),
+  // hooks: settings() -> {system, sampling...}, onChanged(conv), onReport(conv, msg), onInspect(msg, reveal),
   //        onBusy(bool)
   constructor(root, hooks) {
     this.box = root.querySelector('#messages');
@@ -69,7 +69,8 @@ export class Chat {
       el('button', { class: 'link', title: 'Copy', onclick: () => navigator.clipboard?.writeText(m.content || '') },
         'Copy'));
     const report = m.report ? el('button', {
-      class: 'report', title: m.report.cache?.reason || '', onclick: e => { e.stopPropagation(); this.inspect(m.id); },
+      class: 'report', title: m.report.cache?.reason || '',
+      onclick: e => { e.stopPropagation(); this.inspect(m.id, true); },
     }, reportSummary(m.report)) : null;
     const div = el('article', {
       class: `msg ${m.role}${m.id === this.selected ? ' selected' : ''}${m.error ? ' error' : ''}`,
@@ -191,10 +192,11 @@ export class Chat {
     }
   }
 
-  inspect(id) {
+  // Shows message `id`'s cache report in the memory view (reveal: also on narrow screens, switching tabs).
+  inspect(id, reveal = false) {
     this.selected = id;
     for (const d of this.box.querySelectorAll('.msg')) d.classList.toggle('selected', d.dataset.id === id);
-    this.hooks.onInspect(this.conv.msgs[id]);
+    this.hooks.onInspect(this.conv.msgs[id], reveal);
   }
 
   stop() { if (this.abort) this.abort.abort(); }

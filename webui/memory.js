@@ -153,8 +153,8 @@ export class MemoryView {
       const t = r.timings || {};
       const c = r.cache || {};
       const prompt = (t.cache_n ?? 0) + (t.prompt_n ?? 0);
-      const spec = t.draft_n ? `${fmtNum(t.draft_n)} / ${fmtNum(t.draft_n_accepted)}` +
-        (r.rollbacks ? `, ${fmtNum(r.rollbacks)} rb` : '') : '–';
+      const spec = t.draft_n ? `${fmtNum(t.draft_n)}/${fmtNum(t.draft_n_accepted)}` +
+        (r.rollbacks ? ` ↺${fmtNum(r.rollbacks)}` : '') : '–';
       const click = () => this.hooks.onRequestClick(q.convId, q.msgId);
       return [
         el('tr', { class: 'req', 'data-msg': q.msgId, onclick: click },
@@ -166,7 +166,7 @@ export class MemoryView {
           el('td', { class: 'num', text: fmtMs(r.ttft_ms) }),
           el('td', { class: 'num', text: fmtMs(t.prompt_ms) }),
           el('td', { class: 'num', text: t.predicted_per_second ? rate(t.predicted_per_second) : '–' }),
-          el('td', { class: 'num', text: spec, title: 'drafted / accepted tokens, rollbacks' })),
+          el('td', { class: 'num', text: spec, title: 'drafted/accepted tokens ↺rollbacks' })),
         el('tr', { class: 'why', 'data-msg': q.msgId, onclick: click },
           el('td', {}), el('td', { colspan: 8, class: 'reason', text: c.reason || '' })),
       ];
