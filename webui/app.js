@@ -190,7 +190,7 @@ async function serverInfo() {
 function setTab(name) {
   for (const b of document.querySelectorAll('#tabs button')) b.classList.toggle('active', b.dataset.tab === name);
   for (const p of document.querySelectorAll('.pane')) p.classList.toggle('active', p.id === name);
-  if (name === 'memory') memory.drawTree();
+  if (name === 'memory' && memory.started) memory.poll();
 }
 
 for (const b of document.querySelectorAll('#tabs button')) b.addEventListener('click', () => setTab(b.dataset.tab));

@@ -22,7 +22,10 @@ export class MemoryView {
     new ResizeObserver(() => this.drawTree()).observe(root.querySelector('#tree-wrap'));
   }
 
-  start() { this.poll(); }
+  start() {
+    this.started = true;
+    this.poll();
+  }
 
   setFast(b) {
     this.fast = b;
@@ -31,7 +34,8 @@ export class MemoryView {
 
   async poll() {
     clearTimeout(this.timer);
-    if (!document.hidden) {
+    // Nothing to fetch while the view is hidden (another tab, or the chat tab on a narrow screen).
+    if (!document.hidden && this.root.offsetParent !== null) {
       try {
         const [stats, tree, metrics] = await Promise.all([
           getJson('/cache'), getJson('/cache/tree'), getText('/metrics').then(parseMetrics).catch(() => ({}))]);
