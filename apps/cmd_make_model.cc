@@ -1,9 +1,11 @@
 // `rewind make-model`: deterministic random-weight GGUF models (docs/make-model.md).
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "apps/command.h"
 #include "base/flags.h"
+#include "base/progress.h"
 #include "base/timer.h"
 #include "gguf/describe.h"
 #include "gguf/gguf.h"
@@ -96,8 +98,15 @@ int MakeModelMain(int argc, char** argv) {
   opt.seed = static_cast<uint64_t>(seed);
   opt.threads = threads;
   opt.name = name;
+  std::unique_ptr<Progress> progress;  // a line every few seconds with the rate and ETA (big presets)
   if (!quiet) {
-    opt.progress = [](size_t i, size_t n, const modelgen::TensorSpec& t) {
+    opt.progress = [&progress, &out](size_t i, size_t n, const modelgen::TensorSpec& t) {
+      if (!progress) {
+        progress = std::make_unique<Progress>("make-model " + out, static_cast<double>(n), "tensors");
+        // Over the "[i/n] tensor" status line, which is redrawn below it.
+        progress->set_sink([](const std::string& line) { std::fprintf(stderr, "\r%-60s\n", line.c_str()); });
+      }
+      progress->Update(static_cast<double>(i));
       std::fprintf(stderr, "\r[%zu/%zu] %-44s", i + 1, n, t.name.c_str());
       if (i + 1 == n) std::fprintf(stderr, "\n");
     };

@@ -1,10 +1,12 @@
 // rewind run: greedy generation from a prompt (token ids or text), printing tokens as they come.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "apps/command.h"
 #include "base/flags.h"
+#include "base/progress.h"
 #include "base/timer.h"
 #include "model/forward.h"
 #include "tokenizer/stream_decoder.h"
@@ -23,7 +25,7 @@ int32_t Argmax(std::span<const float> row) {
 int Run(int argc, char** argv) {
   FlagSet flags("run", "greedy generation (argmax, ties -> lowest id)");
   std::string model_path, tokens_text, prompt;
-  int n_predict = 32, threads = 1, page_size = 32;
+  int n_predict = 32, threads = 1, page_size = 32, n_batch = 512;
   bool f32_kv = false, ids = false, ignore_eos = true;
   flags.Add("model", 'm', &model_path, "GGUF model file");
   flags.Add("tokens", 0, &tokens_text, "prompt as token ids, \"1 2 3\" or \"1,2,3\"");
@@ -31,6 +33,7 @@ int Run(int argc, char** argv) {
   flags.Add("n-predict", 'n', &n_predict, "tokens to generate");
   flags.Add("threads", 't', &threads, "threads");
   flags.Add("page-size", 0, &page_size, "KV page size in tokens");
+  flags.Add("batch-size", 'b', &n_batch, "prompt tokens per forward (a long prompt logs its progress)");
   flags.Add("f32-kv", 0, &f32_kv, "F32 KV cache instead of F16");
   flags.Add("ids", 0, &ids, "print token ids even when text is available");
   flags.Add("ignore-eos", 0, &ignore_eos, "keep generating after an end-of-generation token");
@@ -47,8 +50,8 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "rewind run: need -m MODEL and exactly one of --tokens / -p\n");
     return 2;
   }
-  if (n_predict < 0 || page_size <= 0) {
-    std::fprintf(stderr, "rewind run: -n must be >= 0 and --page-size > 0\n");
+  if (n_predict < 0 || page_size <= 0 || n_batch <= 0) {
+    std::fprintf(stderr, "rewind run: -n must be >= 0, --page-size and --batch-size > 0\n");
     return 2;
   }
   auto loaded = model::Model::Load(model_path, {threads});
@@ -92,18 +95,27 @@ int Run(int argc, char** argv) {
   std::unique_ptr<tokenizer::StreamDecoder> dec;
   if (text) dec = std::make_unique<tokenizer::StreamDecoder>(*tok);
 
-  model::BatchSeq b;
-  b.state_in = -1;
-  b.state_out = 0;
-  b.pages = pages;
-  b.pos0 = 0;
-  b.tokens = input;
   model::ForwardOutput out;
   const double t0 = NowSeconds();
-  if (Status s = m.Forward({&b, 1}, **kv, **states, &out); !s.ok()) {
-    std::fprintf(stderr, "rewind run: %s\n", s.error().ToString().c_str());
-    return 1;
+  // The prompt in chunks of --batch-size (same logits however it is split, I1), with a progress line when
+  // long.
+  Progress progress("prompt", static_cast<double>(input.size()), "tokens");
+  for (size_t done = 0; done < input.size();) {
+    const size_t n = std::min(input.size() - done, static_cast<size_t>(n_batch));
+    model::BatchSeq b;
+    b.state_in = done == 0 ? -1 : 0;
+    b.state_out = 0;
+    b.pages = pages;
+    b.pos0 = static_cast<int32_t>(done);
+    b.tokens = std::span<const int32_t>(input.data() + done, n);
+    if (Status s = m.Forward({&b, 1}, **kv, **states, &out); !s.ok()) {
+      std::fprintf(stderr, "rewind run: %s\n", s.error().ToString().c_str());
+      return 1;
+    }
+    done += n;
+    if (done < input.size()) progress.Update(static_cast<double>(done));
   }
+  progress.Finish(static_cast<double>(input.size()));
   const double t1 = NowSeconds();
   int32_t pos = static_cast<int32_t>(input.size());
   int generated = 0;

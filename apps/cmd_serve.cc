@@ -80,6 +80,7 @@ int Serve(int argc, char** argv) {
   flags.Add("log-requests", 0, &log_requests, "one log line per request");
   SamplingFlags sampling;
   sampling.Register(&flags);
+  flags.Add("webui", 0, &sc.webui, "serve the built-in web page at / (--no-webui turns it off)");
   Status st = flags.Parse(argc, argv);
   if (!st.ok()) {
     std::fprintf(stderr, "rewind serve: %s\n%s", st.error().message.c_str(), flags.Help().c_str());
@@ -143,8 +144,8 @@ int Serve(int argc, char** argv) {
     std::fprintf(stderr, "rewind serve: %s\n", bound.error().message.c_str());
     return 1;
   }
-  LOG_INFO("listening on http://%s:%d (answers 503 until the model is loaded)%s", sc.host.c_str(), *bound,
-           sc.api_key.empty() ? "" : ", API key required");
+  LOG_INFO("listening on http://%s:%d (answers 503 until the model is loaded)%s%s", sc.host.c_str(), *bound,
+           sc.api_key.empty() ? "" : ", API key required", sc.webui ? "; web page at /" : "");
   std::thread http_thread([&] { http.Run(); });
 
   std::atomic<bool> load_failed{false};

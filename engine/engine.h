@@ -157,6 +157,9 @@ class Engine {
   virtual std::string MetricsText() = 0;
   // JSON text for GET /cache (tree size, checkpoints, bytes per tier).
   virtual std::string CacheJson() = 0;
+  // JSON text for GET /cache/tree (the web page's memory view): prefix-tree nodes with their checkpoints and
+  // pins, running sequences, disk-only checkpoints. Engines without a prefix tree answer an empty tree.
+  virtual std::string CacheTreeJson() { return R"({"nodes":[],"sequences":[],"disk_only":[]})"; }
 };
 
 }  // namespace rw::engine

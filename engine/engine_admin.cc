@@ -187,4 +187,10 @@ std::string EngineImpl::CacheJson() {
   return out;
 }
 
+std::string EngineImpl::CacheTreeJson() {
+  std::string out;
+  RunOnEngine([&] { out = cache_->TreeJson(2000); });
+  return out;
+}
+
 }  // namespace rw::engine

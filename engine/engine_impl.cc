@@ -451,7 +451,17 @@ bool EngineImpl::Step() {
     } else {
       a.prompt_evaluated += static_cast<int32_t>(items[k].tokens.size());
       counters_.prompt_seconds += dt / items.size();
-      if (a.n_evaluated < static_cast<int32_t>(a.request.prompt.size())) continue;  // more prompt to go
+      const auto prompt_size = static_cast<double>(a.request.prompt.size());
+      if (a.n_evaluated < static_cast<int32_t>(a.request.prompt.size())) {  // more prompt to go
+        if (!a.prefill) {
+          a.prefill =
+              std::make_unique<Progress>("prefill of request " + std::to_string(a.id), prompt_size, "tokens",
+                                         a.n_evaluated - a.prompt_evaluated, 3.0, 3.0, a.t_start);
+        }
+        a.prefill->Update(a.n_evaluated);
+        continue;
+      }
+      if (a.prefill) a.prefill->Finish(prompt_size);
       a.t_first = NowSeconds();
     }
     Emit(a, out.Row(out.seq_first_row[k]));

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/progress.h"
 #include "engine/engine.h"
 #include "engine/engine_config.h"
 #include "engine/drafter.h"
@@ -36,6 +37,7 @@ class EngineImpl final : public Engine {
   Status EraseSlot(int32_t slot) override;
   std::string MetricsText() override;
   std::string CacheJson() override;
+  std::string CacheTreeJson() override;
 
  private:
   struct Pending {
@@ -59,6 +61,7 @@ class EngineImpl final : public Engine {
     CacheReport report;
     int32_t prompt_evaluated = 0;
     double t_start = 0, t_first = 0;
+    std::unique_ptr<Progress> prefill;  // progress log of a long prompt evaluation (after its first chunk)
     // Speculative decoding (adaptive draft length).
     int32_t draft_len = 0;            // tokens to draft next round
     int32_t skip = 0;                 // decode steps left without drafting (back-off after poor acceptance)

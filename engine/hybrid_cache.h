@@ -107,6 +107,9 @@ class HybridCache {
 
   std::string StatsJson() const;     // GET /cache: tree size, checkpoints, bytes per tier
   std::string MetricsText() const;   // Prometheus lines (rewind_cache_*)
+  // GET /cache/tree: tree nodes (at most max_nodes), running sequences, disk-only files
+  // (hybrid_cache_view.cc).
+  std::string TreeJson(int32_t max_nodes) const;
 
  private:
   friend class HybridCacheTestPeer;  // engine/exact_test.cc: invariant checks and evict-all

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
 #include "kernels/alloc_tuning.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
@@ -15,6 +16,32 @@ namespace rw::model {
 
 using kernels::ParallelFor;
 
+namespace {
+
+// Reads one byte of every page of the tensor data, so the first request does not pay the page faults of a
+// lazily mapped file; a model that takes more than a few seconds logs its progress (bytes mapped / total).
+void PageIn(const gguf::File& file) {
+  constexpr uint64_t kPage = 4096, kStep = 64ull << 20;
+  uint64_t total = 0;
+  for (const auto& t : file.tensors()) total += t.nbytes;
+  Progress progress("loading " + file.path(), static_cast<double>(total), "bytes", 0, 2.0, 3.0);
+  uint64_t done = 0, next = kStep;
+  unsigned sum = 0;
+  for (const auto& t : file.tensors()) {
+    const volatile uint8_t* p = t.data;
+    for (uint64_t off = 0; off < t.nbytes; off += kPage) sum += p[off];
+    done += t.nbytes;
+    if (done >= next) {
+      progress.Update(static_cast<double>(done));
+      next = done + kStep;
+    }
+  }
+  progress.Finish(static_cast<double>(done));
+  asm volatile("" : : "r"(sum));  // the reads above are kept
+}
+
+}  // namespace
+
 Model::~Model() = default;
 
 Expected<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOptions& options) {
@@ -22,6 +49,7 @@ Expected<std::unique_ptr<Model>> Model::Load(const std::string& path, const Load
   REWIND_ASSIGN_OR_RETURN(m->file_, gguf::File::Open(path));
   REWIND_ASSIGN_OR_RETURN(m->cfg_, ModelConfig::FromGguf(*m->file_));
   REWIND_ASSIGN_OR_RETURN(m->w_, BindWeights(*m->file_, m->cfg_));
+  PageIn(*m->file_);
   m->pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, options.n_threads));
   return m;
 }

@@ -31,6 +31,8 @@ const std::vector<Route>& Routes() {
       {"/metrics", "/metrics", false, &I::HandleMetrics, false},
       {"/slots", "/slots", false, &I::HandleSlots, false},
       {"/cache", "/cache", false, &I::HandleCache, false},
+      {"/cache/tree", "/cache/tree", false, &I::HandleCacheTree, false},
+      {"/props", "/props", false, &I::HandleProps, false},
       {"/v1/chat/completions", "/v1/chat/completions", true, &I::HandleChat, false},
       {"/chat/completions", "/v1/chat/completions", true, &I::HandleChat, false},
       {"/v1/completions", "/v1/completions", true, &I::HandleCompletion, false},
@@ -118,6 +120,7 @@ void Server::Impl::Routes() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+  if (config.webui) WebUiRoutes();
   for (const auto& r : rw::server::Routes()) {
     auto handler = [this, h = r.handler](const httplib::Request& req, httplib::Response& res) {
       try {
@@ -163,7 +166,11 @@ void Server::Impl::Routes() {
     metrics.CountRequest(route ? route->label : "other", res.status);
     bool generation =
         route && (route->handler == &Impl::HandleChat || route->handler == &Impl::HandleCompletion);
-    if (config.log_requests && !(generation && res.status == 200)) {
+    // Pollers (the web page, monitors) would flood the log: their successful GETs are not logged.
+    bool polled = req.method == "GET" && res.status == 200 &&
+                  (!route || route->handler == &Impl::HandleHealth || route->handler == &Impl::HandleCache ||
+                   route->handler == &Impl::HandleCacheTree || route->handler == &Impl::HandleMetrics);
+    if (config.log_requests && !(generation && res.status == 200) && !polled) {
       LOG_INFO("%s %s %d %s", req.method.c_str(), req.path.c_str(), res.status, req.remote_addr.c_str());
     }
   });

@@ -33,6 +33,7 @@ struct ServerConfig {
     s.min_p = 0.05f;
     return s;
   }
+  bool webui = true;                  // serve the built-in web page at / (docs/webui.md)
 };
 
 class Server {

@@ -63,6 +63,11 @@ struct Server::Impl {
   void HandleSlots(const httplib::Request& req, httplib::Response& res);
   void HandleSlotAction(const httplib::Request& req, httplib::Response& res);
   void HandleCache(const httplib::Request& req, httplib::Response& res);
+
+  // webui.cc: the built-in web page (unless --no-webui), its tree view of the cache, /props.
+  void WebUiRoutes();
+  void HandleCacheTree(const httplib::Request& req, httplib::Response& res);
+  void HandleProps(const httplib::Request& req, httplib::Response& res);
 };
 
 // Byte offsets in `text` (sorted or not) -> token positions in `tokens` where a token starts exactly there.

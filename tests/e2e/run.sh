@@ -2,6 +2,7 @@
 # End-to-end tests of `rewind serve` with the official openai npm client (node:test).
 #   tests/e2e/run.sh [REWIND_BINARY]        default: build/rewind; the demo model unless REWIND_E2E_MODEL=path.gguf
 #   REWIND_E2E_FAKE=1 tests/e2e/run.sh build/server/fake_serve    the same tests against the scripted fake engine
+#   REWIND_E2E_TESTS=browser/webui.test.js tests/e2e/run.sh      the web page in headless Chromium
 # Installs the npm dependencies from package-lock.json on first use (npm ci; npm install as a fallback).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -21,4 +22,11 @@ cd "$here"
     touch node_modules/.rewind-installed
   fi
 ) 9>"$here/.npm-install.lock"
-REWIND_BIN="$bin" exec node --test --test-concurrency=1 "$here"/*.test.js
+# REWIND_E2E_TESTS picks other test files (relative to this folder), e.g. browser/webui.test.js.
+if [ -n "${REWIND_E2E_TESTS:-}" ]; then
+  read -ra files <<<"$REWIND_E2E_TESTS"
+  files=("${files[@]/#/$here/}")
+else
+  files=("$here"/*.test.js)
+fi
+REWIND_BIN="$bin" exec node --test --test-concurrency=1 "${files[@]}"
