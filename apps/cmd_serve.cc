@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "apps/command.h"
+#include "apps/llama_flags.h"
 #include "base/flags.h"
 #include "base/log.h"
 #include "engine/engine_config.h"
@@ -77,6 +78,8 @@ int Serve(int argc, char** argv) {
   flags.Add("chat-template-file", 0, &chat_template_file, "Jinja chat template overriding the model's");
   flags.Add("http-threads", 0, &http_threads, "HTTP worker threads (0 = 64)");
   flags.Add("log-requests", 0, &log_requests, "one log line per request");
+  LlamaServerFlags llama_flags;  // llama-server command lines (apps/llama_flags.h); after rewind's own flags
+  llama_flags.Declare(flags);
   Status st = flags.Parse(argc, argv);
   if (!st.ok()) {
     std::fprintf(stderr, "rewind serve: %s\n%s", st.error().message.c_str(), flags.Help().c_str());
@@ -99,6 +102,10 @@ int Serve(int argc, char** argv) {
   sc.port = port;
   sc.http_threads = http_threads;
   sc.log_requests = log_requests;
+  if (Status applied = llama_flags.Apply(flags, &ec, &sc); !applied.ok()) {
+    std::fprintf(stderr, "rewind serve: %s\n", applied.error().message.c_str());
+    return 2;
+  }
   if (sc.api_key.empty()) {
     if (const char* env = std::getenv("REWIND_API_KEY")) sc.api_key = env;
   }
@@ -166,6 +173,7 @@ int Serve(int argc, char** argv) {
       return;
     }
     model = std::move(*loaded);
+    llama_flags.AfterLoad();
     engine::EngineInfo info = model.engine->Info();
     if (info.n_ctx_train > 0 && info.n_ctx > info.n_ctx_train) {
       LOG_WARN("context %d per slot exceeds the model's training context %d: quality may drop past it",
