@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "apps/command.h"
+#include "apps/llama_flags.h"
 #include "apps/sampling_flags.h"
 #include "base/flags.h"
 #include "base/log.h"
@@ -81,6 +82,8 @@ int Serve(int argc, char** argv) {
   SamplingFlags sampling;
   sampling.Register(&flags);
   flags.Add("webui", 0, &sc.webui, "serve the built-in web page at / (--no-webui turns it off)");
+  LlamaServerFlags llama_flags;  // llama-server command lines (apps/llama_flags.h); after rewind's own flags
+  llama_flags.Declare(flags);
   Status st = flags.Parse(argc, argv);
   if (!st.ok()) {
     std::fprintf(stderr, "rewind serve: %s\n%s", st.error().message.c_str(), flags.Help().c_str());
@@ -110,6 +113,10 @@ int Serve(int argc, char** argv) {
   }
   sc.sampling_defaults = *sampling_defaults;
   sc.default_seed = sampling.seed();
+  if (Status applied = llama_flags.Apply(flags, &ec, &sc); !applied.ok()) {
+    std::fprintf(stderr, "rewind serve: %s\n", applied.error().message.c_str());
+    return 2;
+  }
   if (sc.api_key.empty()) {
     if (const char* env = std::getenv("REWIND_API_KEY")) sc.api_key = env;
   }
@@ -177,6 +184,7 @@ int Serve(int argc, char** argv) {
       return;
     }
     model = std::move(*loaded);
+    llama_flags.AfterLoad();
     engine::EngineInfo info = model.engine->Info();
     if (info.n_ctx_train > 0 && info.n_ctx > info.n_ctx_train) {
       LOG_WARN("context %d per slot exceeds the model's training context %d: quality may drop past it",

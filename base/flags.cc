@@ -46,7 +46,8 @@ void FlagSet::Add(const std::string& name, char short_name, std::string* value, 
                     [value](const std::string& s) -> Status {
                       *value = s;
                       return Status::Ok();
-                    }});
+                    },
+                    false, "", {}});
 }
 
 void FlagSet::Add(const std::string& name, char short_name, int64_t* value, const std::string& help) {
@@ -56,7 +57,8 @@ void FlagSet::Add(const std::string& name, char short_name, int64_t* value, cons
                       if (!v.ok()) return v.error();
                       *value = *v;
                       return Status::Ok();
-                    }});
+                    },
+                    false, "", {}});
 }
 
 void FlagSet::Add(const std::string& name, char short_name, int* value, const std::string& help) {
@@ -68,7 +70,8 @@ void FlagSet::Add(const std::string& name, char short_name, int* value, const st
                         return Error::InvalidArgument("--" + name + ": value out of range: " + s);
                       *value = static_cast<int>(*v);
                       return Status::Ok();
-                    }});
+                    },
+                    false, "", {}});
 }
 
 void FlagSet::Add(const std::string& name, char short_name, double* value, const std::string& help) {
@@ -78,7 +81,8 @@ void FlagSet::Add(const std::string& name, char short_name, double* value, const
                       if (!v.ok()) return v.error();
                       *value = *v;
                       return Status::Ok();
-                    }});
+                    },
+                    false, "", {}});
 }
 
 void FlagSet::Add(const std::string& name, char short_name, bool* value, const std::string& help) {
@@ -88,7 +92,20 @@ void FlagSet::Add(const std::string& name, char short_name, bool* value, const s
                       if (!v.ok()) return v.error();
                       *value = *v;
                       return Status::Ok();
-                    }});
+                    },
+                    false, "", {}});
+}
+
+void FlagSet::AddOptionalValue(const std::string& name, char short_name, std::string* value,
+                               const std::string& implicit, const std::string& help) {
+  Add(name, short_name, value, help);
+  flags_.back().optional_value = true;
+  flags_.back().implicit_value = implicit;
+}
+
+void FlagSet::Alias(const std::string& spelling, const std::string& name, bool negate) {
+  aliases_.push_back({spelling, name, negate});
+  if (Flag* f = Find(name)) f->aliases.push_back(spelling);
 }
 
 void FlagSet::Positional(const std::string& name, std::string* value, const std::string& help, bool required) {
@@ -131,7 +148,25 @@ Status FlagSet::Parse(int argc, char** argv, int first) {
       std::string value;
       bool has_value = false;
       bool negated = false;
-      if (arg.rfind("--", 0) == 0) {
+      const AliasEntry* alias = nullptr;
+      {
+        size_t eq = arg.rfind("--", 0) == 0 ? arg.find('=') : std::string::npos;
+        std::string spelling = arg.substr(0, eq);
+        for (const auto& a : aliases_)
+          if (a.spelling == spelling) alias = &a;
+        if (alias) {
+          flag = Find(alias->name);
+          if (!flag) return Error::InvalidArgument("flag alias '" + arg + "' names no flag");
+          if (eq != std::string::npos) {
+            value = arg.substr(eq + 1);
+            has_value = true;
+          }
+          negated = alias->negate;
+        }
+      }
+      if (alias) {
+        // resolved above
+      } else if (arg.rfind("--", 0) == 0) {
         std::string body = arg.substr(2);
         size_t eq = body.find('=');
         if (eq != std::string::npos) {
@@ -153,6 +188,10 @@ Status FlagSet::Parse(int argc, char** argv, int first) {
       }
       if (flag->is_bool) {
         if (!has_value) value = negated ? "false" : "true";
+      } else if (!has_value && flag->optional_value) {
+        bool next_is_value = i + 1 < argc && !(argv[i + 1][0] == '-' && argv[i + 1][1] != '\0' &&
+                                               !std::isdigit(static_cast<unsigned char>(argv[i + 1][1])));
+        value = next_is_value ? argv[++i] : flag->implicit_value;
       } else if (!has_value) {
         if (i + 1 >= argc) return Error::InvalidArgument("flag --" + flag->name + " needs a value");
         value = argv[++i];
@@ -188,7 +227,9 @@ std::string FlagSet::Help() const {
       os << "  ";
       if (f.short_name) os << "-" << f.short_name << ", ";
       os << "--" << f.name;
-      if (!f.is_bool) os << " VALUE";
+      for (const auto& a : f.aliases) os << ", " << a;
+      if (f.optional_value) os << " [VALUE]";
+      else if (!f.is_bool) os << " VALUE";
       os << "\n      " << f.help;
       os << " (default: " << (f.default_text.empty() ? "none" : f.default_text) << ")\n";
     }

@@ -21,6 +21,13 @@ class FlagSet {
   void Add(const std::string& name, char short_name, int* value, const std::string& help);
   void Add(const std::string& name, char short_name, double* value, const std::string& help);
   void Add(const std::string& name, char short_name, bool* value, const std::string& help);  // --x / --no-x / --x=false
+  // A string flag whose value may be left out (e.g. `-fa` alone or `-fa on`): without one, or when the next
+  // argument is another flag, it takes `implicit`.
+  void AddOptionalValue(const std::string& name, char short_name, std::string* value, const std::string& implicit,
+                        const std::string& help);
+  // Another spelling of a declared flag, written as given on the command line ("-np", "--n-gpu-layers"); a
+  // bool flag's alias may negate it ("-nocb" for --no-cont-batching). Listed in the help.
+  void Alias(const std::string& spelling, const std::string& name, bool negate = false);
   // Positional arguments in order; optional ones must come last.
   void Positional(const std::string& name, std::string* value, const std::string& help, bool required);
 
@@ -40,6 +47,9 @@ class FlagSet {
     bool is_bool = false;
     bool set = false;
     std::function<Status(const std::string&)> assign;
+    bool optional_value = false;
+    std::string implicit_value;
+    std::vector<std::string> aliases;
   };
   struct Pos {
     std::string name;
@@ -47,12 +57,17 @@ class FlagSet {
     std::string help;
     bool required;
   };
+  struct AliasEntry {
+    std::string spelling, name;
+    bool negate;
+  };
   Flag* Find(const std::string& name);
   Flag* FindShort(char c);
 
   std::string command_, summary_;
   std::vector<Flag> flags_;
   std::vector<Pos> positionals_;
+  std::vector<AliasEntry> aliases_;
   bool help_requested_ = false;
 };
 

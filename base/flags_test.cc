@@ -57,6 +57,32 @@ TEST(FlagSet, NegatesBooleansWithNoPrefix) {
   EXPECT_FALSE(cache);
 }
 
+TEST(FlagSet, AcceptsAliasesWithSeveralLettersAndOptionalValues) {
+  int parallel = 1;
+  bool batching = true;
+  std::string fa, model;
+  FlagSet f("t", "test");
+  f.Add("parallel", 0, &parallel, "slots");
+  f.Add("cont-batching", 0, &batching, "continuous batching");
+  f.AddOptionalValue("flash-attn", 0, &fa, "on", "flash attention");
+  f.Add("model", 'm', &model, "model");
+  f.Alias("-np", "parallel");
+  f.Alias("--n-parallel", "parallel");
+  f.Alias("-nocb", "cont-batching", /*negate=*/true);
+  f.Alias("-fa", "flash-attn");
+  const char* argv[] = {"t", "-np", "3", "-nocb", "-fa", "-m", "x.gguf"};
+  ASSERT_TRUE(f.Parse(7, const_cast<char**>(argv)).ok());
+  EXPECT_EQ(parallel, 3);
+  EXPECT_FALSE(batching);
+  EXPECT_EQ(fa, "on");  // no value given: the next argument is a flag
+  EXPECT_EQ(model, "x.gguf");
+  const char* argv2[] = {"t", "--n-parallel=5", "-fa", "off"};
+  ASSERT_TRUE(f.Parse(4, const_cast<char**>(argv2)).ok());
+  EXPECT_EQ(parallel, 5);
+  EXPECT_EQ(fa, "off");
+  EXPECT_NE(f.Help().find("--parallel, -np, --n-parallel VALUE"), std::string::npos);
+}
+
 TEST(ParseIntList, AcceptsSpacesCommasAndBrackets) {
   auto v = ParseIntList("[1, 2 3,-4]");
   ASSERT_TRUE(v.ok());

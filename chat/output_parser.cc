@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "chat/text_scan.h"
+
 namespace rw::chat {
 namespace {
 
@@ -11,46 +13,6 @@ constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
 constexpr std::string_view kCallOpen = "<tool_call>";
 constexpr std::string_view kCallClose = "</tool_call>";
-
-bool IsWs(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-size_t SkipWs(std::string_view s, size_t i) {
-  while (i < s.size() && IsWs(s[i])) ++i;
-  return i;
-}
-
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-// Length of the longest suffix of s that is a proper prefix of tag.
-size_t PartialTagSuffix(std::string_view s, std::string_view tag) {
-  size_t max = std::min(s.size(), tag.size() - 1);
-  for (size_t n = max; n > 0; --n) {
-    if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
-  }
-  return 0;
-}
-
-std::string Trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && IsWs(s[b])) ++b;
-  while (e > b && IsWs(s[e - 1])) --e;
-  return std::string(s.substr(b, e - b));
-}
-
-const Json* ParamSchema(const Json& tools, const std::string& fn, const std::string& param) {
-  if (!tools.is_array()) return nullptr;
-  for (const auto& t : tools) {
-    const Json* f = t.is_object() && t.contains("function") ? &t["function"] : &t;
-    if (!f->is_object() || !f->contains("name") || (*f)["name"] != fn) continue;
-    if (!f->contains("parameters")) return nullptr;
-    const Json& p = (*f)["parameters"];
-    if (!p.is_object() || !p.contains("properties") || !p["properties"].is_object()) return nullptr;
-    const Json& props = p["properties"];
-    auto it = props.find(param);
-    return it == props.end() ? nullptr : &*it;
-  }
-  return nullptr;
-}
 
 }  // namespace
 
@@ -132,64 +94,21 @@ void OutputParser::EmitReasoning(std::string_view s, ParserDelta* d) {
   message_.reasoning_content += out;
 }
 
-bool OutputParser::TryToolCall(std::string_view block, bool final, ParserDelta* d) {
-  size_t i = SkipWs(block, kCallOpen.size());
-  constexpr std::string_view kFn = "<function=";
-  if (!StartsWith(block.substr(i), kFn)) return false;
-  i += kFn.size();
-  size_t gt = block.find('>', i);
-  if (gt == std::string_view::npos) return false;
-  std::string name = Trim(block.substr(i, gt - i));
-  if (name.empty() || name.find('\n') != std::string::npos) return false;
-  i = gt + 1;
-  Json args = Json::object();
-  bool closed = false;
-  while (true) {
-    i = SkipWs(block, i);
-    std::string_view rest = block.substr(i);
-    if (StartsWith(rest, "</function>")) {
-      i += 11;
-      closed = true;
-      break;
-    }
-    constexpr std::string_view kParam = "<parameter=";
-    if (!StartsWith(rest, kParam)) break;
-    i += kParam.size();
-    size_t pgt = block.find('>', i);
-    if (pgt == std::string_view::npos) return false;
-    std::string pname = Trim(block.substr(i, pgt - i));
-    if (pname.empty()) return false;
-    size_t vstart = pgt + 1;
-    size_t end = block.find("</parameter>", vstart);
-    size_t next_param = block.find("<parameter=", vstart);
-    size_t fn_end = block.find("</function>", vstart);
-    size_t stop = std::min(next_param, fn_end);
-    size_t vend;
-    if (end != std::string_view::npos && end < stop) {
-      vend = end;
-      i = end + 12;
-    } else if (stop != std::string_view::npos) {
-      vend = stop;  // a missing </parameter>: the value ends at the next tag
-      i = stop;
+void OutputParser::BeginToolCall(size_t tag_at) {
+  buf_.erase(0, tag_at + kCallOpen.size());
+  block_ = std::make_unique<ToolCallBlockParser>(&opt_.tools, message_.tool_calls.size());
+  state_ = State::kToolCall;
+}
+
+void OutputParser::TakeCalls(std::vector<ToolCallDelta>& calls, ParserDelta* d) {
+  for (auto& c : calls) {
+    if (!c.name.empty()) {
+      message_.tool_calls.push_back({c.name, c.arguments});
     } else {
-      return false;
+      message_.tool_calls[c.index].arguments += c.arguments;
     }
-    std::string_view value = block.substr(vstart, vend - vstart);
-    if (!value.empty() && value.front() == '\n') value.remove_prefix(1);
-    if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-    args[pname] = ParameterValue(std::string(value), ParamSchema(opt_.tools, name, pname));
+    d->tool_calls.push_back(std::move(c));
   }
-  if (!closed) return false;
-  i = SkipWs(block, i);
-  std::string_view tail = block.substr(i);
-  if (!(tail == kCallClose || (final && tail.empty()))) return false;
-  ToolCallDelta delta;
-  delta.index = message_.tool_calls.size();
-  delta.name = name;
-  delta.arguments = args.dump(-1, ' ', false, Json::error_handler_t::replace);
-  message_.tool_calls.push_back({delta.name, delta.arguments});
-  d->tool_calls.push_back(std::move(delta));
-  return true;
 }
 
 void OutputParser::Process(bool final, ParserDelta* d) {
@@ -234,8 +153,7 @@ void OutputParser::Process(bool final, ParserDelta* d) {
         if (call != std::string::npos) {
           EmitReasoning(std::string_view(buf_).substr(0, call), d);
           pending_ws_.clear();
-          buf_.erase(0, call);
-          state_ = State::kToolCall;
+          BeginToolCall(call);
           continue;
         }
         if (final) {
@@ -260,8 +178,7 @@ void OutputParser::Process(bool final, ParserDelta* d) {
           EmitContent(std::string_view(buf_).substr(0, call), d);
           ws_before_call_ = std::move(pending_ws_);
           pending_ws_.clear();
-          buf_.erase(0, call);
-          state_ = State::kToolCall;
+          BeginToolCall(call);
           continue;
         }
         size_t hold = (final || !opt_.parse_tool_calls) ? 0 : PartialTagSuffix(buf_, kCallOpen);
@@ -271,21 +188,39 @@ void OutputParser::Process(bool final, ParserDelta* d) {
         return;
       }
       case State::kToolCall: {
-        size_t close = buf_.find(kCallClose);
-        if (close == std::string::npos && !final) return;
-        size_t len = close == std::string::npos ? buf_.size() : close + kCallClose.size();
-        std::string block = buf_.substr(0, len);
-        buf_.erase(0, len);
-        if (!TryToolCall(block, close == std::string::npos, d)) {
-          // Malformed: the text is content after all.
-          std::string text = ws_before_call_ + block;
-          d->content += text;
-          message_.content += text;
-          content_started_ = true;
-        } else {
+        std::vector<ToolCallDelta> calls;
+        auto r = block_->Feed(buf_, final, &calls);
+        buf_.clear();
+        TakeCalls(calls, d);
+        if (r == ToolCallBlockParser::Result::kNeedMore) return;
+        if (r == ToolCallBlockParser::Result::kDone) {
+          buf_ = block_->leftover();
           content_started_ = false;
+          ws_before_call_.clear();
+        } else {
+          malformed_ = std::string(kCallOpen) + block_->text();
+          state_ = State::kMalformedCall;
+          block_.reset();
+          continue;
         }
+        block_.reset();
+        state_ = State::kContent;
+        continue;
+      }
+      case State::kMalformedCall: {
+        // Malformed: the block up to its closing tag is content after all.
+        malformed_ += buf_;
+        buf_.clear();
+        size_t close = malformed_.find(kCallClose);
+        if (close == std::string::npos && !final) return;
+        size_t len = close == std::string::npos ? malformed_.size() : close + kCallClose.size();
+        std::string text = ws_before_call_ + malformed_.substr(0, len);
+        buf_ = malformed_.substr(len);
+        malformed_.clear();
         ws_before_call_.clear();
+        d->content += text;
+        message_.content += text;
+        content_started_ = true;
         state_ = State::kContent;
         continue;
       }

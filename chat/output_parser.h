@@ -1,19 +1,25 @@
 // Model output -> OpenAI message parts, for the Qwen3.5 / Qwen3-Coder conventions:
 //   [<think>] reasoning </think> content <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n
 //   </function>\n</tool_call> ...
+//   or, inside the same <tool_call> tags, Hermes JSON {"name": ..., "arguments": {...}} (Qwen3, Qwen3-Next);
+//   several calls in a row are parallel calls.
 // Streaming: Feed() takes text deltas and returns what can be emitted now; a possible tag prefix at the end
-// of the text is held back, never emitted as content. A tool call is emitted whole (name and complete
-// arguments) once its closing tag arrives; anything malformed is emitted as plain content, never an error.
+// of the text is held back, never emitted as content. Tool calls stream as OpenAI streams them: a first
+// fragment with the name, then argument text as it is written (chat/tool_call_stream.h). A block that is
+// malformed before its name and structure are known is emitted as plain content, never an error.
 // Non-streaming: ParseOutput() = Feed(all) + Finish(). Splitting the text anywhere gives the same result.
 //
 // Whitespace: reasoning is trimmed; content loses its leading whitespace after </think> and the whitespace
 // right before a tool call (the template re-renders it trimmed anyway); other whitespace is kept.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "chat/tool_call_stream.h"
 
 namespace rw::chat {
 
@@ -31,16 +37,10 @@ struct ParsedToolCall {
   std::string arguments;  // JSON object text, keys in the order the model wrote them
 };
 
-struct ToolCallDelta {
-  size_t index = 0;  // position among this message's tool calls
-  std::string name;
-  std::string arguments;
-};
-
 struct ParserDelta {
   std::string content;
   std::string reasoning;
-  std::vector<ToolCallDelta> tool_calls;
+  std::vector<ToolCallDelta> tool_calls;  // fragments: a call's first one has its name
   bool empty() const { return content.empty() && reasoning.empty() && tool_calls.empty(); }
 };
 
@@ -61,13 +61,14 @@ class OutputParser {
   const ParsedMessage& message() const { return message_; }
 
  private:
-  enum class State { kStart, kReasoning, kContent, kToolCall };
+  enum class State { kStart, kReasoning, kContent, kToolCall, kMalformedCall };
 
   void Process(bool final, ParserDelta* d);
   void EmitContent(std::string_view s, ParserDelta* d);
   void EmitReasoning(std::string_view s, ParserDelta* d);
   void FlushPendingWs(ParserDelta* d);
-  bool TryToolCall(std::string_view block, bool final, ParserDelta* d);
+  void BeginToolCall(size_t tag_at);
+  void TakeCalls(std::vector<ToolCallDelta>& calls, ParserDelta* d);
 
   ParserOptions opt_;
   State state_;
@@ -77,6 +78,8 @@ class OutputParser {
   bool content_started_ = false;
   bool reasoning_started_ = false;
   ParsedMessage message_;
+  std::unique_ptr<ToolCallBlockParser> block_;  // the tool-call block being parsed
+  std::string malformed_;                       // a malformed block, up to its closing tag
 };
 
 ParsedMessage ParseOutput(std::string_view text, const ParserOptions& options);

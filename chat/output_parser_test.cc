@@ -32,8 +32,13 @@ ParsedMessage Stream(const std::string& text, const ParserOptions& o, const std:
     acc.content += d.content;
     acc.reasoning_content += d.reasoning;
     for (const auto& tc : d.tool_calls) {
-      EXPECT_EQ(tc.index, acc.tool_calls.size());
-      acc.tool_calls.push_back({tc.name, tc.arguments});
+      if (!tc.name.empty()) {  // a call's first fragment
+        EXPECT_EQ(tc.index, acc.tool_calls.size());
+        acc.tool_calls.push_back({tc.name, tc.arguments});
+      } else {
+        ASSERT_LT(tc.index, acc.tool_calls.size());
+        acc.tool_calls[tc.index].arguments += tc.arguments;
+      }
     }
   };
   size_t prev = 0;
@@ -135,15 +140,73 @@ TEST(OutputParser, ValuesThatDoNotFitTheSchemaFallBackToStrings) {
 TEST(OutputParser, MalformedToolCallsDegradeToContent) {
   const char* bad[] = {
       "text <tool_call>\nnot a function\n</tool_call> after",
-      "<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</tool_call>",
       "<tool_call>\n<function=>\n</function>\n</tool_call>",
-      "<tool_call>\n<function=f>\n<parameter=x>\nnever closed",
+      "<tool_call>\n<function=f>\nno parameter\n</tool_call>",
+      "<tool_call>\n{\"arguments\": {\"x\": 1}}\n</tool_call>",
+      "<tool_call>\n{not json}\n</tool_call>",
   };
   for (const char* text : bad) {
     ParsedMessage m = ParseOutput(text, ParserOptions{});
     EXPECT_TRUE(m.tool_calls.empty()) << text;
     EXPECT_NE(m.content.find("<tool_call>"), std::string::npos) << text;
   }
+}
+
+TEST(OutputParser, CallsWhoseStructureWasConfirmedAreCompletedWhenTheirEndIsMissing) {
+  ParsedMessage a = ParseOutput("<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</tool_call>",
+                                ParserOptions{});
+  ASSERT_EQ(a.tool_calls.size(), 1u);
+  EXPECT_EQ(a.tool_calls[0].arguments, R"({"x":"1"})");
+  ParsedMessage b = ParseOutput("<tool_call>\n<function=f>\n<parameter=x>\nnever closed", ParserOptions{});
+  ASSERT_EQ(b.tool_calls.size(), 1u);
+  EXPECT_EQ(b.tool_calls[0].arguments, R"({"x":"never closed"})");
+  ParsedMessage c = ParseOutput("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, \"x", ParserOptions{});
+  ASSERT_EQ(c.tool_calls.size(), 1u);
+  EXPECT_EQ(c.tool_calls[0].arguments, R"({"a": [1, "x"]})");
+  EXPECT_TRUE(Json::parse(c.tool_calls[0].arguments).is_object());
+}
+
+TEST(OutputParser, ParsesHermesJsonToolCallsAsQwen3AndQwen3NextWriteThem) {
+  ParsedMessage m = ParseOutput(
+      "<think>\nplan\n</think>\n\nChecking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+      "{\"city\": \"Paris\", \"days\": 2}}\n</tool_call>\n<tool_call>\n{\"arguments\": \"{\\\"city\\\": "
+      "\\\"Rome\\\"}\", \"name\": \"get_weather\"}\n</tool_call>",
+      ParserOptions{});
+  EXPECT_EQ(m.reasoning_content, "plan");
+  EXPECT_EQ(m.content, "Checking.");
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(m.tool_calls[0].arguments, R"({"city": "Paris", "days": 2})");
+  EXPECT_EQ(m.tool_calls[1].name, "get_weather");
+  EXPECT_EQ(m.tool_calls[1].arguments, R"({"city": "Rome"})");
+  ParsedMessage none = ParseOutput("<tool_call>\n{\"name\": \"ping\"}\n</tool_call>", ParserOptions{});
+  ASSERT_EQ(none.tool_calls.size(), 1u);
+  EXPECT_EQ(none.tool_calls[0].arguments, "{}");
+}
+
+TEST(OutputParser, StreamsArgumentsAsTheyAreWritten) {
+  ParserOptions o;
+  o.tools = WeatherTools();
+  OutputParser p(o);
+  ParserDelta d1 = p.Feed("<tool_call>\n<function=get_weather>\n<parameter=city>\nSan Fr");
+  ASSERT_EQ(d1.tool_calls.size(), 1u);
+  EXPECT_EQ(d1.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(d1.tool_calls[0].arguments, R"({"city":"San Fr)");
+  ParserDelta d2 = p.Feed("ancisco\n</param");
+  ASSERT_EQ(d2.tool_calls.size(), 1u);
+  EXPECT_EQ(d2.tool_calls[0].name, "");
+  EXPECT_EQ(d2.tool_calls[0].arguments, "ancisco");
+  ParserDelta d3 = p.Feed("eter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>");
+  ASSERT_EQ(d3.tool_calls.size(), 1u);
+  EXPECT_EQ(d3.tool_calls[0].arguments, R"(","days":3})");
+  OutputParser j(o);
+  ParserDelta e1 = j.Feed("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par");
+  ASSERT_EQ(e1.tool_calls.size(), 1u);
+  EXPECT_EQ(e1.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(e1.tool_calls[0].arguments, R"({"city": "Par)");
+  ParserDelta e2 = j.Feed("is\"}}\n</tool_call>");
+  EXPECT_EQ(e2.tool_calls.at(0).arguments, R"(is"})");
+  EXPECT_EQ(j.message().tool_calls.at(0).arguments, R"({"city": "Paris"})");
 }
 
 TEST(OutputParser, ToolCallMissingOnlyItsClosingTagAtTheEndIsAccepted) {
@@ -187,6 +250,13 @@ TEST(OutputParser, StreamingSplitAtEveryByteMatchesOneShot) {
        "function>",
        Thinking()},
       {"<thinking is not a tag> <think", plain},
+      {"x<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a\\\"}b\", \"n\": [1, {\"k\": "
+       "2}]}}\n</tool_call>\n<tool_call>{\"name\":\"f\",\"arguments\":\"{}\"}</tool_call>y",
+       plain},
+      {"<tool_call>\n<function=get_weather>\n<parameter=city>\na < b\n\n</parameter>\n<parameter=zip>\n</par"
+       "x\n</parameter>\n</function>\n</tool_call>",
+       plain},
+      {"<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"unterminated", plain},
   };
   for (const auto& s : samples) {
     ParsedMessage one = ParseOutput(s.text, s.opt);

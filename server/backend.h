@@ -38,18 +38,20 @@ struct RenderedChat {
   bool thinking_open = false;           // the prompt ends inside an open <think> block
 };
 
-// One tool call as OpenAI reports it. `arguments` is JSON text.
+// One tool call as OpenAI reports it (`arguments` is JSON text), or a fragment of one while streaming: a
+// call's first fragment has its name, later fragments of the same index append argument text.
 struct ToolCall {
-  std::string id;
-  std::string name;
-  std::string arguments;
+  std::string id;         // "" = assigned by the server
+  std::string name;       // set on a call's first fragment only
+  std::string arguments;  // argument text (to append, for later fragments)
+  int index = 0;          // position among the message's tool calls
 };
 
 // Text split by the output parser since the previous Push.
 struct ParsedDelta {
   std::string reasoning;
   std::string content;
-  std::vector<ToolCall> tool_calls;  // complete calls, in order
+  std::vector<ToolCall> tool_calls;  // call fragments, in order
   bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
 };
 
@@ -71,8 +73,10 @@ class ChatFormatter {
                                         const nlohmann::ordered_json& tools,
                                         const ChatOptions& options) const = 0;
   // `tools`: the request's tools (null: no tool-call parsing).
+  // `reasoning_format`: none (thoughts stay in the content) | deepseek | auto (split into reasoning).
   virtual std::unique_ptr<OutputParser> NewParser(const RenderedChat& rendered,
-                                                  const nlohmann::ordered_json& tools) const = 0;
+                                                  const nlohmann::ordered_json& tools,
+                                                  const std::string& reasoning_format) const = 0;
 };
 
 // Everything the server talks to once the model is loaded. Not owned.

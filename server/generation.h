@@ -66,6 +66,9 @@ class Generation {
   void Cancel();
 
   const engine::Completion& completion() const { return *completion_; }
+  bool done() const { return completion_.has_value(); }
+  // The stop string that ended the answer ("" if none).
+  const std::string& matched_stop() const { return text_.matched(); }
   // "stop", "length", "tool_calls", "error" (cancelled by a stop string counts as "stop").
   std::string FinishReason() const;
   int32_t accepted_tokens() const { return accepted_; }

@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "server/connection_probe.h"
 #include "server/generation.h"
+#include "server/openai_writer.h"
 #include "server/responses.h"
 #include "server/server_impl.h"
 #include "server/tool_constraint.h"
@@ -91,136 +92,18 @@ double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// The state of one response, shared by the chunk writer and the final summary.
+// The state of one response, shared by the poller and the final summary.
 struct ResponseState {
   std::shared_ptr<Generation> gen;
-  bool chat = true;
+  std::unique_ptr<ResponseWriter> writer;
   bool stream = false;
-  bool include_usage = false;
-  bool logprobs = false;
-  std::string id, model;
-  int64_t created = 0;
   int32_t prompt_tokens = 0;
   Clock::time_point start;
   Clock::time_point last_write;
-  bool role_sent = false;
+  bool started = false;
   bool finished = false;
-  int tool_index = 0;
-  size_t text_offset = 0;
   GenerationChunk total;  // non-streaming: everything
 };
-
-json ChunkBase(const ResponseState& st) {
-  return {{"id", st.id},
-          {"object", st.chat ? "chat.completion.chunk" : "text_completion"},
-          {"created", st.created},
-          {"model", st.model}};
-}
-
-std::string Sse(const json& j) { return "data: " + DumpJson(j) + "\n\n"; }
-
-// One SSE event for a chunk of progress ("" if there is nothing to send).
-std::string StreamChunk(ResponseState& st, const GenerationChunk& c) {
-  if (c.empty()) return "";
-  json choice = {{"index", 0}, {"finish_reason", nullptr}};
-  if (st.chat) {
-    json delta = json::object();
-    if (!st.role_sent) {
-      delta["role"] = "assistant";
-      st.role_sent = true;
-    }
-    if (!c.delta.reasoning.empty()) delta["reasoning_content"] = c.delta.reasoning;
-    if (!c.delta.content.empty()) delta["content"] = c.delta.content;
-    if (!c.delta.tool_calls.empty()) {
-      json calls = json::array();
-      for (const auto& call : c.delta.tool_calls) calls.push_back(ToolCallJson(call, st.tool_index++, true));
-      delta["tool_calls"] = std::move(calls);
-    }
-    choice["delta"] = std::move(delta);
-    choice["logprobs"] = st.logprobs && !c.tokens.empty() ? ChatLogprobsJson(c.tokens) : json(nullptr);
-  } else {
-    choice["text"] = c.delta.content;
-    choice["logprobs"] =
-        st.logprobs && !c.tokens.empty() ? CompletionLogprobsJson(c.tokens, st.text_offset) : json(nullptr);
-    for (const auto& t : c.tokens) st.text_offset += t.piece.size();
-  }
-  json chunk = ChunkBase(st);
-  chunk["choices"] = json::array({std::move(choice)});
-  return Sse(chunk);
-}
-
-json Usage(const ResponseState& st) {
-  const auto& c = st.gen->completion();
-  return UsageJson(st.prompt_tokens, st.gen->accepted_tokens(), c.cached_tokens);
-}
-
-// The closing events of a stream: finish_reason chunk, optional usage chunk, [DONE].
-std::string StreamFinal(ResponseState& st) {
-  const auto& c = st.gen->completion();
-  std::string out;
-  if (c.finish_reason == "error") {
-    ApiError e = c.error ? ApiError::FromError(*c.error) : ApiError::Internal("generation failed");
-    out += Sse(e.ToJson());
-  }
-  json choice = {{"index", 0}, {"finish_reason", st.gen->FinishReason()}, {"logprobs", nullptr}};
-  if (st.chat) {
-    json delta = json::object();
-    if (!st.role_sent) delta["role"] = "assistant";
-    choice["delta"] = std::move(delta);
-  } else {
-    choice["text"] = "";
-  }
-  json chunk = ChunkBase(st);
-  chunk["choices"] = json::array({std::move(choice)});
-  chunk["timings"] = TimingsJson(c);
-  chunk["cache"] = CacheReportJson(c.cache);
-  out += Sse(chunk);
-  if (st.include_usage) {
-    json u = ChunkBase(st);
-    u["choices"] = json::array();
-    u["usage"] = Usage(st);
-    u["timings"] = TimingsJson(c);
-    out += Sse(u);
-  }
-  out += "data: [DONE]\n\n";
-  return out;
-}
-
-json FullResponse(const ResponseState& st) {
-  const auto& c = st.gen->completion();
-  json choice = {{"index", 0}, {"finish_reason", st.gen->FinishReason()}};
-  const ParsedDelta& d = st.total.delta;
-  if (st.chat) {
-    json msg = {{"role", "assistant"}};
-    msg["content"] = d.content.empty() && !d.tool_calls.empty() ? json(nullptr) : json(d.content);
-    if (!d.reasoning.empty()) msg["reasoning_content"] = d.reasoning;
-    if (!d.tool_calls.empty()) {
-      json calls = json::array();
-      for (const auto& call : d.tool_calls) calls.push_back(ToolCallJson(call, 0, false));
-      msg["tool_calls"] = std::move(calls);
-    }
-    choice["message"] = std::move(msg);
-    choice["logprobs"] = st.logprobs ? ChatLogprobsJson(st.total.tokens) : json(nullptr);
-  } else {
-    choice["text"] = d.content;
-    choice["logprobs"] = st.logprobs ? CompletionLogprobsJson(st.total.tokens, 0) : json(nullptr);
-  }
-  return {{"id", st.id},
-          {"object", st.chat ? "chat.completion" : "text_completion"},
-          {"created", st.created},
-          {"model", st.model},
-          {"choices", json::array({std::move(choice)})},
-          {"usage", Usage(st)},
-          {"timings", TimingsJson(c)},
-          {"cache", CacheReportJson(c.cache)}};
-}
-
-void Accumulate(GenerationChunk* total, GenerationChunk&& c) {
-  total->delta.reasoning += c.delta.reasoning;
-  total->delta.content += c.delta.content;
-  for (auto& t : c.delta.tool_calls) total->delta.tool_calls.push_back(std::move(t));
-  for (auto& t : c.tokens) total->tokens.push_back(std::move(t));
-}
 
 }  // namespace
 
@@ -231,33 +114,50 @@ void Server::Impl::HandleChat(const httplib::Request& req, httplib::Response& re
   auto parsed = ParseChatRequest(*j, config.sampling_defaults);
   ChatRequest* r = nullptr;
   if (!Take(parsed, res, &r)) return;
+  auto prepared = PrepareChat(*r, nullptr);
+  PreparedGeneration* p = nullptr;
+  if (!Take(prepared, res, &p)) return;
+  p->writer = NewOpenAiWriter({true, r->gen.include_usage, r->gen.logprobs, config.model_name,
+                               static_cast<int32_t>(p->prompt.size())});
+  RunGeneration(req, res, std::move(*p));
+}
+
+ParseResult<PreparedGeneration> Server::Impl::PrepareChat(ChatRequest& r, const ExtraHints& extra_hints) {
   ChatOptions options;
-  options.kwargs = r->template_kwargs;
-  nlohmann::ordered_json tools = r->tool_choice == "none" ? nlohmann::ordered_json(nullptr) : r->tools;
-  auto rendered = backend.chat->Render(r->messages, tools, options);
-  if (!rendered.ok()) return SendError(res, ApiError::FromError(rendered.error()));
+  options.kwargs = config.chat_template_kwargs;
+  for (auto& [k, v] : r.template_kwargs.items()) options.kwargs[k] = v;
+  if (config.reasoning_budget == 0 && !options.kwargs.contains("enable_thinking")) {
+    options.kwargs["enable_thinking"] = false;  // llama-server: a budget of 0 ends thinking at once
+  }
+  nlohmann::ordered_json tools = r.tool_choice == "none" ? nlohmann::ordered_json(nullptr) : r.tools;
+  auto rendered = backend.chat->Render(r.messages, tools, options);
+  if (!rendered.ok()) return ApiError::FromError(rendered.error());
   PreparedGeneration p;
-  p.chat = true;
   p.prompt = backend.codec->Encode(rendered->prompt, /*parse_special=*/true, /*add_special=*/true);
   std::vector<size_t> offsets = rendered->message_offsets;
   offsets.push_back(rendered->generation_offset);
-  for (size_t part : ContentPartOffsets(r->messages, rendered->prompt, rendered->message_offsets))
+  for (size_t part : ContentPartOffsets(r.messages, rendered->prompt, rendered->message_offsets))
     offsets.push_back(part);
+  if (extra_hints) {
+    for (size_t off : extra_hints(*rendered)) offsets.push_back(off);
+  }
   std::sort(offsets.begin(), offsets.end());
   std::vector<int32_t> hints = OffsetsToTokenPositions(*backend.codec, p.prompt, offsets);
-  hints.insert(hints.end(), r->checkpoint_positions.begin(), r->checkpoint_positions.end());
+  hints.insert(hints.end(), r.checkpoint_positions.begin(), r.checkpoint_positions.end());
   hints = NormaliseHints(std::move(hints), p.prompt.size());
   AddParagraphHints(*backend.codec, rendered->prompt, p.prompt, &hints);
   AddPromptEndHints(p.prompt.size(), &hints);
   p.checkpoint_hints = NormaliseHints(std::move(hints), p.prompt.size());
-  p.parser = backend.chat->NewParser(*rendered, tools);
-  p.gen = r->gen;
+  std::string format = r.reasoning_format.empty() ? config.reasoning_format : r.reasoning_format;
+  p.parser = backend.chat->NewParser(*rendered, tools, format);
+  p.gen = r.gen;
+  if (p.gen.max_tokens < 0) p.gen.max_tokens = config.default_n_predict;
   if (p.gen.sampling.schema && rendered->thinking_open)  // the JSON answer follows the model's reasoning
     p.gen.sampling.params.grammar = grammar::AfterReasoning(p.gen.sampling.params.grammar);
-  if (r->tool_choice == "required" || r->tool_choice.rfind("function:", 0) == 0) {
-    if (auto e = ForceToolCalls(*r, *rendered, config.sampling_defaults.grammar, &p.gen.sampling.params)) return SendError(res, *e);
+  if (r.tool_choice == "required" || r.tool_choice.rfind("function:", 0) == 0) {
+    if (auto e = ForceToolCalls(r, *rendered, config.sampling_defaults.grammar, &p.gen.sampling.params)) return *e;
   }
-  RunGeneration(req, res, std::move(p));
+  return p;
 }
 
 void Server::Impl::HandleCompletion(const httplib::Request& req, httplib::Response& res) {
@@ -268,7 +168,6 @@ void Server::Impl::HandleCompletion(const httplib::Request& req, httplib::Respon
   CompletionRequest* r = nullptr;
   if (!Take(parsed, res, &r)) return;
   PreparedGeneration p;
-  p.chat = false;
   p.prompt = r->prompt_is_tokens
                  ? r->prompt_tokens
                  : backend.codec->Encode(r->prompt_text, /*parse_special=*/true, /*add_special=*/true);
@@ -276,21 +175,26 @@ void Server::Impl::HandleCompletion(const httplib::Request& req, httplib::Respon
   AddPromptEndHints(p.prompt.size(), &hints);
   p.checkpoint_hints = NormaliseHints(std::move(hints), p.prompt.size());
   p.gen = r->gen;
+  if (p.gen.max_tokens < 0) p.gen.max_tokens = config.default_n_predict;
+  bool native = req.path == "/completion";  // llama-server's own shape
+  p.writer = native ? NewLlamaCompletionWriter(config.model_name, static_cast<int32_t>(p.prompt.size()))
+                    : NewOpenAiWriter({false, r->gen.include_usage, r->gen.logprobs, config.model_name,
+                                       static_cast<int32_t>(p.prompt.size())});
   RunGeneration(req, res, std::move(p));
 }
 
 void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response& res, PreparedGeneration p) {
-  if (p.prompt.empty()) return SendError(res, ApiError::BadRequest("the prompt is empty", "prompt"));
+  ResponseWriter& writer = *p.writer;
+  auto fail = [&](const ApiError& e) { SendJson(res, e.status, writer.ErrorBody(e)); };
+  if (p.prompt.empty()) return fail(ApiError::BadRequest("the prompt is empty", "prompt"));
   int32_t vocab = backend.codec->VocabSize();
   for (int32_t t : p.prompt) {
     if (t < 0 || t >= vocab) {
-      return SendError(res, ApiError::BadRequest(
-                                "token id " + std::to_string(t) + " is outside the vocabulary", "prompt"));
+      return fail(ApiError::BadRequest("token id " + std::to_string(t) + " is outside the vocabulary", "prompt"));
     }
   }
   if (info.n_ctx > 0 && static_cast<int64_t>(p.prompt.size()) >= info.n_ctx) {
-    return SendError(res,
-                     ApiError::ContextExceeded("the prompt has " + std::to_string(p.prompt.size()) +
+    return fail(ApiError::ContextExceeded("the prompt has " + std::to_string(p.prompt.size()) +
                                                " tokens, the context holds " + std::to_string(info.n_ctx) +
                                                " (one is needed for the answer)"));
   }
@@ -314,14 +218,9 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
   auto st = std::make_shared<ResponseState>();
   st->gen = std::make_shared<Generation>(backend, std::move(p.parser), p.gen.stop, p.gen.logprobs);
   Status submitted = st->gen->Submit(std::move(g));
-  if (!submitted.ok()) return SendError(res, ApiError::FromError(submitted.error()));
-  st->chat = p.chat;
+  if (!submitted.ok()) return fail(ApiError::FromError(submitted.error()));
+  st->writer = std::move(p.writer);
   st->stream = p.gen.stream;
-  st->include_usage = p.gen.include_usage;
-  st->logprobs = p.gen.logprobs;
-  st->id = RandomId(p.chat ? "chatcmpl-" : "cmpl-");
-  st->model = config.model_name;
-  st->created = UnixTime();
   st->prompt_tokens = static_cast<int32_t>(p.prompt.size());
   st->start = st->last_write = Clock::now();
   metrics.RequestStarted();
@@ -368,10 +267,9 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
     finish(false);
     const auto& c = st->gen->completion();
     if (c.finish_reason == "error") {
-      return SendError(res,
-                       c.error ? ApiError::FromError(*c.error) : ApiError::Internal("generation failed"));
+      return fail(c.error ? ApiError::FromError(*c.error) : ApiError::Internal("generation failed"));
     }
-    return SendJson(res, 200, FullResponse(*st));
+    return SendJson(res, 200, st->writer->Full(*st->gen, st->total));
   }
 
   metrics.CountStreamed();
@@ -384,10 +282,15 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
           sink.done();
           return true;
         }
+        std::string out;
+        if (!st->started) {
+          out = st->writer->StreamStart(*st->gen);
+          st->started = true;
+        }
         GenerationChunk chunk;
         bool done = st->gen->Poll(std::chrono::milliseconds(100), &chunk);
-        std::string out = StreamChunk(*st, chunk);
-        if (done) out += StreamFinal(*st);
+        out += st->writer->StreamChunk(*st->gen, chunk);
+        if (done) out += st->writer->StreamEnd(*st->gen);
         // A comment line now and then: SSE clients ignore it, and a failed write tells us the client is gone
         // even while the prompt is still being evaluated.
         if (out.empty() && MsSince(st->last_write) > 1000) out = ": keep-alive\n\n";

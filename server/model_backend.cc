@@ -46,8 +46,10 @@ class ChatParserAdapter : public OutputParser {
     ParsedDelta out;
     out.content = std::move(d.content);
     out.reasoning = std::move(d.reasoning);
-    for (auto& call : d.tool_calls)
-      out.tool_calls.push_back({"", std::move(call.name), std::move(call.arguments)});
+    for (auto& call : d.tool_calls) {
+      out.tool_calls.push_back(
+          {"", std::move(call.name), std::move(call.arguments), static_cast<int>(call.index)});
+    }
     return out;
   }
   chat::OutputParser parser_;
@@ -82,10 +84,10 @@ class TemplateChat : public ChatFormatter {
     return out;
   }
 
-  std::unique_ptr<OutputParser> NewParser(const RenderedChat& rendered,
-                                          const nlohmann::ordered_json& tools) const override {
+  std::unique_ptr<OutputParser> NewParser(const RenderedChat& rendered, const nlohmann::ordered_json& tools,
+                                          const std::string& reasoning_format) const override {
     chat::ParserOptions po;
-    po.parse_reasoning = true;
+    po.parse_reasoning = reasoning_format != "none";
     po.starts_in_reasoning = rendered.thinking_open;
     po.parse_tool_calls = tools.is_array() && !tools.empty();
     if (po.parse_tool_calls) po.tools = tools;

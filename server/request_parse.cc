@@ -408,6 +408,11 @@ ParseResult<ChatRequest> ParseChatImpl(const json& body, bool generation, const 
   RETURN_IF_ERR(ParseMessages(body, &r.messages));
   RETURN_IF_ERR(ParseTools(body, &r.tools, &r.tool_choice));
   RETURN_IF_ERR(ParseTemplateKwargs(body, &r.template_kwargs, &r.add_generation_prompt));
+  RETURN_IF_ERR(GetString(body, "reasoning_format", &r.reasoning_format));
+  if (!r.reasoning_format.empty() && r.reasoning_format != "none" && r.reasoning_format != "deepseek" &&
+      r.reasoning_format != "auto") {
+    return ApiError::BadRequest("'reasoning_format' must be none, deepseek or auto", "reasoning_format");
+  }
   if (generation) {
     RETURN_IF_ERR(ParseGeneration(body, /*chat=*/true, defaults, &r.gen));
     RETURN_IF_ERR(ParseCheckpoints(body, static_cast<int64_t>(r.messages.size()), &r.checkpoint_messages,

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "server/anthropic_convert.h"
 #include "server/server_impl.h"
 
 namespace rw::server {
@@ -40,17 +41,29 @@ const std::vector<Route>& Routes() {
       {"/tokenize", "/tokenize", true, &I::HandleTokenize, false},
       {"/detokenize", "/detokenize", true, &I::HandleDetokenize, false},
       {"/apply-template", "/apply-template", true, &I::HandleApplyTemplate, false},
-      {"/slots/([^/]*)", "/slots/{id}", true, &I::HandleSlotAction, false},
+      {"/v1/messages", "/v1/messages", true, &I::HandleAnthropicMessages, false},
+      {"/v1/messages/count_tokens", "/v1/messages/count_tokens", true, &I::HandleAnthropicCountTokens, false},
+      {"/v1/responses", "/v1/responses", true, &I::HandleResponses, false},
+      {"/responses", "/v1/responses", true, &I::HandleResponses, false},
+      {"/completion", "/completion", true, &I::HandleCompletion, false},
+      {"/props", "/props", false, &I::HandleProps, true},
+      {"/props", "/props", true, &I::HandlePropsUpdate, false},
+      {"/slots/([^/]*)", "/slots/{id}", true, &I::HandleSlotAction, false},  // last (FindRoute)
   };
   return routes;
 }
 
-// The route a path belongs to, for metrics and auth; nullptr for unknown paths.
-const Route* FindRoute(const std::string& path) {
+// The route a request belongs to, for metrics and auth; nullptr for unknown paths. A path served for both
+// methods has one route per method.
+const Route* FindRoute(const std::string& path, const std::string& method = "") {
+  const Route* any = nullptr;
   for (const auto& r : Routes()) {
-    if (path == r.pattern) return &r;
+    if (path != r.pattern) continue;
+    if (method.empty() || (method == "POST") == r.post) return &r;
+    if (!any) any = &r;
   }
-  if (path.rfind("/slots/", 0) == 0) return &Routes().back();
+  if (any) return any;
+  if (path.rfind("/slots/", 0) == 0) return &Routes().back();  // the /slots/{id} pattern
   return nullptr;
 }
 
@@ -107,15 +120,38 @@ bool Server::Impl::Authorized(const httplib::Request& req) const {
 
 void Server::Impl::Routes() {
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const Route* route = FindRoute(req.path);
+    if (config.cors) {
+      // Browser clients: any origin may call (as llama-server allows); the API key still applies.
+      std::string origin = req.get_header_value("Origin");
+      res.set_header("Access-Control-Allow-Origin", origin.empty() ? "*" : origin);
+      if (!origin.empty()) res.set_header("Vary", "Origin");
+      if (req.method == "OPTIONS") {  // preflight
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        std::string asked = req.get_header_value("Access-Control-Request-Headers");
+        res.set_header("Access-Control-Allow-Headers", asked.empty() ? "*" : asked);
+        res.set_header("Access-Control-Max-Age", "86400");
+        res.status = 204;
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    const Route* route = FindRoute(req.path, req.method);
+    // Anthropic clients get errors in Anthropic's shape.
+    bool anthropic = route && std::string(route->label).rfind("/v1/messages", 0) == 0;
+    auto send = [&](const ApiError& e) {
+      SendJson(res, e.status, anthropic ? json(AnthropicErrorJson(e)) : e.ToJson());
+    };
     if (route && !route->is_public && !Authorized(req)) {
-      SendError(res, ApiError::Unauthorized());
+      send(ApiError::Unauthorized());
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (route && route->handler == &Impl::HandleSlots && !config.slots_endpoint) {
+      send(ApiError{501, "This server does not support the slots endpoint (started with --no-slots)",
+                    "not_supported_error", "", ""});
       return httplib::Server::HandlerResponse::Handled;
     }
     State s = state.load();
     if (s != State::kReady && route && route->handler != &Impl::HandleHealth) {
-      SendError(res, ApiError::Unavailable(s == State::kLoading ? "Loading model"
-                                                                : "Model failed to load: " + load_error));
+      send(ApiError::Unavailable(s == State::kLoading ? "Loading model" : "Model failed to load: " + load_error));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -133,6 +169,11 @@ void Server::Impl::Routes() {
       }
     };
     std::string method = r.post ? "POST" : "GET";
+    bool other_method_served = false;  // the same path has a route for the other method
+    for (const auto& o : rw::server::Routes()) {
+      other_method_served = other_method_served || (&o != &r && std::string(o.pattern) == r.pattern && o.post != r.post);
+    }
+    if (other_method_served) method = "GET, POST";
     auto not_allowed = [method](const httplib::Request& req, httplib::Response& res) {
       res.set_header("Allow", method);
       SendError(res, ApiError::MethodNotAllowed("method " + req.method + " is not allowed on " + req.path +
@@ -140,11 +181,12 @@ void Server::Impl::Routes() {
     };
     if (r.post) {
       http.Post(r.pattern, handler);
-      http.Get(r.pattern, not_allowed);
+      if (!other_method_served) http.Get(r.pattern, not_allowed);
     } else {
       http.Get(r.pattern, handler);
-      http.Post(r.pattern, not_allowed);
+      if (!other_method_served) http.Post(r.pattern, not_allowed);
     }
+    if (other_method_served && r.post) continue;  // PUT/PATCH/DELETE registered with the GET route
     http.Put(r.pattern, not_allowed);
     http.Patch(r.pattern, not_allowed);
     http.Delete(r.pattern, not_allowed);
@@ -162,10 +204,11 @@ void Server::Impl::Routes() {
     SendError(res, ApiError::Internal("internal error"));
   });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    const Route* route = FindRoute(req.path);
+    const Route* route = FindRoute(req.path, req.method);
     metrics.CountRequest(route ? route->label : "other", res.status);
-    bool generation =
-        route && (route->handler == &Impl::HandleChat || route->handler == &Impl::HandleCompletion);
+    bool generation = route && (route->handler == &Impl::HandleChat || route->handler == &Impl::HandleCompletion ||
+                                route->handler == &Impl::HandleAnthropicMessages ||
+                                route->handler == &Impl::HandleResponses);
     // Pollers (the web page, monitors) would flood the log: their successful GETs are not logged.
     bool polled = req.method == "GET" && res.status == 200 &&
                   (!route || route->handler == &Impl::HandleHealth || route->handler == &Impl::HandleCache ||
@@ -182,8 +225,8 @@ Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(con
   impl_->http.set_payload_max_length(64ull << 20);
   impl_->http.set_keep_alive_max_count(1000);
   impl_->http.set_keep_alive_timeout(10);
-  impl_->http.set_read_timeout(60);
-  impl_->http.set_write_timeout(60);
+  impl_->http.set_read_timeout(impl_->config.timeout_s);
+  impl_->http.set_write_timeout(impl_->config.timeout_s);
   impl_->Routes();
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/expected.h"
@@ -34,6 +35,19 @@ struct ServerConfig {
     return s;
   }
   bool webui = true;                  // serve the built-in web page at / (docs/webui.md)
+  int timeout_s = 60;                 // HTTP read/write timeout
+  int32_t default_n_predict = -1;     // max tokens when a request gives none (-1: no limit)
+  // llama-server compatible defaults for chat requests.
+  nlohmann::ordered_json chat_template_kwargs =
+      nlohmann::ordered_json::object();  // --chat-template-kwargs, under each request's own
+  std::string reasoning_format = "auto";  // none | deepseek | auto
+  int reasoning_budget = -1;              // -1 unrestricted, 0 thinking off (llama-server semantics)
+  bool cors = true;                       // Access-Control-* headers for browser clients
+  bool props_endpoint = false;            // POST /props allowed (llama-server's --props)
+  bool slots_endpoint = true;             // GET /slots (llama-server's --slots / --no-slots)
+  bool metrics_endpoint = true;           // GET /metrics (llama-server's --metrics)
+  int responses_max = 256;                // Responses API: stored responses kept for previous_response_id
+  int responses_ttl_s = 3600;             //   and for how long
 };
 
 class Server {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -13,19 +14,23 @@
 
 #include "server/api_error.h"
 #include "server/request_parse.h"
+#include "server/response_writer.h"
+#include "server/responses_store.h"
 #include "server/server.h"
 
 namespace rw::server {
 
 // What a generation handler hands to the shared streaming / non-streaming runner.
 struct PreparedGeneration {
-  bool chat = true;  // chat.completion vs text_completion shapes
-  std::string model;
   std::vector<int32_t> prompt;
   std::vector<int32_t> checkpoint_hints;
   GenerationParams gen;
   std::unique_ptr<OutputParser> parser;  // chat only
+  std::unique_ptr<ResponseWriter> writer;
 };
+
+// Byte offsets in a rendered chat where a client asked for checkpoints (Anthropic cache_control).
+using ExtraHints = std::function<std::vector<size_t>(const RenderedChat&)>;
 
 struct Server::Impl {
   explicit Impl(ServerConfig c) : config(std::move(c)) {}
@@ -40,6 +45,7 @@ struct Server::Impl {
   std::string load_error;  // set before state = kFailed
   Backend backend;         // set before state = kReady
   engine::EngineInfo info;
+  ResponseStore stored_responses;  // previous_response_id of the Responses API
 
   void Routes();
   bool Authorized(const httplib::Request& req) const;
@@ -52,6 +58,18 @@ struct Server::Impl {
   void HandleChat(const httplib::Request& req, httplib::Response& res);
   void HandleCompletion(const httplib::Request& req, httplib::Response& res);
   void RunGeneration(const httplib::Request& req, httplib::Response& res, PreparedGeneration p);
+  // Renders a chat request (server-wide template kwargs and reasoning format applied) into a prompt with its
+  // checkpoint hints and output parser; the caller adds the writer.
+  ParseResult<PreparedGeneration> PrepareChat(ChatRequest& r, const ExtraHints& extra_hints);
+
+  // anthropic_messages.cc
+  void HandleAnthropicMessages(const httplib::Request& req, httplib::Response& res);
+  void HandleAnthropicCountTokens(const httplib::Request& req, httplib::Response& res);
+  // responses_api.cc
+  void HandleResponses(const httplib::Request& req, httplib::Response& res);
+  // llama_native.cc
+  void HandleProps(const httplib::Request& req, httplib::Response& res);
+  void HandlePropsUpdate(const httplib::Request& req, httplib::Response& res);
 
   // handlers_misc.cc
   void HandleHealth(const httplib::Request& req, httplib::Response& res);

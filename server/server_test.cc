@@ -136,18 +136,35 @@ TEST(ServerChat, ReturnsToolCallsAsOpenAIToolCalls) {
   EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>())["city"], "Paris");
   EXPECT_TRUE(choice["message"]["content"].is_null());
 
-  auto events = Events(
-      ts.Post("/v1/chat/completions", UserChat("CALL_TOOL please", {{"tools", tools}, {"stream", true}})));
-  int calls = 0;
+  // Streamed as OpenAI streams them: a first delta with id, type and name, then argument text deltas; two
+  // calls in a row are parallel calls with indices 0 and 1.
+  auto events = Events(ts.Post("/v1/chat/completions",
+                               UserChat("CALL_TOOLS_PARALLEL please", {{"tools", tools}, {"stream", true}})));
+  std::vector<std::string> names, args;
+  int fragments = 0;
   for (const auto& e : events) {
     const json& d = e["choices"][0]["delta"];
-    if (d.contains("tool_calls")) {
-      EXPECT_EQ(d["tool_calls"][0]["index"], calls);
-      EXPECT_EQ(d["tool_calls"][0]["function"]["name"], "get_weather");
-      ++calls;
+    if (!d.contains("tool_calls")) continue;
+    for (const auto& tc : d["tool_calls"]) {
+      size_t index = tc["index"].get<size_t>();
+      ++fragments;
+      if (tc["function"].contains("name")) {
+        EXPECT_EQ(index, names.size());
+        EXPECT_FALSE(tc["id"].get<std::string>().empty());
+        EXPECT_EQ(tc["type"], "function");
+        names.push_back(tc["function"]["name"]);
+        args.emplace_back();
+      } else {
+        EXPECT_FALSE(tc.contains("id"));
+      }
+      ASSERT_LT(index, args.size());
+      args[index] += tc["function"]["arguments"].get<std::string>();
     }
   }
-  EXPECT_EQ(calls, 1);
+  ASSERT_EQ(names, (std::vector<std::string>{"get_weather", "get_weather"}));
+  EXPECT_GT(fragments, 2);  // arguments came in pieces
+  EXPECT_EQ(json::parse(args[0])["city"], "Paris");
+  EXPECT_EQ(json::parse(args[1])["city"], "Rome");
   EXPECT_EQ(events.back()["choices"][0]["finish_reason"], "tool_calls");
 }
 

@@ -37,6 +37,7 @@ class TextStream {
   std::string Push(std::string_view piece);
   std::string Finish();
   bool stopped() const { return stop_.stopped(); }
+  const std::string& matched() const { return stop_.matched(); }
 
  private:
   std::string Release(std::string text);

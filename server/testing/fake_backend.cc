@@ -154,10 +154,16 @@ class FakeParser : public OutputParser {
       d->content += buf_.substr(0, start);
       json call = json::parse(buf_.substr(start + 11, end - start - 11), nullptr, false);
       if (call.is_object() && call.contains("name") && call["name"].is_string()) {
-        d->tool_calls.push_back({"call_fake_" + std::to_string(n_calls_++), call["name"].get<std::string>(),
-                                 call.value("arguments", json::object()).dump()});
+        // Streamed as two fragments (name, then the arguments in two pieces), as a real parser streams.
+        int index = n_calls_++;
+        std::string args = call.value("arguments", json::object()).dump();
+        size_t half = args.size() / 2;
+        d->tool_calls.push_back({"call_fake_" + std::to_string(index), call["name"].get<std::string>(),
+                                 args.substr(0, half), index});
+        d->tool_calls.push_back({"", "", args.substr(half), index});
       }
       buf_.erase(0, end + 12);
+      strip_newlines_ = true;  // between parallel calls
     }
   }
   std::string buf_;
@@ -169,7 +175,9 @@ class FakeParser : public OutputParser {
 
 }  // namespace
 
-std::unique_ptr<OutputParser> FakeChat::NewParser(const RenderedChat& rendered, const json& tools) const {
+std::unique_ptr<OutputParser> FakeChat::NewParser(const RenderedChat& rendered, const json& tools,
+                                                 const std::string& reasoning_format) const {
+  if (reasoning_format == "none") return std::make_unique<FakeParser>(false, tools.is_array());
   return std::make_unique<FakeParser>(rendered.thinking_open, tools.is_array());
 }
 
@@ -217,7 +225,10 @@ void FakeEngine::Run(uint64_t id, engine::GenerationRequest request,
   int delay = options_.token_delay_us;
   bool long_answer = prompt.find("LONG") != std::string::npos;
   if (thinking) text += "Let me think about it.</think>\n\n";
-  if (prompt.find("CALL_TOOL") != std::string::npos) {
+  if (prompt.find("CALL_TOOLS_PARALLEL") != std::string::npos) {
+    text += "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>\n"
+            "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}</tool_call>";
+  } else if (prompt.find("CALL_TOOL") != std::string::npos) {
     text += "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>";
   } else if (long_answer) {
     for (int i = 0; i < 3000; ++i) text += "word ";

@@ -3,7 +3,7 @@
 //
 // Tokens: ids 0..255 are bytes; 256 <|im_start|>, 257 <|im_end|> (control, end of generation), 258 <think>,
 // 259 </think>, 260 <tool_call>, 261 </tool_call>. The engine's answer depends on words in the prompt:
-// CALL_TOOL -> a tool call, LONG -> thousands of tokens with a delay, UTF8 -> multi-byte characters split
+// CALL_TOOL -> a tool call, CALL_TOOLS_PARALLEL -> two, LONG -> thousands of tokens with a delay, UTF8 -> multi-byte characters split
 // over tokens, STOPWORD -> text containing "STOP-HERE"; otherwise "Hello from the fake engine." (after a
 // reasoning part when the prompt ends inside <think>).
 #pragma once
@@ -36,8 +36,8 @@ class FakeChat : public ChatFormatter {
  public:
   Expected<RenderedChat> Render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                 const ChatOptions& options) const override;
-  std::unique_ptr<OutputParser> NewParser(const RenderedChat& rendered,
-                                          const nlohmann::ordered_json& tools) const override;
+  std::unique_ptr<OutputParser> NewParser(const RenderedChat& rendered, const nlohmann::ordered_json& tools,
+                                          const std::string& reasoning_format) const override;
 };
 
 class FakeEngine : public engine::Engine {

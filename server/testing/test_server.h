@@ -76,4 +76,22 @@ inline std::vector<std::string> SseData(const std::string& body) {
   return out;
 }
 
+// Splits a named-event SSE body ("event: NAME\ndata: JSON\n\n", the Anthropic and Responses form) into
+// (name, data) pairs.
+inline std::vector<std::pair<std::string, nlohmann::json>> NamedSseEvents(const std::string& body) {
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find("\n\n", pos);
+    if (end == std::string::npos) end = body.size();
+    std::string ev = body.substr(pos, end - pos);
+    pos = end + 2;
+    if (ev.rfind("event: ", 0) != 0) continue;
+    size_t nl = ev.find('\n');
+    if (nl == std::string::npos || ev.compare(nl + 1, 6, "data: ") != 0) continue;
+    out.emplace_back(ev.substr(7, nl - 7), nlohmann::json::parse(ev.substr(nl + 7)));
+  }
+  return out;
+}
+
 }  // namespace rw::server::testing

@@ -1,6 +1,7 @@
 // Starts the server under test on a free port and stops it afterwards.
 import { spawn } from 'node:child_process';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 
 export const FAKE = process.env.REWIND_E2E_FAKE === '1';
 
@@ -43,6 +44,7 @@ export async function startServer(extraArgs = []) {
     proc,
     log: () => log,
     client: new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 }),
+    anthropic: new Anthropic({ baseURL: base, apiKey: 'unused', maxRetries: 0, timeout: 120000 }),
     async stop() {
       proc.removeAllListeners('exit');
       proc.kill('SIGTERM');

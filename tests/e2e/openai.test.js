@@ -102,8 +102,42 @@ test('tools are accepted and tool calls come back in OpenAI form', async () => {
   const streamed = await collect(await srv.client.chat.completions.create({
     model: 'm', messages: user('CALL_TOOL now'), tools, max_tokens: 200, temperature: 0, stream: true,
   }));
-  if (FAKE) assert.equal(streamed.toolCalls.length, 1);
-  streamed.toolCalls.forEach((tc, i) => { assert.equal(tc.index, i); assert.equal(tc.function.name, 'get_weather'); });
+  // Streamed as OpenAI streams them: a first delta per call with id and name, then argument pieces.
+  const calls2 = [];
+  for (const tc of streamed.toolCalls) {
+    if (tc.function?.name) {
+      assert.equal(tc.index, calls2.length);
+      assert.ok(tc.id);
+      calls2.push({ name: tc.function.name, args: tc.function.arguments ?? '' });
+    } else {
+      calls2[tc.index].args += tc.function?.arguments ?? '';
+    }
+  }
+  if (FAKE) assert.equal(calls2.length, 1);
+  for (const c of calls2) {
+    assert.equal(c.name, 'get_weather');
+    assert.equal(typeof JSON.parse(c.args), 'object');
+  }
+});
+
+test('parallel tool calls stream with their own indices and the SDK accumulates them', async () => {
+  if (!FAKE) return;  // needs a model that calls tools
+  const stream = srv.client.beta.chat.completions.stream({
+    model: 'm', messages: user('CALL_TOOLS_PARALLEL'), tools, max_tokens: 200, temperature: 0,
+  });
+  const final = await stream.finalChatCompletion();
+  const calls = final.choices[0].message.tool_calls;
+  assert.deepEqual(calls.map((c) => JSON.parse(c.function.arguments).city), ['Paris', 'Rome']);
+  assert.equal(final.choices[0].finish_reason, 'tool_calls');
+});
+
+test('reasoning_format none leaves the thoughts in the content', async () => {
+  const r = await postJson(srv.base, '/v1/chat/completions', {
+    messages: user('Hi'), max_tokens: 40, temperature: 0, reasoning_format: 'none',
+  });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.choices[0].message.reasoning_content, undefined);
+  if (FAKE) assert.match(r.json.choices[0].message.content, /Let me think about it\.<\/think>/);
 });
 
 test('logprobs list every generated token with sorted alternatives', async () => {

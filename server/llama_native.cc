@@ -1,0 +1,42 @@
+// llama-server's own endpoints besides /completion (handlers_generate.cc): GET /props (server properties as
+// llama-server reports them) and POST /props (refused unless started with --props, as llama-server does).
+#include "server/server_impl.h"
+
+namespace rw::server {
+
+using nlohmann::json;
+
+void Server::Impl::HandleProps(const httplib::Request&, httplib::Response& res) {
+  GenerationParams d;  // the defaults a request starts from
+  json params = {{"n_predict", d.max_tokens},  {"temperature", d.temperature}, {"top_k", d.top_k},
+                 {"top_p", d.top_p},           {"min_p", d.min_p},             {"stream", d.stream},
+                 {"cache_prompt", d.cache_prompt}, {"reasoning_format", config.reasoning_format},
+                 {"chat_template_kwargs", config.chat_template_kwargs}};
+  SendJson(res, 200,
+           {{"default_generation_settings", {{"n_ctx", info.n_ctx}, {"params", params}}},
+            {"total_slots", info.n_parallel},
+            {"model_alias", config.model_name},
+            {"model_path", info.model_path},
+            {"modalities", {{"vision", false}, {"video", false}, {"audio", false}}},
+            {"endpoint_slots", config.slots_endpoint},
+            {"endpoint_props", config.props_endpoint},
+            {"endpoint_metrics", config.metrics_endpoint},
+            {"reasoning_budget", config.reasoning_budget},
+            {"build_info", "rewind"},
+            {"is_sleeping", false}});
+}
+
+void Server::Impl::HandlePropsUpdate(const httplib::Request& req, httplib::Response& res) {
+  if (!config.props_endpoint) {
+    return SendError(res, ApiError{501,
+                                   "This server does not support changing global properties. Start it with "
+                                   "`--props`",
+                                   "not_supported_error", "", ""});
+  }
+  auto body = ParseJsonBody(req.body);
+  nlohmann::ordered_json* j = nullptr;
+  if (!Take(body, res, &j)) return;
+  SendJson(res, 200, {{"success", true}});  // nothing is changeable at run time yet
+}
+
+}  // namespace rw::server
