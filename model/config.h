@@ -12,12 +12,16 @@
 
 namespace rw::model {
 
-enum class Arch { kQwen35, kQwen35Moe, kQwen3Next };
+enum class Arch { kQwen35, kQwen35Moe, kQwen3Next, kNemotronH };
 const char* ArchName(Arch a);
-// "qwen35, qwen35moe, qwen3next": the architectures this build runs.
+// "qwen35, qwen35moe, qwen3next, nemotron_h": the architectures this build runs.
 std::string SupportedArchs();
 
-enum class LayerKind { kGdn, kAttention };
+// Qwen blocks are [mixer (kGdn or kAttention) + FFN]; Mamba-2 hybrids (nemotron_h) have one sub-layer per block:
+// kMamba2, kAttention (plain, no RoPE) or kFfn (ReLU² MLP). kGdn and kMamba2 are the recurrent kinds: they own
+// state slots and replay-log rows, numbered together (kind_index) in layer order.
+enum class LayerKind { kGdn, kAttention, kMamba2, kFfn };
+inline bool IsRecurrent(LayerKind k) { return k == LayerKind::kGdn || k == LayerKind::kMamba2; }
 
 struct ModelConfig {
   Arch arch = Arch::kQwen35;
@@ -43,13 +47,15 @@ struct ModelConfig {
   int32_t rope_n_ctx_orig = 0;
   bool imrope = false;
   std::array<int32_t, 4> rope_sections{0, 0, 0, 0};
+  bool attn_gated = true;       // per-head output gate in attn_q (Qwen); false: plain attention
+  bool attn_rope = true;        // RoPE on q and k (false: nemotron_h, no positional encoding)
 
-  // Gated DeltaNet.
+  // Gated DeltaNet / Mamba-2 (the same GGUF keys).
   int32_t ssm_conv_kernel = 0;  // Kc
-  int32_t ssm_state = 0;        // S
-  int32_t ssm_group = 0;        // Hk
-  int32_t ssm_heads = 0;        // Hv
-  int32_t ssm_inner = 0;        // Vd = Hv·S
+  int32_t ssm_state = 0;        // S (GDN head size) / N (Mamba-2 state size)
+  int32_t ssm_group = 0;        // Hk (GDN key heads) / G (Mamba-2 B/C groups)
+  int32_t ssm_heads = 0;        // Hv (GDN value heads) / H (Mamba-2 heads)
+  int32_t ssm_inner = 0;        // Vd = Hv·S / d_inner = H·P
 
   // FFN.
   int32_t n_ff = 0;
@@ -59,21 +65,29 @@ struct ModelConfig {
   int32_t n_ff_shexp = 0;       // Fs
 
   std::vector<LayerKind> kinds;       // [n_layer]
-  std::vector<int32_t> kind_index;    // [n_layer] index among layers of the same kind
+  std::vector<int32_t> kind_index;    // [n_layer] index among layers of the same kind (recurrent kinds: together)
 
   // Derived.
-  int32_t ssm_key_dim() const { return ssm_state * ssm_group; }             // Kd
-  int32_t ssm_conv_dim() const { return 2 * ssm_key_dim() + ssm_inner; }    // C
-  int32_t n_gdn_layers() const;
+  int32_t ssm_key_dim() const { return ssm_state * ssm_group; }             // Kd (Mamba-2: G·N, one of B / C)
+  int32_t ssm_conv_dim() const { return 2 * ssm_key_dim() + ssm_inner; }    // C (Mamba-2: x | B | C)
+  // Rows of a head's recurrent state: S (GDN, [S][S]) or P = d_inner / H (Mamba-2, [P][N]); ssm_state columns.
+  int32_t ssm_head_dim() const { return is_mamba2() ? ssm_inner / ssm_heads : ssm_state; }
+  // Replay-log floats per token and recurrent layer: raw conv input + (b, a) per GDN head / dt per Mamba-2 head.
+  int32_t replay_row_floats() const { return ssm_conv_dim() + (is_mamba2() ? 1 : 2) * ssm_heads; }
+  int32_t n_recurrent_layers() const;
+  int32_t n_gdn_layers() const { return is_mamba2() ? 0 : n_recurrent_layers(); }
   int32_t n_attn_layers() const;
-  bool is_moe() const { return arch != Arch::kQwen35; }
+  bool is_mamba2() const { return arch == Arch::kNemotronH; }
+  // Blocks of two sub-layers with a post-attention norm (the Qwen family).
+  bool qwen_blocks() const { return !is_mamba2(); }
+  bool is_moe() const { return arch == Arch::kQwen35Moe || arch == Arch::kQwen3Next; }
   // Value head h uses key head KeyHead(h): h mod Hk (qwen35*, tiled) or floor(h / r) (qwen3next, grouped).
   int32_t KeyHead(int32_t h) const {
     return arch == Arch::kQwen3Next ? h / (ssm_heads / ssm_group) : h % ssm_group;
   }
 
   // Bytes: attention KV per token (all layers, K+V) for an element size; recurrent state per sequence (F32);
-  // replay log per token (F32 qkv row + b + a per GDN layer).
+  // replay log per token (F32 replay_row_floats per recurrent layer).
   uint64_t KvBytesPerToken(int elem_bytes) const;
   uint64_t StateBytesPerSeq() const;
   uint64_t ReplayBytesPerToken() const;

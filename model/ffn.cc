@@ -29,10 +29,28 @@ void SwiGluFfn(const Matrix& gate, const Matrix& up, const Matrix& down, const f
   kernels::MatMul(down, g, N, out, pool);
 }
 
+// nemotron_h MLP: down · relu(up · x)².
+void ReluSqrFfn(const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
+                kernels::ThreadPool* pool) {
+  const int64_t n = static_cast<int64_t>(N) * up.n_rows;
+  thread_local kernels::ScratchBuffer<float> u_buf;
+  float* u = u_buf.Get(static_cast<size_t>(n));  // [N][F]
+  kernels::MatMul(up, x, N, u, pool);
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = u[i] > 0.0f ? u[i] : 0.0f;
+    u[i] = r * r;
+  }
+  kernels::MatMul(down, u, N, out, pool);
+}
+
 }  // namespace
 
 void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
                 kernels::ThreadPool* pool) {
+  if (cfg.is_mamba2()) {
+    ReluSqrFfn(w.up, w.down, t, N, out, pool);
+    return;
+  }
   if (!cfg.is_moe()) {
     SwiGluFfn(w.gate, w.up, w.down, t, N, out, pool);
     return;

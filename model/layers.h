@@ -45,6 +45,38 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
                float* delta_state, float* o, kernels::ThreadPool* pool, const float* conv_in = nullptr,
                const float* delta_in = nullptr, int32_t out_from = 0);
 
+// Inputs of the Mamba-2 state update for T consecutive tokens of one sequence (one replay-log row per token:
+// the raw conv input x|B|C, then dt).
+struct Mamba2Inputs {
+  const float* xbc = nullptr;  // [T][stride], first C values = raw x | B | C (pre-conv)
+  const float* dt = nullptr;   // [T][stride], first H values (before dt_bias and softplus)
+  int64_t stride = 0;
+  int32_t T = 0;
+};
+
+// Conv window + conv (+ bias) + silu, dt softplus, the selective-state recurrence token by token and the D skip.
+// Writes y [T - out_from][d_inner] (before the gate and the norm) when y is not null. The only code that changes
+// a Mamba-2 state; conv_in / ssm_in / out_from as for GdnUpdate.
+void Mamba2Update(const ModelConfig& cfg, const Mamba2Weights& w, const Mamba2Inputs& in, float* conv_state,
+                  float* ssm_state, float* y, kernels::ThreadPool* pool, const float* conv_in = nullptr,
+                  const float* ssm_in = nullptr, int32_t out_from = 0);
+
+// A part of each batch row that goes into a recurrent layer's replay-log row: row i is base + i·stride, width
+// floats. A replay row is the concatenation of the pieces.
+struct RowPiece {
+  const float* base = nullptr;
+  int64_t stride = 0;
+  int32_t width = 0;
+};
+// The replay log of recurrent layer rec_index for every sequence: a replay prefix's logged rows first, then the
+// batch's rows.
+void RecordReplayRows(const ModelConfig& cfg, int32_t rec_index, std::span<const SeqRun> seqs,
+                      std::span<const RowPiece> pieces, ReplayLog* replay);
+// Lazy rollback: the s.prefix_rows logged rows of s.prefix, then s's batch rows, as one run of replay rows
+// [P + n][replay_row_floats] (a thread-local buffer, valid until the next call).
+const float* JoinPrefixRows(const ModelConfig& cfg, int32_t rec_index, const SeqRun& s,
+                            std::span<const RowPiece> pieces);
+
 // Mixers and FFN over all N rows of a batch; `out` [N][E] receives the block output (not yet added).
 void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, const float* t, int32_t N,
                 std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
@@ -53,6 +85,10 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
 void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn_index, const float* t,
                       int32_t N, std::span<const SeqRun> seqs, KvStorage& kv, float* out,
                       kernels::ThreadPool* pool, bool kv_only = false);
+void Mamba2Forward(const ModelConfig& cfg, const Mamba2Weights& w, int32_t rec_index, const float* t, int32_t N,
+                   std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
+                   kernels::ThreadPool* pool);
+// Dense SwiGLU / MoE (Qwen) or the ReLU² MLP (nemotron_h).
 void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
                 kernels::ThreadPool* pool);
 

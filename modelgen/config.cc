@@ -105,6 +105,47 @@ ModelConfig TinyMoe(const char* preset, const char* arch) {
   return c;
 }
 
+// Nemotron-H family (nemotron_h): Mamba-2 (conv 4, heads of 64 (9B: 80), 8 groups, state 128), attention without
+// RoPE, ReLU² MLPs, untied, eps 1e-5; layer patterns from the published configs (docs/make-model.md).
+ModelConfig NemotronH(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads,
+                      int64_t head_dim, int64_t m_heads, int64_t m_head_dim, int64_t ff) {
+  ModelConfig c;
+  c.preset = preset;
+  c.arch = "nemotron_h";
+  c.name = preset;
+  c.layer_pattern = pattern;
+  c.n_layer = static_cast<int64_t>(c.layer_pattern.size());
+  c.n_nextn = 0;
+  c.n_embd = embd;
+  c.n_head = heads;
+  c.n_head_kv = kv_heads;
+  c.head_dim = head_dim;
+  c.n_rot = head_dim;
+  c.ssm_conv = 4;
+  c.ssm_state = 128;
+  c.ssm_groups = 8;
+  c.ssm_dt_rank = m_heads;
+  c.mamba_head_dim = m_head_dim;
+  c.n_ff = ff;
+  c.tied = false;
+  c.eps = 1e-5f;
+  c.n_ctx_train = 8192;
+  c.default_seed = 1;
+  return c;
+}
+
+// The tiny-nemotron-h test fixture (tests/data/golden-mamba/README.md): E 128, 8 layers M-M*-M*-, Mamba-2 8 heads
+// of 32, 2 groups, state 32; attention 4 q / 2 kv heads of 32; MLP 256; tied.
+ModelConfig TinyNemotronH() {
+  ModelConfig c = NemotronH("tiny-nemotron-h", "M-M*-M*-", 128, 4, 2, 32, 8, 32, 256);
+  c.name = "tiny-nemotron-h";
+  c.ssm_state = 32;
+  c.ssm_groups = 2;
+  c.tied = true;
+  c.default_seed = 2101;
+  return c;
+}
+
 std::vector<Preset> MakePresets() {
   std::vector<Preset> p;
   p.push_back({"tiny", "the tiny-qwen35 test fixture shape (E 256, 8+1 layers, ~5M params + vocab)", Tiny()});
@@ -128,10 +169,39 @@ std::vector<Preset> MakePresets() {
   p.push_back({"qwen3-next-80b-a3b",
                "Qwen3-Next-80B-A3B shape (qwen3next, E 2048, 48 layers, 512 experts top-10)",
                Moe("qwen3-next-80b-a3b", "qwen3next", 48, 512, 10)});
+  p.push_back({"tiny-nemotron-h",
+               "the tiny-nemotron-h test fixture shape (nemotron_h: Mamba-2 + attention + ReLU² MLP, E 128, 8 layers)",
+               TinyNemotronH()});
+  p.push_back({"nemotron-h-8b", "Nemotron-H-8B shape (nemotron_h, E 4096, 52 layers: 24 Mamba-2, 4 attention, 24 MLP)",
+               NemotronH("nemotron-h-8b", "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-", 4096, 32, 8,
+                         128, 128, 64, 21504)});
+  p.push_back({"nemotron-nano-9b-v2",
+               "NVIDIA-Nemotron-Nano-9B-v2 shape (nemotron_h, E 4480, 56 layers: 27 Mamba-2, 4 attention, 25 MLP)",
+               NemotronH("nemotron-nano-9b-v2", "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-", 4480,
+                         40, 8, 128, 128, 80, 15680)});
   return p;
 }
 
 }  // namespace
+
+uint64_t ModelConfig::StateBytesPerSeq() const {
+  uint64_t n = 0;
+  for (int64_t i = 0; i < n_layer; ++i) n += IsRecurrent(i);
+  const uint64_t conv = static_cast<uint64_t>(ssm_conv - 1) * ssm_conv_dim();
+  return n * 4 * (conv + static_cast<uint64_t>(ssm_head_dim()) * ssm_state * ssm_dt_rank);
+}
+
+uint64_t ModelConfig::ReplayBytesPerToken() const {
+  uint64_t n = 0;
+  for (int64_t i = 0; i < n_layer; ++i) n += IsRecurrent(i);
+  return n * 4 * (ssm_conv_dim() + (is_mamba2() ? 1 : 2) * ssm_dt_rank);
+}
+
+uint64_t ModelConfig::KvF16BytesPerToken() const {
+  uint64_t n = 0;
+  for (int64_t i = 0; i < n_layer; ++i) n += IsAttention(i);
+  return n * 2 * n_head_kv * head_dim * 2;
+}
 
 const std::vector<Preset>& Presets() {
   static const std::vector<Preset> presets = MakePresets();
@@ -170,6 +240,12 @@ Status ModelConfig::Validate() const {
   }
   if ((arch == "qwen35moe" || arch == "qwen3next") && (n_expert <= 0 || n_ff_shexp <= 0)) {
     return bad(arch + " needs experts and a shared expert");
+  }
+  if (is_mamba2()) {
+    if (static_cast<int64_t>(layer_pattern.size()) != n_layer || n_nextn != 0 || mamba_head_dim <= 0)
+      return bad("a Mamba-2 hybrid needs one pattern character per layer, a head size and no MTP block");
+    for (char ch : layer_pattern)
+      if (ch != 'M' && ch != '*' && ch != '-') return bad("layer pattern characters are M, * and -");
   }
   return Status::Ok();
 }

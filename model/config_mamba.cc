@@ -1,0 +1,89 @@
+// Hyperparameters of the Mamba-2 hybrids (nemotron_h), read like llama.cpp v0.5.0's llama_model_nemotron_h.
+#include <vector>
+
+#include "model/config_mamba.h"
+
+namespace rw::model::internal {
+namespace {
+
+// The one value the layers of a kind share (0 if none has the feature); differing values are unsupported.
+Expected<int32_t> Common(const std::vector<int32_t>& v, const std::vector<LayerKind>& kinds, LayerKind k,
+                         const std::string& key) {
+  int32_t value = 0;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (kinds[i] != k || v[i] == 0) continue;
+    if (value != 0 && v[i] != value)
+      return Error::Unsupported("metadata key '" + key + "': per-layer values that differ are not supported");
+    value = v[i];
+  }
+  return value;
+}
+
+}  // namespace
+
+Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* out) {
+  ModelConfig& c = *out;
+  const std::string& a = c.arch_name;
+  REWIND_ASSIGN_OR_RETURN(c.n_ctx_train, ReqU32(f, Key(a, "context_length")));
+  REWIND_ASSIGN_OR_RETURN(c.n_embd, ReqU32(f, Key(a, "embedding_length")));
+  REWIND_ASSIGN_OR_RETURN(c.n_layer_all, ReqU32(f, Key(a, "block_count")));
+  REWIND_ASSIGN_OR_RETURN(c.n_nextn, OptU32(f, Key(a, "nextn_predict_layers"), 0));
+  if (c.n_nextn > c.n_layer_all) return Error::InvalidArgument(a + ".nextn_predict_layers exceeds block_count");
+  c.n_layer = c.n_layer_all - c.n_nextn;
+  // llama.cpp requires layer_norm_epsilon and uses layer_norm_rms_epsilon when present.
+  const std::string ln = Key(a, "attention.layer_norm_epsilon"), rms = Key(a, "attention.layer_norm_rms_epsilon");
+  if (!f.Has(ln)) return Error::NotFound("required metadata key '" + ln + "' is missing");
+  REWIND_ASSIGN_OR_RETURN(c.eps, f.GetF32(ln));
+  REWIND_ASSIGN_OR_RETURN(c.eps, OptF32(f, rms, c.eps));
+
+  REWIND_ASSIGN_OR_RETURN(std::vector<int32_t> heads, PerLayer(f, Key(a, "attention.head_count"), c.n_layer_all));
+  std::vector<int32_t> kv_heads = heads;  // default: head_count
+  if (f.Has(Key(a, "attention.head_count_kv"))) {
+    REWIND_ASSIGN_OR_RETURN(kv_heads, PerLayer(f, Key(a, "attention.head_count_kv"), c.n_layer_all));
+  }
+  REWIND_ASSIGN_OR_RETURN(std::vector<int32_t> ff, PerLayer(f, Key(a, "feed_forward_length"), c.n_layer_all));
+  c.kinds.resize(c.n_layer);
+  c.kind_index.resize(c.n_layer);
+  int32_t n_rec = 0, n_attn = 0, n_ffn = 0;
+  for (int32_t i = 0; i < c.n_layer; ++i) {
+    if (kv_heads[i] == 0 && ff[i] == 0) {
+      c.kinds[i] = LayerKind::kMamba2;
+      c.kind_index[i] = n_rec++;
+    } else if (ff[i] == 0) {
+      c.kinds[i] = LayerKind::kAttention;
+      c.kind_index[i] = n_attn++;
+    } else {
+      c.kinds[i] = LayerKind::kFfn;
+      c.kind_index[i] = n_ffn++;
+    }
+  }
+  REWIND_ASSIGN_OR_RETURN(c.n_head, Common(heads, c.kinds, LayerKind::kAttention, Key(a, "attention.head_count")));
+  REWIND_ASSIGN_OR_RETURN(c.n_head_kv,
+                          Common(kv_heads, c.kinds, LayerKind::kAttention, Key(a, "attention.head_count_kv")));
+  REWIND_ASSIGN_OR_RETURN(c.n_ff, Common(ff, c.kinds, LayerKind::kFfn, Key(a, "feed_forward_length")));
+  if (n_attn > 0) {
+    if (c.n_head <= 0) return Error::InvalidArgument(a + ": attention layers need attention.head_count > 0");
+    REWIND_ASSIGN_OR_RETURN(c.head_dim, OptU32(f, Key(a, "attention.key_length"), c.n_embd / c.n_head));
+    REWIND_ASSIGN_OR_RETURN(int32_t value_len, OptU32(f, Key(a, "attention.value_length"), c.head_dim));
+    if (value_len != c.head_dim)
+      return Error::Unsupported(a + ".attention.value_length (" + std::to_string(value_len) + ") != key_length (" +
+                                std::to_string(c.head_dim) + ")");
+    c.n_rot = c.head_dim - c.head_dim % 2;  // no RoPE in these blocks; kept valid for shared checks
+    c.attn_gated = false;
+    c.attn_rope = false;
+  }
+  REWIND_ASSIGN_OR_RETURN(c.ssm_conv_kernel, ReqU32(f, Key(a, "ssm.conv_kernel")));
+  REWIND_ASSIGN_OR_RETURN(c.ssm_inner, ReqU32(f, Key(a, "ssm.inner_size")));
+  REWIND_ASSIGN_OR_RETURN(c.ssm_state, ReqU32(f, Key(a, "ssm.state_size")));
+  REWIND_ASSIGN_OR_RETURN(c.ssm_heads, ReqU32(f, Key(a, "ssm.time_step_rank")));
+  REWIND_ASSIGN_OR_RETURN(c.ssm_group, ReqU32(f, Key(a, "ssm.group_count")));
+  if (f.Has(Key(a, "expert_count")))
+    return Error::Unsupported(a + ": mixture-of-experts MLP layers are not supported yet");
+
+  const gguf::TensorInfo* emb = f.FindTensor("token_embd.weight");
+  if (emb == nullptr) return Error::NotFound("tensor 'token_embd.weight' is missing");
+  c.n_vocab = static_cast<int32_t>(emb->ne[1]);
+  return Status::Ok();
+}
+
+}  // namespace rw::model::internal
