@@ -373,6 +373,10 @@ TEST(Exact, RandomScriptsOnQwen35MoeMatchAStraightPrefillBitForBit) {
 TEST(Exact, RandomScriptsOnQwen3NextMatchAStraightPrefillBitForBit) {
   RunScripts("tiny-qwen3next", 100, 27000, false);
 }
+// Mamba-2 hybrid (nemotron_h): the same memory system over another recurrent layer kind.
+TEST(Exact, RandomScriptsOnNemotronHMatchAStraightPrefillBitForBit) {
+  RunScripts("tiny-nemotron-h", 100, 37000, false);
+}
 
 HybridCacheConfig SmallConfig(const std::string& dir = "") {
   HybridCacheConfig c;
