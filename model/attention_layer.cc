@@ -70,6 +70,7 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
 
   // Per-head norms + RoPE; K and V go to the pages.
   const kernels::RopeParams rope = MakeRope(cfg);
+  const auto rope_apply = cfg.rope_adjacent ? kernels::RopeApplyAdjacent : kernels::RopeApply;
   float* q = q_buf.Get(static_cast<size_t>(N) * QW);        // [N][Hq·D]
   float* gate = gate_buf.Get(static_cast<size_t>(N) * QW);  // [N][Hq·D]
   ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
@@ -82,13 +83,13 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
         float* qh = q + i * QW + h * D;
         if (w.q_norm != nullptr) kernels::RmsNorm(src, w.q_norm, D, cfg.eps, qh);
         else std::memcpy(qh, src, D * sizeof(float));
-        if (cfg.attn_rope) kernels::RopeApply(cache.data(), cfg.n_rot, qh);
+        if (cfg.attn_rope) rope_apply(cache.data(), cfg.n_rot, qh);
         if (cfg.attn_gated) std::memcpy(gate + i * QW + h * D, src + D, D * sizeof(float));
       }
       for (int32_t j = 0; j < Hkv; ++j) {
         float* kj = k + i * KW + j * D;
         if (w.k_norm != nullptr) kernels::RmsNorm(kj, w.k_norm, D, cfg.eps, kj);
-        if (cfg.attn_rope) kernels::RopeApply(cache.data(), cfg.n_rot, kj);
+        if (cfg.attn_rope) rope_apply(cache.data(), cfg.n_rot, kj);
       }
       const SeqRun& s = seqs[row_seq[i]];
       const int32_t page = s.pages[pos / ps];
@@ -114,7 +115,7 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
   // Attention, then the output gate. Work items are (sequence, KV head, a few tokens, the group's query heads):
   // their queries share every converted key/value block (kernels::AttendGroup gives each query the bits of
   // its own AttendOne call, so the grouping changes nothing but speed).
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const float scale = cfg.attn_scale != 0.0f ? cfg.attn_scale : 1.0f / std::sqrt(static_cast<float>(D));
   const int32_t group = Hq / Hkv;
   const int32_t head_chunk = std::min(group, kernels::kAttendMaxQueries);
   const int32_t tok_chunk = std::max(1, kernels::kAttendMaxQueries / head_chunk);

@@ -77,11 +77,12 @@ const char* ArchName(Arch a) {
     case Arch::kQwen35Moe: return "qwen35moe";
     case Arch::kQwen3Next: return "qwen3next";
     case Arch::kNemotronH: return "nemotron_h";
+    case Arch::kGraniteHybrid: return "granitehybrid";
   }
   return "?";
 }
 
-std::string SupportedArchs() { return "qwen35, qwen35moe, qwen3next, nemotron_h"; }
+std::string SupportedArchs() { return "qwen35, qwen35moe, qwen3next, nemotron_h, granitehybrid"; }
 
 int32_t ModelConfig::n_recurrent_layers() const {
   int32_t n = 0;
@@ -118,6 +119,8 @@ Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
     c.arch = Arch::kQwen3Next;
   } else if (c.arch_name == "nemotron_h") {
     c.arch = Arch::kNemotronH;
+  } else if (c.arch_name == "granitehybrid") {
+    c.arch = Arch::kGraniteHybrid;
   } else {
     return Error::Unsupported("architecture '" + c.arch_name + "' is not supported (supported: " +
                               SupportedArchs() + ")");
@@ -258,7 +261,10 @@ Status ModelConfig::Validate() const {
   if (is_mamba2()) {
     for (LayerKind k : kinds)
       if (k == LayerKind::kGdn) return bad("Gated DeltaNet layers in a Mamba-2 hybrid");
-    if (n_ff <= 0 && n_layer > n_recurrent_layers() + n_attn_layers()) return bad("feed_forward_length must be > 0");
+    const bool mlp = arch == Arch::kGraniteHybrid || n_layer > n_recurrent_layers() + n_attn_layers();
+    if (n_ff <= 0 && mlp) return bad("feed_forward_length must be > 0");
+    if (arch == Arch::kGraniteHybrid && ssm_inner != 2 * n_embd)
+      return bad("ssm.inner_size must be 2 * embedding_length (llama.cpp supports only this expansion)");
     return Status::Ok();
   }
   if (arch == Arch::kQwen35 && n_ff <= 0) return bad("feed_forward_length must be > 0");

@@ -12,13 +12,13 @@
 
 namespace rw::model {
 
-enum class Arch { kQwen35, kQwen35Moe, kQwen3Next, kNemotronH };
+enum class Arch { kQwen35, kQwen35Moe, kQwen3Next, kNemotronH, kGraniteHybrid };
 const char* ArchName(Arch a);
-// "qwen35, qwen35moe, qwen3next, nemotron_h": the architectures this build runs.
+// "qwen35, qwen35moe, qwen3next, nemotron_h, granitehybrid": the architectures this build runs.
 std::string SupportedArchs();
 
-// Qwen blocks are [mixer (kGdn or kAttention) + FFN]; Mamba-2 hybrids (nemotron_h) have one sub-layer per block:
-// kMamba2, kAttention (plain, no RoPE) or kFfn (ReLU² MLP). kGdn and kMamba2 are the recurrent kinds: they own
+// Qwen and Granite blocks are [mixer (kGdn, kMamba2 or kAttention) + FFN]; nemotron_h has one sub-layer per
+// block: kMamba2, kAttention (plain, no RoPE) or kFfn (ReLU² MLP). kGdn and kMamba2 are the recurrent kinds: they own
 // state slots and replay-log rows, numbered together (kind_index) in layer order.
 enum class LayerKind { kGdn, kAttention, kMamba2, kFfn };
 inline bool IsRecurrent(LayerKind k) { return k == LayerKind::kGdn || k == LayerKind::kMamba2; }
@@ -49,6 +49,11 @@ struct ModelConfig {
   std::array<int32_t, 4> rope_sections{0, 0, 0, 0};
   bool attn_gated = true;       // per-head output gate in attn_q (Qwen); false: plain attention
   bool attn_rope = true;        // RoPE on q and k (false: nemotron_h, no positional encoding)
+  bool rope_adjacent = false;   // pairs (2i, 2i+1) (llama.cpp ROPE_TYPE_NORM, granitehybrid); else NeoX pairs
+  float attn_scale = 0.0f;      // attention.scale (0: 1/sqrt(head_dim))
+  // Granite multipliers (0: none): x0 = embedding · embedding_scale; each block output is scaled by
+  // residual_scale before the residual add; logits / logit_scale.
+  float embedding_scale = 0.0f, residual_scale = 0.0f, logit_scale = 0.0f;
 
   // Gated DeltaNet / Mamba-2 (the same GGUF keys).
   int32_t ssm_conv_kernel = 0;  // Kc
@@ -77,8 +82,8 @@ struct ModelConfig {
   int32_t n_recurrent_layers() const;
   int32_t n_gdn_layers() const { return is_mamba2() ? 0 : n_recurrent_layers(); }
   int32_t n_attn_layers() const;
-  bool is_mamba2() const { return arch == Arch::kNemotronH; }
-  // Blocks of two sub-layers with a post-attention norm (the Qwen family).
+  bool is_mamba2() const { return arch == Arch::kNemotronH || arch == Arch::kGraniteHybrid; }
+  // Weights named and bound like the Qwen family (weights.cc); else the Mamba-2 hybrids (nemotron_weights.cc).
   bool qwen_blocks() const { return !is_mamba2(); }
   bool is_moe() const { return arch == Arch::kQwen35Moe || arch == Arch::kQwen3Next; }
   // Value head h uses key head KeyHead(h): h mod Hk (qwen35*, tiled) or floor(h / r) (qwen3next, grouped).

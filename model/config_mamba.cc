@@ -1,4 +1,5 @@
-// Hyperparameters of the Mamba-2 hybrids (nemotron_h), read like llama.cpp v0.5.0's llama_model_nemotron_h.
+// Hyperparameters of the Mamba-2 hybrids, read like llama.cpp v0.5.0's llama_model_nemotron_h and
+// llama_model_granite_hybrid.
 #include <vector>
 
 #include "model/config_mamba.h"
@@ -30,11 +31,13 @@ Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* out) {
   REWIND_ASSIGN_OR_RETURN(c.n_nextn, OptU32(f, Key(a, "nextn_predict_layers"), 0));
   if (c.n_nextn > c.n_layer_all) return Error::InvalidArgument(a + ".nextn_predict_layers exceeds block_count");
   c.n_layer = c.n_layer_all - c.n_nextn;
-  // llama.cpp requires layer_norm_epsilon and uses layer_norm_rms_epsilon when present.
-  const std::string ln = Key(a, "attention.layer_norm_epsilon"), rms = Key(a, "attention.layer_norm_rms_epsilon");
+  // nemotron_h requires layer_norm_epsilon and uses layer_norm_rms_epsilon when present; granitehybrid requires
+  // layer_norm_rms_epsilon.
+  const bool granite = c.arch == Arch::kGraniteHybrid;
+  const std::string ln = Key(a, granite ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon");
   if (!f.Has(ln)) return Error::NotFound("required metadata key '" + ln + "' is missing");
   REWIND_ASSIGN_OR_RETURN(c.eps, f.GetF32(ln));
-  REWIND_ASSIGN_OR_RETURN(c.eps, OptF32(f, rms, c.eps));
+  REWIND_ASSIGN_OR_RETURN(c.eps, OptF32(f, Key(a, "attention.layer_norm_rms_epsilon"), c.eps));
 
   REWIND_ASSIGN_OR_RETURN(std::vector<int32_t> heads, PerLayer(f, Key(a, "attention.head_count"), c.n_layer_all));
   std::vector<int32_t> kv_heads = heads;  // default: head_count
@@ -46,7 +49,10 @@ Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* out) {
   c.kind_index.resize(c.n_layer);
   int32_t n_rec = 0, n_attn = 0, n_ffn = 0;
   for (int32_t i = 0; i < c.n_layer; ++i) {
-    if (kv_heads[i] == 0 && ff[i] == 0) {
+    if (granite) {
+      c.kinds[i] = kv_heads[i] == 0 ? LayerKind::kMamba2 : LayerKind::kAttention;
+      c.kind_index[i] = kv_heads[i] == 0 ? n_rec++ : n_attn++;
+    } else if (kv_heads[i] == 0 && ff[i] == 0) {
       c.kinds[i] = LayerKind::kMamba2;
       c.kind_index[i] = n_rec++;
     } else if (ff[i] == 0) {
@@ -60,7 +66,11 @@ Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* out) {
   REWIND_ASSIGN_OR_RETURN(c.n_head, Common(heads, c.kinds, LayerKind::kAttention, Key(a, "attention.head_count")));
   REWIND_ASSIGN_OR_RETURN(c.n_head_kv,
                           Common(kv_heads, c.kinds, LayerKind::kAttention, Key(a, "attention.head_count_kv")));
-  REWIND_ASSIGN_OR_RETURN(c.n_ff, Common(ff, c.kinds, LayerKind::kFfn, Key(a, "feed_forward_length")));
+  if (granite) {
+    REWIND_ASSIGN_OR_RETURN(c.n_ff, OptU32OrArr(f, Key(a, "feed_forward_length"), 0, c.n_layer_all));
+  } else {
+    REWIND_ASSIGN_OR_RETURN(c.n_ff, Common(ff, c.kinds, LayerKind::kFfn, Key(a, "feed_forward_length")));
+  }
   if (n_attn > 0) {
     if (c.n_head <= 0) return Error::InvalidArgument(a + ": attention layers need attention.head_count > 0");
     REWIND_ASSIGN_OR_RETURN(c.head_dim, OptU32(f, Key(a, "attention.key_length"), c.n_embd / c.n_head));
@@ -68,9 +78,23 @@ Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* out) {
     if (value_len != c.head_dim)
       return Error::Unsupported(a + ".attention.value_length (" + std::to_string(value_len) + ") != key_length (" +
                                 std::to_string(c.head_dim) + ")");
-    c.n_rot = c.head_dim - c.head_dim % 2;  // no RoPE in these blocks; kept valid for shared checks
+    c.n_rot = c.head_dim - c.head_dim % 2;  // no RoPE in nemotron_h; kept valid for shared checks
     c.attn_gated = false;
     c.attn_rope = false;
+  }
+  if (granite) {
+    // RoPE (llama.cpp ROPE_TYPE_NORM) unless rope.scaling.finetuned is false (Granite 4.0-H: no RoPE).
+    const gguf::Value* ft = f.Find(Key(a, "rope.scaling.finetuned"));
+    c.attn_rope = ft == nullptr || ft->type != gguf::ValueType::kBool || ft->u != 0;
+    c.rope_adjacent = true;
+    REWIND_ASSIGN_OR_RETURN(c.n_rot, OptU32(f, Key(a, "rope.dimension_count"), c.head_dim));
+    REWIND_ASSIGN_OR_RETURN(c.rope_freq_base, OptF32(f, Key(a, "rope.freq_base"), 10000.0f));
+    if (f.Has(Key(a, "rope.scaling.type")) || f.Has(Key(a, "rope.scaling.factor")))
+      return Error::Unsupported(a + ": RoPE scaling is not supported for this architecture");
+    REWIND_ASSIGN_OR_RETURN(c.attn_scale, OptF32(f, Key(a, "attention.scale"), 0.0f));
+    REWIND_ASSIGN_OR_RETURN(c.embedding_scale, OptF32(f, Key(a, "embedding_scale"), 0.0f));
+    REWIND_ASSIGN_OR_RETURN(c.residual_scale, OptF32(f, Key(a, "residual_scale"), 0.0f));
+    REWIND_ASSIGN_OR_RETURN(c.logit_scale, OptF32(f, Key(a, "logit_scale"), 0.0f));
   }
   REWIND_ASSIGN_OR_RETURN(c.ssm_conv_kernel, ReqU32(f, Key(a, "ssm.conv_kernel")));
   REWIND_ASSIGN_OR_RETURN(c.ssm_inner, ReqU32(f, Key(a, "ssm.inner_size")));

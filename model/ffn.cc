@@ -47,7 +47,7 @@ void ReluSqrFfn(const Matrix& up, const Matrix& down, const float* x, int32_t N,
 
 void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
                 kernels::ThreadPool* pool) {
-  if (cfg.is_mamba2()) {
+  if (cfg.arch == Arch::kNemotronH) {
     ReluSqrFfn(w.up, w.down, t, N, out, pool);
     return;
   }

@@ -148,6 +148,8 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
   for (size_t s = 0; s < batch.size(); ++s)
     for (int32_t j = 0; j < seqs[s].n; ++j)
       kernels::DequantizeRowTo(w_.token_embd, batch[s].tokens[j], x + static_cast<int64_t>(seqs[s].row0 + j) * E);
+  if (c.embedding_scale != 0.0f)
+    for (size_t i = 0; i < static_cast<size_t>(N) * E; ++i) x[i] = x[i] * c.embedding_scale;
 
   kernels::ThreadPool* pool = pool_.get();
   auto norm_rows = [&](const float* weight) {
@@ -156,6 +158,10 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     });
   };
   auto add_rows = [&]() {
+    if (c.residual_scale != 0.0f) {  // Granite: the block output scaled, then added
+      for (size_t i = 0; i < NE; ++i) x[i] = x[i] + y[i] * c.residual_scale;
+      return;
+    }
     for (size_t i = 0; i < NE; ++i) x[i] = x[i] + y[i];
   };
 
@@ -207,6 +213,10 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
                      hn.data() + static_cast<int64_t>(r) * E);
   out->logits.resize(static_cast<size_t>(n_out) * V);
   kernels::MatMul(w_.output, hn.data(), n_out, out->logits.data(), pool);
+  if (c.logit_scale != 0.0f) {  // Granite: logits / logit_scale, as a multiply by the reciprocal (llama.cpp)
+    const float inv = 1.0f / c.logit_scale;
+    for (float& v : out->logits) v = v * inv;
+  }
   if (options.hidden_all) {
     out->hidden_all.resize(static_cast<size_t>(N) * E);
     for (int32_t r = 0; r < N; ++r)

@@ -1,5 +1,6 @@
-// Binding of one nemotron_h block (llama.cpp v0.5.0 llama_model_nemotron_h::load_arch_tensors): attn_norm and
-// one sub-layer, a Mamba-2 mixer, a plain attention (no RoPE, no gate, no q/k norm) or a ReLU² MLP.
+// Binding of one block of a Mamba-2 hybrid (llama.cpp v0.5.0 load_arch_tensors). nemotron_h: attn_norm and one
+// sub-layer, a Mamba-2 mixer, a plain attention (no gate, no q/k norm) or a ReLU² MLP. granitehybrid: attn_norm,
+// a Mamba-2 mixer or a plain attention, then ffn_norm and a dense SwiGLU FFN.
 #include "model/binder.h"
 
 namespace rw::model::internal {
@@ -50,6 +51,17 @@ Status BindReluSqrMlp(const TensorBinder& b, const ModelConfig& c, FfnWeights* f
 
 Status BindMamba2HybridBlock(const TensorBinder& b, const ModelConfig& c, int32_t il, LayerWeights* L) {
   REWIND_ASSIGN_OR_RETURN(L->attn_norm, b.F32("attn_norm.weight", {c.n_embd}));
+  if (c.arch == Arch::kGraniteHybrid) {
+    if (c.kinds[il] == LayerKind::kMamba2) {
+      REWIND_RETURN_IF_ERROR(BindMamba2(b, c, &L->mamba));
+    } else {
+      REWIND_RETURN_IF_ERROR(BindPlainAttention(b, c, &L->attn));
+    }
+    for (const char* bias : {"ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"})
+      if (b.Has(bias)) return Unsupported(b, bias, "FFN biases are not supported");
+    REWIND_ASSIGN_OR_RETURN(L->post_norm, b.F32("ffn_norm.weight", {c.n_embd}));
+    return BindFfn(b, c, &L->ffn);
+  }
   switch (c.kinds[il]) {
     case LayerKind::kMamba2: return BindMamba2(b, c, &L->mamba);
     case LayerKind::kAttention: return BindPlainAttention(b, c, &L->attn);

@@ -146,6 +146,39 @@ ModelConfig TinyNemotronH() {
   return c;
 }
 
+// Granite 4.0-H family (granitehybrid): Mamba-2 with d_inner = 2E, 1 group, state 128; attention without RoPE;
+// a SwiGLU FFN in every block; Granite's multipliers; tied; eps 1e-5.
+ModelConfig GraniteHybrid(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads,
+                          int64_t m_heads, int64_t ff) {
+  ModelConfig c = NemotronH(preset, pattern, embd, heads, kv_heads, embd / heads, m_heads, 2 * embd / m_heads, ff);
+  c.arch = "granitehybrid";
+  c.rope_base = 10000.0f;
+  c.ssm_groups = 1;
+  c.tied = true;
+  c.embedding_scale = 12.0f;
+  c.residual_scale = 0.246f;
+  c.attention_scale = 0.0078125f;
+  c.logit_scale = 8.0f;
+  return c;
+}
+
+// The tiny-granite-h test fixture: E 128, 8 layers MMM*MM*M, Mamba-2 8 heads of 32 (d_inner 2E), 2 groups,
+// state 16; attention 4 q / 2 kv heads of 32 with RoPE (rope.scaling.finetuned = true, adjacent pairs); FFN 128;
+// multipliers chosen to keep the tiny model's logits spread (logit_scale 0.5 doubles them).
+ModelConfig TinyGraniteH() {
+  ModelConfig c = GraniteHybrid("tiny-granite-h", "MMM*MM*M", 128, 4, 2, 8, 128);
+  c.name = "tiny-granite-h";
+  c.ssm_state = 16;
+  c.ssm_groups = 2;
+  c.granite_rope = true;
+  c.embedding_scale = 4.0f;
+  c.residual_scale = 0.5f;
+  c.attention_scale = 0.03125f;
+  c.logit_scale = 0.5f;
+  c.default_seed = 2201;
+  return c;
+}
+
 std::vector<Preset> MakePresets() {
   std::vector<Preset> p;
   p.push_back({"tiny", "the tiny-qwen35 test fixture shape (E 256, 8+1 layers, ~5M params + vocab)", Tiny()});
@@ -179,6 +212,12 @@ std::vector<Preset> MakePresets() {
                "NVIDIA-Nemotron-Nano-9B-v2 shape (nemotron_h, E 4480, 56 layers: 27 Mamba-2, 4 attention, 25 MLP)",
                NemotronH("nemotron-nano-9b-v2", "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-", 4480,
                          40, 8, 128, 128, 80, 15680)});
+  p.push_back({"tiny-granite-h",
+               "the tiny-granite-h test fixture shape (granitehybrid: Mamba-2 + attention with RoPE, E 128, 8 layers)",
+               TinyGraniteH()});
+  p.push_back({"granite-4.0-h-micro",
+               "Granite-4.0-H-Micro shape (granitehybrid, E 2048, 40 layers: 36 Mamba-2, 4 attention, dense FFN)",
+               GraniteHybrid("granite-4.0-h-micro", "MMMMMMMMM*MMMMMMMMM*MMMMMMMMM*MMMMMMMMM*", 2048, 16, 4, 64, 8192)});
   return p;
 }
 
@@ -241,6 +280,8 @@ Status ModelConfig::Validate() const {
   if ((arch == "qwen35moe" || arch == "qwen3next") && (n_expert <= 0 || n_ff_shexp <= 0)) {
     return bad(arch + " needs experts and a shared expert");
   }
+  if (arch == "granitehybrid" && (ssm_inner() != 2 * n_embd || layer_pattern.find('-') != std::string::npos))
+    return bad("granitehybrid needs ssm inner size 2 * E and no MLP-only layers");
   if (is_mamba2()) {
     if (static_cast<int64_t>(layer_pattern.size()) != n_layer || n_nextn != 0 || mamba_head_dim <= 0)
       return bad("a Mamba-2 hybrid needs one pattern character per layer, a head size and no MTP block");

@@ -41,6 +41,9 @@ struct ModelConfig {
   // (Nemotron's hybrid_override_pattern); ssm_state = N, ssm_groups = G, ssm_dt_rank = H heads of mamba_head_dim.
   std::string layer_pattern;
   int64_t mamba_head_dim = 0;  // P
+  // granitehybrid multipliers (written when non-zero) and RoPE switch (rope.scaling.finetuned).
+  float embedding_scale = 0, residual_scale = 0, attention_scale = 0, logit_scale = 0;
+  bool granite_rope = false;
 
   bool is_moe() const { return n_expert > 0; }
   bool is_mamba2() const { return !layer_pattern.empty(); }

@@ -1,6 +1,8 @@
-// nemotron_h generator: llama.cpp v0.5.0 names and shapes (llama_model_nemotron_h::load_arch_tensors), metadata
-// as its converter writes it (conversion/nemotron.py: per-layer head_count_kv and feed_forward_length arrays
-// that make a layer Mamba-2 (both 0), attention (only feed_forward_length 0) or MLP).
+// Mamba-2 hybrid generators: llama.cpp v0.5.0 names and shapes (load_arch_tensors of nemotron_h and
+// granitehybrid), metadata as its converters write it. nemotron_h (conversion/nemotron.py): per-layer
+// head_count_kv and feed_forward_length arrays make a layer Mamba-2 (both 0), attention (only
+// feed_forward_length 0) or MLP. granitehybrid (conversion/granite.py): head_count_kv 0 = Mamba-2, a SwiGLU FFN
+// in every block, Granite's multipliers, rope.scaling.finetuned as the RoPE switch.
 #include "modelgen/planner.h"
 
 namespace rw::modelgen {
@@ -27,6 +29,30 @@ void NemotronHMetadata(const ModelConfig& c, gguf::Writer* w) {
   w->SetU32(a + "ssm.group_count", static_cast<uint32_t>(c.ssm_groups));
   w->SetU32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_inner()));
   w->SetU32(a + "ssm.time_step_rank", static_cast<uint32_t>(c.ssm_dt_rank));
+}
+
+void GraniteHybridMetadata(const ModelConfig& c, gguf::Writer* w) {
+  const std::string a = c.arch + ".";
+  std::vector<int32_t> kv;
+  for (int64_t i = 0; i < c.n_layer_all(); ++i) kv.push_back(c.IsAttention(i) ? static_cast<int32_t>(c.n_head_kv) : 0);
+  w->SetU32(a + "context_length", c.n_ctx_train);
+  w->SetU32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
+  w->SetU32(a + "block_count", static_cast<uint32_t>(c.n_layer_all()));
+  w->SetU32(a + "feed_forward_length", static_cast<uint32_t>(c.n_ff));
+  w->SetU32(a + "attention.head_count", static_cast<uint32_t>(c.n_head));
+  w->Set(a + "attention.head_count_kv", gguf::MakeI32Array(kv));
+  w->SetF32(a + "rope.freq_base", c.rope_base);
+  w->SetF32(a + "attention.layer_norm_rms_epsilon", c.eps);
+  if (c.attention_scale != 0) w->SetF32(a + "attention.scale", c.attention_scale);
+  if (c.embedding_scale != 0) w->SetF32(a + "embedding_scale", c.embedding_scale);
+  if (c.residual_scale != 0) w->SetF32(a + "residual_scale", c.residual_scale);
+  if (c.logit_scale != 0) w->SetF32(a + "logit_scale", c.logit_scale);
+  w->SetU32(a + "ssm.conv_kernel", static_cast<uint32_t>(c.ssm_conv));
+  w->SetU32(a + "ssm.state_size", static_cast<uint32_t>(c.ssm_state));
+  w->SetU32(a + "ssm.group_count", static_cast<uint32_t>(c.ssm_groups));
+  w->SetU32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_inner()));
+  w->SetU32(a + "ssm.time_step_rank", static_cast<uint32_t>(c.ssm_dt_rank));
+  w->Set(a + "rope.scaling.finetuned", gguf::MakeBool(c.granite_rope));
 }
 
 std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c) {
@@ -61,6 +87,12 @@ std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c) {
     } else {
       p.Matrix(il, "ffn_up", {E, F}, InStd(E));
       p.Matrix(il, "ffn_down", {F, E}, 0.5 * ResidualStd(F));  // relu(N(0,1))² has E[r²] = 1.5: half the scale
+    }
+    if (c.arch == "granitehybrid") {  // every block: ffn_norm + SwiGLU
+      p.Gain(il, "ffn_norm", E);
+      p.Matrix(il, "ffn_gate", {E, F}, InStd(E));
+      p.Matrix(il, "ffn_up", {E, F}, InStd(E));
+      p.Matrix(il, "ffn_down", {F, E}, ResidualStd(F));
     }
   }
   return t;

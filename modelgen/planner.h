@@ -46,6 +46,7 @@ class Planner {
 
 // nemotron_h (nemotron_plan.cc).
 void NemotronHMetadata(const ModelConfig& c, gguf::Writer* w);
-std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c);
+std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c);  // also granitehybrid
+void GraniteHybridMetadata(const ModelConfig& c, gguf::Writer* w);
 
 }  // namespace rw::modelgen
