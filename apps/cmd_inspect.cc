@@ -97,7 +97,10 @@ int Inspect(int argc, char** argv) {
                 c.ssm_conv_kernel, c.ssm_state, c.ssm_group, c.ssm_heads,
                 c.arch == model::Arch::kQwen3Next ? "grouped" : "tiled", c.ssm_conv_dim());
   }
-  if (c.arch == model::Arch::kNemotronH) {
+  if (c.arch == model::Arch::kNemotronHMoe) {
+    std::printf("ffn:             MoE layers: %d experts, top %d (sigmoid router), expert width %d, shared expert width %d\n",
+                c.n_expert, c.n_expert_used, c.n_ff_exp, c.n_ff_shexp);
+  } else if (c.arch == model::Arch::kNemotronH) {
     std::printf("ffn:             ReLU² MLP layers, width %d\n", c.n_ff);
   } else if (c.is_moe()) {
     std::printf("ffn:             MoE %d experts, top %d, expert width %d, shared expert width %d\n", c.n_expert,

@@ -377,6 +377,9 @@ TEST(Exact, RandomScriptsOnQwen3NextMatchAStraightPrefillBitForBit) {
 TEST(Exact, RandomScriptsOnNemotronHMatchAStraightPrefillBitForBit) {
   RunScripts("tiny-nemotron-h", 100, 37000, false);
 }
+TEST(Exact, RandomScriptsOnNemotronHMoeMatchAStraightPrefillBitForBit) {
+  RunScripts("tiny-nemotron-h-moe", 40, 57000, false);
+}
 TEST(Exact, RandomScriptsOnGraniteHybridMatchAStraightPrefillBitForBit) {
   RunScripts("tiny-granite-h", 60, 47000, false);
 }

@@ -77,12 +77,13 @@ const char* ArchName(Arch a) {
     case Arch::kQwen35Moe: return "qwen35moe";
     case Arch::kQwen3Next: return "qwen3next";
     case Arch::kNemotronH: return "nemotron_h";
+    case Arch::kNemotronHMoe: return "nemotron_h_moe";
     case Arch::kGraniteHybrid: return "granitehybrid";
   }
   return "?";
 }
 
-std::string SupportedArchs() { return "qwen35, qwen35moe, qwen3next, nemotron_h, granitehybrid"; }
+std::string SupportedArchs() { return "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid"; }
 
 int32_t ModelConfig::n_recurrent_layers() const {
   int32_t n = 0;
@@ -119,6 +120,8 @@ Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
     c.arch = Arch::kQwen3Next;
   } else if (c.arch_name == "nemotron_h") {
     c.arch = Arch::kNemotronH;
+  } else if (c.arch_name == "nemotron_h_moe") {
+    c.arch = Arch::kNemotronHMoe;
   } else if (c.arch_name == "granitehybrid") {
     c.arch = Arch::kGraniteHybrid;
   } else {
@@ -262,7 +265,12 @@ Status ModelConfig::Validate() const {
     for (LayerKind k : kinds)
       if (k == LayerKind::kGdn) return bad("Gated DeltaNet layers in a Mamba-2 hybrid");
     const bool mlp = arch == Arch::kGraniteHybrid || n_layer > n_recurrent_layers() + n_attn_layers();
-    if (n_ff <= 0 && mlp) return bad("feed_forward_length must be > 0");
+    if (n_ff <= 0 && mlp && arch != Arch::kNemotronHMoe) return bad("feed_forward_length must be > 0");
+    if (arch == Arch::kNemotronHMoe && mlp) {
+      if (n_expert <= 0) return bad("expert_count must be > 0");
+      if (n_expert_used <= 0 || n_expert_used > n_expert) return bad("expert_used_count must be in 1..expert_count");
+      if (n_ff_exp <= 0 || n_ff_shexp <= 0) return bad("expert and shared-expert feed-forward lengths must be > 0");
+    }
     if (arch == Arch::kGraniteHybrid && ssm_inner != 2 * n_embd)
       return bad("ssm.inner_size must be 2 * embedding_length (llama.cpp supports only this expansion)");
     return Status::Ok();

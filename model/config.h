@@ -12,9 +12,9 @@
 
 namespace rw::model {
 
-enum class Arch { kQwen35, kQwen35Moe, kQwen3Next, kNemotronH, kGraniteHybrid };
+enum class Arch { kQwen35, kQwen35Moe, kQwen3Next, kNemotronH, kNemotronHMoe, kGraniteHybrid };
 const char* ArchName(Arch a);
-// "qwen35, qwen35moe, qwen3next, nemotron_h, granitehybrid": the architectures this build runs.
+// "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid": the architectures this build runs.
 std::string SupportedArchs();
 
 // Qwen and Granite blocks are [mixer (kGdn, kMamba2 or kAttention) + FFN]; nemotron_h has one sub-layer per
@@ -68,6 +68,8 @@ struct ModelConfig {
   int32_t n_expert_used = 0;
   int32_t n_ff_exp = 0;         // F
   int32_t n_ff_shexp = 0;       // Fs
+  bool expert_weights_norm = false;   // nemotron_h_moe: renormalise the top-k sigmoid weights
+  float expert_weights_scale = 0.0f;  // nemotron_h_moe: then multiply them (0 or 1: none)
 
   std::vector<LayerKind> kinds;       // [n_layer]
   std::vector<int32_t> kind_index;    // [n_layer] index among layers of the same kind (recurrent kinds: together)
@@ -82,7 +84,8 @@ struct ModelConfig {
   int32_t n_recurrent_layers() const;
   int32_t n_gdn_layers() const { return is_mamba2() ? 0 : n_recurrent_layers(); }
   int32_t n_attn_layers() const;
-  bool is_mamba2() const { return arch == Arch::kNemotronH || arch == Arch::kGraniteHybrid; }
+  bool is_mamba2() const { return is_nemotron() || arch == Arch::kGraniteHybrid; }
+  bool is_nemotron() const { return arch == Arch::kNemotronH || arch == Arch::kNemotronHMoe; }
   // Weights named and bound like the Qwen family (weights.cc); else the Mamba-2 hybrids (nemotron_weights.cc).
   bool qwen_blocks() const { return !is_mamba2(); }
   bool is_moe() const { return arch == Arch::kQwen35Moe || arch == Arch::kQwen3Next; }

@@ -101,8 +101,22 @@ Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* out) {
   REWIND_ASSIGN_OR_RETURN(c.ssm_state, ReqU32(f, Key(a, "ssm.state_size")));
   REWIND_ASSIGN_OR_RETURN(c.ssm_heads, ReqU32(f, Key(a, "ssm.time_step_rank")));
   REWIND_ASSIGN_OR_RETURN(c.ssm_group, ReqU32(f, Key(a, "ssm.group_count")));
-  if (f.Has(Key(a, "expert_count")))
-    return Error::Unsupported(a + ": mixture-of-experts MLP layers are not supported yet");
+  if (c.arch == Arch::kNemotronHMoe) {
+    REWIND_ASSIGN_OR_RETURN(c.n_expert, OptU32(f, Key(a, "expert_count"), 0));
+    REWIND_ASSIGN_OR_RETURN(c.n_expert_used, OptU32OrArr(f, Key(a, "expert_used_count"), 0, c.n_layer_all));
+    const int32_t def_f = c.n_expert_used > 0 ? c.n_ff / c.n_expert_used : 0;
+    REWIND_ASSIGN_OR_RETURN(c.n_ff_exp, OptU32OrArr(f, Key(a, "expert_feed_forward_length"), def_f, c.n_layer_all));
+    REWIND_ASSIGN_OR_RETURN(c.n_ff_shexp, OptU32(f, Key(a, "expert_shared_feed_forward_length"), 0));
+    if (const gguf::Value* v = f.Find(Key(a, "expert_weights_norm")); v != nullptr && v->type == gguf::ValueType::kBool)
+      c.expert_weights_norm = v->u != 0;
+    REWIND_ASSIGN_OR_RETURN(c.expert_weights_scale, OptF32(f, Key(a, "expert_weights_scale"), 0.0f));
+    REWIND_ASSIGN_OR_RETURN(int32_t groups, OptU32(f, Key(a, "expert_group_count"), 1));
+    if (groups > 1) return Error::Unsupported(a + ": expert groups (expert_group_count > 1) are not supported");
+    if (f.Has(Key(a, "moe_latent_size")))
+      return Error::Unsupported(a + ": latent MoE projections (moe_latent_size) are not supported");
+  } else if (f.Has(Key(a, "expert_count"))) {
+    return Error::Unsupported(a + ": mixture-of-experts layers are not supported for this architecture");
+  }
 
   const gguf::TensorInfo* emb = f.FindTensor("token_embd.weight");
   if (emb == nullptr) return Error::NotFound("tensor 'token_embd.weight' is missing");

@@ -102,6 +102,7 @@ TEST(Forward, QuantisedQwen35IsSplitInvariant) { CheckSplitsAndThreads("tiny-qwe
 TEST(Forward, Qwen35MoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-qwen35moe-f32.gguf", KvType::kF16, 16); }
 TEST(Forward, Qwen3NextIsSplitInvariant) { CheckSplitsAndThreads("tiny-qwen3next-f32.gguf", KvType::kF16, 32); }
 TEST(Forward, NemotronHIsSplitInvariant) { CheckSplitsAndThreads("tiny-nemotron-h-f32.gguf", KvType::kF16, 16); }
+TEST(Forward, NemotronHMoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-nemotron-h-moe-f32.gguf", KvType::kF16, 32); }
 TEST(Forward, GraniteHybridIsSplitInvariant) { CheckSplitsAndThreads("tiny-granite-h-f32.gguf", KvType::kF32, 8); }
 
 void CheckBatchedWithOthers(const std::string& file) {
@@ -133,6 +134,9 @@ TEST(Forward, Qwen35SequenceLogitsDoNotDependOnOtherSequencesInTheBatch) {
   CheckBatchedWithOthers("tiny-qwen35-f32.gguf");
 }
 TEST(Forward, MoeExpertsDoNotDependOnOtherTokensRoutedThere) { CheckBatchedWithOthers("tiny-qwen35moe-f32.gguf"); }
+TEST(Forward, SigmoidMoeExpertsDoNotDependOnOtherTokensRoutedThere) {
+  CheckBatchedWithOthers("tiny-nemotron-h-moe-f32.gguf");
+}
 TEST(Forward, NemotronHSequenceLogitsDoNotDependOnOtherSequencesInTheBatch) {
   CheckBatchedWithOthers("tiny-nemotron-h-f32.gguf");
 }
@@ -239,6 +243,9 @@ TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsQwen35) { CheckFusedReplay("
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsQwen3Next) { CheckFusedReplay("tiny-qwen3next-f32.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsQuantised) { CheckFusedReplay("tiny-qwen35-q8_0.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsNemotronH) { CheckFusedReplay("tiny-nemotron-h-f32.gguf"); }
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsNemotronHMoe) {
+  CheckFusedReplay("tiny-nemotron-h-moe-f32.gguf");
+}
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsGraniteHybrid) { CheckFusedReplay("tiny-granite-h-f32.gguf"); }
 
 TEST(Forward, BadInputIsAnErrorAndChangesNothing) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "kernels/thread_pool.h"
@@ -88,7 +89,19 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
 void Mamba2Forward(const ModelConfig& cfg, const Mamba2Weights& w, int32_t rec_index, const float* t, int32_t N,
                    std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
                    kernels::ThreadPool* pool);
-// Dense SwiGLU / MoE (Qwen) or the ReLU² MLP (nemotron_h).
+// Mixture of experts over N rows t [N][E]: sel, wt [N][K] the chosen experts and their weights; expert(e, xs, n,
+// ys) writes ys [n][E], expert e on its gathered rows xs [n][E]. out[i] = Σ_k wt[i][k]·y_k (each product
+// rounded, summed in k order): a token's output depends on that token alone.
+void RunExperts(int32_t N, int32_t K, int32_t X, int32_t E, const int32_t* sel, const float* wt, const float* t,
+                float* out, const std::function<void(int32_t, const float*, int32_t, float*)>& expert);
+// down · relu(up · x)² (nemotron_h MLP and experts).
+void ReluSqrFfn(const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
+                kernels::ThreadPool* pool);
+// nemotron_h_moe: sigmoid router with a selection bias, top-k, optional renormalisation and scale, ReLU² experts
+// plus a ReLU² shared expert (experts.cc).
+void SigmoidMoeForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
+                       kernels::ThreadPool* pool);
+// Dense SwiGLU / MoE (Qwen) or the ReLU² MLP / sigmoid MoE (nemotron_h, nemotron_h_moe).
 void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
                 kernels::ThreadPool* pool);
 

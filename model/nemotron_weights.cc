@@ -39,7 +39,22 @@ Status BindPlainAttention(const TensorBinder& b, const ModelConfig& c, AttnWeigh
   return Status::Ok();
 }
 
+// nemotron_h_moe: router, selection bias, ReLU² experts (no gate) and a ReLU² shared expert.
+Status BindSigmoidMoe(const TensorBinder& b, const ModelConfig& c, FfnWeights* f) {
+  const int64_t E = c.n_embd, X = c.n_expert, F = c.n_ff_exp, Fs = c.n_ff_shexp;
+  for (const char* latent : {"ffn_latent_down.weight", "ffn_latent_up.weight"})
+    if (b.Has(latent)) return Unsupported(b, latent, "latent MoE projections are not supported");
+  REWIND_ASSIGN_OR_RETURN(f->router, b.Mat("ffn_gate_inp.weight", {E, X}));
+  REWIND_ASSIGN_OR_RETURN(f->exp_probs_b, b.F32("exp_probs_b.bias", {X}));
+  REWIND_ASSIGN_OR_RETURN(f->up_exps, b.Mat("ffn_up_exps.weight", {E, F, X}));
+  REWIND_ASSIGN_OR_RETURN(f->down_exps, b.Mat("ffn_down_exps.weight", {F, E, X}));
+  REWIND_ASSIGN_OR_RETURN(f->shexp_up, b.Mat("ffn_up_shexp.weight", {E, Fs}));
+  REWIND_ASSIGN_OR_RETURN(f->shexp_down, b.Mat("ffn_down_shexp.weight", {Fs, E}));
+  return Status::Ok();
+}
+
 Status BindReluSqrMlp(const TensorBinder& b, const ModelConfig& c, FfnWeights* f) {
+  if (c.arch == Arch::kNemotronHMoe) return BindSigmoidMoe(b, c, f);
   for (const char* bias : {"ffn_up.bias", "ffn_down.bias"})
     if (b.Has(bias)) return Unsupported(b, bias, "MLP biases are not supported");
   REWIND_ASSIGN_OR_RETURN(f->up, b.Mat("ffn_up.weight", {c.n_embd, c.n_ff}));

@@ -61,6 +61,7 @@ struct FfnWeights {
   Matrix down_exps;    // {F, E, X} as X·E rows
   Matrix shexp_gate_inp;  // {E} as one row
   Matrix shexp_gate, shexp_up, shexp_down;
+  const float* exp_probs_b = nullptr;  // [X] nemotron_h_moe expert-selection bias (null: none)
 };
 
 struct LayerWeights {

@@ -179,6 +179,21 @@ ModelConfig TinyGraniteH() {
   return c;
 }
 
+// Nemotron 3 Nano family (nemotron_h_moe): MoE layers (E) with a sigmoid router and selection bias, ReLU² experts
+// and shared expert; renormalised top-k weights scaled by 2.5.
+ModelConfig NemotronHMoe(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads,
+                         int64_t head_dim, int64_t m_heads, int64_t m_head_dim, int64_t experts, int64_t used,
+                         int64_t ff_exp, int64_t ff_shexp) {
+  ModelConfig c = NemotronH(preset, pattern, embd, heads, kv_heads, head_dim, m_heads, m_head_dim, ff_exp);
+  c.arch = "nemotron_h_moe";
+  c.n_expert = experts;
+  c.n_expert_used = used;
+  c.n_ff_exp = ff_exp;
+  c.n_ff_shexp = ff_shexp;
+  c.expert_weights_scale = 2.5f;
+  return c;
+}
+
 std::vector<Preset> MakePresets() {
   std::vector<Preset> p;
   p.push_back({"tiny", "the tiny-qwen35 test fixture shape (E 256, 8+1 layers, ~5M params + vocab)", Tiny()});
@@ -212,6 +227,20 @@ std::vector<Preset> MakePresets() {
                "NVIDIA-Nemotron-Nano-9B-v2 shape (nemotron_h, E 4480, 56 layers: 27 Mamba-2, 4 attention, 25 MLP)",
                NemotronH("nemotron-nano-9b-v2", "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-", 4480,
                          40, 8, 128, 128, 80, 15680)});
+  {
+    ModelConfig moe = NemotronHMoe("tiny-nemotron-h-moe", "MEM*EM*E", 128, 4, 2, 32, 8, 32, 8, 2, 64, 128);
+    moe.ssm_state = 32;
+    moe.ssm_groups = 2;
+    moe.tied = true;
+    moe.default_seed = 2301;
+    p.push_back({"tiny-nemotron-h-moe",
+                 "the tiny-nemotron-h-moe test fixture shape (nemotron_h_moe, E 128, 8 layers, 8 experts top-2)", moe});
+  }
+  p.push_back({"nemotron-3-nano-30b-a3b",
+               "Nemotron 3 Nano 30B-A3B shape (nemotron_h_moe, E 2688, 52 layers: 23 Mamba-2, 6 attention, 23 MoE "
+               "with 128 experts top-6)",
+               NemotronHMoe("nemotron-3-nano-30b-a3b", "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", 2688,
+                            32, 2, 128, 64, 64, 128, 6, 1856, 3712)});
   p.push_back({"tiny-granite-h",
                "the tiny-granite-h test fixture shape (granitehybrid: Mamba-2 + attention with RoPE, E 128, 8 layers)",
                TinyGraniteH()});
@@ -286,7 +315,11 @@ Status ModelConfig::Validate() const {
     if (static_cast<int64_t>(layer_pattern.size()) != n_layer || n_nextn != 0 || mamba_head_dim <= 0)
       return bad("a Mamba-2 hybrid needs one pattern character per layer, a head size and no MTP block");
     for (char ch : layer_pattern)
-      if (ch != 'M' && ch != '*' && ch != '-') return bad("layer pattern characters are M, * and -");
+      if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E') return bad("layer pattern characters are M, *, - and E");
+    if ((layer_pattern.find('E') != std::string::npos) != (arch == "nemotron_h_moe") ||
+        (arch == "nemotron_h_moe" && (n_expert <= 0 || n_expert_used <= 0 || n_expert_used > n_expert ||
+                                      n_ff_exp <= 0 || n_ff_shexp <= 0)))
+      return bad("nemotron_h_moe needs E layers, experts and a shared expert (and only it has E layers)");
   }
   return Status::Ok();
 }

@@ -29,6 +29,16 @@ void NemotronHMetadata(const ModelConfig& c, gguf::Writer* w) {
   w->SetU32(a + "ssm.group_count", static_cast<uint32_t>(c.ssm_groups));
   w->SetU32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_inner()));
   w->SetU32(a + "ssm.time_step_rank", static_cast<uint32_t>(c.ssm_dt_rank));
+  if (c.arch == "nemotron_h_moe") {
+    w->SetU32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
+    w->SetU32(a + "expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
+    w->SetU32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(c.n_ff_shexp));
+    w->SetU32(a + "expert_count", static_cast<uint32_t>(c.n_expert));
+    w->SetU32(a + "expert_shared_count", 1);
+    w->Set(a + "expert_weights_norm", gguf::MakeBool(true));
+    w->SetF32(a + "expert_weights_scale", c.expert_weights_scale);
+    w->SetU32(a + "expert_group_count", 1);
+  }
 }
 
 void GraniteHybridMetadata(const ModelConfig& c, gguf::Writer* w) {
@@ -84,6 +94,14 @@ std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c) {
       p.Matrix(il, "attn_k", {E, D * c.n_head_kv}, InStd(E));
       p.Matrix(il, "attn_v", {E, D * c.n_head_kv}, InStd(E));
       p.Matrix(il, "attn_output", {D * c.n_head, E}, ResidualStd(D * c.n_head));
+    } else if (c.arch == "nemotron_h_moe") {
+      const int64_t X = c.n_expert, Fe = c.n_ff_exp, Fs = c.n_ff_shexp;
+      p.Add(il, "ffn_gate_inp", {E, X}, Init::kNormal, 0, 2.5 / std::sqrt(static_cast<double>(E)), true);
+      p.Add(il, "exp_probs_b", {X}, Init::kNormal, 0, 0.1, true, ".bias");
+      p.Matrix(il, "ffn_up_exps", {E, Fe, X}, InStd(E));
+      p.Matrix(il, "ffn_down_exps", {Fe, E, X}, 0.5 * ResidualStd(Fe));
+      p.Matrix(il, "ffn_up_shexp", {E, Fs}, InStd(E));
+      p.Matrix(il, "ffn_down_shexp", {Fs, E}, 0.5 * ResidualStd(Fs));
     } else {
       p.Matrix(il, "ffn_up", {E, F}, InStd(E));
       p.Matrix(il, "ffn_down", {F, E}, 0.5 * ResidualStd(F));  // relu(N(0,1))² has E[r²] = 1.5: half the scale

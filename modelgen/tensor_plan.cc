@@ -126,6 +126,7 @@ const ArchSpec kArchs[] = {
     {"qwen35moe", Qwen35Metadata, Qwen35Plan},
     {"qwen3next", Qwen35Metadata, Qwen35Plan},
     {"nemotron_h", NemotronHMetadata, NemotronHPlan},
+    {"nemotron_h_moe", NemotronHMetadata, NemotronHPlan},
     {"granitehybrid", GraniteHybridMetadata, NemotronHPlan},
 };
 
