@@ -19,19 +19,26 @@ int InspectPreset(const std::string& name) {
     return 1;
   }
   const modelgen::ModelConfig& c = *p;
-  int64_t n_gdn = 0, n_attn = 0;
-  for (int64_t i = 0; i < c.n_layer; ++i) (c.IsRecurrent(i) ? n_gdn : n_attn)++;
-  const uint64_t conv = static_cast<uint64_t>(c.ssm_conv - 1) * c.ssm_conv_dim();
-  const uint64_t delta = static_cast<uint64_t>(c.ssm_state) * c.ssm_state * c.ssm_dt_rank;
-  const uint64_t state = n_gdn * 4 * (conv + delta);
-  const uint64_t kv16 = n_attn * 2ull * c.n_head_kv * c.head_dim * 2;
-  const uint64_t replay = n_gdn * 4ull * (c.ssm_conv_dim() + 2 * c.ssm_dt_rank);
+  int64_t n_rec = 0, n_attn = 0;
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    n_rec += c.IsRecurrent(i);
+    n_attn += c.IsAttention(i);
+  }
+  const uint64_t state = c.StateBytesPerSeq(), kv16 = c.KvF16BytesPerToken(), replay = c.ReplayBytesPerToken();
   std::printf("preset:          %s (%s; shape only, no weights)\n", name.c_str(), c.arch.c_str());
-  std::printf("layers:          %lld trunk: %lld GDN, %lld attention (+%lld MTP)\n", (long long)c.n_layer,
-              (long long)n_gdn, (long long)n_attn, (long long)c.n_nextn);
-  std::printf("gated deltanet:  conv kernel %lld  head size %lld  key heads %lld  value heads %lld  conv channels %lld\n",
-              (long long)c.ssm_conv, (long long)c.ssm_state, (long long)c.ssm_groups, (long long)c.ssm_dt_rank,
-              (long long)c.ssm_conv_dim());
+  if (c.is_mamba2()) {
+    std::printf("layers:          %lld: %lld Mamba-2, %lld attention, %lld MLP (%s)\n", (long long)c.n_layer,
+                (long long)n_rec, (long long)n_attn, (long long)(c.n_layer - n_rec - n_attn), c.layer_pattern.c_str());
+    std::printf("mamba-2:         conv kernel %lld  heads %lld x %lld  groups %lld  state %lld  conv channels %lld\n",
+                (long long)c.ssm_conv, (long long)c.ssm_dt_rank, (long long)c.ssm_head_dim(), (long long)c.ssm_groups,
+                (long long)c.ssm_state, (long long)c.ssm_conv_dim());
+  } else {
+    std::printf("layers:          %lld trunk: %lld GDN, %lld attention (+%lld MTP)\n", (long long)c.n_layer,
+                (long long)n_rec, (long long)n_attn, (long long)c.n_nextn);
+    std::printf("gated deltanet:  conv kernel %lld  head size %lld  key heads %lld  value heads %lld  conv channels %lld\n",
+                (long long)c.ssm_conv, (long long)c.ssm_state, (long long)c.ssm_groups, (long long)c.ssm_dt_rank,
+                (long long)c.ssm_conv_dim());
+  }
   std::printf("\nmemory:\n");
   std::printf("  attention KV per token (F16):           %llu B\n", (unsigned long long)kv16);
   std::printf("  recurrent state per sequence (F32):     %llu B = %.1f MiB (= one checkpoint)\n",
@@ -74,26 +81,37 @@ int Inspect(int argc, char** argv) {
   std::printf("architecture:    %s%s%s\n", c.arch_name.c_str(), c.name.empty() ? "" : "  name: ", c.name.c_str());
   std::printf("embedding:       %d   vocab: %d   context (train): %d   rms eps: %g\n", c.n_embd, c.n_vocab,
               c.n_ctx_train, c.eps);
-  std::printf("layers:          %d trunk (+%d MTP, not run): %d GDN, %d attention\n", c.n_layer, c.n_nextn,
-              c.n_gdn_layers(), c.n_attn_layers());
+  std::printf("layers:          %d trunk (+%d MTP, not run): %d recurrent (%s), %d attention, %d MLP-only\n",
+              c.n_layer, c.n_nextn, c.n_recurrent_layers(), c.is_mamba2() ? "Mamba-2" : "GDN", c.n_attn_layers(),
+              c.n_layer - c.n_recurrent_layers() - c.n_attn_layers());
   std::printf("attention:       Hq %d  Hkv %d  head dim %d  rope dims %d  base %g  scale %g%s", c.n_head,
               c.n_head_kv, c.head_dim, c.n_rot, c.rope_freq_base, c.rope_freq_scale, c.rope_yarn ? "  yarn" : "");
   if (c.imrope)
     std::printf("  imrope sections [%d, %d, %d, %d]", c.rope_sections[0], c.rope_sections[1], c.rope_sections[2],
                 c.rope_sections[3]);
   std::printf("\n");
-  std::printf("gated deltanet:  conv kernel %d  head size %d  key heads %d  value heads %d (%s)  conv channels %d\n",
-              c.ssm_conv_kernel, c.ssm_state, c.ssm_group, c.ssm_heads,
-              c.arch == model::Arch::kQwen3Next ? "grouped" : "tiled", c.ssm_conv_dim());
-  if (c.is_moe()) {
+  if (c.is_mamba2()) {
+    std::printf("mamba-2:         conv kernel %d  heads %d x %d  groups %d  state %d  conv channels %d\n",
+                c.ssm_conv_kernel, c.ssm_heads, c.ssm_head_dim(), c.ssm_group, c.ssm_state, c.ssm_conv_dim());
+  } else {
+    std::printf("gated deltanet:  conv kernel %d  head size %d  key heads %d  value heads %d (%s)  conv channels %d\n",
+                c.ssm_conv_kernel, c.ssm_state, c.ssm_group, c.ssm_heads,
+                c.arch == model::Arch::kQwen3Next ? "grouped" : "tiled", c.ssm_conv_dim());
+  }
+  if (c.arch == model::Arch::kNemotronHMoe) {
+    std::printf("ffn:             MoE layers: %d experts, top %d (sigmoid router), expert width %d, shared expert width %d\n",
+                c.n_expert, c.n_expert_used, c.n_ff_exp, c.n_ff_shexp);
+  } else if (c.arch == model::Arch::kNemotronH) {
+    std::printf("ffn:             ReLU² MLP layers, width %d\n", c.n_ff);
+  } else if (c.is_moe()) {
     std::printf("ffn:             MoE %d experts, top %d, expert width %d, shared expert width %d\n", c.n_expert,
                 c.n_expert_used, c.n_ff_exp, c.n_ff_shexp);
   } else {
     std::printf("ffn:             dense SwiGLU, width %d\n", c.n_ff);
   }
   std::string kinds;
-  for (auto k : c.kinds) kinds += k == model::LayerKind::kGdn ? 'G' : 'A';
-  std::printf("layer kinds:     %s  (G = gated deltanet, A = attention)\n", kinds.c_str());
+  for (auto k : c.kinds) kinds += "GAMF"[static_cast<int>(k)];
+  std::printf("layer kinds:     %s  (G = gated deltanet, A = attention, M = Mamba-2, F = MLP)\n", kinds.c_str());
   std::printf("output head:     %s\n", m.weights().tied ? "tied to token_embd" : "output.weight");
   std::printf("\nmemory:\n");
   std::printf("  attention KV per token (F16):           %llu bytes (F32: %llu)\n",

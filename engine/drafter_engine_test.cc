@@ -21,9 +21,9 @@ const std::string kDraftQ8 = std::string(REWIND_TEST_DATA) + "/golden/models/tin
 
 // draft_model: the --model-draft file for a spec containing "draft" (default: the target itself).
 std::unique_ptr<Engine> MakeEngine(const std::string& spec, int draft_max, bool cache,
-                                   const std::string& draft_model = kModel) {
+                                   const std::string& draft_model = kModel, const std::string& target = kModel) {
   EngineConfig c;
-  c.model_path = kModel;
+  c.model_path = target;
   c.model_draft = spec.find("draft") != std::string::npos ? draft_model : "";
   c.n_ctx = 512;
   c.n_parallel = 3;
@@ -123,6 +123,32 @@ TEST(DrafterEngine, SelfDraftingIsAlwaysAccepted) {
     }
     EXPECT_GT(drafted, 0);
     EXPECT_EQ(accepted, drafted) << "draft " << draft;
+  }
+}
+
+// A Mamba-2 hybrid (nemotron_h): n-gram drafts (mostly rejected: rollbacks through the Mamba-2 replay log) and
+// the model drafting for itself keep the plain greedy tokens and logprobs.
+TEST(DrafterEngine, NemotronHKeepsGreedyOutputWithNgramAndDraftModel) {
+  const std::string nemotron = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-nemotron-h-f32.gguf";
+  auto plain = MakeEngine("", 4, true, nemotron, nemotron);
+  ASSERT_TRUE(plain);
+  const auto ref = RunAll(*plain);
+  for (const std::string spec : {"ngram", "draft"}) {
+    int64_t drafted = 0, accepted = 0;
+    for (int draft : {1, 3, 8}) {
+      auto e = MakeEngine(spec, draft, true, nemotron, nemotron);
+      ASSERT_TRUE(e);
+      const auto got = RunAll(*e);
+      for (size_t i = 0; i < ref.size(); ++i) {
+        EXPECT_EQ(got[i]->tokens, ref[i]->tokens) << spec << " draft " << draft << " request " << i;
+        EXPECT_EQ(got[i]->logprobs, ref[i]->logprobs) << spec << " draft " << draft << " request " << i;
+        drafted += got[i]->done.drafted;
+        accepted += got[i]->done.accepted;
+      }
+    }
+    std::printf("nemotron_h --spec %s: %lld drafted, %lld accepted\n", spec.c_str(), static_cast<long long>(drafted),
+                static_cast<long long>(accepted));
+    EXPECT_GT(drafted, 0) << spec;
   }
 }
 

@@ -381,6 +381,16 @@ TEST(Exact, RandomScriptsOnQwen3NextMatchAStraightPrefillBitForBit) {
 TEST(Exact, RandomScriptsOnAMixedLowbitModelMatchAStraightPrefillBitForBit) {
   RunScripts("golden_lowbit/models/tiny-qwen35-mix.gguf", 30, 37000, false);
 }
+// Mamba-2 hybrid (nemotron_h): the same memory system over another recurrent layer kind.
+TEST(Exact, RandomScriptsOnNemotronHMatchAStraightPrefillBitForBit) {
+  RunScripts("tiny-nemotron-h", 100, 37000, false);
+}
+TEST(Exact, RandomScriptsOnNemotronHMoeMatchAStraightPrefillBitForBit) {
+  RunScripts("tiny-nemotron-h-moe", 40, 57000, false);
+}
+TEST(Exact, RandomScriptsOnGraniteHybridMatchAStraightPrefillBitForBit) {
+  RunScripts("tiny-granite-h", 60, 47000, false);
+}
 
 HybridCacheConfig SmallConfig(const std::string& dir = "") {
   HybridCacheConfig c;

@@ -64,4 +64,13 @@ void RopeApply(const float* cache, int32_t n_rot, float* x) {
   }
 }
 
+void RopeApplyAdjacent(const float* cache, int32_t n_rot, float* x) {
+  for (int i = 0; i < n_rot / 2; ++i) {
+    const float c = cache[2 * i], s = cache[2 * i + 1];
+    const float x0 = x[2 * i], x1 = x[2 * i + 1];
+    x[2 * i] = x0 * c - x1 * s;
+    x[2 * i + 1] = x0 * s + x1 * c;
+  }
+}
+
 }  // namespace rw::kernels

@@ -25,5 +25,7 @@ struct RopeParams {
 void RopeCache(const RopeParams& p, int32_t pos, float* out);
 // Rotates one head vector x [head_dim] in place with a cache from RopeCache.
 void RopeApply(const float* cache, int32_t n_rot, float* x);
+// The same rotation with adjacent pairs (x[2i], x[2i+1]) (llama.cpp ROPE_TYPE_NORM: Llama, Granite).
+void RopeApplyAdjacent(const float* cache, int32_t n_rot, float* x);
 
 }  // namespace rw::kernels

@@ -1,4 +1,5 @@
-// Gated full attention (spec model-qwen35.md 7.2) over the paged KV storage.
+// Gated full attention (spec model-qwen35.md 7.2) over the paged KV storage; with cfg.attn_gated / attn_rope
+// false and no q/k norm weights, the plain attention of nemotron_h.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -50,8 +51,9 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
   const int32_t D = cfg.head_dim, Hq = cfg.n_head, Hkv = cfg.n_head_kv, QW = Hq * D, KW = Hkv * D;
   const int32_t ps = kv.page_size();
   const bool f16 = kv.config().type == KvType::kF16;
+  const int32_t qm = cfg.attn_gated ? 2 : 1;  // plain attention: attn_q rows are q only
   thread_local kernels::ScratchBuffer<float> qg_buf, k_buf, v_buf, q_buf, gate_buf, att_buf;
-  float* qg = qg_buf.Get(static_cast<size_t>(N) * 2 * QW);  // [N][Hq][q D | gate D]
+  float* qg = qg_buf.Get(static_cast<size_t>(N) * qm * QW);  // [N][Hq][q D | gate D] (plain: [N][Hq][q D])
   float* k = k_buf.Get(static_cast<size_t>(N) * KW);        // [N][Hkv·D]
   float* v = v_buf.Get(static_cast<size_t>(N) * KW);        // [N][Hkv·D]
   if (!kv_only) kernels::MatMul(w.q, t, N, qg, pool);
@@ -68,24 +70,26 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
 
   // Per-head norms + RoPE; K and V go to the pages.
   const kernels::RopeParams rope = MakeRope(cfg);
+  const auto rope_apply = cfg.rope_adjacent ? kernels::RopeApplyAdjacent : kernels::RopeApply;
   float* q = q_buf.Get(static_cast<size_t>(N) * QW);        // [N][Hq·D]
   float* gate = gate_buf.Get(static_cast<size_t>(N) * QW);  // [N][Hq·D]
   ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
     std::vector<float> cache(cfg.n_rot);
     for (int64_t i = i0; i < i1; ++i) {
       const int32_t pos = row_pos[i];
-      kernels::RopeCache(rope, pos, cache.data());
+      if (cfg.attn_rope) kernels::RopeCache(rope, pos, cache.data());
       for (int32_t h = 0; h < (kv_only ? 0 : Hq); ++h) {
-        const float* src = qg + i * 2 * QW + 2 * h * D;
+        const float* src = qg + i * qm * QW + qm * h * D;
         float* qh = q + i * QW + h * D;
-        kernels::RmsNorm(src, w.q_norm, D, cfg.eps, qh);
-        kernels::RopeApply(cache.data(), cfg.n_rot, qh);
-        std::memcpy(gate + i * QW + h * D, src + D, D * sizeof(float));
+        if (w.q_norm != nullptr) kernels::RmsNorm(src, w.q_norm, D, cfg.eps, qh);
+        else std::memcpy(qh, src, D * sizeof(float));
+        if (cfg.attn_rope) rope_apply(cache.data(), cfg.n_rot, qh);
+        if (cfg.attn_gated) std::memcpy(gate + i * QW + h * D, src + D, D * sizeof(float));
       }
       for (int32_t j = 0; j < Hkv; ++j) {
         float* kj = k + i * KW + j * D;
-        kernels::RmsNorm(kj, w.k_norm, D, cfg.eps, kj);
-        kernels::RopeApply(cache.data(), cfg.n_rot, kj);
+        if (w.k_norm != nullptr) kernels::RmsNorm(kj, w.k_norm, D, cfg.eps, kj);
+        if (cfg.attn_rope) rope_apply(cache.data(), cfg.n_rot, kj);
       }
       const SeqRun& s = seqs[row_seq[i]];
       const int32_t page = s.pages[pos / ps];
@@ -111,7 +115,7 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
   // Attention, then the output gate. Work items are (sequence, KV head, a few tokens, the group's query heads):
   // their queries share every converted key/value block (kernels::AttendGroup gives each query the bits of
   // its own AttendOne call, so the grouping changes nothing but speed).
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const float scale = cfg.attn_scale != 0.0f ? cfg.attn_scale : 1.0f / std::sqrt(static_cast<float>(D));
   const int32_t group = Hq / Hkv;
   const int32_t head_chunk = std::min(group, kernels::kAttendMaxQueries);
   const int32_t tok_chunk = std::max(1, kernels::kAttendMaxQueries / head_chunk);
@@ -137,6 +141,7 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
           queries[nq++] = {q + static_cast<int64_t>(i) * QW + h * D, att + static_cast<int64_t>(i) * QW + h * D,
                            row_pos[i] + 1};
       kernels::AttendGroup(queries, nq, D, it.kvh, views[it.seq], scale);
+      if (!cfg.attn_gated) continue;
       for (int32_t i = it.i0; i < it.i1; ++i)
         for (int32_t h = it.h0; h < it.h1; ++h) {
           float* oh = att + static_cast<int64_t>(i) * QW + h * D;

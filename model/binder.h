@@ -37,5 +37,7 @@ class TensorBinder {
 // The gated attention and the FFN (dense or MoE) of one block, from a binder whose prefix is the block's.
 Status BindAttention(const TensorBinder& b, const ModelConfig& c, AttnWeights* a);
 Status BindFfn(const TensorBinder& b, const ModelConfig& c, FfnWeights* f);
+// One block of a Mamba-2 hybrid (nemotron_h): attn_norm and its one sub-layer (nemotron_weights.cc).
+Status BindMamba2HybridBlock(const TensorBinder& b, const ModelConfig& c, int32_t il, LayerWeights* L);
 
 }  // namespace rw::model::internal

@@ -2,8 +2,10 @@
 
 #include <cstdio>
 
+#include "model/config_mamba.h"
+
 namespace rw::model {
-namespace {
+namespace internal {
 
 std::string Key(const std::string& arch, const char* k) { return arch + "." + k; }
 
@@ -24,59 +26,86 @@ Expected<float> OptF32(const gguf::File& f, const std::string& key, float def) {
   return f.GetF32(key);
 }
 
-// "u32|arr": a UINT32 broadcast to all layers, or an INT32/UINT32 array of length block_count. Qwen models use one
-// value for every layer that has the feature; per-layer differences are not supported (an error says so).
-Expected<int32_t> OptU32OrArr(const gguf::File& f, const std::string& key, int32_t def, int32_t n_layer_all) {
+// A per-layer count: a UINT32 for every layer or an INT32/UINT32 array of block_count values; absent: all 0.
+Expected<std::vector<int32_t>> PerLayer(const gguf::File& f, const std::string& key, int32_t n_layer_all) {
   const gguf::Value* v = f.Find(key);
-  if (v == nullptr) return def;
-  if (v->type != gguf::ValueType::kArray) return ReqU32(f, key);
+  if (v == nullptr) return std::vector<int32_t>(n_layer_all, 0);
+  if (v->type != gguf::ValueType::kArray) {
+    REWIND_ASSIGN_OR_RETURN(int32_t x, ReqU32(f, key));
+    return std::vector<int32_t>(n_layer_all, x);
+  }
   if (v->elem_type != gguf::ValueType::kInt32 && v->elem_type != gguf::ValueType::kUint32)
     return Error::InvalidArgument("metadata key '" + key + "': array elements must be INT32 or UINT32");
   REWIND_ASSIGN_OR_RETURN(std::vector<int64_t> arr, f.GetIntArray(key));
   if (static_cast<int32_t>(arr.size()) != n_layer_all)
     return Error::InvalidArgument("metadata key '" + key + "': array length " + std::to_string(arr.size()) +
                                   " != block_count " + std::to_string(n_layer_all));
-  int64_t value = 0;
+  std::vector<int32_t> out;
   for (int64_t x : arr) {
     if (x < 0 || x > 0x7fffffff) return Error::OutOfRange("metadata key '" + key + "': value out of range");
+    out.push_back(static_cast<int32_t>(x));
+  }
+  return out;
+}
+
+// "u32|arr": a UINT32 broadcast to all layers, or an INT32/UINT32 array of length block_count. Qwen models use one
+// value for every layer that has the feature; per-layer differences are not supported (an error says so).
+Expected<int32_t> OptU32OrArr(const gguf::File& f, const std::string& key, int32_t def, int32_t n_layer_all) {
+  if (!f.Has(key)) return def;
+  REWIND_ASSIGN_OR_RETURN(std::vector<int32_t> arr, PerLayer(f, key, n_layer_all));
+  int32_t value = 0;
+  for (int32_t x : arr) {
     if (x == 0) continue;
     if (value != 0 && x != value)
       return Error::Unsupported("metadata key '" + key + "': per-layer values that differ are not supported");
     value = x;
   }
-  return static_cast<int32_t>(value);
+  return value;
 }
 
-}  // namespace
+}  // namespace internal
+
+using internal::Key;
+using internal::OptF32;
+using internal::OptU32;
+using internal::OptU32OrArr;
+using internal::ReqU32;
 
 const char* ArchName(Arch a) {
   switch (a) {
     case Arch::kQwen35: return "qwen35";
     case Arch::kQwen35Moe: return "qwen35moe";
     case Arch::kQwen3Next: return "qwen3next";
+    case Arch::kNemotronH: return "nemotron_h";
+    case Arch::kNemotronHMoe: return "nemotron_h_moe";
+    case Arch::kGraniteHybrid: return "granitehybrid";
   }
   return "?";
 }
 
-std::string SupportedArchs() { return "qwen35, qwen35moe, qwen3next"; }
+std::string SupportedArchs() { return "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid"; }
 
-int32_t ModelConfig::n_gdn_layers() const {
+int32_t ModelConfig::n_recurrent_layers() const {
   int32_t n = 0;
-  for (LayerKind k : kinds) n += k == LayerKind::kGdn;
+  for (LayerKind k : kinds) n += IsRecurrent(k);
   return n;
 }
-int32_t ModelConfig::n_attn_layers() const { return n_layer - n_gdn_layers(); }
+int32_t ModelConfig::n_attn_layers() const {
+  int32_t n = 0;
+  for (LayerKind k : kinds) n += k == LayerKind::kAttention;
+  return n;
+}
 
 uint64_t ModelConfig::KvBytesPerToken(int elem_bytes) const {
   return static_cast<uint64_t>(n_attn_layers()) * 2 * n_head_kv * head_dim * elem_bytes;
 }
 uint64_t ModelConfig::StateBytesPerSeq() const {
   const uint64_t per_layer = static_cast<uint64_t>(ssm_conv_kernel - 1) * ssm_conv_dim() +
-                             static_cast<uint64_t>(ssm_state) * ssm_state * ssm_heads;
-  return 4 * per_layer * n_gdn_layers();
+                             static_cast<uint64_t>(ssm_head_dim()) * ssm_state * ssm_heads;
+  return 4 * per_layer * n_recurrent_layers();
 }
 uint64_t ModelConfig::ReplayBytesPerToken() const {
-  return 4ull * n_gdn_layers() * (ssm_conv_dim() + 2ull * ssm_heads);
+  return 4ull * n_recurrent_layers() * replay_row_floats();
 }
 
 Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
@@ -89,6 +118,12 @@ Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
     c.arch = Arch::kQwen35Moe;
   } else if (c.arch_name == "qwen3next") {
     c.arch = Arch::kQwen3Next;
+  } else if (c.arch_name == "nemotron_h") {
+    c.arch = Arch::kNemotronH;
+  } else if (c.arch_name == "nemotron_h_moe") {
+    c.arch = Arch::kNemotronHMoe;
+  } else if (c.arch_name == "granitehybrid") {
+    c.arch = Arch::kGraniteHybrid;
   } else {
     return Error::Unsupported("architecture '" + c.arch_name + "' is not supported (supported: " +
                               SupportedArchs() + ")");
@@ -97,6 +132,11 @@ Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
   if (f.Has("general.name")) {
     auto n = f.GetString("general.name");
     if (n.ok()) c.name = *n;
+  }
+  if (c.is_mamba2()) {  // per-layer kinds from per-layer head / FFN counts (config_mamba.cc)
+    REWIND_RETURN_IF_ERROR(internal::ReadMamba2Hybrid(f, &c));
+    REWIND_RETURN_IF_ERROR(c.Validate());
+    return c;
   }
   REWIND_ASSIGN_OR_RETURN(c.n_ctx_train, ReqU32(f, Key(a, "context_length")));
   REWIND_ASSIGN_OR_RETURN(c.n_embd, ReqU32(f, Key(a, "embedding_length")));
@@ -212,11 +252,28 @@ Status ModelConfig::Validate() const {
     if (head_dim <= 0 || head_dim > 1024) return bad("attention.key_length must be in 1..1024");
     if (n_rot <= 0 || n_rot > head_dim || n_rot % 2 != 0) return bad("rope.dimension_count must be even, 1..key_length");
   }
-  if (n_gdn_layers() > 0) {
+  if (n_recurrent_layers() > 0) {
     if (ssm_conv_kernel < 1 || ssm_conv_kernel > 64) return bad("ssm.conv_kernel must be in 1..64");
     if (ssm_state <= 0 || ssm_group <= 0 || ssm_heads <= 0) return bad("ssm sizes must be > 0");
     if (ssm_heads % ssm_group != 0) return bad("ssm.time_step_rank must be a multiple of ssm.group_count");
-    if (ssm_inner != ssm_heads * ssm_state) return bad("ssm.inner_size must equal time_step_rank * state_size");
+    if (!is_mamba2() && ssm_inner != ssm_heads * ssm_state)
+      return bad("ssm.inner_size must equal time_step_rank * state_size");
+    if (is_mamba2() && (ssm_inner <= 0 || ssm_inner % ssm_heads != 0 || ssm_inner % ssm_group != 0))
+      return bad("ssm.inner_size must be a positive multiple of time_step_rank and group_count");
+  }
+  if (is_mamba2()) {
+    for (LayerKind k : kinds)
+      if (k == LayerKind::kGdn) return bad("Gated DeltaNet layers in a Mamba-2 hybrid");
+    const bool mlp = arch == Arch::kGraniteHybrid || n_layer > n_recurrent_layers() + n_attn_layers();
+    if (n_ff <= 0 && mlp && arch != Arch::kNemotronHMoe) return bad("feed_forward_length must be > 0");
+    if (arch == Arch::kNemotronHMoe && mlp) {
+      if (n_expert <= 0) return bad("expert_count must be > 0");
+      if (n_expert_used <= 0 || n_expert_used > n_expert) return bad("expert_used_count must be in 1..expert_count");
+      if (n_ff_exp <= 0 || n_ff_shexp <= 0) return bad("expert and shared-expert feed-forward lengths must be > 0");
+    }
+    if (arch == Arch::kGraniteHybrid && ssm_inner != 2 * n_embd)
+      return bad("ssm.inner_size must be 2 * embedding_length (llama.cpp supports only this expansion)");
+    return Status::Ok();
   }
   if (arch == Arch::kQwen35 && n_ff <= 0) return bad("feed_forward_length must be > 0");
   if (is_moe()) {

@@ -12,12 +12,16 @@
 
 namespace rw::model {
 
-enum class Arch { kQwen35, kQwen35Moe, kQwen3Next };
+enum class Arch { kQwen35, kQwen35Moe, kQwen3Next, kNemotronH, kNemotronHMoe, kGraniteHybrid };
 const char* ArchName(Arch a);
-// "qwen35, qwen35moe, qwen3next": the architectures this build runs.
+// "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid": the architectures this build runs.
 std::string SupportedArchs();
 
-enum class LayerKind { kGdn, kAttention };
+// Qwen and Granite blocks are [mixer (kGdn, kMamba2 or kAttention) + FFN]; nemotron_h has one sub-layer per
+// block: kMamba2, kAttention (plain, no RoPE) or kFfn (ReLU² MLP). kGdn and kMamba2 are the recurrent kinds: they own
+// state slots and replay-log rows, numbered together (kind_index) in layer order.
+enum class LayerKind { kGdn, kAttention, kMamba2, kFfn };
+inline bool IsRecurrent(LayerKind k) { return k == LayerKind::kGdn || k == LayerKind::kMamba2; }
 
 struct ModelConfig {
   Arch arch = Arch::kQwen35;
@@ -43,13 +47,20 @@ struct ModelConfig {
   int32_t rope_n_ctx_orig = 0;
   bool imrope = false;
   std::array<int32_t, 4> rope_sections{0, 0, 0, 0};
+  bool attn_gated = true;       // per-head output gate in attn_q (Qwen); false: plain attention
+  bool attn_rope = true;        // RoPE on q and k (false: nemotron_h, no positional encoding)
+  bool rope_adjacent = false;   // pairs (2i, 2i+1) (llama.cpp ROPE_TYPE_NORM, granitehybrid); else NeoX pairs
+  float attn_scale = 0.0f;      // attention.scale (0: 1/sqrt(head_dim))
+  // Granite multipliers (0: none): x0 = embedding · embedding_scale; each block output is scaled by
+  // residual_scale before the residual add; logits / logit_scale.
+  float embedding_scale = 0.0f, residual_scale = 0.0f, logit_scale = 0.0f;
 
-  // Gated DeltaNet.
+  // Gated DeltaNet / Mamba-2 (the same GGUF keys).
   int32_t ssm_conv_kernel = 0;  // Kc
-  int32_t ssm_state = 0;        // S
-  int32_t ssm_group = 0;        // Hk
-  int32_t ssm_heads = 0;        // Hv
-  int32_t ssm_inner = 0;        // Vd = Hv·S
+  int32_t ssm_state = 0;        // S (GDN head size) / N (Mamba-2 state size)
+  int32_t ssm_group = 0;        // Hk (GDN key heads) / G (Mamba-2 B/C groups)
+  int32_t ssm_heads = 0;        // Hv (GDN value heads) / H (Mamba-2 heads)
+  int32_t ssm_inner = 0;        // Vd = Hv·S / d_inner = H·P
 
   // FFN.
   int32_t n_ff = 0;
@@ -57,23 +68,34 @@ struct ModelConfig {
   int32_t n_expert_used = 0;
   int32_t n_ff_exp = 0;         // F
   int32_t n_ff_shexp = 0;       // Fs
+  bool expert_weights_norm = false;   // nemotron_h_moe: renormalise the top-k sigmoid weights
+  float expert_weights_scale = 0.0f;  // nemotron_h_moe: then multiply them (0 or 1: none)
 
   std::vector<LayerKind> kinds;       // [n_layer]
-  std::vector<int32_t> kind_index;    // [n_layer] index among layers of the same kind
+  std::vector<int32_t> kind_index;    // [n_layer] index among layers of the same kind (recurrent kinds: together)
 
   // Derived.
-  int32_t ssm_key_dim() const { return ssm_state * ssm_group; }             // Kd
-  int32_t ssm_conv_dim() const { return 2 * ssm_key_dim() + ssm_inner; }    // C
-  int32_t n_gdn_layers() const;
+  int32_t ssm_key_dim() const { return ssm_state * ssm_group; }             // Kd (Mamba-2: G·N, one of B / C)
+  int32_t ssm_conv_dim() const { return 2 * ssm_key_dim() + ssm_inner; }    // C (Mamba-2: x | B | C)
+  // Rows of a head's recurrent state: S (GDN, [S][S]) or P = d_inner / H (Mamba-2, [P][N]); ssm_state columns.
+  int32_t ssm_head_dim() const { return is_mamba2() ? ssm_inner / ssm_heads : ssm_state; }
+  // Replay-log floats per token and recurrent layer: raw conv input + (b, a) per GDN head / dt per Mamba-2 head.
+  int32_t replay_row_floats() const { return ssm_conv_dim() + (is_mamba2() ? 1 : 2) * ssm_heads; }
+  int32_t n_recurrent_layers() const;
+  int32_t n_gdn_layers() const { return is_mamba2() ? 0 : n_recurrent_layers(); }
   int32_t n_attn_layers() const;
-  bool is_moe() const { return arch != Arch::kQwen35; }
+  bool is_mamba2() const { return is_nemotron() || arch == Arch::kGraniteHybrid; }
+  bool is_nemotron() const { return arch == Arch::kNemotronH || arch == Arch::kNemotronHMoe; }
+  // Weights named and bound like the Qwen family (weights.cc); else the Mamba-2 hybrids (nemotron_weights.cc).
+  bool qwen_blocks() const { return !is_mamba2(); }
+  bool is_moe() const { return arch == Arch::kQwen35Moe || arch == Arch::kQwen3Next; }
   // Value head h uses key head KeyHead(h): h mod Hk (qwen35*, tiled) or floor(h / r) (qwen3next, grouped).
   int32_t KeyHead(int32_t h) const {
     return arch == Arch::kQwen3Next ? h / (ssm_heads / ssm_group) : h % ssm_group;
   }
 
   // Bytes: attention KV per token (all layers, K+V) for an element size; recurrent state per sequence (F32);
-  // replay log per token (F32 qkv row + b + a per GDN layer).
+  // replay log per token (F32 replay_row_floats per recurrent layer).
   uint64_t KvBytesPerToken(int elem_bytes) const;
   uint64_t StateBytesPerSeq() const;
   uint64_t ReplayBytesPerToken() const;

@@ -17,6 +17,45 @@ using ::testing::HasSubstr;
 
 const std::string kDir = std::string(REWIND_TEST_DATA) + "/golden/models/";
 
+// Mamba-2 hybrids: nemotron_h layer kinds from the per-layer head_count_kv / feed_forward_length arrays,
+// granitehybrid kinds from head_count_kv, its multipliers and RoPE switch; state and replay sizes.
+TEST(ModelConfig, ReadsMamba2HybridLayerKindsAndSizes) {
+  auto kinds = [](const ModelConfig& c) {
+    std::string k;
+    for (LayerKind x : c.kinds) k += "GAMF"[static_cast<int>(x)];
+    return k;
+  };
+  auto f = gguf::File::Open(kDir + "tiny-nemotron-h-f32.gguf");
+  ASSERT_TRUE(f.ok()) << f.error().ToString();
+  auto c = ModelConfig::FromGguf(**f);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->arch, Arch::kNemotronH);
+  EXPECT_EQ(kinds(*c), "MFMAFMAF");
+  EXPECT_EQ(c->kind_index, (std::vector<int32_t>{0, 0, 1, 0, 1, 2, 1, 2}));
+  EXPECT_EQ(c->n_ff, 256);
+  EXPECT_EQ(c->n_head_kv, 2);
+  EXPECT_EQ(c->ssm_head_dim(), 32);
+  EXPECT_FALSE(c->attn_rope);
+  EXPECT_FALSE(c->attn_gated);
+  // 3 Mamba-2 layers: conv [384][3] + state [8][32][32]; replay row 384 + 8 dt.
+  EXPECT_EQ(c->StateBytesPerSeq(), 3u * 4 * (384 * 3 + 8 * 32 * 32));
+  EXPECT_EQ(c->ReplayBytesPerToken(), 3u * 4 * (384 + 8));
+  EXPECT_EQ(c->KvBytesPerToken(2), 2u * 2 * 2 * 32 * 2);
+  auto g = gguf::File::Open(kDir + "tiny-granite-h-f32.gguf");
+  ASSERT_TRUE(g.ok()) << g.error().ToString();
+  auto d = ModelConfig::FromGguf(**g);
+  ASSERT_TRUE(d.ok()) << d.error().ToString();
+  EXPECT_EQ(d->arch, Arch::kGraniteHybrid);
+  EXPECT_EQ(kinds(*d), "MMMAMMAM");
+  EXPECT_TRUE(d->attn_rope);
+  EXPECT_TRUE(d->rope_adjacent);
+  EXPECT_FLOAT_EQ(d->embedding_scale, 4.0f);
+  EXPECT_FLOAT_EQ(d->residual_scale, 0.5f);
+  EXPECT_FLOAT_EQ(d->attn_scale, 0.03125f);
+  EXPECT_FLOAT_EQ(d->logit_scale, 0.5f);
+  EXPECT_EQ(d->n_ff, 128);
+}
+
 TEST(ModelConfig, ReadsTinyQwen35Hyperparameters) {
   auto f = gguf::File::Open(kDir + "tiny-qwen35-f32.gguf");
   ASSERT_TRUE(f.ok()) << f.error().ToString();

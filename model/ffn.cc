@@ -31,8 +31,27 @@ void SwiGluFfn(const Matrix& gate, const Matrix& up, const Matrix& down, const f
 
 }  // namespace
 
+// nemotron_h MLP: down · relu(up · x)².
+void ReluSqrFfn(const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
+                kernels::ThreadPool* pool) {
+  const int64_t n = static_cast<int64_t>(N) * up.n_rows;
+  thread_local kernels::ScratchBuffer<float> u_buf;
+  float* u = u_buf.Get(static_cast<size_t>(n));  // [N][F]
+  kernels::MatMul(up, x, N, u, pool);
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = u[i] > 0.0f ? u[i] : 0.0f;
+    u[i] = r * r;
+  }
+  kernels::MatMul(down, u, N, out, pool);
+}
+
 void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
                 kernels::ThreadPool* pool) {
+  if (cfg.is_nemotron()) {
+    if (w.router.data != nullptr) return SigmoidMoeForward(cfg, w, t, N, out, pool);
+    ReluSqrFfn(w.up, w.down, t, N, out, pool);
+    return;
+  }
   if (!cfg.is_moe()) {
     SwiGluFfn(w.gate, w.up, w.down, t, N, out, pool);
     return;
@@ -66,39 +85,22 @@ void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int
     s = std::max(s, 6.103515625e-5f);
     for (int32_t k = 0; k < K; ++k) wt[i * K + k] /= s;
   }
-  // Experts over the gathered rows routed to them.
-  std::vector<float> y(static_cast<size_t>(N) * K * E);  // [N][K][E] weighted expert outputs
-  std::vector<float> xs, ys;
-  for (int32_t e = 0; e < X; ++e) {
-    std::vector<int32_t> slots;  // i·K + k
-    for (int32_t j = 0; j < N * K; ++j)
-      if (sel[j] == e) slots.push_back(j);
-    if (slots.empty()) continue;
-    const int32_t n = static_cast<int32_t>(slots.size());
-    xs.resize(static_cast<size_t>(n) * E);
-    for (int32_t r = 0; r < n; ++r)
-      std::copy_n(t + static_cast<int64_t>(slots[r] / K) * E, E, xs.data() + static_cast<int64_t>(r) * E);
-    ys.resize(static_cast<size_t>(n) * E);
+  // Experts over the gathered rows routed to them, summed in k order into out.
+  RunExperts(N, K, X, E, sel.data(), wt.data(), t, out, [&](int32_t e, const float* xs, int32_t n, float* ys) {
     const Matrix down = RowSlice(w.down_exps, static_cast<int64_t>(e) * E, E);
     if (w.fused_gate_up) {
       const Matrix gu = RowSlice(w.gate_up_exps, static_cast<int64_t>(e) * 2 * F, 2 * F);
       std::vector<float> h(static_cast<size_t>(n) * 2 * F), a(static_cast<size_t>(n) * F);
-      kernels::MatMul(gu, xs.data(), n, h.data(), pool);
+      kernels::MatMul(gu, xs, n, h.data(), pool);
       for (int32_t r = 0; r < n; ++r)
         kernels::SwiGlu(h.data() + static_cast<int64_t>(r) * 2 * F, h.data() + static_cast<int64_t>(r) * 2 * F + F, F,
                         a.data() + static_cast<int64_t>(r) * F);
-      kernels::MatMul(down, a.data(), n, ys.data(), pool);
+      kernels::MatMul(down, a.data(), n, ys, pool);
     } else {
       SwiGluFfn(RowSlice(w.gate_exps, static_cast<int64_t>(e) * F, F), RowSlice(w.up_exps, static_cast<int64_t>(e) * F, F),
-                down, xs.data(), n, ys.data(), pool);
+                down, xs, n, ys, pool);
     }
-    for (int32_t r = 0; r < n; ++r) {
-      const float wk = wt[slots[r]];
-      float* dst = y.data() + static_cast<int64_t>(slots[r]) * E;
-      const float* src = ys.data() + static_cast<int64_t>(r) * E;
-      for (int32_t d = 0; d < E; ++d) dst[d] = src[d] * wk;
-    }
-  }
+  });
   // Shared expert, gated by one scalar per token.
   std::vector<float> sh(static_cast<size_t>(N) * E), sg(N);  // [N][E], [N]
   SwiGluFfn(w.shexp_gate, w.shexp_up, w.shexp_down, t, N, sh.data(), pool);
@@ -106,10 +108,6 @@ void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int
   ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       float* o = out + i * E;
-      const float* yi = y.data() + i * K * E;
-      for (int32_t d = 0; d < E; ++d) o[d] = yi[d];
-      for (int32_t k = 1; k < K; ++k)
-        for (int32_t d = 0; d < E; ++d) o[d] = o[d] + yi[static_cast<int64_t>(k) * E + d];
       const float gs = kernels::Sigmoid(sg[i]);
       for (int32_t d = 0; d < E; ++d) o[d] = o[d] + sh[i * E + d] * gs;
     }

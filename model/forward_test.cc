@@ -101,6 +101,9 @@ TEST(Forward, Qwen35WithF32KvAndSmallPagesIsSplitInvariant) {
 TEST(Forward, QuantisedQwen35IsSplitInvariant) { CheckSplitsAndThreads("tiny-qwen35-q4_k_m.gguf", KvType::kF16, 32); }
 TEST(Forward, Qwen35MoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-qwen35moe-f32.gguf", KvType::kF16, 16); }
 TEST(Forward, Qwen3NextIsSplitInvariant) { CheckSplitsAndThreads("tiny-qwen3next-f32.gguf", KvType::kF16, 32); }
+TEST(Forward, NemotronHIsSplitInvariant) { CheckSplitsAndThreads("tiny-nemotron-h-f32.gguf", KvType::kF16, 16); }
+TEST(Forward, NemotronHMoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-nemotron-h-moe-f32.gguf", KvType::kF16, 32); }
+TEST(Forward, GraniteHybridIsSplitInvariant) { CheckSplitsAndThreads("tiny-granite-h-f32.gguf", KvType::kF32, 8); }
 
 void CheckBatchedWithOthers(const std::string& file) {
   Harness h(file, 16, KvType::kF16);
@@ -131,6 +134,12 @@ TEST(Forward, Qwen35SequenceLogitsDoNotDependOnOtherSequencesInTheBatch) {
   CheckBatchedWithOthers("tiny-qwen35-f32.gguf");
 }
 TEST(Forward, MoeExpertsDoNotDependOnOtherTokensRoutedThere) { CheckBatchedWithOthers("tiny-qwen35moe-f32.gguf"); }
+TEST(Forward, SigmoidMoeExpertsDoNotDependOnOtherTokensRoutedThere) {
+  CheckBatchedWithOthers("tiny-nemotron-h-moe-f32.gguf");
+}
+TEST(Forward, NemotronHSequenceLogitsDoNotDependOnOtherSequencesInTheBatch) {
+  CheckBatchedWithOthers("tiny-nemotron-h-f32.gguf");
+}
 
 TEST(Forward, StateInIsLeftUntouchedWhenStateOutDiffers) {
   Harness h("tiny-qwen35-f32.gguf", 32, KvType::kF16);
@@ -179,6 +188,8 @@ void CheckReplay(const std::string& file) {
 TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQwen35) { CheckReplay("tiny-qwen35-f32.gguf"); }
 TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQwen3Next) { CheckReplay("tiny-qwen3next-f32.gguf"); }
 TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQuantised) { CheckReplay("tiny-qwen35-q8_0.gguf"); }
+TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixNemotronH) { CheckReplay("tiny-nemotron-h-f32.gguf"); }
+TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixGraniteHybrid) { CheckReplay("tiny-granite-h-f32.gguf"); }
 
 // Lazy rollback: a forward that starts from the batch-start state and re-applies the first k logged rows
 // (BatchSeq::prefix) gives the logits and state of ReplayState(k) followed by the same forward, bit for bit,
@@ -231,6 +242,11 @@ void CheckFusedReplay(const std::string& file) {
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsQwen35) { CheckFusedReplay("tiny-qwen35-f32.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsQwen3Next) { CheckFusedReplay("tiny-qwen3next-f32.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsQuantised) { CheckFusedReplay("tiny-qwen35-q8_0.gguf"); }
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsNemotronH) { CheckFusedReplay("tiny-nemotron-h-f32.gguf"); }
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsNemotronHMoe) {
+  CheckFusedReplay("tiny-nemotron-h-moe-f32.gguf");
+}
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsGraniteHybrid) { CheckFusedReplay("tiny-granite-h-f32.gguf"); }
 
 TEST(Forward, BadInputIsAnErrorAndChangesNothing) {
   Harness h("tiny-qwen35-f32.gguf", 32, KvType::kF16);

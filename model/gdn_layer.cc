@@ -122,26 +122,10 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
   }
   // Replay log: the raw inputs of the state update, for the whole run from the start state (a replay prefix's
   // rows first).
-  if (replay != nullptr) {
-    const int64_t rw = C + 2 * Hv, n_gdn = cfg.n_gdn_layers();
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      float* dst = replay->seqs[s].rows.data();
-      const int32_t P = seqs[s].prefix != nullptr ? seqs[s].prefix_rows : 0;
-      for (int32_t j = 0; j < P; ++j)
-        std::memcpy(dst + (j * n_gdn + gdn_index) * rw, seqs[s].prefix->rows.data() + (j * n_gdn + gdn_index) * rw,
-                    rw * sizeof(float));
-      for (int32_t j = 0; j < seqs[s].n; ++j) {
-        const int64_t row = seqs[s].row0 + j;
-        float* d = dst + ((P + j) * n_gdn + gdn_index) * rw;
-        std::memcpy(d, qkv + row * C, C * sizeof(float));
-        std::memcpy(d + C, b + row * Hv, Hv * sizeof(float));
-        std::memcpy(d + C + Hv, a + row * Hv, Hv * sizeof(float));
-      }
-    }
-  }
+  const RowPiece pieces[] = {{qkv, C, C}, {b, Hv, Hv}, {a, Hv, Hv}};
+  if (replay != nullptr) RecordReplayRows(cfg, gdn_index, seqs, pieces, replay);
   // 2-5. state update per sequence.
   float* o = o_buf.Get(static_cast<size_t>(N) * Vd);  // [N][Vd] core output
-  thread_local ScratchBuffer<float> pre_buf;
   for (const SeqRun& s : seqs) {
     GdnInputs in;
     in.qkv = qkv + static_cast<int64_t>(s.row0) * C;
@@ -154,16 +138,8 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
     if (P > 0) {
       // Lazy rollback: the logged rows [0, P) of the earlier batch, then this batch's rows, as one run of
       // P + n tokens in the replay log's row layout [C | b | a].
-      const int64_t rw = C + 2 * Hv, n_gdn = cfg.n_gdn_layers();
-      float* rows = pre_buf.Get(static_cast<size_t>((P + s.n) * rw));
-      for (int32_t j = 0; j < P; ++j)
-        std::memcpy(rows + j * rw, s.prefix->rows.data() + (j * n_gdn + gdn_index) * rw, rw * sizeof(float));
-      for (int32_t j = 0; j < s.n; ++j) {
-        float* d = rows + (P + j) * rw;
-        std::memcpy(d, in.qkv + j * C, C * sizeof(float));
-        std::memcpy(d + C, in.b + j * Hv, Hv * sizeof(float));
-        std::memcpy(d + C + Hv, in.a + j * Hv, Hv * sizeof(float));
-      }
+      const int64_t rw = C + 2 * Hv;
+      const float* rows = JoinPrefixRows(cfg, gdn_index, s, pieces);
       in.qkv = rows;
       in.qkv_stride = rw;
       in.b = rows + C;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "kernels/thread_pool.h"
@@ -45,6 +46,38 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
                float* delta_state, float* o, kernels::ThreadPool* pool, const float* conv_in = nullptr,
                const float* delta_in = nullptr, int32_t out_from = 0);
 
+// Inputs of the Mamba-2 state update for T consecutive tokens of one sequence (one replay-log row per token:
+// the raw conv input x|B|C, then dt).
+struct Mamba2Inputs {
+  const float* xbc = nullptr;  // [T][stride], first C values = raw x | B | C (pre-conv)
+  const float* dt = nullptr;   // [T][stride], first H values (before dt_bias and softplus)
+  int64_t stride = 0;
+  int32_t T = 0;
+};
+
+// Conv window + conv (+ bias) + silu, dt softplus, the selective-state recurrence token by token and the D skip.
+// Writes y [T - out_from][d_inner] (before the gate and the norm) when y is not null. The only code that changes
+// a Mamba-2 state; conv_in / ssm_in / out_from as for GdnUpdate.
+void Mamba2Update(const ModelConfig& cfg, const Mamba2Weights& w, const Mamba2Inputs& in, float* conv_state,
+                  float* ssm_state, float* y, kernels::ThreadPool* pool, const float* conv_in = nullptr,
+                  const float* ssm_in = nullptr, int32_t out_from = 0);
+
+// A part of each batch row that goes into a recurrent layer's replay-log row: row i is base + i·stride, width
+// floats. A replay row is the concatenation of the pieces.
+struct RowPiece {
+  const float* base = nullptr;
+  int64_t stride = 0;
+  int32_t width = 0;
+};
+// The replay log of recurrent layer rec_index for every sequence: a replay prefix's logged rows first, then the
+// batch's rows.
+void RecordReplayRows(const ModelConfig& cfg, int32_t rec_index, std::span<const SeqRun> seqs,
+                      std::span<const RowPiece> pieces, ReplayLog* replay);
+// Lazy rollback: the s.prefix_rows logged rows of s.prefix, then s's batch rows, as one run of replay rows
+// [P + n][replay_row_floats] (a thread-local buffer, valid until the next call).
+const float* JoinPrefixRows(const ModelConfig& cfg, int32_t rec_index, const SeqRun& s,
+                            std::span<const RowPiece> pieces);
+
 // Mixers and FFN over all N rows of a batch; `out` [N][E] receives the block output (not yet added).
 void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, const float* t, int32_t N,
                 std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
@@ -53,6 +86,22 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
 void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn_index, const float* t,
                       int32_t N, std::span<const SeqRun> seqs, KvStorage& kv, float* out,
                       kernels::ThreadPool* pool, bool kv_only = false);
+void Mamba2Forward(const ModelConfig& cfg, const Mamba2Weights& w, int32_t rec_index, const float* t, int32_t N,
+                   std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
+                   kernels::ThreadPool* pool);
+// Mixture of experts over N rows t [N][E]: sel, wt [N][K] the chosen experts and their weights; expert(e, xs, n,
+// ys) writes ys [n][E], expert e on its gathered rows xs [n][E]. out[i] = Σ_k wt[i][k]·y_k (each product
+// rounded, summed in k order): a token's output depends on that token alone.
+void RunExperts(int32_t N, int32_t K, int32_t X, int32_t E, const int32_t* sel, const float* wt, const float* t,
+                float* out, const std::function<void(int32_t, const float*, int32_t, float*)>& expert);
+// down · relu(up · x)² (nemotron_h MLP and experts).
+void ReluSqrFfn(const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
+                kernels::ThreadPool* pool);
+// nemotron_h_moe: sigmoid router with a selection bias, top-k, optional renormalisation and scale, ReLU² experts
+// plus a ReLU² shared expert (experts.cc).
+void SigmoidMoeForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
+                       kernels::ThreadPool* pool);
+// Dense SwiGLU / MoE (Qwen) or the ReLU² MLP / sigmoid MoE (nemotron_h, nemotron_h_moe).
 void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
                 kernels::ThreadPool* pool);
 

@@ -68,11 +68,12 @@ KvStorageConfig Model::MakeKvConfig(int32_t n_pages, int32_t page_size, KvType t
 
 StateShape Model::MakeStateShape() const {
   StateShape s;
-  s.n_layers = cfg_.n_gdn_layers();
+  s.n_layers = cfg_.n_recurrent_layers();
   s.channels = cfg_.ssm_conv_dim();
   s.conv_len = cfg_.ssm_conv_kernel - 1;
   s.n_heads = cfg_.ssm_heads;
-  s.head_dim = cfg_.ssm_state;
+  s.head_dim = cfg_.ssm_head_dim();
+  s.state_cols = cfg_.is_mamba2() ? cfg_.ssm_state : 0;
   return s;
 }
 
@@ -80,7 +81,7 @@ namespace {
 
 bool SameShape(const StateShape& a, const StateShape& b) {
   return a.n_layers == b.n_layers && a.channels == b.channels && a.conv_len == b.conv_len &&
-         a.n_heads == b.n_heads && a.head_dim == b.head_dim;
+         a.n_heads == b.n_heads && a.head_dim == b.head_dim && a.cols() == b.cols();
 }
 
 // A replay log recorded by this model: ReplayBytesPerToken per logged token.
@@ -175,6 +176,8 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
   for (size_t s = 0; s < batch.size(); ++s)
     for (int32_t j = 0; j < seqs[s].n; ++j)
       kernels::DequantizeRowTo(w_.token_embd, batch[s].tokens[j], x + static_cast<int64_t>(seqs[s].row0 + j) * E);
+  if (c.embedding_scale != 0.0f)
+    for (size_t i = 0; i < static_cast<size_t>(N) * E; ++i) x[i] = x[i] * c.embedding_scale;
 
   kernels::ThreadPool* pool = pool_.get();
   auto norm_rows = [&](const float* weight) {
@@ -183,6 +186,10 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     });
   };
   auto add_rows = [&]() {
+    if (c.residual_scale != 0.0f) {  // Granite: the block output scaled, then added
+      for (size_t i = 0; i < NE; ++i) x[i] = x[i] + y[i] * c.residual_scale;
+      return;
+    }
     for (size_t i = 0; i < NE; ++i) x[i] = x[i] + y[i];
   };
 
@@ -190,12 +197,22 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
   for (int32_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w_.layers[il];
     norm_rows(L.attn_norm);
-    if (c.kinds[il] == LayerKind::kGdn) {
-      internal::GdnForward(c, L.gdn, c.kind_index[il], t, N, seqs, states, options.replay, y, pool);
-    } else {
-      internal::AttentionForward(c, L.attn, c.kind_index[il], t, N, seqs, kv, y, pool);
+    switch (c.kinds[il]) {
+      case LayerKind::kGdn:
+        internal::GdnForward(c, L.gdn, c.kind_index[il], t, N, seqs, states, options.replay, y, pool);
+        break;
+      case LayerKind::kMamba2:
+        internal::Mamba2Forward(c, L.mamba, c.kind_index[il], t, N, seqs, states, options.replay, y, pool);
+        break;
+      case LayerKind::kAttention:
+        internal::AttentionForward(c, L.attn, c.kind_index[il], t, N, seqs, kv, y, pool);
+        break;
+      case LayerKind::kFfn:
+        internal::FfnForward(c, L.ffn, t, N, y, pool);
+        break;
     }
     add_rows();
+    if (L.post_norm == nullptr) continue;  // one sub-layer per block (nemotron_h)
     norm_rows(L.post_norm);
     internal::FfnForward(c, L.ffn, t, N, y, pool);
     add_rows();
@@ -224,6 +241,10 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
                      hn.data() + static_cast<int64_t>(r) * E);
   out->logits.resize(static_cast<size_t>(n_out) * V);
   kernels::MatMul(w_.output, hn.data(), n_out, out->logits.data(), pool);
+  if (c.logit_scale != 0.0f) {  // Granite: logits / logit_scale, as a multiply by the reciprocal (llama.cpp)
+    const float inv = 1.0f / c.logit_scale;
+    for (float& v : out->logits) v = v * inv;
+  }
   if (options.hidden_all) {
     out->hidden_all.resize(static_cast<size_t>(N) * E);
     for (int32_t r = 0; r < N; ++r)
@@ -248,28 +269,40 @@ Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog&
   if (slot_out < 0 || slot_out >= states.n_slots() || slot_in < -1 || slot_in >= states.n_slots())
     return Error::InvalidArgument("replay: state slot out of range");
   if (k < 0 || k > log.n_tokens) return Error::OutOfRange("replay: k outside [0, logged tokens]");
-  const int64_t rw = c.ssm_conv_dim() + 2 * c.ssm_heads, n_gdn = c.n_gdn_layers();
+  const int64_t rw = c.replay_row_floats(), n_rec = c.n_recurrent_layers();
   if (!LogFitsModel(c, log)) return Error::InvalidArgument("replay: log size does not match this model");
   if (slot_in < 0) states.Clear(slot_out);
   const bool other = slot_in >= 0 && slot_in != slot_out;  // then each layer reads slot_in (fused copy)
   // The layers' logged inputs are independent, so threads take whole layers: one dispatch for the whole
   // rollback instead of three per layer (a rollback of a few tokens is short next to a dispatch).
-  std::vector<int32_t> gdn_layers;
+  std::vector<int32_t> rec_layers;
   for (int32_t il = 0; il < c.n_layer; ++il)
-    if (c.kinds[il] == LayerKind::kGdn) gdn_layers.push_back(il);
-  kernels::ParallelFor(pool_.get(), static_cast<int64_t>(gdn_layers.size()), [&](int64_t l0, int64_t l1) {
+    if (IsRecurrent(c.kinds[il])) rec_layers.push_back(il);
+  kernels::ParallelFor(pool_.get(), static_cast<int64_t>(rec_layers.size()), [&](int64_t l0, int64_t l1) {
     for (int64_t l = l0; l < l1; ++l) {
-      const int32_t il = gdn_layers[l], gi = c.kind_index[il];
+      const int32_t il = rec_layers[l], gi = c.kind_index[il];
+      const float* row0 = log.rows.data() + gi * rw;
+      const float* conv_in = other ? states.Conv(slot_in, gi) : nullptr;
+      const float* state_in = other ? states.Delta(slot_in, gi) : nullptr;
+      if (c.kinds[il] == LayerKind::kMamba2) {
+        internal::Mamba2Inputs in;
+        in.xbc = row0;
+        in.dt = row0 + c.ssm_conv_dim();
+        in.stride = n_rec * rw;
+        in.T = k;
+        internal::Mamba2Update(c, w_.layers[il].mamba, in, states.Conv(slot_out, gi), states.Delta(slot_out, gi),
+                               nullptr, nullptr, conv_in, state_in);
+        continue;
+      }
       internal::GdnInputs in;
-      in.qkv = log.rows.data() + gi * rw;
-      in.qkv_stride = n_gdn * rw;
+      in.qkv = row0;
+      in.qkv_stride = n_rec * rw;
       in.b = in.qkv + c.ssm_conv_dim();
       in.a = in.b + c.ssm_heads;
-      in.ba_stride = n_gdn * rw;
+      in.ba_stride = n_rec * rw;
       in.T = k;
       internal::GdnUpdate(c, w_.layers[il].gdn, in, states.Conv(slot_out, gi), states.Delta(slot_out, gi),
-                          nullptr, nullptr, other ? states.Conv(slot_in, gi) : nullptr,
-                          other ? states.Delta(slot_in, gi) : nullptr);
+                          nullptr, nullptr, conv_in, state_in);
     }
   });
   return Status::Ok();

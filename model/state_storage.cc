@@ -53,7 +53,7 @@ void StateCheckpoint::GiveBack() {
 
 Expected<std::unique_ptr<StateStorage>> StateStorage::Create(const StateShape& shape, int32_t n_slots) {
   if (n_slots < 0 || shape.n_layers < 0 || shape.channels < 0 || shape.conv_len < 0 || shape.n_heads < 0 ||
-      shape.head_dim < 0)
+      shape.head_dim < 0 || shape.state_cols < 0)
     return Error::InvalidArgument("state storage: sizes must be non-negative");
   std::unique_ptr<StateStorage> s(new StateStorage(shape, n_slots));
   s->pool_ = std::make_shared<internal::StateBufferPool>();

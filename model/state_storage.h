@@ -1,8 +1,9 @@
-// Recurrent-state slots of the GDN layers, F32. The memory system decides which slot belongs to which sequence;
-// this class holds the bytes and makes the named deep copies.
-// Per slot, per GDN layer: conv window [C][Kc-1] (llama.cpp layout, spec 9.2: [c·(Kc-1) + j], j = 0 oldest raw
-// qkv input) followed by the delta state [Hv][S][S] (llama.cpp layout: [h·S·S + j·S + i] = M_h[i][j], i = key
-// index). A slot is one contiguous block: [gdn_layer][conv | delta].
+// Recurrent-state slots of the GDN / Mamba-2 layers, F32. The memory system decides which slot belongs to which
+// sequence; this class holds the bytes and makes the named deep copies.
+// Per slot, per recurrent layer: conv window [C][Kc-1] (llama.cpp layout, spec 9.2: [c·(Kc-1) + j], j = 0 oldest
+// raw input) followed by the recurrent state: GDN [Hv][S][S] (llama.cpp layout: [h·S·S + j·S + i] = M_h[i][j],
+// i = key index), Mamba-2 [H][P][N] (llama.cpp layout: [h·P·N + p·N + n]). A slot is one contiguous block:
+// [layer][conv | state].
 #pragma once
 
 #include <cstdint>
@@ -18,11 +19,13 @@ struct StateShape {
   int32_t n_layers = 0;   // GDN layers
   int32_t channels = 0;   // C = 2·Kd + Vd
   int32_t conv_len = 0;   // Kc - 1
-  int32_t n_heads = 0;    // Hv
-  int32_t head_dim = 0;   // S
+  int32_t n_heads = 0;    // Hv / H
+  int32_t head_dim = 0;   // S / P: rows of a head's state
+  int32_t state_cols = 0; // columns of a head's state: 0 = head_dim (GDN's square state) / N (Mamba-2)
 
+  int32_t cols() const { return state_cols > 0 ? state_cols : head_dim; }
   uint64_t conv_floats() const { return static_cast<uint64_t>(channels) * conv_len; }
-  uint64_t delta_floats() const { return static_cast<uint64_t>(n_heads) * head_dim * head_dim; }
+  uint64_t delta_floats() const { return static_cast<uint64_t>(n_heads) * head_dim * cols(); }
   uint64_t layer_floats() const { return conv_floats() + delta_floats(); }
   uint64_t slot_floats() const { return layer_floats() * n_layers; }
   uint64_t bytes_per_state() const { return slot_floats() * sizeof(float); }
@@ -72,7 +75,7 @@ class StateStorage {
   uint64_t bytes_per_state() const { return shape_.bytes_per_state(); }
 
   float* Conv(int32_t slot, int32_t layer) { return Layer(slot, layer); }                        // [C][Kc-1]
-  float* Delta(int32_t slot, int32_t layer) { return Layer(slot, layer) + shape_.conv_floats(); } // [Hv][S][S]
+  float* Delta(int32_t slot, int32_t layer) { return Layer(slot, layer) + shape_.conv_floats(); } // [Hv][S][S] / [H][P][N]
   const float* Conv(int32_t slot, int32_t layer) const { return Layer(slot, layer); }
   const float* Delta(int32_t slot, int32_t layer) const { return Layer(slot, layer) + shape_.conv_floats(); }
   std::span<const float> SlotData(int32_t slot) const;

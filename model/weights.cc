@@ -24,6 +24,10 @@ Expected<Weights> BindWeights(const gguf::File& file, const ModelConfig& c) {
   for (int il = 0; il < c.n_layer; ++il) {
     LayerWeights& L = w.layers[il];
     const internal::TensorBinder lb(file, "blk." + std::to_string(il) + ".", "tensor");
+    if (!c.qwen_blocks()) {
+      REWIND_RETURN_IF_ERROR(internal::BindMamba2HybridBlock(lb, c, il, &L));
+      continue;
+    }
     REWIND_ASSIGN_OR_RETURN(L.attn_norm, lb.F32("attn_norm.weight", {E}));
     REWIND_ASSIGN_OR_RETURN(L.post_norm, lb.F32("post_attention_norm.weight", {E}));
     if (c.kinds[il] == LayerKind::kGdn) {

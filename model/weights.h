@@ -29,8 +29,20 @@ struct GdnWeights {
   const float* norm = nullptr;     // [S]
 };
 
+// Mamba-2 mixer (nemotron_h). d_in = 2·d_inner + 2·G·N + H, C = d_inner + 2·G·N.
+struct Mamba2Weights {
+  Matrix in;                        // {E, d_in}: rows [z d_inner | x d_inner | B G·N | C G·N | dt H]
+  Matrix out;                       // {d_inner, E}
+  const float* conv = nullptr;      // [C][Kc]
+  const float* conv_bias = nullptr; // [C] (null: none)
+  const float* dt_bias = nullptr;   // [H]
+  const float* ssm_a = nullptr;     // [H] = -exp(A_log)
+  const float* ssm_d = nullptr;     // [H] skip
+  const float* norm = nullptr;      // [G][d_inner / G] grouped RMSNorm gains (null: no norm)
+};
+
 struct AttnWeights {
-  Matrix q;          // {E, 2·D·Hq}: per head [q (D) | gate (D)]
+  Matrix q;          // {E, 2·D·Hq}: per head [q (D) | gate (D)]  (plain attention: {E, D·Hq})
   Matrix k, v;       // {E, D·Hkv}
   Matrix out;        // {D·Hq, E}
   const float* q_norm = nullptr;  // [D]
@@ -38,7 +50,7 @@ struct AttnWeights {
 };
 
 struct FfnWeights {
-  // Dense (qwen35).
+  // Dense (qwen35; nemotron_h: up and down only, ReLU²).
   Matrix gate, up, down;
   // MoE: expert e owns rows [e·F, (e+1)·F) of gate_exps/up_exps and rows [e·E, (e+1)·E) of down_exps.
   Matrix router;       // {E, X} F32
@@ -49,12 +61,14 @@ struct FfnWeights {
   Matrix down_exps;    // {F, E, X} as X·E rows
   Matrix shexp_gate_inp;  // {E} as one row
   Matrix shexp_gate, shexp_up, shexp_down;
+  const float* exp_probs_b = nullptr;  // [X] nemotron_h_moe expert-selection bias (null: none)
 };
 
 struct LayerWeights {
   const float* attn_norm = nullptr;  // [E]
-  const float* post_norm = nullptr;  // [E]
+  const float* post_norm = nullptr;  // [E] (null: a one-sub-layer block, nemotron_h)
   GdnWeights gdn;
+  Mamba2Weights mamba;
   AttnWeights attn;
   FfnWeights ffn;
 };

@@ -105,6 +105,95 @@ ModelConfig TinyMoe(const char* preset, const char* arch) {
   return c;
 }
 
+// Nemotron-H family (nemotron_h): Mamba-2 (conv 4, heads of 64 (9B: 80), 8 groups, state 128), attention without
+// RoPE, ReLU² MLPs, untied, eps 1e-5; layer patterns from the published configs (docs/make-model.md).
+ModelConfig NemotronH(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads,
+                      int64_t head_dim, int64_t m_heads, int64_t m_head_dim, int64_t ff) {
+  ModelConfig c;
+  c.preset = preset;
+  c.arch = "nemotron_h";
+  c.name = preset;
+  c.layer_pattern = pattern;
+  c.n_layer = static_cast<int64_t>(c.layer_pattern.size());
+  c.n_nextn = 0;
+  c.n_embd = embd;
+  c.n_head = heads;
+  c.n_head_kv = kv_heads;
+  c.head_dim = head_dim;
+  c.n_rot = head_dim;
+  c.ssm_conv = 4;
+  c.ssm_state = 128;
+  c.ssm_groups = 8;
+  c.ssm_dt_rank = m_heads;
+  c.mamba_head_dim = m_head_dim;
+  c.n_ff = ff;
+  c.tied = false;
+  c.eps = 1e-5f;
+  c.n_ctx_train = 8192;
+  c.default_seed = 1;
+  return c;
+}
+
+// The tiny-nemotron-h test fixture (tests/data/golden-mamba/README.md): E 128, 8 layers M-M*-M*-, Mamba-2 8 heads
+// of 32, 2 groups, state 32; attention 4 q / 2 kv heads of 32; MLP 256; tied.
+ModelConfig TinyNemotronH() {
+  ModelConfig c = NemotronH("tiny-nemotron-h", "M-M*-M*-", 128, 4, 2, 32, 8, 32, 256);
+  c.name = "tiny-nemotron-h";
+  c.ssm_state = 32;
+  c.ssm_groups = 2;
+  c.tied = true;
+  c.default_seed = 2101;
+  return c;
+}
+
+// Granite 4.0-H family (granitehybrid): Mamba-2 with d_inner = 2E, 1 group, state 128; attention without RoPE;
+// a SwiGLU FFN in every block; Granite's multipliers; tied; eps 1e-5.
+ModelConfig GraniteHybrid(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads,
+                          int64_t m_heads, int64_t ff) {
+  ModelConfig c = NemotronH(preset, pattern, embd, heads, kv_heads, embd / heads, m_heads, 2 * embd / m_heads, ff);
+  c.arch = "granitehybrid";
+  c.rope_base = 10000.0f;
+  c.ssm_groups = 1;
+  c.tied = true;
+  c.embedding_scale = 12.0f;
+  c.residual_scale = 0.246f;
+  c.attention_scale = 0.0078125f;
+  c.logit_scale = 8.0f;
+  return c;
+}
+
+// The tiny-granite-h test fixture: E 128, 8 layers MMM*MM*M, Mamba-2 8 heads of 32 (d_inner 2E), 2 groups,
+// state 16; attention 4 q / 2 kv heads of 32 with RoPE (rope.scaling.finetuned = true, adjacent pairs); FFN 128;
+// multipliers chosen to keep the tiny model's logits spread (logit_scale 0.5 doubles them).
+ModelConfig TinyGraniteH() {
+  ModelConfig c = GraniteHybrid("tiny-granite-h", "MMM*MM*M", 128, 4, 2, 8, 128);
+  c.name = "tiny-granite-h";
+  c.ssm_state = 16;
+  c.ssm_groups = 2;
+  c.granite_rope = true;
+  c.embedding_scale = 4.0f;
+  c.residual_scale = 0.5f;
+  c.attention_scale = 0.03125f;
+  c.logit_scale = 0.5f;
+  c.default_seed = 2201;
+  return c;
+}
+
+// Nemotron 3 Nano family (nemotron_h_moe): MoE layers (E) with a sigmoid router and selection bias, ReLU² experts
+// and shared expert; renormalised top-k weights scaled by 2.5.
+ModelConfig NemotronHMoe(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads,
+                         int64_t head_dim, int64_t m_heads, int64_t m_head_dim, int64_t experts, int64_t used,
+                         int64_t ff_exp, int64_t ff_shexp) {
+  ModelConfig c = NemotronH(preset, pattern, embd, heads, kv_heads, head_dim, m_heads, m_head_dim, ff_exp);
+  c.arch = "nemotron_h_moe";
+  c.n_expert = experts;
+  c.n_expert_used = used;
+  c.n_ff_exp = ff_exp;
+  c.n_ff_shexp = ff_shexp;
+  c.expert_weights_scale = 2.5f;
+  return c;
+}
+
 std::vector<Preset> MakePresets() {
   std::vector<Preset> p;
   p.push_back({"tiny", "the tiny-qwen35 test fixture shape (E 256, 8+1 layers, ~5M params + vocab)", Tiny()});
@@ -128,10 +217,59 @@ std::vector<Preset> MakePresets() {
   p.push_back({"qwen3-next-80b-a3b",
                "Qwen3-Next-80B-A3B shape (qwen3next, E 2048, 48 layers, 512 experts top-10)",
                Moe("qwen3-next-80b-a3b", "qwen3next", 48, 512, 10)});
+  p.push_back({"tiny-nemotron-h",
+               "the tiny-nemotron-h test fixture shape (nemotron_h: Mamba-2 + attention + ReLU² MLP, E 128, 8 layers)",
+               TinyNemotronH()});
+  p.push_back({"nemotron-h-8b", "Nemotron-H-8B shape (nemotron_h, E 4096, 52 layers: 24 Mamba-2, 4 attention, 24 MLP)",
+               NemotronH("nemotron-h-8b", "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-", 4096, 32, 8,
+                         128, 128, 64, 21504)});
+  p.push_back({"nemotron-nano-9b-v2",
+               "NVIDIA-Nemotron-Nano-9B-v2 shape (nemotron_h, E 4480, 56 layers: 27 Mamba-2, 4 attention, 25 MLP)",
+               NemotronH("nemotron-nano-9b-v2", "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-", 4480,
+                         40, 8, 128, 128, 80, 15680)});
+  {
+    ModelConfig moe = NemotronHMoe("tiny-nemotron-h-moe", "MEM*EM*E", 128, 4, 2, 32, 8, 32, 8, 2, 64, 128);
+    moe.ssm_state = 32;
+    moe.ssm_groups = 2;
+    moe.tied = true;
+    moe.default_seed = 2301;
+    p.push_back({"tiny-nemotron-h-moe",
+                 "the tiny-nemotron-h-moe test fixture shape (nemotron_h_moe, E 128, 8 layers, 8 experts top-2)", moe});
+  }
+  p.push_back({"nemotron-3-nano-30b-a3b",
+               "Nemotron 3 Nano 30B-A3B shape (nemotron_h_moe, E 2688, 52 layers: 23 Mamba-2, 6 attention, 23 MoE "
+               "with 128 experts top-6)",
+               NemotronHMoe("nemotron-3-nano-30b-a3b", "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", 2688,
+                            32, 2, 128, 64, 64, 128, 6, 1856, 3712)});
+  p.push_back({"tiny-granite-h",
+               "the tiny-granite-h test fixture shape (granitehybrid: Mamba-2 + attention with RoPE, E 128, 8 layers)",
+               TinyGraniteH()});
+  p.push_back({"granite-4.0-h-micro",
+               "Granite-4.0-H-Micro shape (granitehybrid, E 2048, 40 layers: 36 Mamba-2, 4 attention, dense FFN)",
+               GraniteHybrid("granite-4.0-h-micro", "MMMMMMMMM*MMMMMMMMM*MMMMMMMMM*MMMMMMMMM*", 2048, 16, 4, 64, 8192)});
   return p;
 }
 
 }  // namespace
+
+uint64_t ModelConfig::StateBytesPerSeq() const {
+  uint64_t n = 0;
+  for (int64_t i = 0; i < n_layer; ++i) n += IsRecurrent(i);
+  const uint64_t conv = static_cast<uint64_t>(ssm_conv - 1) * ssm_conv_dim();
+  return n * 4 * (conv + static_cast<uint64_t>(ssm_head_dim()) * ssm_state * ssm_dt_rank);
+}
+
+uint64_t ModelConfig::ReplayBytesPerToken() const {
+  uint64_t n = 0;
+  for (int64_t i = 0; i < n_layer; ++i) n += IsRecurrent(i);
+  return n * 4 * (ssm_conv_dim() + (is_mamba2() ? 1 : 2) * ssm_dt_rank);
+}
+
+uint64_t ModelConfig::KvF16BytesPerToken() const {
+  uint64_t n = 0;
+  for (int64_t i = 0; i < n_layer; ++i) n += IsAttention(i);
+  return n * 2 * n_head_kv * head_dim * 2;
+}
 
 const std::vector<Preset>& Presets() {
   static const std::vector<Preset> presets = MakePresets();
@@ -170,6 +308,18 @@ Status ModelConfig::Validate() const {
   }
   if ((arch == "qwen35moe" || arch == "qwen3next") && (n_expert <= 0 || n_ff_shexp <= 0)) {
     return bad(arch + " needs experts and a shared expert");
+  }
+  if (arch == "granitehybrid" && (ssm_inner() != 2 * n_embd || layer_pattern.find('-') != std::string::npos))
+    return bad("granitehybrid needs ssm inner size 2 * E and no MLP-only layers");
+  if (is_mamba2()) {
+    if (static_cast<int64_t>(layer_pattern.size()) != n_layer || n_nextn != 0 || mamba_head_dim <= 0)
+      return bad("a Mamba-2 hybrid needs one pattern character per layer, a head size and no MTP block");
+    for (char ch : layer_pattern)
+      if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E') return bad("layer pattern characters are M, *, - and E");
+    if ((layer_pattern.find('E') != std::string::npos) != (arch == "nemotron_h_moe") ||
+        (arch == "nemotron_h_moe" && (n_expert <= 0 || n_expert_used <= 0 || n_expert_used > n_expert ||
+                                      n_ff_exp <= 0 || n_ff_shexp <= 0)))
+      return bad("nemotron_h_moe needs E layers, experts and a shared expert (and only it has E layers)");
   }
   return Status::Ok();
 }

@@ -290,24 +290,37 @@ TEST(MakeModel, PlansEveryPresetWithConsistentShapes) {
     auto plan = PlanModel(opt, *vocab, &w);
     ASSERT_TRUE(plan.ok()) << p.name << ": " << plan.error().message;
     const ModelConfig& c = plan->config;
-    int64_t attn = 0, gdn = 0;
+    int64_t attn = 0, gdn = 0, mamba = 0, want_attn = c.n_nextn, want_rec = 0;
+    for (int64_t i = 0; i < c.n_layer; ++i) {
+      want_attn += c.IsAttention(i);
+      want_rec += c.IsRecurrent(i);
+    }
     for (const TensorSpec& t : plan->tensors) {
       attn += t.kind == "attn_q";
       gdn += t.kind == "attn_qkv";
+      mamba += t.kind == "ssm_in";
     }
-    EXPECT_EQ(attn, c.n_layer / 4 + c.n_nextn) << p.name;
-    EXPECT_EQ(gdn, c.n_layer - c.n_layer / 4) << p.name;
+    EXPECT_EQ(attn, want_attn) << p.name;
+    EXPECT_EQ(c.is_mamba2() ? mamba : gdn, want_rec) << p.name;
+    if (!c.is_mamba2()) {
+      EXPECT_EQ(want_attn, c.n_layer / 4 + c.n_nextn) << p.name;
+    }
     int64_t experts = 0, dense = 0, ba = 0;
     for (const TensorSpec& t : plan->tensors) {
       experts += t.kind == "ffn_gate_exps";
-      dense += t.kind == "ffn_gate";
+      dense += t.kind == "ffn_up";
       ba += t.kind == "ssm_ba";
       if (t.kind == "ffn_down_exps") {
         EXPECT_EQ(t.ne, (std::vector<int64_t>{c.n_ff_exp, c.n_embd, c.n_expert})) << p.name;
       }
     }
     EXPECT_EQ(experts, c.is_moe() ? c.n_layer_all() : 0) << p.name;
-    EXPECT_EQ(dense, c.is_moe() ? 0 : c.n_layer_all()) << p.name;
+    const int64_t want_dense = c.arch == "granitehybrid"    ? c.n_layer
+                               : c.arch == "nemotron_h_moe" ? 0
+                               : c.is_mamba2()             ? c.n_layer - want_attn - want_rec
+                               : c.is_moe()             ? 0
+                                                        : c.n_layer_all();
+    EXPECT_EQ(dense, want_dense) << p.name;
     EXPECT_EQ(ba, c.arch == "qwen3next" ? gdn : 0) << p.name;
     EXPECT_GT(w.FileSize(), 0u);
   }

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "modelgen/planner.h"
+
 namespace rw::modelgen {
 
 int64_t TensorSpec::rows() const {
@@ -14,40 +16,6 @@ int64_t TensorSpec::rows() const {
 }
 
 namespace {
-
-// Weight scales of the fixture generator (README section 2.1).
-double InStd(int64_t fan_in) { return 1.0 / std::sqrt(static_cast<double>(fan_in)); }
-double ResidualStd(int64_t fan_in) { return 0.5 / std::sqrt(static_cast<double>(fan_in)); }
-
-class Planner {
- public:
-  explicit Planner(std::vector<TensorSpec>* out) : out_(*out) {}
-
-  // A matrix {fan_in, rows...} drawn from N(0, std^2).
-  void Matrix(int64_t layer, const std::string& kind, std::vector<int64_t> ne, double std) {
-    Add(layer, kind, std::move(ne), Init::kNormal, 0, std, false);
-  }
-  // Norm gain N(1, 0.1^2), F32.
-  void Gain(int64_t layer, const std::string& kind, int64_t n) {
-    Add(layer, kind, {n}, Init::kNormal, 1, 0.1, true);
-  }
-  void Add(int64_t layer, const std::string& kind, std::vector<int64_t> ne, Init init, double mean,
-           double std, bool keep_f32, const char* suffix = ".weight") {
-    TensorSpec t;
-    t.name = (layer >= 0 ? "blk." + std::to_string(layer) + "." : std::string()) + kind + suffix;
-    t.ne = std::move(ne);
-    t.init = init;
-    t.mean = mean;
-    t.std = std;
-    t.keep_f32 = keep_f32 || t.ne.size() == 1;
-    t.layer = layer;
-    t.kind = kind;
-    out_.push_back(std::move(t));
-  }
-
- private:
-  std::vector<TensorSpec>& out_;
-};
 
 void Qwen35Metadata(const ModelConfig& c, gguf::Writer* w) {
   const std::string a = c.arch + ".";
@@ -157,6 +125,9 @@ const ArchSpec kArchs[] = {
     {"qwen35", Qwen35Metadata, Qwen35Plan},
     {"qwen35moe", Qwen35Metadata, Qwen35Plan},
     {"qwen3next", Qwen35Metadata, Qwen35Plan},
+    {"nemotron_h", NemotronHMetadata, NemotronHPlan},
+    {"nemotron_h_moe", NemotronHMetadata, NemotronHPlan},
+    {"granitehybrid", GraniteHybridMetadata, NemotronHPlan},
 };
 
 }  // namespace

@@ -1,0 +1,29 @@
+// Internal to model/: metadata readers shared by config.cc and config_mamba.cc, and the reader of the Mamba-2
+// hybrids (nemotron_h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/expected.h"
+#include "gguf/gguf.h"
+#include "model/config.h"
+
+namespace rw::model::internal {
+
+std::string Key(const std::string& arch, const char* k);
+Expected<int32_t> ReqU32(const gguf::File& f, const std::string& key);
+Expected<int32_t> OptU32(const gguf::File& f, const std::string& key, int32_t def);
+Expected<float> OptF32(const gguf::File& f, const std::string& key, float def);
+// A per-layer count: a UINT32 for every layer or an INT32/UINT32 array of block_count values; absent: all 0.
+Expected<std::vector<int32_t>> PerLayer(const gguf::File& f, const std::string& key, int32_t n_layer_all);
+// A UINT32 broadcast to all layers or an array of block_count values whose non-zero entries agree.
+Expected<int32_t> OptU32OrArr(const gguf::File& f, const std::string& key, int32_t def, int32_t n_layer_all);
+
+// Everything after general.architecture / general.name for a Mamba-2 hybrid (c->arch already set), as
+// llama.cpp v0.5.0 reads it. nemotron_h: a layer is Mamba-2 iff its attention.head_count_kv and
+// feed_forward_length are both 0, attention iff only feed_forward_length is 0, otherwise an MLP. granitehybrid:
+// Mamba-2 iff attention.head_count_kv is 0, else attention; every block also has a SwiGLU FFN.
+Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* c);
+
+}  // namespace rw::model::internal

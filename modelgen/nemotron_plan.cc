@@ -1,0 +1,119 @@
+// Mamba-2 hybrid generators: llama.cpp v0.5.0 names and shapes (load_arch_tensors of nemotron_h and
+// granitehybrid), metadata as its converters write it. nemotron_h (conversion/nemotron.py): per-layer
+// head_count_kv and feed_forward_length arrays make a layer Mamba-2 (both 0), attention (only
+// feed_forward_length 0) or MLP. granitehybrid (conversion/granite.py): head_count_kv 0 = Mamba-2, a SwiGLU FFN
+// in every block, Granite's multipliers, rope.scaling.finetuned as the RoPE switch.
+#include "modelgen/planner.h"
+
+namespace rw::modelgen {
+
+void NemotronHMetadata(const ModelConfig& c, gguf::Writer* w) {
+  const std::string a = c.arch + ".";
+  std::vector<int32_t> kv, ff;
+  for (int64_t i = 0; i < c.n_layer_all(); ++i) {
+    kv.push_back(c.IsAttention(i) ? static_cast<int32_t>(c.n_head_kv) : 0);
+    ff.push_back(!c.IsAttention(i) && !c.IsRecurrent(i) ? static_cast<int32_t>(c.n_ff) : 0);
+  }
+  w->SetU32(a + "context_length", c.n_ctx_train);
+  w->SetU32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
+  w->SetU32(a + "block_count", static_cast<uint32_t>(c.n_layer_all()));
+  w->Set(a + "feed_forward_length", gguf::MakeI32Array(ff));
+  w->SetU32(a + "attention.head_count", static_cast<uint32_t>(c.n_head));
+  w->Set(a + "attention.head_count_kv", gguf::MakeI32Array(kv));
+  w->SetU32(a + "attention.key_length", static_cast<uint32_t>(c.head_dim));
+  w->SetU32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
+  w->SetF32(a + "attention.layer_norm_epsilon", c.eps);
+  w->SetF32(a + "attention.layer_norm_rms_epsilon", c.eps);
+  w->SetU32(a + "ssm.conv_kernel", static_cast<uint32_t>(c.ssm_conv));
+  w->SetU32(a + "ssm.state_size", static_cast<uint32_t>(c.ssm_state));
+  w->SetU32(a + "ssm.group_count", static_cast<uint32_t>(c.ssm_groups));
+  w->SetU32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_inner()));
+  w->SetU32(a + "ssm.time_step_rank", static_cast<uint32_t>(c.ssm_dt_rank));
+  if (c.arch == "nemotron_h_moe") {
+    w->SetU32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
+    w->SetU32(a + "expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
+    w->SetU32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(c.n_ff_shexp));
+    w->SetU32(a + "expert_count", static_cast<uint32_t>(c.n_expert));
+    w->SetU32(a + "expert_shared_count", 1);
+    w->Set(a + "expert_weights_norm", gguf::MakeBool(true));
+    w->SetF32(a + "expert_weights_scale", c.expert_weights_scale);
+    w->SetU32(a + "expert_group_count", 1);
+  }
+}
+
+void GraniteHybridMetadata(const ModelConfig& c, gguf::Writer* w) {
+  const std::string a = c.arch + ".";
+  std::vector<int32_t> kv;
+  for (int64_t i = 0; i < c.n_layer_all(); ++i) kv.push_back(c.IsAttention(i) ? static_cast<int32_t>(c.n_head_kv) : 0);
+  w->SetU32(a + "context_length", c.n_ctx_train);
+  w->SetU32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
+  w->SetU32(a + "block_count", static_cast<uint32_t>(c.n_layer_all()));
+  w->SetU32(a + "feed_forward_length", static_cast<uint32_t>(c.n_ff));
+  w->SetU32(a + "attention.head_count", static_cast<uint32_t>(c.n_head));
+  w->Set(a + "attention.head_count_kv", gguf::MakeI32Array(kv));
+  w->SetF32(a + "rope.freq_base", c.rope_base);
+  w->SetF32(a + "attention.layer_norm_rms_epsilon", c.eps);
+  if (c.attention_scale != 0) w->SetF32(a + "attention.scale", c.attention_scale);
+  if (c.embedding_scale != 0) w->SetF32(a + "embedding_scale", c.embedding_scale);
+  if (c.residual_scale != 0) w->SetF32(a + "residual_scale", c.residual_scale);
+  if (c.logit_scale != 0) w->SetF32(a + "logit_scale", c.logit_scale);
+  w->SetU32(a + "ssm.conv_kernel", static_cast<uint32_t>(c.ssm_conv));
+  w->SetU32(a + "ssm.state_size", static_cast<uint32_t>(c.ssm_state));
+  w->SetU32(a + "ssm.group_count", static_cast<uint32_t>(c.ssm_groups));
+  w->SetU32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_inner()));
+  w->SetU32(a + "ssm.time_step_rank", static_cast<uint32_t>(c.ssm_dt_rank));
+  w->Set(a + "rope.scaling.finetuned", gguf::MakeBool(c.granite_rope));
+}
+
+std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c) {
+  std::vector<TensorSpec> t;
+  Planner p(&t);
+  const int64_t E = c.n_embd, V = c.n_vocab, D = c.head_dim, H = c.ssm_dt_rank, G = c.ssm_groups;
+  const int64_t Di = c.ssm_inner(), C = c.ssm_conv_dim(), F = c.n_ff;
+  const double out_scale = 4.0 / std::sqrt(static_cast<double>(E));
+  p.Matrix(-1, "token_embd", {E, V}, 1.0);
+  if (c.tied) {
+    p.Add(-1, "output_norm", {E}, Init::kNormal, 0, out_scale, true);  // zero-mean gains: logits std ~4
+  } else {
+    p.Gain(-1, "output_norm", E);
+    p.Matrix(-1, "output", {E, V}, out_scale);
+  }
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    p.Gain(il, "attn_norm", E);
+    if (c.IsRecurrent(il)) {
+      p.Matrix(il, "ssm_in", {E, 2 * Di + 2 * c.ssm_key_dim() + H}, InStd(E));
+      p.Add(il, "ssm_conv1d", {c.ssm_conv, C}, Init::kNormal, 0, 0.5, true);
+      p.Add(il, "ssm_conv1d", {C}, Init::kNormal, 0, 0.1, true, ".bias");
+      p.Add(il, "ssm_dt", {H}, Init::kDtBias, 0, 0, true, ".bias");
+      p.Add(il, "ssm_a", {1, H}, Init::kSsmA, 0, 0, true, "");
+      p.Add(il, "ssm_d", {1, H}, Init::kNormal, 1, 0.1, true, "");
+      p.Add(il, "ssm_norm", {Di / G, G}, Init::kNormal, 1, 0.1, true);
+      p.Matrix(il, "ssm_out", {Di, E}, ResidualStd(Di));
+    } else if (c.IsAttention(il)) {
+      p.Matrix(il, "attn_q", {E, D * c.n_head}, InStd(E));
+      p.Matrix(il, "attn_k", {E, D * c.n_head_kv}, InStd(E));
+      p.Matrix(il, "attn_v", {E, D * c.n_head_kv}, InStd(E));
+      p.Matrix(il, "attn_output", {D * c.n_head, E}, ResidualStd(D * c.n_head));
+    } else if (c.arch == "nemotron_h_moe") {
+      const int64_t X = c.n_expert, Fe = c.n_ff_exp, Fs = c.n_ff_shexp;
+      p.Add(il, "ffn_gate_inp", {E, X}, Init::kNormal, 0, 2.5 / std::sqrt(static_cast<double>(E)), true);
+      p.Add(il, "exp_probs_b", {X}, Init::kNormal, 0, 0.1, true, ".bias");
+      p.Matrix(il, "ffn_up_exps", {E, Fe, X}, InStd(E));
+      p.Matrix(il, "ffn_down_exps", {Fe, E, X}, 0.5 * ResidualStd(Fe));
+      p.Matrix(il, "ffn_up_shexp", {E, Fs}, InStd(E));
+      p.Matrix(il, "ffn_down_shexp", {Fs, E}, 0.5 * ResidualStd(Fs));
+    } else {
+      p.Matrix(il, "ffn_up", {E, F}, InStd(E));
+      p.Matrix(il, "ffn_down", {F, E}, 0.5 * ResidualStd(F));  // relu(N(0,1))² has E[r²] = 1.5: half the scale
+    }
+    if (c.arch == "granitehybrid") {  // every block: ffn_norm + SwiGLU
+      p.Gain(il, "ffn_norm", E);
+      p.Matrix(il, "ffn_gate", {E, F}, InStd(E));
+      p.Matrix(il, "ffn_up", {E, F}, InStd(E));
+      p.Matrix(il, "ffn_down", {F, E}, ResidualStd(F));
+    }
+  }
+  return t;
+}
+
+}  // namespace rw::modelgen
