@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages rewind needs to build, test and serve. Idempotent.
 set -euo pipefail
 PKGS=(g++ cmake ninja-build pkg-config git libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-      libcpp-httplib-dev libpcre2-dev python3 clang)
+      libcpp-httplib-dev libpcre2-dev libhiredis-dev redis-server python3 clang)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
