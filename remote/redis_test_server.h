@@ -83,6 +83,9 @@ class RedisTestServer {
     waitpid(pid_, nullptr, 0);
     pid_ = -1;
   }
+  // A stopped process: connections are accepted by the kernel but nothing is answered (a hung server).
+  void Pause() { if (pid_ > 0) kill(pid_, SIGSTOP); }
+  void Resume() { if (pid_ > 0) kill(pid_, SIGCONT); }
   // redis-cli against this server; returns its exit status.
   int Cli(const std::string& args) const {
     return std::system(("redis-cli -p " + std::to_string(port_) + " " + args + " >/dev/null 2>&1").c_str());
