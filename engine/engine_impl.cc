@@ -281,8 +281,10 @@ void EngineImpl::RunTasks() {
 }
 
 void EngineImpl::Admit() {
-  while (!waiting_.empty()) {
-    Pending& p = waiting_.front();
+  // First come, first served, except that a request pinned to a busy slot (id_slot) waits for that slot without
+  // holding back the requests behind it.
+  for (size_t at = 0; at < waiting_.size();) {
+    Pending& p = waiting_[at];
     // Pick the requested slot, else the first free one.
     int32_t slot = -1;
     if (p.request.slot_id >= 0) {
@@ -294,7 +296,13 @@ void EngineImpl::Admit() {
           break;
         }
     }
-    if (slot < 0) return;  // all busy: requests queue
+    if (slot < 0) {
+      if (p.request.slot_id >= 0) {
+        ++at;  // its slot is busy: the next request may take another
+        continue;
+      }
+      return;  // all busy: requests queue
+    }
     // Admission control: the sequence's pages up to the longest it may grow (prompt + max_tokens, else the
     // context) are reserved in the budget; while the running requests' reservations leave too little room,
     // the request waits (first come, first served) for one of them to finish.
@@ -318,7 +326,7 @@ void EngineImpl::Admit() {
       LOG_WARN("request %" PRIu64 " rejected: %s", p.id, acq.error().ToString().c_str());
       p.sink->OnDone(c);
       counters_.requests_error++;
-      waiting_.pop_front();
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(at));
       continue;
     }
     auto a = std::make_unique<Active>();
@@ -333,7 +341,7 @@ void EngineImpl::Admit() {
     a->draft_len = 1;  // slow start: +2 per fully accepted round up to --draft-max, so a first probe is cheap
     for (auto& d : drafters_) d->Begin(slot, a->request.prompt);
     slots_[slot] = std::move(a);
-    waiting_.pop_front();
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(at));
   }
 }
 
@@ -643,12 +651,8 @@ void EngineImpl::Finish(size_t slot, const std::string& reason, std::optional<Er
            a->id, slot, c.prompt_tokens, c.cached_tokens, c.prompt_evaluated, c.cache.source.c_str(),
            c.generated_tokens, reason.c_str(), c.prompt_ms, c.predicted_ms,
            c.cache.reason.empty() ? "" : "; cache: ", c.cache.reason.c_str());
-  // Keep the disk copy current before the client hears the request is done, so that a crash (kill -9) right
-  // after a response loses nothing of it (I5).
-  if (keep && !config_.cache_dir.empty()) {
-    Status ps = cache_->Persist();
-    if (!ps.ok()) LOG_WARN("cache persist failed: %s", ps.error().ToString().c_str());
-  }
+  // Release queued the request's new checkpoints for the disk tier's writer thread: nothing here waits for the
+  // disk (a crash loses at most what is still queued; docs/checkpoints.md).
   a->sink->OnDone(c);
 }
 

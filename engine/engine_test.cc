@@ -2,6 +2,7 @@
 // or off, across concurrent requests, and with or without speculative decoding (I1).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -100,6 +101,44 @@ TEST(Engine, ConcurrentRequestsMatchSequentialOnes) {
     EXPECT_EQ(solo[i]->tokens, together[i]->tokens);
     EXPECT_EQ(solo[i]->logprobs, together[i]->logprobs);
   }
+}
+
+// A request pinned to a busy slot (id_slot) waits for that slot; the requests behind it take the free ones.
+TEST(Engine, ARequestPinnedToABusySlotDoesNotHoldBackTheQueue) {
+  auto e = MakeEngine("", 8, false);
+  ASSERT_TRUE(e);
+  struct Ordered : Collect {
+    explicit Ordered(std::atomic<int>* clock) : clock(clock) {}
+    void OnDone(const Completion& c) override {
+      order = clock->fetch_add(1);
+      Collect::OnDone(c);
+    }
+    std::atomic<int>* clock;
+    int order = -1;
+  };
+  std::atomic<int> clock{0};
+  auto submit = [&](int n, int32_t slot, uint32_t seed) {
+    GenerationRequest r;
+    r.prompt = Prompt(12, seed);
+    r.max_tokens = n;
+    r.sampling.temperature = 0;
+    r.ignore_eos = true;
+    r.slot_id = slot;
+    auto sink = std::make_shared<Ordered>(&clock);
+    EXPECT_TRUE(e->Submit(r, sink).ok());
+    return sink;
+  };
+  auto a = submit(400, 0, 1);   // holds slot 0 for a long time
+  auto b = submit(4, 0, 2);     // pinned to slot 0: waits for a
+  auto c = submit(4, -1, 3);    // any slot: must not wait behind b
+  a->Wait();
+  b->Wait();
+  c->Wait();
+  EXPECT_EQ(a->done.finish_reason, "length");
+  EXPECT_EQ(b->done.slot_id, 0);
+  EXPECT_NE(c->done.slot_id, 0);
+  EXPECT_LT(c->order, a->order) << "the unpinned request waited for the busy slot";
+  EXPECT_GT(b->order, a->order);
 }
 
 TEST(Engine, SpeculativeGreedyOutputEqualsPlainOutputForEveryDraftLength) {

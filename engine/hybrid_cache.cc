@@ -89,7 +89,7 @@ Status HybridCache::Impl::MakeRoom(int64_t bytes, int32_t pages) {
 
 void HybridCache::Impl::Evict(const memory::EvictPlan& plan) {
   if (plan.removals.empty()) return;
-  if (!cfg.disk_dir.empty() && cfg.use_cache) Spill(plan);
+  if (store) Spill(plan);
   mm->Commit(plan);
   Exec(plan.ops);
   counters.evictions += plan.removals.size();
@@ -181,10 +181,7 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   uint64_t f = ModelFingerprint(model.file());
   for (int64_t v : {int64_t{elem}, int64_t{config.page_tokens}}) f = HashMix(f, static_cast<uint64_t>(v));
   im.fingerprint = f;
-  if (!config.disk_dir.empty() && config.use_cache) {
-    Status s = im.LoadDisk();
-    if (!s.ok()) LOG_WARN("cache: persisted checkpoints not loaded: %s", s.error().ToString().c_str());
-  }
+  if (!config.disk_dir.empty() && config.use_cache) im.OpenStore();
   return hc;
 }
 
@@ -197,7 +194,7 @@ Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
     return Error::OutOfRange("prompt of " + std::to_string(prompt.size()) + " tokens exceeds the context of " +
                              std::to_string(im.cfg.n_ctx));
   use_cache = use_cache && im.cfg.use_cache;
-  const int32_t from_disk = use_cache && !im.cfg.disk_dir.empty() ? im.FetchFromDisk(prompt) : 0;
+  const int32_t from_disk = use_cache ? im.FetchFromDisk(prompt) : 0;
   const std::vector<int32_t> branches = use_cache ? im.mm->tree().BranchPoints(prompt) : std::vector<int32_t>{};
   auto planned = im.mm->PlanAcquire(prompt, use_cache, reserve_tokens);
   std::string fallback;
@@ -358,11 +355,14 @@ void HybridCache::Release(SeqId seq, bool insert) {
   auto plan = im.mm->PlanRelease(seq, insert);
   REWIND_CHECK_MSG(plan.ok(), "release of sequence %d: %s", seq, plan.ok() ? "" : plan.error().message.c_str());
   const memory::Sequence& s = im.mm->sequence(seq);
+  std::vector<int32_t> tokens;
+  if (insert && im.store) tokens = s.tokens;
   im.ForgetSlot(s.live);  // both slots are freed: a pending lazy rollback is dropped with them
   if (s.spare != memory::kNone) im.ForgetSlot(s.spare);
   im.mm->Commit(*plan);
   im.Exec(plan->ops);
   im.planned.erase(seq);
+  im.PersistPath(tokens);  // copies into the disk writer's queue, before any page is reused
   im.ReturnFreePages();
 }
 
@@ -387,7 +387,15 @@ std::string HybridCache::StatsJson() const {
   num("max_sequence_tokens", m.MaxReserveTokens());
   num("disk_files_spilled", static_cast<int64_t>(im.counters.spilled));
   num("disk_files_written", static_cast<int64_t>(im.counters.persisted));
-  num("disk_files_loaded", static_cast<int64_t>(im.counters.loaded), true);
+  num("disk_files_loaded", static_cast<int64_t>(im.counters.loaded));
+  const memory::ContentStoreStats ds = im.store ? im.store->Stats() : memory::ContentStoreStats{};
+  num("disk_bytes", ds.stored_bytes);
+  num("disk_states", ds.states);
+  num("disk_pages", ds.pages);
+  num("disk_queued_bytes", ds.queued_bytes);
+  num("disk_dropped", static_cast<int64_t>(ds.dropped_queue_full + ds.dropped_score));
+  num("disk_evicted", static_cast<int64_t>(ds.evicted));
+  num("disk_write_errors", static_cast<int64_t>(ds.write_errors), true);
   return o + "}";
 }
 

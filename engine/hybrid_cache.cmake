@@ -2,7 +2,8 @@
 # engine/CMakeLists.txt.
 if(TARGET rewind_model AND TARGET rewind_memory)
   target_sources(rewind_engine PRIVATE ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache.cc
-                                       ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_persist.cc)
+                                       ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_persist.cc
+                                       ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_store.cc)
   rewind_tests(exact_tests SOURCES ${CMAKE_CURRENT_LIST_DIR}/exact_test.cc DEPS rewind_engine LABEL exact)
   rewind_tests(cache_tier_tests SOURCES ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_tier_test.cc DEPS rewind_engine
                LABEL exact)

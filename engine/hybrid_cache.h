@@ -29,6 +29,7 @@ struct HybridCacheConfig {
   bool use_cache = true;          // false: nothing is reused or inserted (--no-cache)
   std::string disk_dir;           // "" = no disk tier
   int64_t disk_bytes = 0;
+  int64_t disk_queue_bytes = int64_t{512} << 20;  // checkpoints waiting for the disk writer (beyond: not kept)
   bool lazy_rollback = true;      // replay-log rollbacks are fused into the next forward (docs/checkpoints.md)
 };
 
@@ -94,7 +95,8 @@ class HybridCache {
   // Ends a sequence. insert=true leaves its tokens, pages and a final-state checkpoint in the prefix tree.
   void Release(memory::SeqId seq, bool insert);
 
-  // Persist the in-RAM cache to disk_dir (shutdown, periodic); load it at start (done by Create).
+  // Queues every checkpoint of the in-RAM cache for the disk tier and waits until the writer has written them
+  // (shutdown, tests). Finished requests and evictions queue theirs without waiting; Create reads the index.
   Status Persist();
 
   // llama-server slot files: the sequence's tokens + state + KV in one checksummed file / back.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/hybrid_cache.h"
+#include "memory/content_store.h"
 #include "memory/memory_manager.h"
 #include "memory/persist_format.h"
 #include "model/forward.h"
@@ -33,8 +34,8 @@ struct HybridCache::Impl {
   std::map<memory::SlotId, int32_t> log_offset;
   std::map<memory::SeqId, std::vector<int32_t>> planned;         // checkpoint positions still to snapshot
   uint64_t fingerprint = 0;
-  // The disk tier: every persisted checkpoint (index entries), including ones evicted from RAM since.
-  std::vector<memory::CheckpointIndexEntry> disk_index;
+  // The disk tier (hybrid_cache_store.cc); null when off.
+  std::unique_ptr<memory::ContentStore> store;
 
   struct Counters {
     uint64_t acquires = 0, evaluated_tokens = 0, evictions = 0, evicted_bytes = 0, checkpoints_saved = 0;
@@ -63,22 +64,26 @@ struct HybridCache::Impl {
   void NoteTaken(std::span<const memory::PageId> pages) {
     for (memory::PageId id : pages) kv_touched = std::max(kv_touched, id + 1);
   }
-  // Disk tier: writes the checkpoint of tree node `id` (with the pages of its path) unless its file exists;
-  // returns its index entry. `room` bounds the bytes a new file may take (< 0: unbounded).
-  Expected<memory::CheckpointIndexEntry> WriteNodeFile(memory::NodeId id, int64_t room);
-  // Writes the checkpoints an eviction is about to drop to disk and updates the index (best effort).
+  // Disk tier: opens the store in cfg.disk_dir (logs and stays off on failure).
+  void OpenStore();
+  // Queues checkpoint `ckpt` (the state after `prefix`, whose page table is `pages`) and the pages the store lacks;
+  // false when it is stored already, or the queue is full. Copies only: never waits for the disk.
+  bool PersistCheckpoint(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
+                         std::span<const memory::PageId> pages, int64_t saved_tokens);
+  // Queues every checkpoint on the tree path of `tokens` that the store lacks.
+  void PersistPath(std::span<const int32_t> tokens);
+  // Queues the checkpoints an eviction is about to drop.
   void Spill(const memory::EvictPlan& plan);
   // Snapshots the live state at the sequence's position (evicting if needed). Best effort: false if no room.
   bool Checkpoint(memory::SeqId seq);
   // Writes KV rows and a state into a freshly appended sequence (persistence import instead of a forward).
-  Expected<int32_t> Import(std::span<const int32_t> tokens, std::span<const float> state, std::string_view kv_bytes);
-  Status LoadDisk();
-  // Disk tier lookup: if a persisted checkpoint serves a longer prefix of `prompt` than RAM does, load it into
-  // the tree (best effort; a failure only logs, a corrupt file is dropped from the index). Returns the position
+  // kv_bytes holds the pages [first_page, ceil(len/P)): the cache must already serve the prefix before them.
+  Expected<int32_t> Import(std::span<const int32_t> tokens, std::span<const float> state, std::string_view kv_bytes,
+                           int32_t first_page = 0);
+  // Disk tier lookup: if a stored checkpoint serves a longer prefix of `prompt` than RAM does, load it into
+  // the tree (best effort; a failure only logs, an unusable state is dropped from the store). Returns the position
   // loaded (0: none).
   int32_t FetchFromDisk(std::span<const int32_t> prompt);
-  // Forgets a disk-tier entry that cannot be used; remove=true (corrupt) also deletes its file.
-  void DropDiskFile(const std::string& file, bool remove);
 };
 
 }  // namespace rw::engine

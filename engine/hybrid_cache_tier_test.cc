@@ -276,16 +276,32 @@ class DiskTier : public ::testing::Test {
     im.mm->CheckInvariants();
     EXPECT_LE(im.mm->used_bytes(), cfg_.budget_bytes);
     EXPECT_EQ(im.mm->FindTreeResume(Concat(a_, {1})).resume_pos, 0) << "A is still in RAM: nothing to fetch";
-    EXPECT_TRUE(FileExists(FileFor(kLen))) << "A's final checkpoint was not spilled";
-    EXPECT_TRUE(FileExists(FileFor(kLen / 2))) << "A's checkpoint at the hint was not spilled";
+    ASSERT_TRUE(im.store);
+    im.store->Flush();
+    EXPECT_TRUE(im.store->HasState(Prefix(kLen))) << "A's final checkpoint was not spilled";
+    EXPECT_TRUE(im.store->HasState(Prefix(kLen / 2))) << "A's checkpoint at the hint was not spilled";
   }
 
-  std::string FileFor(int32_t pos) const {
-    for (const auto& e : std::filesystem::directory_iterator(dir_)) {
-      const std::string name = e.path().filename().string();
-      if (name.ends_with("-" + std::to_string(pos) + ".rwck")) return e.path().string();
-    }
-    return dir_ + "/missing-" + std::to_string(pos);
+  std::span<const int32_t> Prefix(int32_t n) const { return std::span<const int32_t>(a_).subspan(0, size_t(n)); }
+
+  // Store values ("p-" pages, "s-" states) whose key starts with `prefix`.
+  std::vector<std::string> Values(const std::string& prefix) const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_))
+      if (e.is_regular_file() && e.path().filename().string().starts_with(prefix)) out.push_back(e.path().string());
+    return out;
+  }
+  uint64_t FolderBytes() const {
+    uint64_t total = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_))
+      if (e.is_regular_file()) total += e.file_size();
+    return total;
+  }
+  static void Corrupt(const std::string& path, size_t at_fraction_of) {
+    auto b = ReadFileToString(path);
+    ASSERT_TRUE(b.ok());
+    (*b)[b->size() - b->size() / at_fraction_of - 1] ^= 0x5a;
+    ASSERT_TRUE(WriteFileAtomic(path, *b).ok());
   }
 
   std::string dir_;
@@ -310,64 +326,73 @@ TEST_F(DiskTier, EvictedPrefixIsServedFromDiskAtTheMinimumCost) {
   HybridCacheTestPeer::impl(*cache_).mm->CheckInvariants();
 }
 
-TEST_F(DiskTier, PersistKeepsTheFolderUnderTheDiskBound) {
-  EvictConversationToDisk();  // A's two checkpoints are on disk; B's are in RAM
+TEST_F(DiskTier, TheFolderStaysUnderTheDiskBoundAcrossConversations) {
+  EvictConversationToDisk();
   auto& im = HybridCacheTestPeer::impl(*cache_);
-  auto folder_bytes = [&] {
-    uint64_t total = 0;
-    for (const auto& e : std::filesystem::directory_iterator(dir_))
-      if (e.path().extension() == ".rwck") total += e.file_size();
-    return total;
-  };
-  uint64_t one_file = 0;
-  for (const auto& e : im.disk_index) one_file = std::max<uint64_t>(one_file, e.bytes);
-  ASSERT_GT(one_file, 0u);
-  // A bound that holds about one file: persisting (B's checkpoints first) must drop and delete A's files.
-  im.cfg.disk_bytes = static_cast<int64_t>(one_file + one_file / 2);
-  ASSERT_TRUE(cache_->Persist().ok());
-  EXPECT_LE(folder_bytes(), static_cast<uint64_t>(im.cfg.disk_bytes));
-  uint64_t indexed = 0;
-  for (const auto& e : im.disk_index) {
-    EXPECT_TRUE(FileExists(dir_ + "/" + e.file)) << e.file;
-    indexed += e.bytes;
+  const int64_t one = im.store->Stats().stored_bytes;
+  ASSERT_GT(one, 0);
+  cache_.reset();
+  std::filesystem::remove_all(dir_);
+  cfg_.disk_bytes = one;  // about A's two checkpoints and pages
+  auto c = HybridCache::Create(TinyModel(), cfg_);
+  ASSERT_TRUE(c.ok());
+  for (uint32_t k = 0; k < 4; ++k) {
+    AcquireResult a;
+    Run(**c, Prompt(kLen, 500 + k), {kLen / 2}, &a);
+    ASSERT_TRUE((*c)->Persist().ok());
+    auto& ic = HybridCacheTestPeer::impl(**c);
+    EXPECT_LE(ic.store->Stats().stored_bytes, cfg_.disk_bytes);
+    EXPECT_LE(FolderBytes(), static_cast<uint64_t>(cfg_.disk_bytes) + 4096) << "values beyond the bound + index";
   }
-  EXPECT_EQ(indexed, folder_bytes());
+  EXPECT_GT(HybridCacheTestPeer::impl(**c).store->Stats().evicted, 0u);
+}
+
+TEST_F(DiskTier, ARestartServesWhatWasWrittenAndOldFormatFilesAreRemoved) {
+  EvictConversationToDisk();
+  cache_.reset();  // the writer finishes its queue
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/index", std::string("RWCKIDX\1 old index")).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/ckpt-0123456789abcdef-160.rwck", std::string("old checkpoint")).ok());
+  auto c = HybridCache::Create(TinyModel(), cfg_);
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(FileExists(dir_ + "/index"));
+  EXPECT_FALSE(FileExists(dir_ + "/ckpt-0123456789abcdef-160.rwck"));
+  const std::vector<int32_t> next = Concat(a_, Prompt(24, 8));
+  AcquireResult a;
+  std::vector<float> got = Run(**c, next, {}, &a);
+  EXPECT_EQ(a.resume_pos, kLen) << a.report.reason;
+  EXPECT_EQ(a.report.extra_tokens, 0);
+  std::vector<float> want = Reference(next);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << "not bit-identical";
 }
 
 TEST_F(DiskTier, CorruptFileIsSkippedAndTheRequestStillSucceeds) {
   EvictConversationToDisk();
-  const std::string bad = FileFor(kLen);
-  auto bytes = ReadFileToString(bad);
-  ASSERT_TRUE(bytes.ok());
-  (*bytes)[bytes->size() / 2] ^= 0x5a;
-  ASSERT_TRUE(WriteFileAtomic(bad, *bytes).ok());
+  const std::vector<std::string> deepest = Values("s-" + std::to_string(kLen) + "-");
+  ASSERT_EQ(deepest.size(), 1u);
+  Corrupt(deepest[0], 2);
   const std::vector<int32_t> next = Concat(a_, Prompt(24, 8));
   AcquireResult a;
   std::vector<float> got = Run(*cache_, next, {}, &a);
-  // The corrupt deepest file is skipped (with a warning) and deleted; the next one on disk serves instead.
+  // The corrupt deepest state is skipped (with a warning) and dropped; the next one on disk serves instead.
   EXPECT_EQ(a.report.source, "checkpoint");
   EXPECT_EQ(a.resume_pos, kLen / 2) << a.report.reason;
-  EXPECT_FALSE(FileExists(bad));
+  auto& im = HybridCacheTestPeer::impl(*cache_);
+  im.store->Flush();
+  EXPECT_FALSE(FileExists(deepest[0]));
   std::vector<float> want = Reference(next);
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << "not bit-identical";
-  // RAM emptied (without spilling again) and every file on disk corrupt: served from the start, still exact.
+  // RAM emptied (without spilling again) and every page on disk corrupt: served from the start, still exact.
   {
-    auto& im = HybridCacheTestPeer::impl(*cache_);
     auto all = im.mm->PlanEvictAll();
     ASSERT_TRUE(all.ok());
-    im.cfg.disk_dir.clear();
+    auto store = std::move(im.store);
     im.Evict(*all);
-    im.cfg.disk_dir = dir_;
-    ASSERT_FALSE(im.disk_index.empty()) << "nothing left on disk to corrupt";
+    im.store = std::move(store);
+    ASSERT_GT(im.store->Stats().states, 0) << "nothing left on disk to corrupt";
   }
-  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
-    if (e.path().extension() != ".rwck") continue;
-    auto b = ReadFileToString(e.path().string());
-    ASSERT_TRUE(b.ok());
-    (*b)[b->size() / 3] ^= 0x11;
-    ASSERT_TRUE(WriteFileAtomic(e.path().string(), *b).ok());
-  }
+  for (const std::string& page : Values("p-")) Corrupt(page, 3);
   got = Run(*cache_, next, {}, &a);
   EXPECT_EQ(a.resume_pos, 0) << a.report.reason;
   EXPECT_EQ(a.report.source, "none");

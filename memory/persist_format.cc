@@ -5,10 +5,9 @@
 
 #include "base/file.h"
 #include "base/hash.h"
+#include "memory/le_bytes.h"
 
 namespace rw::memory {
-
-static_assert(std::endian::native == std::endian::little, "the persistence format is little endian");
 
 namespace {
 
@@ -16,18 +15,6 @@ constexpr char kMagic[8] = {'R', 'W', 'C', 'K', 'P', 'T', '\0', '\1'};
 constexpr char kIndexMagic[8] = {'R', 'W', 'C', 'K', 'I', 'D', 'X', '\1'};
 constexpr uint32_t kHeaderBytes = 64;
 constexpr int32_t kMaxTokens = 1 << 26;
-
-template <typename T>
-void Put(std::string* out, T v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-
-template <typename T>
-T Get(std::string_view b, size_t at) {
-  T v;
-  std::memcpy(&v, b.data() + at, sizeof(T));
-  return v;
-}
 
 std::string Hex(uint64_t v) {
   char buf[24];

@@ -1,0 +1,456 @@
+#include "memory/content_store.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "memory/eviction.h"
+
+namespace rw::memory {
+namespace {
+
+// Repeated failures (a full disk) are logged at the 1st, 2nd, 4th, 8th... occurrence.
+bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+}  // namespace
+
+Expected<std::unique_ptr<ContentStore>> ContentStore::Open(std::unique_ptr<StoreBackend> backend,
+                                                           const ContentStoreConfig& config) {
+  if (!backend) return Error::InvalidArgument("content store without a backend");
+  if (config.page_tokens < 1 || config.half_life < 1 || config.max_bytes < 0 || config.queue_bytes < 0)
+    return Error::InvalidArgument("content store: invalid configuration");
+  std::unique_ptr<ContentStore> s(new ContentStore(std::move(backend), config));
+  s->Load();
+  s->writer_ = std::thread([raw = s.get()] { raw->WriterLoop(); });
+  return s;
+}
+
+ContentStore::~ContentStore() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+std::vector<int32_t> ContentStore::PageEnds(int32_t end) const {
+  std::vector<int32_t> ends;
+  for (int32_t k = cfg_.page_tokens; k < end; k += cfg_.page_tokens) ends.push_back(k);
+  if (end > 0) ends.push_back(end);
+  return ends;
+}
+
+std::vector<uint64_t> ContentStore::Chains(std::span<const int32_t> tokens, std::span<const int32_t> ends) const {
+  std::vector<uint64_t> out;
+  out.reserve(ends.size());
+  uint64_t h = cfg_.identity;
+  int32_t at = 0;
+  for (int32_t e : ends) {
+    REWIND_CHECK(e >= at && e <= static_cast<int32_t>(tokens.size()));
+    h = HashTokens(tokens.subspan(static_cast<size_t>(at), static_cast<size_t>(e - at)), h);
+    at = e;
+    out.push_back(h);
+  }
+  return out;
+}
+
+double ContentStore::Score(int64_t saved, uint64_t bytes, uint64_t last_use) const {
+  const int64_t freed = static_cast<int64_t>(bytes) + saved * cfg_.kv_bytes_per_token;
+  return EvictionScore(saved, freed, last_use, clock_, cfg_.half_life);
+}
+
+bool ContentStore::WalkPages(Key k, int delta) {
+  for (int pass = 0; pass < 2; ++pass) {
+    Key at = k;
+    for (;;) {
+      auto it = pages_.find(at);
+      if (it == pages_.end()) return false;  // only in the first pass: the second walks the same keys
+      if (pass == 1) it->second.refs += delta;
+      const int32_t first = FirstOf(at.end);
+      if (first == 0) break;
+      at = {first, it->second.parent};
+    }
+    if (delta == 0) return true;
+  }
+  return true;
+}
+
+void ContentStore::DropState(Key key, std::vector<std::string>* deletions) {
+  auto it = states_.find(key);
+  if (it == states_.end()) return;
+  stats_.stored_bytes -= static_cast<int64_t>(it->second.bytes);
+  states_.erase(it);
+  deletions->push_back(StateKey(key.end, key.chain));
+  if (!WalkPages(key, -1)) return;
+  for (Key at = key;;) {  // pages no stored state needs any more
+    auto p = pages_.find(at);
+    if (p == pages_.end()) break;
+    const int32_t first = FirstOf(at.end);
+    const Key parent{first, p->second.parent};
+    if (p->second.refs <= 0) {
+      stats_.stored_bytes -= static_cast<int64_t>(p->second.bytes);
+      deletions->push_back(PageKey(at.end, at.chain));
+      pages_.erase(p);
+    }
+    if (first == 0) break;
+    at = parent;
+  }
+}
+
+void ContentStore::Load() {
+  auto bytes = backend_->Get(kIndexKey);
+  if (!bytes.ok()) {
+    if (bytes.error().kind != ErrorKind::kNotFound)
+      LOG_WARN("cache store (%s): index unreadable, starting empty: %s", backend_->Describe().c_str(),
+               bytes.error().ToString().c_str());
+    return;
+  }
+  auto idx = DecodeStoreIndex(*bytes, cfg_.identity);
+  if (!idx.ok()) {
+    LOG_WARN("cache store (%s): index rejected, starting empty (its values are deleted): %s",
+             backend_->Describe().c_str(), idx.error().ToString().c_str());
+    return;
+  }
+  clock_ = idx->clock;
+  for (const StoreEntry& e : idx->entries) {
+    const Key k{e.end, e.chain};
+    if (e.kind == BlobKind::kPage) {
+      pages_[k] = {e.parent, e.bytes, 0};
+    } else {
+      states_[k] = {e.bytes, e.last_use, e.saved_tokens};
+    }
+  }
+  for (auto it = states_.begin(); it != states_.end();) {
+    if (WalkPages(it->first, +1)) {
+      stats_.stored_bytes += static_cast<int64_t>(it->second.bytes);
+      ++it;
+    } else {
+      it = states_.erase(it);  // a page it needs is not named: unusable (its value is swept)
+    }
+  }
+  for (auto it = pages_.begin(); it != pages_.end();) {
+    if (it->second.refs > 0) {
+      stats_.stored_bytes += static_cast<int64_t>(it->second.bytes);
+      ++it;
+    } else {
+      it = pages_.erase(it);
+    }
+  }
+}
+
+void ContentStore::Sweep() {
+  auto keys = backend_->Keys();
+  if (!keys.ok()) {
+    LOG_WARN("cache store: cannot list %s: %s", backend_->Describe().c_str(), keys.error().ToString().c_str());
+    return;
+  }
+  std::vector<std::string> stale;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& key : *keys) {
+      if (key == kIndexKey) continue;
+      int32_t end = 0;
+      unsigned long long chain = 0;
+      char kind = 0;
+      bool named = false;
+      if (std::sscanf(key.c_str(), "%c-%d-%16llx", &kind, &end, &chain) == 3) {
+        const Key k{end, chain};
+        named = kind == 'p' ? pages_.count(k) > 0 || queued_pages_.count(k) > 0
+                            : kind == 's' && (states_.count(k) > 0 || queued_states_.count(k) > 0);
+      }
+      if (!named) stale.push_back(key);
+    }
+  }
+  for (const std::string& key : stale) (void)backend_->Delete(key);
+  if (!stale.empty()) LOG_INFO("cache store: deleted %zu values no index named (an interrupted write)", stale.size());
+}
+
+bool ContentStore::HasState(std::span<const int32_t> prefix) const {
+  if (prefix.empty()) return false;
+  const int32_t end = static_cast<int32_t>(prefix.size());
+  const Key k{end, HashTokens(prefix, cfg_.identity)};
+  std::lock_guard<std::mutex> lock(mu_);
+  return states_.count(k) > 0 || queued_states_.count(k) > 0;
+}
+
+std::vector<int32_t> ContentStore::MissingPages(std::span<const int32_t> prefix) const {
+  const std::vector<int32_t> ends = PageEnds(static_cast<int32_t>(prefix.size()));
+  const std::vector<uint64_t> chains = Chains(prefix, ends);
+  std::vector<int32_t> missing;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < ends.size(); ++i) {
+    const Key k{ends[i], chains[i]};
+    if (pages_.count(k) == 0 && queued_pages_.count(k) == 0) missing.push_back(ends[i]);
+  }
+  return missing;
+}
+
+bool ContentStore::Enqueue(StorePut put) {
+  const int32_t end = static_cast<int32_t>(put.tokens.size());
+  REWIND_CHECK(end > 0);
+  int64_t bytes = static_cast<int64_t>(put.state.size() + put.tokens.size() * 4);
+  std::vector<int32_t> ends;
+  for (const auto& [e, rows] : put.pages) {
+    bytes += static_cast<int64_t>(rows.size());
+    ends.push_back(e);
+  }
+  ends.push_back(end);
+  const std::vector<uint64_t> chains = Chains(put.tokens, ends);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!queue_.empty() && stats_.queued_bytes + bytes > cfg_.queue_bytes) {
+    ++stats_.dropped_queue_full;
+    return false;
+  }
+  for (size_t i = 0; i + 1 < ends.size(); ++i) ++queued_pages_[{ends[i], chains[i]}];
+  ++queued_states_[{end, chains.back()}];
+  stats_.queued_bytes += bytes;
+  ++stats_.queued;
+  queue_.push_back({std::move(put), bytes});
+  cv_.notify_all();
+  return true;
+}
+
+std::vector<int32_t> ContentStore::StatesOnPath(std::span<const int32_t> prompt, int32_t after, int32_t up_to) const {
+  std::vector<int32_t> out;
+  up_to = std::min<int32_t>(up_to, static_cast<int32_t>(prompt.size()));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (states_.empty()) return out;
+  uint64_t h = cfg_.identity;
+  for (int32_t n = 1; n <= up_to; ++n) {
+    h = HashMix(h, static_cast<uint32_t>(prompt[static_cast<size_t>(n - 1)]));
+    if (n > after && states_.count({n, h}) > 0) out.push_back(n);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+Expected<std::string> ContentStore::ReadState(std::span<const int32_t> prefix) {
+  const int32_t end = static_cast<int32_t>(prefix.size());
+  const uint64_t chain = HashTokens(prefix, cfg_.identity);
+  auto fail = [&](Error e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.read_errors;
+    return e;
+  };
+  const int32_t first = end > 0 ? FirstOf(end) : 0;
+  const uint64_t parent = HashTokens(prefix.subspan(0, static_cast<size_t>(first)), cfg_.identity);
+  auto bytes = backend_->Get(StateKey(end, chain));
+  if (!bytes.ok()) return fail(bytes.error());
+  auto blob = DecodeBlob(*bytes, cfg_.identity, BlobKind::kState, end, chain);
+  if (!blob.ok()) return fail(blob.error());
+  if (blob->first != first || blob->parent != parent ||
+      !std::equal(blob->tokens.begin(), blob->tokens.end(), prefix.begin() + first))
+    return fail(Error::Corrupt("stored state's tokens differ from the prompt (hash collision)"));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = states_.find({end, chain}); it != states_.end()) {
+    it->second.last_use = ++clock_;
+    dirty_ = true;
+  }
+  return std::move(blob->payload);
+}
+
+Expected<std::vector<std::string>> ContentStore::ReadPages(std::span<const int32_t> prefix, int32_t from_page) {
+  const std::vector<int32_t> ends = PageEnds(static_cast<int32_t>(prefix.size()));
+  const std::vector<uint64_t> chains = Chains(prefix, ends);
+  std::vector<std::string> out;
+  for (size_t i = static_cast<size_t>(std::max(0, from_page)); i < ends.size(); ++i) {
+    const int32_t first = FirstOf(ends[i]);
+    auto bytes = backend_->Get(PageKey(ends[i], chains[i]));
+    Expected<Blob> blob = bytes.ok() ? DecodeBlob(*bytes, cfg_.identity, BlobKind::kPage, ends[i], chains[i])
+                                     : Expected<Blob>(bytes.error());
+    if (blob.ok() && (blob->first != first || blob->parent != (i == 0 ? cfg_.identity : chains[i - 1]) ||
+                      !std::equal(blob->tokens.begin(), blob->tokens.end(), prefix.begin() + first)))
+      blob = Error::Corrupt("stored page's tokens differ from the prompt (hash collision)");
+    if (!blob.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.read_errors;
+      return blob.error();
+    }
+    out.push_back(std::move(blob->payload));
+  }
+  return out;
+}
+
+void ContentStore::Forget(std::span<const int32_t> prefix) {
+  const Key k{static_cast<int32_t>(prefix.size()), HashTokens(prefix, cfg_.identity)};
+  std::lock_guard<std::mutex> lock(mu_);
+  DropState(k, &deletions_);
+  dirty_ = true;
+  cv_.notify_all();
+}
+
+void ContentStore::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  dirty_ = true;
+  cv_.notify_all();
+  idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_ && !dirty_ && deletions_.empty(); });
+}
+
+ContentStoreStats ContentStore::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ContentStoreStats s = stats_;
+  s.states = static_cast<int64_t>(states_.size());
+  s.pages = static_cast<int64_t>(pages_.size());
+  s.queued = static_cast<int64_t>(queue_.size());
+  return s;
+}
+
+void ContentStore::WriteIndex() {
+  std::vector<StoreEntry> entries;
+  uint64_t clock = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries.reserve(pages_.size() + states_.size());
+    for (const auto& [k, p] : pages_) entries.push_back({BlobKind::kPage, k.end, k.chain, p.parent, p.bytes, 0, 0});
+    for (const auto& [k, s] : states_)
+      entries.push_back({BlobKind::kState, k.end, k.chain, cfg_.identity, s.bytes, s.saved_tokens, s.last_use});
+    clock = clock_;
+  }
+  if (Status s = backend_->Put(kIndexKey, EncodeStoreIndex(cfg_.identity, clock, entries)); !s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (IsPowerOfTwo(++stats_.write_errors))
+      LOG_WARN("cache store: index not written: %s", s.error().ToString().c_str());
+  }
+}
+
+void ContentStore::Process(Job& job) {
+  StorePut& put = job.put;
+  const int32_t end = static_cast<int32_t>(put.tokens.size());
+  const std::vector<int32_t> ends = PageEnds(end);
+  const std::vector<uint64_t> chains = Chains(put.tokens, ends);
+  const Key sk{end, chains.back()};
+  auto index_of = [&](int32_t e) {
+    const size_t i = static_cast<size_t>(std::lower_bound(ends.begin(), ends.end(), e) - ends.begin());
+    REWIND_CHECK(i < ends.size() && ends[i] == e);
+    return i;
+  };
+  struct Value {
+    Key key;
+    uint64_t parent = 0;
+    std::string bytes;
+  };
+  std::vector<Value> pages;
+  for (auto& [e, rows] : put.pages) {
+    const size_t i = index_of(e);
+    const int32_t first = FirstOf(e);
+    const uint64_t parent = i == 0 ? cfg_.identity : chains[i - 1];
+    const std::string_view part = rows;
+    pages.push_back({{e, chains[i]}, parent,
+                     EncodeBlob(cfg_.identity, BlobKind::kPage, first,
+                                std::span<const int32_t>(put.tokens).subspan(static_cast<size_t>(first),
+                                                                             static_cast<size_t>(e - first)),
+                                parent, {&part, 1})});
+    std::string().swap(rows);
+  }
+  const std::vector<Key> queued = [&] {
+    std::vector<Key> k;
+    for (const Value& v : pages) k.push_back(v.key);
+    return k;
+  }();
+  // A state names its whole prefix by its key (the chain) but carries only its last page span's tokens: its bytes
+  // do not grow with the prefix.
+  const std::string_view state_part = put.state;
+  const int32_t state_first = FirstOf(end);
+  const std::string state = EncodeBlob(
+      cfg_.identity, BlobKind::kState, state_first,
+      std::span<const int32_t>(put.tokens).subspan(static_cast<size_t>(state_first)),
+      ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity, {&state_part, 1});
+  std::string().swap(put.state);
+  bool keep = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase_if(pages, [&](const Value& v) { return pages_.count(v.key) > 0; });  // stored since it was queued
+    uint64_t new_bytes = state.size();
+    for (const Value& v : pages) new_bytes += v.bytes.size();
+    keep = states_.count(sk) == 0;
+    const double own = Score(put.saved_tokens, state.size(), clock_);
+    while (keep && cfg_.max_bytes > 0 && stats_.stored_bytes + static_cast<int64_t>(new_bytes) > cfg_.max_bytes) {
+      auto victim = states_.end();
+      double lowest = 0;
+      for (auto it = states_.begin(); it != states_.end(); ++it) {
+        const double sc = Score(it->second.saved_tokens, it->second.bytes, it->second.last_use);
+        if (victim == states_.end() || sc < lowest) victim = it, lowest = sc;
+      }
+      if (victim == states_.end() || lowest >= own) {
+        keep = false;
+        ++stats_.dropped_score;
+        break;
+      }
+      DropState(victim->first, &deletions_);
+      ++stats_.evicted;
+      dirty_ = true;
+    }
+    // Every page the state needs must be stored or written now (an eviction may just have taken one).
+    for (size_t i = 0; keep && i < ends.size(); ++i) {
+      const Key k{ends[i], chains[i]};
+      const bool writing = std::any_of(pages.begin(), pages.end(), [&](const Value& v) { return v.key == k; });
+      keep = writing || pages_.count(k) > 0;
+    }
+  }
+  Status st = Status::Ok();
+  size_t written = 0;
+  if (keep) {
+    for (; written < pages.size() && st.ok(); ++written)
+      st = backend_->Put(PageKey(pages[written].key.end, pages[written].key.chain), pages[written].bytes);
+    if (st.ok()) st = backend_->Put(StateKey(sk.end, sk.chain), state);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (keep && !st.ok()) {
+    for (size_t i = 0; i < written; ++i) deletions_.push_back(PageKey(pages[i].key.end, pages[i].key.chain));
+    if (IsPowerOfTwo(++stats_.write_errors))
+      LOG_WARN("cache store: checkpoint at %d not written: %s", end, st.error().ToString().c_str());
+  } else if (keep) {
+    for (const Value& v : pages) {
+      pages_[v.key] = {v.parent, v.bytes.size(), 0};
+      stats_.stored_bytes += static_cast<int64_t>(v.bytes.size());
+    }
+    states_[sk] = {state.size(), ++clock_, put.saved_tokens};
+    stats_.stored_bytes += static_cast<int64_t>(state.size());
+    REWIND_CHECK(WalkPages(sk, +1));
+    ++stats_.written;
+    dirty_ = true;
+  }
+  for (const Key& k : queued)
+    if (--queued_pages_[k] <= 0) queued_pages_.erase(k);
+  if (--queued_states_[sk] <= 0) queued_states_.erase(sk);
+}
+
+void ContentStore::WriterLoop() {
+  Sweep();
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty() || dirty_; });
+    if (!queue_.empty()) {
+      Job job = std::move(queue_.front());
+      queue_.pop_front();
+      stats_.queued_bytes -= job.bytes;
+      busy_ = true;
+      lock.unlock();
+      Process(job);
+      lock.lock();
+      busy_ = false;
+      // Evicted values are deleted as soon as an index without them is written; otherwise the index waits for
+      // the queue to drain.
+      if (deletions_.empty() && !queue_.empty()) continue;
+    }
+    if (dirty_ || !deletions_.empty()) {
+      dirty_ = false;
+      std::vector<std::string> gone = std::move(deletions_);
+      deletions_.clear();
+      busy_ = true;
+      lock.unlock();
+      WriteIndex();
+      for (const std::string& key : gone) (void)backend_->Delete(key);
+      lock.lock();
+      busy_ = false;
+    }
+    if (queue_.empty() && !dirty_ && deletions_.empty()) {
+      idle_cv_.notify_all();
+      if (stop_) return;
+    }
+  }
+}
+
+}  // namespace rw::memory

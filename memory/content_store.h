@@ -1,0 +1,148 @@
+// The disk tier's content-addressed store (docs/cache-budget.md, "Disk tier"). Attention pages are stored once,
+// named by the chained hash of the token prefix they end (memory/store_format.h), and shared by every checkpoint
+// and conversation containing them; recurrent states are named by their exact prefix. A conversation of n
+// tokens therefore costs its pages once plus one state per checkpoint: disk bytes grow linearly with its length.
+//
+// Writes happen on the store's own writer thread: the engine copies a checkpoint's bytes into a bounded queue
+// (Enqueue) and never waits for the disk. The writer puts the values, then the index naming them; a crash loses
+// at most what was queued, and a value the index names was complete before the index was written. At start, the
+// index is read (one small value: 48 bytes per page or state) and values no index names are deleted.
+//
+// Eviction follows the RAM tier's scoring function (memory/eviction.h): prefill tokens a state saves per byte,
+// aged by the store's clock of writes and hits. Over the byte bound, the lowest-scoring states go first, unless
+// the incoming one scores lower still (then it is not kept); a page goes when no stored state needs it.
+//
+// Thread safety: every public member may be called from any thread. The backend is used by the writer thread and
+// by the Read* calls (the engine thread, on a miss): it must accept calls from two threads.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/expected.h"
+#include "memory/store_backend.h"
+#include "memory/store_format.h"
+
+namespace rw::memory {
+
+struct ContentStoreConfig {
+  uint64_t identity = 0;            // StoreIdentity(...)
+  int32_t page_tokens = 32;
+  int64_t kv_bytes_per_token = 0;   // for the eviction score of a state (the pages it alone needs)
+  int64_t max_bytes = 0;            // bound on the stored values (0: none)
+  int64_t queue_bytes = int64_t{512} << 20;  // bound on the bytes waiting for the writer
+  int64_t half_life = 1024;         // eviction aging, in store clock ticks
+};
+
+// One checkpoint to store: its prefix, state, and the rows of the pages the store lacks (MissingPages).
+struct StorePut {
+  std::vector<int32_t> tokens;                          // [0, end)
+  std::string state;
+  std::vector<std::pair<int32_t, std::string>> pages;   // (page end, [layer][K | V][rows][row bytes])
+  int64_t saved_tokens = 0;                             // end minus the previous checkpoint on its path
+};
+
+struct ContentStoreStats {
+  int64_t stored_bytes = 0, states = 0, pages = 0;
+  int64_t queued_bytes = 0, queued = 0;
+  uint64_t written = 0, dropped_queue_full = 0, dropped_score = 0, evicted = 0, write_errors = 0, read_errors = 0;
+};
+
+class ContentStore {
+ public:
+  // Reads the index (a missing one is an empty store; a corrupt or foreign one is logged and replaced) and
+  // starts the writer, whose first task is sweeping values the index does not name.
+  static Expected<std::unique_ptr<ContentStore>> Open(std::unique_ptr<StoreBackend> backend,
+                                                      const ContentStoreConfig& config);
+  ~ContentStore();  // writes what is queued, then stops
+  ContentStore(const ContentStore&) = delete;
+  ContentStore& operator=(const ContentStore&) = delete;
+
+  // Stored or queued.
+  bool HasState(std::span<const int32_t> prefix) const;
+  // Ends of the pages covering [0, prefix.size()) that are neither stored nor queued, ascending.
+  std::vector<int32_t> MissingPages(std::span<const int32_t> prefix) const;
+  // Queues a checkpoint; false (counted, nothing queued) when the queue is over its byte bound.
+  bool Enqueue(StorePut put);
+
+  // Ends of stored states serving prompt[0, end) with after < end <= up_to, deepest first (by hash; reads
+  // verify the tokens).
+  std::vector<int32_t> StatesOnPath(std::span<const int32_t> prompt, int32_t after, int32_t up_to) const;
+  // The state after `prefix`, validated against it; counts as a use for eviction.
+  Expected<std::string> ReadState(std::span<const int32_t> prefix);
+  // Rows of the pages of `prefix` with index >= from_page ([first, end) each, first = ((end-1)/P)*P), validated
+  // against the prefix's tokens.
+  Expected<std::vector<std::string>> ReadPages(std::span<const int32_t> prefix, int32_t from_page);
+  // A state found unusable (corrupt value, missing page): dropped from the index, its value deleted.
+  void Forget(std::span<const int32_t> prefix);
+
+  // Blocks until everything queued is written and the index is current (shutdown, tests).
+  void Flush();
+  ContentStoreStats Stats() const;
+  const StoreBackend& backend() const { return *backend_; }
+
+ private:
+  struct Key {
+    int32_t end = 0;
+    uint64_t chain = 0;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return static_cast<size_t>(k.chain ^ (uint64_t(uint32_t(k.end)) << 32)); }
+  };
+  struct PageRec {
+    uint64_t parent = 0, bytes = 0;
+    int32_t refs = 0;
+  };
+  struct StateRec {
+    uint64_t bytes = 0, last_use = 0;
+    int64_t saved_tokens = 0;
+  };
+  struct Job {
+    StorePut put;
+    int64_t bytes = 0;
+  };
+
+  ContentStore(std::unique_ptr<StoreBackend> backend, const ContentStoreConfig& config)
+      : backend_(std::move(backend)), cfg_(config) {}
+  int32_t FirstOf(int32_t end) const { return ((end - 1) / cfg_.page_tokens) * cfg_.page_tokens; }
+  // c(n) for every n in `ends` (ascending) over `tokens`.
+  std::vector<uint64_t> Chains(std::span<const int32_t> tokens, std::span<const int32_t> ends) const;
+  std::vector<int32_t> PageEnds(int32_t end) const;
+  // Walks the pages a state needs; false when one is not stored. delta: added to each page's refs.
+  bool WalkPages(Key state, int delta);
+  // mu_ held: removes a state (and the pages only it needed), returning the keys to delete.
+  void DropState(Key key, std::vector<std::string>* deletions);
+  void Load();
+  void Sweep();
+  void WriterLoop();
+  void Process(Job& job);
+  void WriteIndex();  // mu_ not held
+  double Score(int64_t saved, uint64_t bytes, uint64_t last_use) const;
+
+  std::unique_ptr<StoreBackend> backend_;
+  ContentStoreConfig cfg_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::unordered_map<Key, PageRec, KeyHash> pages_;
+  std::unordered_map<Key, StateRec, KeyHash> states_;
+  std::unordered_map<Key, int32_t, KeyHash> queued_pages_, queued_states_;
+  std::deque<Job> queue_;
+  std::vector<std::string> deletions_;  // keys to delete once an index without them is written
+  bool busy_ = false, dirty_ = false, stop_ = false, swept_ = false;
+  uint64_t clock_ = 0;
+  ContentStoreStats stats_;
+  std::thread writer_;
+};
+
+}  // namespace rw::memory

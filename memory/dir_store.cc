@@ -1,0 +1,81 @@
+#include "memory/dir_store.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "base/file.h"
+
+namespace rw::memory {
+
+bool ValidStoreKey(std::string_view key) {
+  if (key.empty() || key.size() > 128) return false;
+  for (char c : key)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  return true;
+}
+
+namespace {
+
+Error BadKey(const std::string& key) { return Error::InvalidArgument("invalid store key '" + key + "'"); }
+
+}  // namespace
+
+Expected<std::unique_ptr<DirectoryStore>> DirectoryStore::Open(const std::string& dir) {
+  if (dir.empty()) return Error::InvalidArgument("store folder is empty");
+  REWIND_RETURN_IF_ERROR(MakeDirs(dir));
+  return std::unique_ptr<DirectoryStore>(new DirectoryStore(dir));
+}
+
+std::string DirectoryStore::PathOf(const std::string& key) const {
+  const std::string sub = key.size() >= 2 ? key.substr(key.size() - 2) : key;
+  return dir_ + "/" + sub + "/" + key;
+}
+
+Expected<std::string> DirectoryStore::Get(const std::string& key) {
+  if (!ValidStoreKey(key)) return BadKey(key);
+  const std::string path = PathOf(key);
+  if (!FileExists(path)) return Error::NotFound("no value for key " + key);
+  return ReadFileToString(path);
+}
+
+Status DirectoryStore::Put(const std::string& key, std::string_view value) {
+  if (!ValidStoreKey(key)) return BadKey(key);
+  if (value.size() > kMaxStoreValueBytes)
+    return Error::OutOfRange("value of " + std::to_string(value.size()) + " B exceeds the store's bound");
+  const std::string path = PathOf(key);
+  REWIND_RETURN_IF_ERROR(MakeDirs(path.substr(0, path.find_last_of('/'))));
+  return WriteFileAtomic(path, value.data(), value.size());
+}
+
+Expected<bool> DirectoryStore::Exists(const std::string& key) {
+  if (!ValidStoreKey(key)) return BadKey(key);
+  return FileExists(PathOf(key));
+}
+
+Status DirectoryStore::Delete(const std::string& key) {
+  if (!ValidStoreKey(key)) return BadKey(key);
+  std::error_code ec;
+  std::filesystem::remove(PathOf(key), ec);
+  if (ec) return Error::Io("cannot delete " + PathOf(key) + ": " + ec.message());
+  return Status::Ok();
+}
+
+Expected<std::vector<std::string>> DirectoryStore::Keys() {
+  std::vector<std::string> keys;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir_, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file()) continue;
+    const std::string name = it->path().filename().string();
+    if (name.find(".tmp.") != std::string::npos) {
+      std::error_code rm;
+      std::filesystem::remove(it->path(), rm);  // a write cut short by a crash
+      continue;
+    }
+    if (ValidStoreKey(name) && it->path().string() == PathOf(name)) keys.push_back(name);
+  }
+  if (ec) return Error::Io("cannot list " + dir_ + ": " + ec.message());
+  return keys;
+}
+
+}  // namespace rw::memory

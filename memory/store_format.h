@@ -1,0 +1,77 @@
+// Values of the content-addressed store (memory/content_store.h), little endian, each checksummed and
+// self-describing so that a value is never misread: a torn, corrupt, foreign (other model, KV type, page size,
+// format) or mismatched value is rejected as a whole.
+//
+// Every value is named by the chained hash of the token prefix it ends: c(n) = HashTokens(tokens[0, n), identity),
+// which extends page by page (c((k+1)P) = HashTokens(page k's tokens, c(kP))). `identity` mixes everything that
+// decides the bits: the model file's fingerprint, KV type, page size, this format and the kernels' bit generation.
+//
+//   page  "p-<end>-<c(end) hex>": K/V rows of positions [first, end), first = ((end-1)/P)*P: a full page, or the
+//         partial last page of a checkpoint. Shared by every prefix that contains it.
+//   state "s-<end>-<c(end) hex>": the recurrent state after tokens [0, end) (one per checkpoint); it carries the
+//         tokens of its last page span [first, end) like a page, so its size does not grow with the prefix.
+//   index "index": the list of pages and states (memory/content_store.h rebuilds its maps from it at start).
+//
+// Blob layout: [0] magic "RWBLOB\0\1" [8] u32 version [12] u32 kind (1 page, 2 state) [16] u64 identity
+// [24] i32 first [28] i32 end [32] u64 c(end) [40] u64 c(first) [48] u64 payload bytes
+// [56] u64 payload checksum [64] i32 tokens[first, end) then u64 checksum of everything before, then the payload.
+// A page's payload is [attention layer][K | V][end - first rows][row bytes].
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/expected.h"
+
+namespace rw::memory {
+
+inline constexpr uint32_t kStoreFormatVersion = 2;
+// Bumped when a kernel change alters the bits of K/V or states (never so far: docs/exactness.md).
+inline constexpr uint32_t kKernelBitsGeneration = 1;
+
+enum class BlobKind : uint32_t { kPage = 1, kState = 2 };
+
+// The hash every key and chain starts from.
+uint64_t StoreIdentity(uint64_t model_fingerprint, uint32_t kv_type);
+
+std::string PageKey(int32_t end, uint64_t chain);
+std::string StateKey(int32_t end, uint64_t chain);
+inline constexpr const char* kIndexKey = "index";
+
+struct Blob {
+  BlobKind kind = BlobKind::kPage;
+  int32_t first = 0, end = 0;
+  uint64_t chain = 0;    // c(end)
+  uint64_t parent = 0;   // c(first)
+  std::vector<int32_t> tokens;  // [first, end)
+  std::string payload;
+};
+
+std::string EncodeBlob(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens,
+                       uint64_t parent, std::span<const std::string_view> payload_parts);
+// Validates everything, including that c(end) == HashTokens(tokens, parent) and that the value is the one
+// asked for (kind, end, chain). kCorrupt or kUnsupported (other version or identity).
+Expected<Blob> DecodeBlob(std::string_view bytes, uint64_t identity, BlobKind kind, int32_t end, uint64_t chain);
+
+// One index entry (fixed 48 bytes on disk).
+struct StoreEntry {
+  BlobKind kind = BlobKind::kPage;
+  int32_t end = 0;
+  uint64_t chain = 0;
+  uint64_t parent = 0;        // pages: c(first) of the page before (identity for the first page)
+  uint64_t bytes = 0;         // size of the value
+  int64_t saved_tokens = 0;   // states: prefill the state saves beyond the previous checkpoint of its path
+  uint64_t last_use = 0;      // the store's logical clock
+};
+
+std::string EncodeStoreIndex(uint64_t identity, uint64_t clock, std::span<const StoreEntry> entries);
+struct StoreIndex {
+  uint64_t clock = 0;
+  std::vector<StoreEntry> entries;
+};
+Expected<StoreIndex> DecodeStoreIndex(std::string_view bytes, uint64_t identity);
+
+}  // namespace rw::memory
