@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "base/check.h"
 #include "base/log.h"
 
 namespace rw::remote {
@@ -97,13 +98,6 @@ struct RedisClient::Node {
     if (ctx) redisFree(ctx);
     ctx = nullptr;
   }
-};
-
-// What the tier needs of a reply: its kind and its string or integer.
-struct RedisClient::Reply {
-  int type = REDIS_REPLY_NIL;
-  std::string str;
-  long long integer = 0;
 };
 
 RedisClient::RedisClient(RedisUrl url, RedisOptions options) : url_(std::move(url)), options_(options) {}
@@ -262,7 +256,13 @@ Expected<std::vector<RedisClient::Reply>> RedisClient::RunOn(Node& node, std::sp
     ReplyPtr r(static_cast<redisReply*>(raw));
     if (asking && i % 2 == 0) continue;  // the ASKING acknowledgements
     Reply reply;
-    reply.type = r->type;
+    switch (r->type) {
+      case REDIS_REPLY_STRING: reply.type = Reply::kString; break;
+      case REDIS_REPLY_INTEGER: reply.type = Reply::kInteger; break;
+      case REDIS_REPLY_STATUS: reply.type = Reply::kStatus; break;
+      case REDIS_REPLY_ERROR: reply.type = Reply::kError; break;
+      default: reply.type = Reply::kNil; break;
+    }
     if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STATUS) {
       reply.str.assign(r->str, r->len);
     }
@@ -285,7 +285,7 @@ Expected<std::vector<RedisClient::Reply>> RedisClient::Run(std::string_view key,
   if (!replies.ok()) return Fail(replies.error()).error();
   // A cluster moved the slot: "MOVED slot host:port" (permanent) or "ASK slot host:port" (during migration).
   for (const Reply& r : *replies) {
-    if (r.type != REDIS_REPLY_ERROR) continue;
+    if (r.type != Reply::kError) continue;
     bool moved = r.str.rfind("MOVED ", 0) == 0, ask = r.str.rfind("ASK ", 0) == 0;
     if (!moved && !ask) {
       if (r.str.rfind("OOM", 0) == 0) continue;  // maxmemory with noeviction: a per-command failure
@@ -313,36 +313,52 @@ Expected<std::optional<std::string>> RedisClient::Get(std::string_view key) {
   Argv cmd{"GET", key};
   REWIND_ASSIGN_OR_RETURN(auto replies, Run(key, std::span(&cmd, 1)));
   Reply& r = replies[0];
-  if (r.type == REDIS_REPLY_NIL) return std::optional<std::string>();
-  if (r.type != REDIS_REPLY_STRING) return Error::Corrupt("unexpected reply to GET: " + r.str);
+  if (r.type == Reply::kNil) return std::optional<std::string>();
+  if (r.type != Reply::kString) return Error::Corrupt("unexpected reply to GET: " + r.str);
   return std::optional<std::string>(std::move(r.str));
 }
 
-Expected<std::vector<std::optional<std::string>>> RedisClient::MultiGet(std::span<const std::string> keys) {
-  std::vector<std::optional<std::string>> out(keys.size());
-  // Group by the node that serves each key's slot, one pipeline per node.
+Expected<std::vector<RedisReply>> RedisClient::Pipeline(std::span<const std::vector<std::string>> commands) {
+  std::vector<Reply> out(commands.size());
   REWIND_RETURN_IF_ERROR(Gate());
   if (Status s = EnsureTopology(); !s.ok()) return Fail(s.error()).error();
+  // Group by the node that serves each key's slot, one pipeline per node.
   std::map<Node*, std::vector<size_t>> groups;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    auto node = NodeFor(keys[i]);
+  for (size_t i = 0; i < commands.size(); ++i) {
+    REWIND_CHECK(commands[i].size() >= 2);
+    auto node = NodeFor(commands[i][1]);
     if (!node.ok()) return Fail(node.error()).error();
     groups[*node].push_back(i);
   }
   for (auto& [node, idx] : groups) {
     std::vector<Argv> cmds;
-    for (size_t i : idx) cmds.push_back(Argv{"GET", keys[i]});
+    for (size_t i : idx) cmds.emplace_back(commands[i].begin(), commands[i].end());
     // Keys of one group share a node, not necessarily a slot; a MOVED for any of them re-runs the group there.
-    REWIND_ASSIGN_OR_RETURN(auto replies, Run(keys[idx[0]], cmds));
+    REWIND_ASSIGN_OR_RETURN(auto replies, Run(commands[idx[0]][1], cmds));
     for (size_t j = 0; j < idx.size(); ++j) {
       Reply& r = replies[j];
-      if (r.type == REDIS_REPLY_STRING) {
-        out[idx[j]] = std::move(r.str);
-      } else if (r.type == REDIS_REPLY_ERROR) {  // a key of another slot after a redirect: ask for it alone
-        REWIND_ASSIGN_OR_RETURN(out[idx[j]], Get(keys[idx[j]]));
-      } else if (r.type != REDIS_REPLY_NIL) {
-        return Error::Corrupt("unexpected reply to GET");
+      if (r.type == Reply::kError && (r.str.rfind("MOVED ", 0) == 0 || r.str.rfind("ASK ", 0) == 0)) {
+        // A key of another slot after a redirect: run it alone.
+        std::vector<Argv> one{cmds[j]};
+        REWIND_ASSIGN_OR_RETURN(auto again, Run(commands[idx[j]][1], one));
+        r = std::move(again[0]);
       }
+      out[idx[j]] = std::move(r);
+    }
+  }
+  return out;
+}
+
+Expected<std::vector<std::optional<std::string>>> RedisClient::MultiGet(std::span<const std::string> keys) {
+  std::vector<std::vector<std::string>> cmds;
+  for (const std::string& k : keys) cmds.push_back({"GET", k});
+  REWIND_ASSIGN_OR_RETURN(auto replies, Pipeline(cmds));
+  std::vector<std::optional<std::string>> out(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (replies[i].type == Reply::kString) {
+      out[i] = std::move(replies[i].str);
+    } else if (replies[i].type != Reply::kNil) {
+      return Error::Corrupt("unexpected reply to GET: " + replies[i].str);
     }
   }
   return out;
@@ -352,14 +368,14 @@ Status RedisClient::Put(std::string_view key, std::string_view value, int64_t tt
   std::string ttl = std::to_string(ttl_s);
   Argv cmd = ttl_s > 0 ? Argv{"SET", key, value, "EX", ttl} : Argv{"SET", key, value};
   REWIND_ASSIGN_OR_RETURN(auto replies, Run(key, std::span(&cmd, 1)));
-  if (replies[0].type == REDIS_REPLY_ERROR) return Error::Exhausted("redis refused the write: " + replies[0].str);
+  if (replies[0].type == Reply::kError) return Error::Exhausted("redis refused the write: " + replies[0].str);
   return Status::Ok();
 }
 
 Expected<bool> RedisClient::Exists(std::string_view key) {
   Argv cmd{"EXISTS", key};
   REWIND_ASSIGN_OR_RETURN(auto replies, Run(key, std::span(&cmd, 1)));
-  return replies[0].type == REDIS_REPLY_INTEGER && replies[0].integer > 0;
+  return replies[0].type == Reply::kInteger && replies[0].integer > 0;
 }
 
 Status RedisClient::Delete(std::string_view key) {

@@ -46,6 +46,14 @@ struct RedisOptions {
 // The cluster hash slot of a key (CRC16/XMODEM mod 16384, of the {hash tag} when the key has one).
 int KeySlot(std::string_view key);
 
+// One reply, as the tier needs it.
+struct RedisReply {
+  enum Type { kNil, kString, kInteger, kStatus, kError };
+  Type type = kNil;
+  std::string str;       // kString, kStatus, kError
+  long long integer = 0; // kInteger
+};
+
 class RedisClient {
  public:
   RedisClient(RedisUrl url, RedisOptions options);
@@ -57,6 +65,9 @@ class RedisClient {
   Expected<std::optional<std::string>> Get(std::string_view key);
   // One GET per key, pipelined per node. Fails as a whole on a connection error.
   Expected<std::vector<std::optional<std::string>>> MultiGet(std::span<const std::string> keys);
+  // Single-key commands (command[1] is the key), pipelined per node, replies in order. A key whose slot moved is
+  // retried alone on its new node. Fails as a whole on a connection error.
+  Expected<std::vector<RedisReply>> Pipeline(std::span<const std::vector<std::string>> commands);
   // ttl_s > 0 sets an expiry in seconds.
   Status Put(std::string_view key, std::string_view value, int64_t ttl_s = 0);
   Expected<bool> Exists(std::string_view key);
@@ -70,7 +81,7 @@ class RedisClient {
 
  private:
   struct Node;
-  struct Reply;
+  using Reply = RedisReply;
   using Argv = std::vector<std::string_view>;
 
   Status EnsureTopology();
