@@ -1,0 +1,101 @@
+// Test helper: a real redis-server on a free loopback port in a temporary folder, started and stopped by the test.
+// Tests that need it skip (and say why) where redis-server is not installed.
+#pragma once
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rw::remote::testing {
+
+inline bool RedisServerInstalled() { return std::system("command -v redis-server >/dev/null 2>&1") == 0; }
+
+inline int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+class RedisTestServer {
+ public:
+  // extra: more redis-server arguments, e.g. {"--maxmemory", "1mb"} or {"--cluster-enabled", "yes"}.
+  explicit RedisTestServer(std::vector<std::string> extra = {}) : extra_(std::move(extra)) {
+    char tmpl[] = "/tmp/rewind-redis-XXXXXX";
+    dir_ = mkdtemp(tmpl) ? tmpl : "";
+    port_ = FreeLoopbackPort();
+    Start();
+  }
+  ~RedisTestServer() {
+    Stop();
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  RedisTestServer(const RedisTestServer&) = delete;
+  RedisTestServer& operator=(const RedisTestServer&) = delete;
+
+  int port() const { return port_; }
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  bool running() const { return pid_ > 0; }
+
+  bool Start() {
+    if (pid_ > 0) return true;
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::vector<std::string> args = {"redis-server", "--port",   std::to_string(port_), "--bind", "127.0.0.1",
+                                       "--dir",        dir_,       "--save",              "",       "--appendonly",
+                                       "no",           "--logfile", dir_ + "/redis.log"};
+      args.insert(args.end(), extra_.begin(), extra_.end());
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execvp("redis-server", argv.data());
+      _exit(127);
+    }
+    std::string ping = "redis-cli -p " + std::to_string(port_) + " ping >/dev/null 2>&1";
+    for (int i = 0; i < 200; ++i) {
+      if (std::system(ping.c_str()) == 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    return false;
+  }
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  // A stopped process: connections are accepted by the kernel but nothing is answered (a hung server).
+  void Pause() { if (pid_ > 0) kill(pid_, SIGSTOP); }
+  void Resume() { if (pid_ > 0) kill(pid_, SIGCONT); }
+  // redis-cli against this server; returns its exit status.
+  int Cli(const std::string& args) const {
+    return std::system(("redis-cli -p " + std::to_string(port_) + " " + args + " >/dev/null 2>&1").c_str());
+  }
+
+ private:
+  std::vector<std::string> extra_;
+  std::string dir_;
+  int port_ = -1;
+  pid_t pid_ = -1;
+};
+
+}  // namespace rw::remote::testing

@@ -1,0 +1,311 @@
+#include "remote/remote_store.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/check.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "memory/store_format.h"
+
+namespace rw::remote {
+namespace {
+
+using Command = std::vector<std::string>;
+
+bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+Command SetCommand(std::string key, std::string value, int64_t ttl_s) {
+  Command c{"SET", std::move(key), std::move(value)};
+  if (ttl_s > 0) {
+    c.push_back("EX");
+    c.push_back(std::to_string(ttl_s));
+  }
+  return c;
+}
+
+}  // namespace
+
+RemoteStore::RemoteStore(const RedisUrl& url, const RemoteStoreConfig& config, RedisOptions options)
+    : cfg_(config), url_(url.ToString()), reader_(url, options), writer_client_(url, options) {}
+
+Expected<std::unique_ptr<RemoteStore>> RemoteStore::Open(const RedisUrl& url, const RemoteStoreConfig& config,
+                                                         RedisOptions options) {
+  if (config.page_tokens < 1 || config.ttl_s < 0 || config.queue_bytes < 0)
+    return Error::InvalidArgument("remote cache: invalid configuration");
+  std::unique_ptr<RemoteStore> s(new RemoteStore(url, config, options));
+  // Not reachable now is not an error: the tier retries with back-off and every miss is computed.
+  if (Status ping = s->reader_.Ping(); !ping.ok())
+    LOG_WARN("remote cache %s not reachable yet: %s", s->url_.c_str(), ping.error().message.c_str());
+  s->writer_ = std::thread([raw = s.get()] { raw->WriterLoop(); });
+  return s;
+}
+
+RemoteStore::~RemoteStore() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+std::vector<int32_t> RemoteStore::PageEnds(int32_t end) const {
+  std::vector<int32_t> ends;
+  for (int32_t k = cfg_.page_tokens; k < end; k += cfg_.page_tokens) ends.push_back(k);
+  if (end > 0) ends.push_back(end);
+  return ends;
+}
+
+std::vector<uint64_t> RemoteStore::Chains(std::span<const int32_t> tokens, std::span<const int32_t> ends) const {
+  std::vector<uint64_t> out;
+  uint64_t h = cfg_.identity;
+  int32_t at = 0;
+  for (int32_t e : ends) {
+    h = HashTokens(tokens.subspan(static_cast<size_t>(at), static_cast<size_t>(e - at)), h);
+    at = e;
+    out.push_back(h);
+  }
+  return out;
+}
+
+bool RemoteStore::HasState(std::span<const int32_t> prefix) const {
+  if (prefix.empty()) return false;
+  const std::string key = Key(memory::StateKey(static_cast<int32_t>(prefix.size()), HashTokens(prefix, cfg_.identity)));
+  std::lock_guard<std::mutex> lock(mu_);
+  return known_.count(key) > 0;
+}
+
+std::vector<int32_t> RemoteStore::MissingPages(std::span<const int32_t> prefix) const {
+  const std::vector<int32_t> ends = PageEnds(static_cast<int32_t>(prefix.size()));
+  const std::vector<uint64_t> chains = Chains(prefix, ends);
+  std::vector<int32_t> missing;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < ends.size(); ++i)
+    if (known_.count(Key(memory::PageKey(ends[i], chains[i]))) == 0) missing.push_back(ends[i]);
+  return missing;
+}
+
+bool RemoteStore::Enqueue(memory::StorePut put) {
+  REWIND_CHECK(!put.tokens.empty());
+  int64_t bytes = static_cast<int64_t>(put.state.size());
+  for (const auto& [e, rows] : put.pages) bytes += static_cast<int64_t>(rows.size());
+  const std::vector<int32_t> ends = PageEnds(static_cast<int32_t>(put.tokens.size()));
+  const std::vector<uint64_t> chains = Chains(put.tokens, ends);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!queue_.empty() && stats_.queued_bytes + bytes > cfg_.queue_bytes) {
+    ++stats_.dropped;
+    return false;
+  }
+  // Known from now on, so that the next checkpoint of the conversation sends only its new pages.
+  for (const auto& [e, rows] : put.pages) {
+    const size_t i = static_cast<size_t>(std::lower_bound(ends.begin(), ends.end(), e) - ends.begin());
+    REWIND_CHECK(i < ends.size() && ends[i] == e);
+    known_.insert(Key(memory::PageKey(e, chains[i])));
+  }
+  known_.insert(Key(memory::StateKey(ends.back(), chains.back())));
+  stats_.queued_bytes += bytes;
+  queue_.push_back({std::move(put), bytes});
+  cv_.notify_all();
+  return true;
+}
+
+void RemoteStore::Process(Job& job) {
+  memory::StorePut& put = job.put;
+  const int32_t end = static_cast<int32_t>(put.tokens.size());
+  const std::vector<int32_t> ends = PageEnds(end);
+  const std::vector<uint64_t> chains = Chains(put.tokens, ends);
+  const std::span<const int32_t> tokens(put.tokens);
+  auto first_of = [&](int32_t e) { return ((e - 1) / cfg_.page_tokens) * cfg_.page_tokens; };
+  auto index_of = [&](int32_t e) {
+    return static_cast<size_t>(std::lower_bound(ends.begin(), ends.end(), e) - ends.begin());
+  };
+  // Pages another replica wrote already are not sent again (their expiry is renewed instead).
+  std::vector<Command> probes;
+  for (const auto& [e, rows] : put.pages) probes.push_back({"EXISTS", Key(memory::PageKey(e, chains[index_of(e)]))});
+  std::vector<Command> writes;
+  int64_t sent = 0;
+  auto probed = probes.empty() ? Expected<std::vector<RedisReply>>(std::vector<RedisReply>{})
+                               : writer_client_.Pipeline(probes);
+  Status st = probed.ok() ? Status::Ok() : Status(probed.error());
+  for (size_t j = 0; st.ok() && j < put.pages.size(); ++j) {
+    const auto& [e, rows] = put.pages[j];
+    const size_t i = index_of(e);
+    const std::string key = Key(memory::PageKey(e, chains[i]));
+    if ((*probed)[j].type == RedisReply::kInteger && (*probed)[j].integer > 0) {
+      if (cfg_.ttl_s > 0) writes.push_back({"EXPIRE", key, std::to_string(cfg_.ttl_s)});
+      continue;
+    }
+    const int32_t first = first_of(e);
+    const std::string_view part = rows;
+    writes.push_back(SetCommand(
+        key,
+        memory::EncodeBlob(cfg_.identity, memory::BlobKind::kPage, first,
+                           tokens.subspan(static_cast<size_t>(first), static_cast<size_t>(e - first)),
+                           i == 0 ? cfg_.identity : chains[i - 1], {&part, 1}),
+        cfg_.ttl_s));
+    sent += static_cast<int64_t>(writes.back()[2].size());
+  }
+  if (st.ok()) {
+    // The state goes last: a replica that finds it finds its pages (unless Redis evicted one: then a miss).
+    const int32_t first = first_of(end);
+    const std::string_view part = put.state;
+    writes.push_back(SetCommand(Key(memory::StateKey(end, chains.back())),
+                                memory::EncodeBlob(cfg_.identity, memory::BlobKind::kState, first,
+                                                   tokens.subspan(static_cast<size_t>(first)),
+                                                   ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity,
+                                                   {&part, 1}),
+                                cfg_.ttl_s));
+    sent += static_cast<int64_t>(writes.back()[2].size());
+    auto replies = writer_client_.Pipeline(writes);
+    if (!replies.ok()) {
+      st = replies.error();
+    } else {
+      for (const RedisReply& r : *replies)
+        if (r.type == RedisReply::kError) st = Error::Exhausted("redis refused a write: " + r.str);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (st.ok()) {
+    ++stats_.written;
+    stats_.written_bytes += static_cast<uint64_t>(sent);
+    return;
+  }
+  // Not written (whole or in part): forget it, so that a later checkpoint sends its pages again.
+  for (const auto& [e, rows] : put.pages) known_.erase(Key(memory::PageKey(e, chains[index_of(e)])));
+  known_.erase(Key(memory::StateKey(end, chains.back())));
+  if (IsPowerOfTwo(++stats_.write_errors))
+    LOG_WARN("remote cache %s: checkpoint at %d not written: %s", url_.c_str(), end, st.error().ToString().c_str());
+}
+
+void RemoteStore::WriterLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) {
+      idle_cv_.notify_all();
+      if (stop_) return;
+      continue;
+    }
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    Process(job);
+    lock.lock();
+    stats_.queued_bytes -= job.bytes;
+    busy_ = false;
+    if (known_.size() > (size_t{1} << 20)) known_.clear();  // bounded: forgetting only costs EXISTS probes
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+}
+
+void RemoteStore::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+RemoteStats RemoteStore::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const int32_t> candidates, int32_t after,
+                               int32_t first_page) {
+  const auto t0 = std::chrono::steady_clock::now();
+  RemoteFetch out;
+  std::vector<int32_t> cands;
+  for (int32_t c : candidates)
+    if (c > after && c < static_cast<int32_t>(prompt.size())) cands.push_back(c);
+  std::sort(cands.begin(), cands.end());
+  cands.erase(std::unique(cands.begin(), cands.end()), cands.end());
+  auto finish = [&](bool hit) {
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.lookups;
+    if (out.error) ++stats_.errors;
+    (hit ? stats_.hits : stats_.misses) += 1;
+    stats_.fetched_bytes += static_cast<uint64_t>(out.bytes);
+    stats_.fetch_seconds += out.seconds;
+    if (!hit) out = RemoteFetch{0, 0, {}, {}, out.bytes, out.seconds, out.error};
+    return out;
+  };
+  if (cands.empty()) return finish(false);
+  // c(n) for every candidate, ascending.
+  std::vector<uint64_t> chains;
+  {
+    uint64_t h = cfg_.identity;
+    int32_t at = 0;
+    for (int32_t c : cands) {
+      h = HashTokens(prompt.subspan(static_cast<size_t>(at), static_cast<size_t>(c - at)), h);
+      at = c;
+      chains.push_back(h);
+    }
+  }
+  std::lock_guard<std::mutex> read_lock(read_mu_);
+  std::vector<Command> probes;
+  for (size_t i = 0; i < cands.size(); ++i) probes.push_back({"EXISTS", Key(memory::StateKey(cands[i], chains[i]))});
+  auto found = reader_.Pipeline(probes);
+  if (!found.ok()) {
+    out.error = true;
+    return finish(false);
+  }
+  for (size_t ci = cands.size(); ci-- > 0;) {
+    if ((*found)[ci].type != RedisReply::kInteger || (*found)[ci].integer == 0) continue;
+    const int32_t end = cands[ci];
+    const std::vector<int32_t> ends = PageEnds(end);
+    const std::vector<uint64_t> page_chains = Chains(prompt.subspan(0, static_cast<size_t>(end)), ends);
+    const size_t from = static_cast<size_t>(std::clamp<int32_t>(first_page, 0, static_cast<int32_t>(ends.size())));
+    std::vector<std::string> keys{Key(memory::StateKey(end, chains[ci]))};
+    for (size_t i = from; i < ends.size(); ++i) keys.push_back(Key(memory::PageKey(ends[i], page_chains[i])));
+    auto values = reader_.MultiGet(keys);
+    if (!values.ok()) {
+      out.error = true;
+      return finish(false);
+    }
+    for (const auto& v : *values) out.bytes += v ? static_cast<int64_t>(v->size()) : 0;
+    // Decode and check every value against the prompt; a value that fails is deleted and this state skipped.
+    bool usable = true;
+    std::vector<std::string> payloads;
+    for (size_t k = 0; k < keys.size() && usable; ++k) {
+      if (!(*values)[k]) {  // expired or evicted since the probe
+        usable = false;
+        break;
+      }
+      const bool is_state = k == 0;
+      const size_t i = is_state ? ends.size() - 1 : from + k - 1;
+      const int32_t e = ends[i];
+      const int32_t first = ((e - 1) / cfg_.page_tokens) * cfg_.page_tokens;
+      const uint64_t parent = i == 0 ? cfg_.identity : page_chains[i - 1];
+      auto blob = memory::DecodeBlob(*(*values)[k], cfg_.identity,
+                                     is_state ? memory::BlobKind::kState : memory::BlobKind::kPage, e,
+                                     page_chains[i]);
+      if (blob.ok() && (blob->first != first || blob->parent != parent ||
+                        !std::equal(blob->tokens.begin(), blob->tokens.end(), prompt.begin() + first)))
+        blob = Error::Corrupt("tokens differ from the prompt (hash collision)");
+      if (!blob.ok()) {
+        usable = false;
+        LOG_WARN("remote cache %s: value %s rejected and deleted: %s", url_.c_str(), keys[k].c_str(),
+                 blob.error().ToString().c_str());
+        (void)reader_.Delete(keys[k]);
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.corrupt;
+        break;
+      }
+      payloads.push_back(std::move(blob->payload));
+    }
+    if (!usable) continue;
+    out.end = end;
+    out.first_page = static_cast<int32_t>(from);
+    out.state = std::move(payloads[0]);
+    out.pages.assign(std::make_move_iterator(payloads.begin() + 1), std::make_move_iterator(payloads.end()));
+    {
+      std::lock_guard<std::mutex> lock(mu_);  // seen: this replica need not send these pages again
+      for (size_t i = from; i < ends.size(); ++i) known_.insert(Key(memory::PageKey(ends[i], page_chains[i])));
+    }
+    return finish(true);
+  }
+  return finish(false);
+}
+
+}  // namespace rw::remote

@@ -1,0 +1,112 @@
+// The remote cache tier (docs/replicas.md): checkpoints shared by every replica serving the same model file and
+// build, in Redis (a single server or a Cluster). It is a backend of the content-addressed store's format
+// (memory/store_format.h): the same values under the same keys (attention pages named by the chained hash of the
+// token prefix they end, recurrent states by their exact prefix), with everything that decides the bits mixed
+// into every key (the store identity: model fingerprint, KV type, page size, format, kernel bit generation).
+//
+// Unlike the disk tier it keeps no index: several replicas write to it at once, so a lookup asks Redis whether a
+// state exists at each candidate position (one pipelined round trip) and fetches the deepest one with its pages
+// (a second one). Values are checked like the disk tier's; one that fails its check is deleted, never used.
+//
+// Writes go through a bounded queue to a writer thread (bytes and values in flight are bounded); the engine
+// never waits for them. Lookups are blocking network calls: the engine makes them on the request's own thread
+// before the request is queued (engine/engine_impl.cc), never on the engine thread. Every failure is a miss: the
+// request is then computed, with identical results.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "base/expected.h"
+#include "memory/content_store.h"
+#include "remote/redis_client.h"
+
+namespace rw::remote {
+
+struct RemoteStoreConfig {
+  uint64_t identity = 0;                     // memory::StoreIdentity(...)
+  int32_t page_tokens = 32;
+  int64_t ttl_s = 0;                         // expiry of written values (0: none; Redis' maxmemory policy evicts)
+  int64_t queue_bytes = int64_t{256} << 20;  // bound on bytes waiting for the writer (beyond: not written)
+  std::string key_prefix = "rewind:";        // namespace inside a shared Redis
+};
+
+// What a lookup brought back: the state after prompt[0, end) and the pages [first_page, ceil(end / P)).
+struct RemoteFetch {
+  int32_t end = 0;                  // 0: nothing usable
+  int32_t first_page = 0;
+  std::string state;                // the recurrent state's bytes
+  std::vector<std::string> pages;   // each [attention layer][K | V][rows of the page][row bytes]
+  int64_t bytes = 0;                // fetched from Redis (all values read)
+  double seconds = 0;               // lookup + fetch time
+  bool error = false;               // Redis failed (down, slow, refused): the lookup counted as an error
+};
+
+struct RemoteStats {
+  uint64_t lookups = 0, hits = 0, misses = 0, errors = 0, corrupt = 0;
+  uint64_t fetched_bytes = 0;
+  double fetch_seconds = 0;
+  uint64_t written = 0, written_bytes = 0, dropped = 0, write_errors = 0;
+  int64_t queued_bytes = 0;
+};
+
+class RemoteStore {
+ public:
+  static Expected<std::unique_ptr<RemoteStore>> Open(const RedisUrl& url, const RemoteStoreConfig& config,
+                                                     RedisOptions options = {});
+  ~RemoteStore();  // writes what is queued (bounded by the client's timeouts), then stops
+  RemoteStore(const RemoteStore&) = delete;
+  RemoteStore& operator=(const RemoteStore&) = delete;
+
+  // Written or queued by this replica (other replicas' values are found by Fetch).
+  bool HasState(std::span<const int32_t> prefix) const;
+  // Ends of the pages of `prefix` this replica has not written, queued or seen in Redis, ascending.
+  std::vector<int32_t> MissingPages(std::span<const int32_t> prefix) const;
+  // Queues a checkpoint (the same value the disk tier takes); false (counted) when the queue is full.
+  bool Enqueue(memory::StorePut put);
+
+  // The deepest state among `candidates` (positions in (after, prompt.size())) that Redis holds, with the pages
+  // from first_page on. Blocking: call off the engine thread. Thread-safe.
+  RemoteFetch Fetch(std::span<const int32_t> prompt, std::span<const int32_t> candidates, int32_t after,
+                    int32_t first_page);
+
+  void Flush();  // waits until the queue is written (tests, shutdown)
+  RemoteStats Stats() const;
+  std::string Describe() const { return url_; }
+
+ private:
+  struct Job {
+    memory::StorePut put;
+    int64_t bytes = 0;
+  };
+  RemoteStore(const RedisUrl& url, const RemoteStoreConfig& config, RedisOptions options);
+  std::vector<int32_t> PageEnds(int32_t end) const;
+  std::vector<uint64_t> Chains(std::span<const int32_t> tokens, std::span<const int32_t> ends) const;
+  std::string Key(const std::string& name) const { return cfg_.key_prefix + name; }
+  void WriterLoop();
+  void Process(Job& job);
+
+  RemoteStoreConfig cfg_;
+  std::string url_;
+  RedisClient reader_;  // guarded by read_mu_
+  RedisClient writer_client_;  // the writer thread's
+  std::mutex read_mu_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<Job> queue_;
+  std::unordered_set<std::string> known_;  // page and state keys written, queued or seen
+  bool busy_ = false, stop_ = false;
+  RemoteStats stats_;
+  std::thread writer_;
+};
+
+}  // namespace rw::remote

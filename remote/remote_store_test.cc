@@ -1,0 +1,181 @@
+#include "remote/remote_store.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "base/hash.h"
+#include "memory/store_format.h"
+#include "remote/redis_test_server.h"
+
+namespace rw::remote {
+namespace {
+
+using testing::RedisTestServer;
+
+constexpr int32_t kPage = 4;
+
+RemoteStoreConfig Config(uint64_t identity = memory::StoreIdentity(42, 1)) {
+  RemoteStoreConfig c;
+  c.identity = identity;
+  c.page_tokens = kPage;
+  return c;
+}
+
+RedisOptions Fast() {
+  RedisOptions o;
+  o.connect_timeout_ms = 200;
+  o.command_timeout_ms = 500;
+  o.backoff_min_ms = 50;
+  o.backoff_max_ms = 100;
+  return o;
+}
+
+std::unique_ptr<RemoteStore> OpenStore(const std::string& url, RemoteStoreConfig c = Config()) {
+  auto s = RemoteStore::Open(ParseRedisUrl(url).value(), c, Fast());
+  EXPECT_TRUE(s.ok());
+  return std::move(s).value();
+}
+
+// A checkpoint after tokens[0, end) whose page rows are "page <end>" and whose state is "state <end>".
+memory::StorePut Put(const std::vector<int32_t>& tokens, int32_t end, const RemoteStore& store) {
+  memory::StorePut p;
+  p.tokens.assign(tokens.begin(), tokens.begin() + end);
+  p.state = "state " + std::to_string(end);
+  for (int32_t e : store.MissingPages(p.tokens)) p.pages.emplace_back(e, "page " + std::to_string(e));
+  return p;
+}
+
+std::vector<int32_t> Tokens(int n, int seed = 1) {
+  std::vector<int32_t> t;
+  for (int i = 0; i < n; ++i) t.push_back((i * 7 + seed * 13) % 50);
+  return t;
+}
+
+#define REQUIRE_REDIS()                                                              \
+  do {                                                                               \
+    if (!testing::RedisServerInstalled()) {                                          \
+      GTEST_SKIP() << "redis-server is not installed (scripts/install-deps.sh)";     \
+    }                                                                                \
+  } while (0)
+
+TEST(RemoteStore, AnotherReplicaFetchesTheDeepestStateWithItsPages) {
+  REQUIRE_REDIS();
+  RedisTestServer server;
+  auto a = OpenStore(server.url());
+  auto b = OpenStore(server.url());
+  std::vector<int32_t> t = Tokens(30);
+  ASSERT_TRUE(a->Enqueue(Put(t, 9, *a)));
+  ASSERT_TRUE(a->Enqueue(Put(t, 17, *a)));  // sends only the pages after 8
+  a->Flush();
+  EXPECT_EQ(a->Stats().written, 2u);
+  std::vector<int32_t> cands{5, 9, 17, 25};
+  RemoteFetch f = b->Fetch(t, cands, 0, 1);
+  ASSERT_EQ(f.end, 17);
+  EXPECT_FALSE(f.error);
+  EXPECT_EQ(f.state, "state 17");
+  EXPECT_EQ(f.first_page, 1);
+  ASSERT_EQ(f.pages.size(), 4u);  // ends 8, 12, 16, 17 (the partial last page)
+  EXPECT_EQ(f.pages[0], "page 8");
+  EXPECT_EQ(f.pages[3], "page 17");
+  EXPECT_GT(f.bytes, 0);
+  // Only candidates after `after` count; another prompt with the same prefix finds the shallower state.
+  EXPECT_EQ(b->Fetch(t, cands, 17, 0).end, 0);
+  std::vector<int32_t> other = t;
+  other[12] = 49;
+  EXPECT_EQ(b->Fetch(other, cands, 0, 0).end, 9);
+  EXPECT_EQ(b->Stats().hits, 2u);
+  EXPECT_EQ(b->Stats().misses, 1u);
+}
+
+TEST(RemoteStore, ADifferentIdentityNeverSharesValues) {
+  REQUIRE_REDIS();
+  RedisTestServer server;
+  auto a = OpenStore(server.url());
+  auto other_build = OpenStore(server.url(), Config(memory::StoreIdentity(43, 1)));
+  std::vector<int32_t> t = Tokens(20);
+  ASSERT_TRUE(a->Enqueue(Put(t, 10, *a)));
+  a->Flush();
+  std::vector<int32_t> cands{10};
+  EXPECT_EQ(other_build->Fetch(t, cands, 0, 0).end, 0);
+  EXPECT_EQ(OpenStore(server.url())->Fetch(t, cands, 0, 0).end, 10);
+}
+
+TEST(RemoteStore, ACorruptValueIsDeletedAndNeverUsed) {
+  REQUIRE_REDIS();
+  RedisTestServer server;
+  auto a = OpenStore(server.url());
+  std::vector<int32_t> t = Tokens(20);
+  ASSERT_TRUE(a->Enqueue(Put(t, 6, *a)));
+  ASSERT_TRUE(a->Enqueue(Put(t, 10, *a)));
+  a->Flush();
+  // Flip one byte of the deeper state's value (a torn or foreign write).
+  RedisClient raw(ParseRedisUrl(server.url()).value(), Fast());
+  const std::string key = "rewind:" + memory::StateKey(10, HashTokens(std::span(t).subspan(0, 10), Config().identity));
+  auto v = raw.Get(key);
+  ASSERT_TRUE(v.ok() && v->has_value());
+  std::string bad = **v;
+  bad[bad.size() - 1] ^= 0x5a;
+  ASSERT_TRUE(raw.Put(key, bad).ok());
+  std::vector<int32_t> cands{6, 10};
+  RemoteFetch f = a->Fetch(t, cands, 0, 0);
+  EXPECT_EQ(f.end, 6);  // the next exact state, never the corrupt one
+  EXPECT_EQ(a->Stats().corrupt, 1u);
+  EXPECT_FALSE(raw.Exists(key).value());
+}
+
+TEST(RemoteStore, StoredBytesGrowLinearlyWithAConversation) {
+  REQUIRE_REDIS();
+  RedisTestServer server;
+  auto a = OpenStore(server.url());
+  std::vector<int32_t> t = Tokens(400);
+  for (int32_t end = 20; end <= 400; end += 20) ASSERT_TRUE(a->Enqueue(Put(t, end, *a)));
+  a->Flush();
+  // Every page once (100 full pages + a partial one per non-aligned checkpoint: none here) and 20 states.
+  RedisClient raw(ParseRedisUrl(server.url()).value(), Fast());
+  EXPECT_EQ(std::system(("test \"$(redis-cli -p " + std::to_string(server.port()) + " dbsize)\" = 120").c_str()), 0);
+  EXPECT_EQ(a->Stats().written, 20u);
+}
+
+TEST(RemoteStore, ADeadRedisIsAMissAndWritesNeverBlock) {
+  REQUIRE_REDIS();
+  RedisTestServer server;
+  server.Stop();
+  auto a = OpenStore(server.url());
+  std::vector<int32_t> t = Tokens(20);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(a->Enqueue(Put(t, 10 + i, *a)));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100));
+  a->Flush();
+  EXPECT_GE(a->Stats().write_errors, 1u);
+  std::vector<int32_t> cands{10};
+  RemoteFetch f = a->Fetch(t, cands, 0, 0);
+  EXPECT_EQ(f.end, 0);
+  EXPECT_TRUE(f.error);
+  // Redis comes back: writes and reads work again after the back-off.
+  ASSERT_TRUE(server.Start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(a->Enqueue(Put(t, 10, *a)));  // not known: its failed write was forgotten
+  a->Flush();
+  EXPECT_EQ(a->Fetch(t, cands, 0, 0).end, 10);
+}
+
+TEST(RemoteStore, AFlushedRedisIsAMiss) {
+  REQUIRE_REDIS();
+  RedisTestServer server;
+  auto a = OpenStore(server.url());
+  std::vector<int32_t> t = Tokens(20);
+  ASSERT_TRUE(a->Enqueue(Put(t, 10, *a)));
+  a->Flush();
+  ASSERT_EQ(server.Cli("flushall"), 0);
+  std::vector<int32_t> cands{10};
+  RemoteFetch f = a->Fetch(t, cands, 0, 0);
+  EXPECT_EQ(f.end, 0);
+  EXPECT_FALSE(f.error);
+}
+
+}  // namespace
+}  // namespace rw::remote
