@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "apps/command.h"
+#include "apps/kv_flags.h"
 #include "base/flags.h"
 #include "base/log.h"
 #include "engine/engine_config.h"
@@ -49,7 +50,7 @@ int Serve(int argc, char** argv) {
   flags.Add("parallel", 0, &n_parallel, "sequence slots served concurrently");
   flags.Add("threads", 't', &n_threads, "compute threads (0 = number of cores)");
   flags.Add("batch-size", 'b', &n_batch, "max tokens per forward batch (prefill chunk)");
-  flags.Add("kv-type", 0, &ec.kv_type, "attention KV cache type: f16 | f32");
+  AddKvTypeFlags(flags, &ec);
   flags.Add("cache", 0, &cache, "prefix cache across requests (--no-cache turns it off)");
   flags.Add("cache-ram", 0, &cache_ram,
             "RAM budget in MiB for attention pages and checkpoints of running requests and the cache, never "

@@ -101,6 +101,14 @@ FlagSet::Flag* FlagSet::Find(const std::string& name) {
   return nullptr;
 }
 
+void FlagSet::Alias(const std::string& spelling, const std::string& name) { aliases_.emplace_back(spelling, name); }
+
+FlagSet::Flag* FlagSet::FindAlias(const std::string& spelling) {
+  for (const auto& [a, name] : aliases_)
+    if (a == spelling) return Find(name);
+  return nullptr;
+}
+
 FlagSet::Flag* FlagSet::FindShort(char c) {
   for (auto& f : flags_)
     if (f.short_name == c) return &f;
@@ -147,8 +155,7 @@ Status FlagSet::Parse(int argc, char** argv, int first) {
         }
         if (!flag) return Error::InvalidArgument("unknown flag '" + arg + "' (see " + command_ + " --help)");
       } else {
-        if (arg.size() != 2) return Error::InvalidArgument("unknown flag '" + arg + "' (see " + command_ + " --help)");
-        flag = FindShort(arg[1]);
+        flag = arg.size() == 2 ? FindShort(arg[1]) : FindAlias(arg.substr(1));
         if (!flag) return Error::InvalidArgument("unknown flag '" + arg + "' (see " + command_ + " --help)");
       }
       if (flag->is_bool) {
@@ -187,6 +194,8 @@ std::string FlagSet::Help() const {
     for (const auto& f : flags_) {
       os << "  ";
       if (f.short_name) os << "-" << f.short_name << ", ";
+      for (const auto& [a, name] : aliases_)
+        if (name == f.name) os << "-" << a << ", ";
       os << "--" << f.name;
       if (!f.is_bool) os << " VALUE";
       os << "\n      " << f.help;

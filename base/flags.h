@@ -21,6 +21,9 @@ class FlagSet {
   void Add(const std::string& name, char short_name, int* value, const std::string& help);
   void Add(const std::string& name, char short_name, double* value, const std::string& help);
   void Add(const std::string& name, char short_name, bool* value, const std::string& help);  // --x / --no-x / --x=false
+  // A multi-letter single-dash spelling of a declared flag, as llama-server has them: Alias("ctk",
+  // "cache-type-k") makes -ctk VALUE mean --cache-type-k VALUE.
+  void Alias(const std::string& spelling, const std::string& name);
   // Positional arguments in order; optional ones must come last.
   void Positional(const std::string& name, std::string* value, const std::string& help, bool required);
 
@@ -49,10 +52,12 @@ class FlagSet {
   };
   Flag* Find(const std::string& name);
   Flag* FindShort(char c);
+  Flag* FindAlias(const std::string& spelling);
 
   std::string command_, summary_;
   std::vector<Flag> flags_;
   std::vector<Pos> positionals_;
+  std::vector<std::pair<std::string, std::string>> aliases_;  // (spelling without '-', flag name)
   bool help_requested_ = false;
 };
 

@@ -33,6 +33,8 @@ struct HybridCache::Impl {
   std::map<memory::SlotId, int32_t> log_offset;
   std::map<memory::SeqId, std::vector<int32_t>> planned;         // checkpoint positions still to snapshot
   uint64_t fingerprint = 0;
+  std::string kv_label;             // the KV types as persisted files name them ("f16", "q8_0/f16")
+  memory::CheckpointKey FileKey() const { return {fingerprint, kv_label}; }
   // The disk tier: every persisted checkpoint (index entries), including ones evicted from RAM since.
   std::vector<memory::CheckpointIndexEntry> disk_index;
 

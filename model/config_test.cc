@@ -41,7 +41,9 @@ TEST(ModelConfig, ReadsTinyQwen35Hyperparameters) {
   // README section 5: 6 GDN layers x 4 B x (3 x 512 + 64 x 256) = 430080 B of recurrent payload.
   EXPECT_EQ(c->StateBytesPerSeq(), 430080u);
   // 2 attention layers x (K + V) x 2 heads x 64 x 4 B = 2048 B per token with an F32 cache.
-  EXPECT_EQ(c->KvBytesPerToken(4), 2048u);
+  EXPECT_EQ(c->KvBytesPerToken(kernels::KvType::kF32), 2048u);
+  EXPECT_EQ(c->KvBytesPerToken(kernels::KvType::kQ8_0), 2048u / 4 * 34 / 32);
+  EXPECT_EQ(c->KvBytesPerToken({kernels::KvType::kQ4_0, kernels::KvType::kF16}), 2048u / 4 + 2048u / 4 * 18 / 64);
   // Tiled (qwen35) vs grouped (qwen3next) key heads.
   EXPECT_EQ(c->KeyHead(3), 1);
 }
