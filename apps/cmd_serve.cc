@@ -155,8 +155,10 @@ int Serve(int argc, char** argv) {
       }
       ec.model_path = *path;
     }
+    const auto kv_types = ec.CacheTypes();  // validated above
     LOG_INFO("loading %s (ctx %d per slot, %d slots, kv %s, cache %s%s%s)", ec.model_path.c_str(), ec.n_ctx,
-             ec.n_parallel, ec.kv_type.c_str(), ec.cache ? "on" : "off", ec.spec.empty() ? "" : ", spec ",
+             ec.n_parallel, kv_types.ok() ? kernels::KvTypesName(*kv_types).c_str() : "?", ec.cache ? "on" : "off",
+             ec.spec.empty() ? "" : ", spec ",
              ec.spec.c_str());
     auto loaded = server::LoadModel(ec, chat_template_file);
     if (!loaded.ok()) {
