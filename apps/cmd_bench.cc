@@ -301,6 +301,7 @@ int CmdBench(int argc, char** argv) {
   std::string model_path;
   int threads = 0, n_prompt = 512, n_gen = 128, reps = 5;
   int n_depth = 0;
+  bool depth_synthetic = false;
   engine::EngineConfig kv_flags;
   std::string spec, model_draft;
   int draft_max = 3;
@@ -317,6 +318,9 @@ int CmdBench(int argc, char** argv) {
   flags.Add("n-depth", 'd', &n_depth,
             "context depth: tokens prefilled (untimed, once) before the pp and tg tests run at that position, "
             "like llama-bench -d");
+  flags.Add("depth-synthetic", 0, &depth_synthetic,
+            "fill the -d depth's KV rows with random values (zero recurrent state) instead of prefilling it: "
+            "decode and prefill cost do not depend on the cached values, and a 16K-token prefill takes minutes");
   AddKvTypeFlags(flags, &kv_flags);
   flags.Add("spec", 0, &spec,
             "compare decode through the engine with and without speculative decoding (mtp, draft, ngram)");
@@ -446,7 +450,23 @@ int CmdBench(int argc, char** argv) {
   // Depth: the first n_depth tokens prefilled once into state slot 2 (in batches of 512, as llama-bench does);
   // every test starts from that state at position n_depth.
   const int depth_slot = n_depth > 0 ? 2 : -1;
-  if (n_depth > 0) {
+  if (n_depth > 0 && depth_synthetic) {
+    // Random K/V rows in the cache's types for positions [0, n_depth), state slot 2 zero.
+    std::mt19937 fill(99);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    model::KvStorage& kv = **kvs;
+    const int32_t W = kv.config().row_width;
+    std::vector<float> row(W);
+    for (int32_t l = 0; l < kv.config().n_layers; ++l)
+      for (int p = 0; p < n_depth; ++p) {
+        for (auto& x : row) x = dist(fill);
+        kernels::QuantizeKvRow(kv.config().type.k, row.data(), kv.K(l, p / page) + (p % page) * kv.k_row_bytes(), W);
+        for (auto& x : row) x = dist(fill);
+        kernels::QuantizeKvRow(kv.config().type.v, row.data(), kv.V(l, p / page) + (p % page) * kv.v_row_bytes(), W);
+      }
+    (*sts)->Clear(2);
+    std::printf("depth %d: synthetic (random KV rows, zero state)\n", n_depth);
+  } else if (n_depth > 0) {
     const double t0 = NowSeconds();
     for (int p0 = 0; p0 < n_depth; p0 += 512) {
       model::BatchSeq s;
