@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "apps/command.h"
+#include "apps/kv_flags.h"
 #include "base/flags.h"
 #include "base/timer.h"
 #include "engine/engine_config.h"
+#include "kernels/kv_quant.h"
 #include "model/forward.h"
 
 namespace rw::apps {
@@ -292,10 +294,15 @@ Status BenchMemory(model::Model& m, int reps) {
   return Status::Ok();
 }
 
+// " @ d16384" after a test name when it ran at a context depth (llama-bench's spelling).
+std::string DepthSuffix(int n_depth) { return n_depth > 0 ? " @ d" + std::to_string(n_depth) : ""; }
+
 int CmdBench(int argc, char** argv) {
   std::string model_path;
   int threads = 0, n_prompt = 512, n_gen = 128, reps = 5;
-  std::string kv = "f16";
+  int n_depth = 0;
+  bool depth_synthetic = false;
+  engine::EngineConfig kv_flags;
   std::string spec, model_draft;
   int draft_max = 3;
   int draft_vocab = engine::EngineConfig{}.draft_vocab;
@@ -308,7 +315,13 @@ int CmdBench(int argc, char** argv) {
   flags.Add("n-prompt", 'p', &n_prompt, "prompt tokens for the prefill test (0 = skip)");
   flags.Add("n-gen", 'n', &n_gen, "generated tokens for the decode test (0 = skip)");
   flags.Add("repetitions", 'r', &reps, "runs per test; the median is reported");
-  flags.Add("kv-type", 0, &kv, "KV cache element type: f16 or f32");
+  flags.Add("n-depth", 'd', &n_depth,
+            "context depth: tokens prefilled (untimed, once) before the pp and tg tests run at that position, "
+            "like llama-bench -d");
+  flags.Add("depth-synthetic", 0, &depth_synthetic,
+            "fill the -d depth's KV rows with random values (zero recurrent state) instead of prefilling it: "
+            "decode and prefill cost do not depend on the cached values, and a 16K-token prefill takes minutes");
+  AddKvTypeFlags(flags, &kv_flags);
   flags.Add("spec", 0, &spec,
             "compare decode through the engine with and without speculative decoding (mtp, draft, ngram)");
   flags.Add("model-draft", 0, &model_draft, "draft model for --spec draft");
@@ -326,10 +339,16 @@ int CmdBench(int argc, char** argv) {
     std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  if (!st.ok() || model_path.empty() || reps < 1 || n_prompt < 0 || n_gen < 0) {
-    std::fprintf(stderr, "rewind bench: %s\n", st.ok() ? "need -m MODEL, r >= 1, p,n >= 0" : st.error().message.c_str());
+  if (!st.ok() || model_path.empty() || reps < 1 || n_prompt < 0 || n_gen < 0 || n_depth < 0) {
+    std::fprintf(stderr, "rewind bench: %s\n", st.ok() ? "need -m MODEL, r >= 1, p,n,d >= 0" : st.error().message.c_str());
     return 2;
   }
+  auto kv_types = kv_flags.CacheTypes();
+  if (!kv_types.ok()) {
+    std::fprintf(stderr, "rewind bench: %s\n", kv_types.error().message.c_str());
+    return 2;
+  }
+  const std::string kv = kernels::KvTypesName(*kv_types);
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
   model::LoadOptions lo;
   lo.n_threads = threads;
@@ -348,12 +367,12 @@ int CmdBench(int argc, char** argv) {
     return 0;
   }
   const int page = 32;
-  int total = n_prompt + std::max(n_gen, verify) + 1;
+  int total = n_depth + n_prompt + std::max(n_gen, verify) + 1;
   int n_pages = (total + page - 1) / page;
-  auto kvs = model::KvStorage::Create(m.MakeKvConfig(n_pages, page, kv == "f32" ? model::KvType::kF32 : model::KvType::kF16));
-  auto sts = model::StateStorage::Create(m.MakeStateShape(), 2);
+  auto kvs = model::KvStorage::Create(m.MakeKvConfig(n_pages, page, *kv_types));
+  auto sts = model::StateStorage::Create(m.MakeStateShape(), 3);
   if (!kvs.ok() || !sts.ok()) {
-    std::fprintf(stderr, "rewind bench: cannot allocate storage\n");
+    std::fprintf(stderr, "rewind bench: %s\n", kvs.ok() ? "cannot allocate storage" : kvs.error().message.c_str());
     return 1;
   }
   std::vector<int32_t> pages(n_pages);
@@ -371,7 +390,9 @@ int CmdBench(int argc, char** argv) {
     ec.n_threads = threads;
     ec.n_parallel = 1;
     ec.n_ctx = static_cast<int32_t>(prompt.size()) + n_gen + 64;
-    ec.kv_type = kv;
+    ec.kv_type = kv_flags.kv_type;
+    ec.cache_type_k = kv_flags.cache_type_k;
+    ec.cache_type_v = kv_flags.cache_type_v;
     ec.cache_ram_mib = 1024;
     engine::EngineConfig sc = ec;
     sc.spec = spec;
@@ -423,17 +444,53 @@ int CmdBench(int argc, char** argv) {
     }
     return 0;
   }
-  std::printf("model: %s (%s), threads %d, kv %s\n", model_path.c_str(), m.config().arch_name.c_str(), threads, kv.c_str());
+  std::printf("model: %s (%s), threads %d, kv %s (%.1f KiB per token)\n", model_path.c_str(),
+              m.config().arch_name.c_str(), threads, kv.c_str(), (*kvs)->bytes_per_token() / 1024.0);
   model::ForwardOutput out;
+  // Depth: the first n_depth tokens prefilled once into state slot 2 (in batches of 512, as llama-bench does);
+  // every test starts from that state at position n_depth.
+  const int depth_slot = n_depth > 0 ? 2 : -1;
+  if (n_depth > 0 && depth_synthetic) {
+    // Random K/V rows in the cache's types for positions [0, n_depth), state slot 2 zero.
+    std::mt19937 fill(99);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    model::KvStorage& kv = **kvs;
+    const int32_t W = kv.config().row_width;
+    std::vector<float> row(W);
+    for (int32_t l = 0; l < kv.config().n_layers; ++l)
+      for (int p = 0; p < n_depth; ++p) {
+        for (auto& x : row) x = dist(fill);
+        kernels::QuantizeKvRow(kv.config().type.k, row.data(), kv.K(l, p / page) + (p % page) * kv.k_row_bytes(), W);
+        for (auto& x : row) x = dist(fill);
+        kernels::QuantizeKvRow(kv.config().type.v, row.data(), kv.V(l, p / page) + (p % page) * kv.v_row_bytes(), W);
+      }
+    (*sts)->Clear(2);
+    std::printf("depth %d: synthetic (random KV rows, zero state)\n", n_depth);
+  } else if (n_depth > 0) {
+    const double t0 = NowSeconds();
+    for (int p0 = 0; p0 < n_depth; p0 += 512) {
+      model::BatchSeq s;
+      s.state_in = p0 == 0 ? -1 : 2;
+      s.state_out = 2;
+      s.pages = pages;
+      s.pos0 = p0;
+      s.tokens = std::span<const int32_t>(tokens.data() + p0, std::min(512, n_depth - p0));
+      if (Status fs = m.Forward({&s, 1}, **kvs, **sts, &out); !fs.ok()) {
+        std::fprintf(stderr, "rewind bench: %s\n", fs.error().ToString().c_str());
+        return 1;
+      }
+    }
+    std::printf("depth %d: prefilled in %.1f s\n", n_depth, NowSeconds() - t0);
+  }
   if (n_prompt > 0) {
     std::vector<double> rates;
     for (int r = 0; r < reps + 1; ++r) {  // first run warms up
       model::BatchSeq s;
-      s.state_in = -1;
+      s.state_in = depth_slot;
       s.state_out = 0;
       s.pages = pages;
-      s.pos0 = 0;
-      s.tokens = std::span<const int32_t>(tokens.data(), n_prompt);
+      s.pos0 = n_depth;
+      s.tokens = std::span<const int32_t>(tokens.data() + n_depth, n_prompt);
       double t0 = NowSeconds();
       Status fs = m.Forward({&s, 1}, **kvs, **sts, &out);
       double dt = NowSeconds() - t0;
@@ -443,7 +500,7 @@ int CmdBench(int argc, char** argv) {
       }
       if (r > 0) rates.push_back(n_prompt / dt);
     }
-    std::printf("pp%d %.2f tok/s\n", n_prompt, Median(rates));
+    std::printf("pp%d%s %.2f tok/s\n", n_prompt, DepthSuffix(n_depth).c_str(), Median(rates));
   }
   if (n_gen > 0) {
     std::vector<double> rates;
@@ -452,11 +509,11 @@ int CmdBench(int argc, char** argv) {
       for (int i = 0; i < n_gen + 1; ++i) {  // step 0 (empty context) is not timed, as in llama-bench's warm-up
         if (i == 1) t0 = NowSeconds();
         model::BatchSeq s;
-        s.state_in = i == 0 ? -1 : 0;
+        s.state_in = i == 0 ? depth_slot : 0;
         s.state_out = 0;
         s.pages = pages;
-        s.pos0 = i;
-        s.tokens = std::span<const int32_t>(tokens.data() + i, 1);
+        s.pos0 = n_depth + i;
+        s.tokens = std::span<const int32_t>(tokens.data() + n_depth + i, 1);
         Status fs = m.Forward({&s, 1}, **kvs, **sts, &out);
         if (!fs.ok()) {
           std::fprintf(stderr, "rewind bench: %s\n", fs.error().ToString().c_str());
@@ -470,7 +527,7 @@ int CmdBench(int argc, char** argv) {
     uint64_t wbytes = WeightBytesPerToken(m);
     PrintPeakRss();
     double copy_bw = CopyBandwidth();
-    std::printf("tg%d %.2f tok/s\n", n_gen, tg);
+    std::printf("tg%d%s %.2f tok/s\n", n_gen, DepthSuffix(n_depth).c_str(), tg);
     std::printf("weights read per token: %.1f MiB; decode bandwidth %.2f GB/s\n", wbytes / 1048576.0, wbytes * tg / 1e9);
     std::printf("machine copy bandwidth (memcpy read+write): %.2f GB/s; decode bound at that rate: %.2f tok/s; "
                 "reached %.0f%%\n",

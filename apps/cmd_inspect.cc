@@ -5,11 +5,29 @@
 #include "apps/command.h"
 #include "base/flags.h"
 #include "gguf/describe.h"
+#include "kernels/kv_quant.h"
 #include "model/forward.h"
 #include "modelgen/config.h"
 
 namespace rw::apps {
 namespace {
+
+// The real bytes of one token's K and V rows in all attention layers, for every KV cache type (-ctk / -ctv; the
+// block types store 32-element blocks per head), as the cache budget counts them.
+void PrintKvBytesPerToken(int64_t n_attn, int64_t n_head_kv, int64_t head_dim) {
+  std::printf("  attention KV per token (K+V, all layers), by cache type (--kv-type / -ctk / -ctv):\n");
+  for (kernels::KvType t : kernels::kAllKvTypes) {
+    const std::string name(kernels::KvTypeName(t));
+    if (!model::CheckKvTypes(t, static_cast<int32_t>(head_dim)).ok()) {
+      std::printf("    %-7s not usable: head dim %lld is not a multiple of %d\n", name.c_str(), (long long)head_dim,
+                  kernels::KvBlockElems(t));
+      continue;
+    }
+    const uint64_t b = n_attn * 2 * kernels::KvRowBytes(t, n_head_kv * head_dim);
+    std::printf("    %-7s %8llu bytes  (%.1f MiB per 1K tokens)\n", name.c_str(), static_cast<unsigned long long>(b),
+                b * 1024 / 1048576.0);
+  }
+}
 
 // Memory sizes of a make-model preset's shape, without generating weights (e.g. Qwen3.6-27B: 54 GB in F16).
 int InspectPreset(const std::string& name) {
@@ -24,7 +42,7 @@ int InspectPreset(const std::string& name) {
     n_rec += c.IsRecurrent(i);
     n_attn += c.IsAttention(i);
   }
-  const uint64_t state = c.StateBytesPerSeq(), kv16 = c.KvF16BytesPerToken(), replay = c.ReplayBytesPerToken();
+  const uint64_t state = c.StateBytesPerSeq(), replay = c.ReplayBytesPerToken();
   std::printf("preset:          %s (%s; shape only, no weights)\n", name.c_str(), c.arch.c_str());
   if (c.is_mamba2()) {
     std::printf("layers:          %lld: %lld Mamba-2, %lld attention, %lld MLP (%s)\n", (long long)c.n_layer,
@@ -40,7 +58,7 @@ int InspectPreset(const std::string& name) {
                 (long long)c.ssm_conv_dim());
   }
   std::printf("\nmemory:\n");
-  std::printf("  attention KV per token (F16):           %llu B\n", (unsigned long long)kv16);
+  PrintKvBytesPerToken(n_attn, c.n_head_kv, c.head_dim);
   std::printf("  recurrent state per sequence (F32):     %llu B = %.1f MiB (= one checkpoint)\n",
               (unsigned long long)state, state / 1048576.0);
   std::printf("  replay log per token:                   %llu B (%.2f%% of one state)\n", (unsigned long long)replay,
@@ -114,9 +132,7 @@ int Inspect(int argc, char** argv) {
   std::printf("layer kinds:     %s  (G = gated deltanet, A = attention, M = Mamba-2, F = MLP)\n", kinds.c_str());
   std::printf("output head:     %s\n", m.weights().tied ? "tied to token_embd" : "output.weight");
   std::printf("\nmemory:\n");
-  std::printf("  attention KV per token (F16):           %llu bytes (F32: %llu)\n",
-              static_cast<unsigned long long>(c.KvBytesPerToken(2)),
-              static_cast<unsigned long long>(c.KvBytesPerToken(4)));
+  PrintKvBytesPerToken(c.n_attn_layers(), c.n_head_kv, c.head_dim);
   std::printf("  recurrent state per sequence (= checkpoint): %llu bytes (%.2f MiB)\n",
               static_cast<unsigned long long>(c.StateBytesPerSeq()), c.StateBytesPerSeq() / 1048576.0);
   std::printf("  replay log per token:                   %llu bytes\n",

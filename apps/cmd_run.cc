@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "apps/command.h"
+#include "apps/kv_flags.h"
 #include "base/flags.h"
 #include "base/progress.h"
 #include "base/timer.h"
@@ -34,7 +35,9 @@ int Run(int argc, char** argv) {
   flags.Add("threads", 't', &threads, "threads");
   flags.Add("page-size", 0, &page_size, "KV page size in tokens");
   flags.Add("batch-size", 'b', &n_batch, "prompt tokens per forward (a long prompt logs its progress)");
-  flags.Add("f32-kv", 0, &f32_kv, "F32 KV cache instead of F16");
+  flags.Add("f32-kv", 0, &f32_kv, "F32 KV cache instead of F16 (same as --kv-type f32)");
+  engine::EngineConfig kv_flags;
+  AddKvTypeFlags(flags, &kv_flags);
   flags.Add("ids", 0, &ids, "print token ids even when text is available");
   flags.Add("ignore-eos", 0, &ignore_eos, "keep generating after an end-of-generation token");
   Status st = flags.Parse(argc, argv);
@@ -52,6 +55,12 @@ int Run(int argc, char** argv) {
   }
   if (n_predict < 0 || page_size <= 0 || n_batch <= 0) {
     std::fprintf(stderr, "rewind run: -n must be >= 0, --page-size and --batch-size > 0\n");
+    return 2;
+  }
+  if (f32_kv) kv_flags.kv_type = "f32";
+  auto kv_types = kv_flags.CacheTypes();
+  if (!kv_types.ok()) {
+    std::fprintf(stderr, "rewind run: %s\n", kv_types.error().message.c_str());
     return 2;
   }
   auto loaded = model::Model::Load(model_path, {threads});
@@ -83,10 +92,10 @@ int Run(int argc, char** argv) {
   }
   const int32_t total = static_cast<int32_t>(input.size()) + n_predict;
   const int32_t n_pages = (total + page_size - 1) / page_size;
-  auto kv = model::KvStorage::Create(m.MakeKvConfig(n_pages, page_size, f32_kv ? model::KvType::kF32 : model::KvType::kF16));
+  auto kv = model::KvStorage::Create(m.MakeKvConfig(n_pages, page_size, *kv_types));
   auto states = model::StateStorage::Create(m.MakeStateShape(), 1);
   if (!kv.ok() || !states.ok()) {
-    std::fprintf(stderr, "rewind run: cannot allocate the caches\n");
+    std::fprintf(stderr, "rewind run: %s\n", kv.ok() ? "cannot allocate the states" : kv.error().message.c_str());
     return 1;
   }
   std::vector<int32_t> pages(n_pages);

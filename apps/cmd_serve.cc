@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "apps/command.h"
+#include "apps/kv_flags.h"
 #include "apps/llama_flags.h"
 #include "apps/sampling_flags.h"
 #include "base/flags.h"
@@ -51,7 +52,7 @@ int Serve(int argc, char** argv) {
   flags.Add("parallel", 0, &n_parallel, "sequence slots served concurrently");
   flags.Add("threads", 't', &n_threads, "compute threads (0 = number of cores)");
   flags.Add("batch-size", 'b', &n_batch, "max tokens per forward batch (prefill chunk)");
-  flags.Add("kv-type", 0, &ec.kv_type, "attention KV cache type: f16 | f32");
+  AddKvTypeFlags(flags, &ec);
   flags.Add("cache", 0, &cache, "prefix cache across requests (--no-cache turns it off)");
   flags.Add("cache-ram", 0, &cache_ram,
             "RAM budget in MiB for attention pages and checkpoints of running requests and the cache, never "
@@ -172,8 +173,10 @@ int Serve(int argc, char** argv) {
       }
       ec.model_path = *path;
     }
+    const auto kv_types = ec.CacheTypes();  // validated above
     LOG_INFO("loading %s (ctx %d per slot, %d slots, kv %s, cache %s%s%s)", ec.model_path.c_str(), ec.n_ctx,
-             ec.n_parallel, ec.kv_type.c_str(), ec.cache ? "on" : "off", ec.spec.empty() ? "" : ", spec ",
+             ec.n_parallel, kv_types.ok() ? kernels::KvTypesName(*kv_types).c_str() : "?", ec.cache ? "on" : "off",
+             ec.spec.empty() ? "" : ", spec ",
              ec.spec.c_str());
     auto loaded = server::LoadModel(ec, chat_template_file);
     if (!loaded.ok()) {

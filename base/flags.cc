@@ -182,8 +182,7 @@ Status FlagSet::Parse(int argc, char** argv, int first) {
         }
         if (!flag) return Error::InvalidArgument("unknown flag '" + arg + "' (see " + command_ + " --help)");
       } else {
-        if (arg.size() != 2) return Error::InvalidArgument("unknown flag '" + arg + "' (see " + command_ + " --help)");
-        flag = FindShort(arg[1]);
+        flag = arg.size() == 2 ? FindShort(arg[1]) : nullptr;
         if (!flag) return Error::InvalidArgument("unknown flag '" + arg + "' (see " + command_ + " --help)");
       }
       if (flag->is_bool) {
@@ -226,6 +225,8 @@ std::string FlagSet::Help() const {
     for (const auto& f : flags_) {
       os << "  ";
       if (f.short_name) os << "-" << f.short_name << ", ";
+      for (const auto& [a, name] : aliases_)
+        if (name == f.name) os << "-" << a << ", ";
       os << "--" << f.name;
       for (const auto& a : f.aliases) os << ", " << a;
       if (f.optional_value) os << " [VALUE]";

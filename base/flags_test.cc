@@ -36,6 +36,23 @@ TEST(FlagSet, RejectsUnknownFlagsAndBadNumbers) {
   EXPECT_FALSE(f.Parse(2, const_cast<char**>(a3)).ok());
 }
 
+TEST(FlagSet, AcceptsMultiLetterSingleDashAliasesLikeLlamaServer) {
+  std::string k = "f16", v = "f16";
+  FlagSet f("rewind x", "test");
+  f.Add("cache-type-k", 0, &k, "K type");
+  f.Add("cache-type-v", 0, &v, "V type");
+  f.Alias("-ctk", "cache-type-k");
+  f.Alias("-ctv", "cache-type-v");
+  const char* argv[] = {"x", "-ctk", "q8_0", "-ctv", "q4_0"};
+  ASSERT_TRUE(f.Parse(5, const_cast<char**>(argv)).ok());
+  EXPECT_EQ(k, "q8_0");
+  EXPECT_EQ(v, "q4_0");
+  EXPECT_TRUE(f.IsSet("cache-type-k"));
+  EXPECT_NE(f.Help().find("-ctk, --cache-type-k VALUE"), std::string::npos) << f.Help();
+  const char* bad[] = {"x", "-ctx", "1"};
+  EXPECT_FALSE(f.Parse(3, const_cast<char**>(bad)).ok());
+}
+
 TEST(FlagSet, HelpListsEveryFlagWithDefault) {
   int n = 42;
   bool b = true;

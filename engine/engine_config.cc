@@ -5,6 +5,23 @@
 
 namespace rw::engine {
 
+Expected<kernels::KvTypes> EngineConfig::CacheTypes() const {
+  auto parse = [](const std::string& flag, const std::string& name) -> Expected<kernels::KvType> {
+    auto t = kernels::ParseKvType(name);
+    if (!t.ok()) return Error::InvalidArgument(flag + ": " + t.error().message);
+    return t;
+  };
+  REWIND_ASSIGN_OR_RETURN(kernels::KvType both, parse("--kv-type", kv_type));
+  kernels::KvTypes types(both);
+  if (!cache_type_k.empty()) {
+    REWIND_ASSIGN_OR_RETURN(types.k, parse("--cache-type-k", cache_type_k));
+  }
+  if (!cache_type_v.empty()) {
+    REWIND_ASSIGN_OR_RETURN(types.v, parse("--cache-type-v", cache_type_v));
+  }
+  return types;
+}
+
 Status EngineConfig::Validate() const {
   if (model_path.empty()) return Error::InvalidArgument("no model given (-m FILE)");
   if (n_ctx < 0) return Error::InvalidArgument("-c/--ctx-size must be >= 0, got " + std::to_string(n_ctx));
@@ -13,8 +30,7 @@ Status EngineConfig::Validate() const {
   if (n_threads < 0 || n_threads > 1024)
     return Error::InvalidArgument("--threads must be in [0, 1024], got " + std::to_string(n_threads));
   if (n_batch < 1) return Error::InvalidArgument("--batch-size must be >= 1, got " + std::to_string(n_batch));
-  if (kv_type != "f16" && kv_type != "f32")
-    return Error::InvalidArgument("--kv-type must be f16 or f32, got '" + kv_type + "'");
+  REWIND_RETURN_IF_ERROR(CacheTypes());
   if (cache_ram_mib < 0) return Error::InvalidArgument("--cache-ram must be >= 0");
   if (cache_disk_mib < 0) return Error::InvalidArgument("--cache-disk must be >= 0");
   if (checkpoint_every < 0) return Error::InvalidArgument("--checkpoint-every must be >= 0");

@@ -7,6 +7,7 @@
 
 #include "base/expected.h"
 #include "engine/engine.h"
+#include "kernels/kv_quant.h"
 
 namespace rw::engine {
 
@@ -17,7 +18,11 @@ struct EngineConfig {
   int32_t n_parallel = 4;          // sequence slots served concurrently
   int32_t n_threads = 0;           // 0 = number of cores
   int32_t n_batch = 512;           // max tokens per forward batch (prefill chunk)
-  std::string kv_type = "f16";     // f16 | f32
+  // KV cache element types as llama-server spells them (kernels/kv_quant.h): f32, f16, bf16, q8_0, q5_1, q5_0,
+  // q4_1, q4_0, iq4_nl. kv_type sets both; cache_type_k / cache_type_v (-ctk / -ctv), when set, override it.
+  std::string kv_type = "f16";
+  std::string cache_type_k;        // "" = kv_type
+  std::string cache_type_v;        // "" = kv_type
   bool cache = true;               // prefix cache across requests (false = --no-cache)
   int64_t cache_ram_mib = 0;       // byte budget of pages + checkpoints; 0 = derived from free memory
   std::string cache_dir;           // disk tier + persistence ("" = off)
@@ -36,6 +41,8 @@ struct EngineConfig {
   double spec_synth_accept = -1.0;
 
   Status Validate() const;
+  // The K and V types (input errors name the flag).
+  Expected<kernels::KvTypes> CacheTypes() const;
 };
 
 // Loads the model and starts the engine thread.

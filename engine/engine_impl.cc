@@ -87,7 +87,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
              n_ctx_train);
 
   HybridCacheConfig hc;
-  hc.kv_type = config.kv_type == "f32" ? model::KvType::kF32 : model::KvType::kF16;
+  REWIND_ASSIGN_OR_RETURN(hc.kv_type, config.CacheTypes());
   hc.n_seq_max = config.n_parallel;
   hc.n_ctx = n_ctx;
   hc.checkpoint_every = config.checkpoint_every;
@@ -143,7 +143,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   for (int32_t i = 0; i < config.n_parallel; ++i) e->slot_infos_[i] = {i, false, n_ctx, 0, 0};
   e->thread_ = std::thread([raw = e.get()] { raw->Loop(); });
   LOG_INFO("engine: %s, ctx %d, %d slots, %d threads, kv %s, cache %s (budget %" PRId64 " MiB, disk %s)",
-           e->info_.model_name.c_str(), n_ctx, config.n_parallel, lo.n_threads, config.kv_type.c_str(),
+           e->info_.model_name.c_str(), n_ctx, config.n_parallel, lo.n_threads, kernels::KvTypesName(hc.kv_type).c_str(),
            config.cache ? "on" : "off", hc.budget_bytes >> 20,
            hc.disk_dir.empty() ? "off" : hc.disk_dir.c_str());
   return e;

@@ -56,7 +56,7 @@ model::Model& TinyModel() {
 // hash of the prefix they depend on.
 class Reference {
  public:
-  Reference(model::Model& m, int32_t page_tokens, model::KvType type, int32_t max_len) : m_(m) {
+  Reference(model::Model& m, int32_t page_tokens, model::KvTypes type, int32_t max_len) : m_(m) {
     const int32_t n_pages = (max_len + page_tokens - 1) / page_tokens;
     kv_ = std::move(model::KvStorage::Create(m.MakeKvConfig(n_pages, page_tokens, type))).value();
     st_ = std::move(model::StateStorage::Create(m.MakeStateShape(), 1)).value();
@@ -114,14 +114,19 @@ class Script {
   Script(model::Model& m, uint64_t seed, Totals* totals) : m_(m), rng_(seed), totals_(totals) {
     m.SetThreads(1 + R(2));
     cfg_.page_tokens = std::vector<int32_t>{4, 8, 16}[R(3)];
-    cfg_.kv_type = R(2) ? model::KvType::kF16 : model::KvType::kF32;
+    // Every cache type: a quantised row depends on its own token only, so I1 holds for each.
+    const model::KvTypes types[] = {model::KvType::kF16,  model::KvType::kF32,  model::KvType::kQ8_0,
+                                    model::KvType::kQ4_0, model::KvType::kBF16, model::KvType::kIQ4_NL,
+                                    model::KvType::kQ5_1, {model::KvType::kQ8_0, model::KvType::kQ4_1},
+                                    {model::KvType::kF16, model::KvType::kQ5_0}};
+    cfg_.kv_type = types[R(static_cast<int32_t>(std::size(types)))];
     cfg_.n_seq_max = 3;
     cfg_.n_ctx = kMaxLen;
     cfg_.checkpoint_every = std::vector<int32_t>{0, 5, 8, 13}[R(4)];
     cfg_.lazy_rollback = R(4) != 0;  // mostly lazy (the default), sometimes every rollback replayed at once
     const int64_t state = static_cast<int64_t>(m.MakeStateShape().bytes_per_state());
     const int64_t page =
-        static_cast<int64_t>(m.config().KvBytesPerToken(cfg_.kv_type == model::KvType::kF16 ? 2 : 4)) *
+        static_cast<int64_t>(m.config().KvBytesPerToken(cfg_.kv_type)) *
         cfg_.page_tokens;
     cfg_.budget_bytes = state * (4 + R(6)) + page * (2 * kMaxLen / cfg_.page_tokens + R(24));
     auto c = HybridCache::Create(m, cfg_);

@@ -146,11 +146,11 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   Impl& im = *hc->impl_;
   im.model = &model;
   im.cfg = config;
-  const int32_t elem = config.kv_type == model::KvType::kF16 ? 2 : 4;
   const model::ModelConfig& mc = model.config();
+  REWIND_RETURN_IF_ERROR(model::CheckKvTypes(config.kv_type, mc.head_dim));
   memory::MemoryConfig m;
   m.page_tokens = config.page_tokens;
-  m.page_bytes = static_cast<int64_t>(std::max<uint64_t>(1, mc.KvBytesPerToken(elem) * config.page_tokens));
+  m.page_bytes = static_cast<int64_t>(std::max<uint64_t>(1, mc.KvBytesPerToken(config.kv_type) * config.page_tokens));
   m.state_bytes = static_cast<int64_t>(std::max<uint64_t>(1, model.MakeStateShape().bytes_per_state()));
   m.budget_bytes = config.budget_bytes;
   m.max_slots = 2 * (config.n_seq_max + 1);  // two per live sequence, two for imports
@@ -179,8 +179,11 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
                                                                              config.kv_type)));
   REWIND_ASSIGN_OR_RETURN(im.states, model::StateStorage::Create(model.MakeStateShape(), m.max_slots));
   uint64_t f = ModelFingerprint(model.file());
-  for (int64_t v : {int64_t{elem}, int64_t{config.page_tokens}}) f = HashMix(f, static_cast<uint64_t>(v));
+  // The KV types are not part of the fingerprint: persisted files name their types, so a file of another type
+  // is refused with a message saying so (memory/persist_format.h) instead of as a foreign model.
+  f = HashMix(f, static_cast<uint64_t>(config.page_tokens));
   im.fingerprint = f;
+  im.kv_label = kernels::KvTypesName(config.kv_type);
   if (!config.disk_dir.empty() && config.use_cache) im.OpenStore();
   return hc;
 }

@@ -22,7 +22,7 @@ namespace rw::engine {
 struct HybridCacheConfig {
   int64_t budget_bytes = 0;       // pages + checkpoints in RAM, never exceeded (docs/cache-budget.md)
   int32_t page_tokens = 32;
-  model::KvType kv_type = model::KvType::kF16;
+  model::KvTypes kv_type = model::KvType::kF16;  // K and V element types (kernels/kv_quant.h)
   int32_t n_seq_max = 4;          // concurrent live sequences (each may hold 2 state slots)
   int32_t n_ctx = 4096;           // per-sequence context limit
   int32_t checkpoint_every = 1024;// placement: every N tokens inside long spans (0 = off)

@@ -39,6 +39,8 @@ struct HybridCache::Impl {
   // Value per byte at the door of the disk tier: a state is written only when it saves at least this many tokens
   // of prefill beyond the previous stored state of its path (the KV of 1/16 of its size; see OpenStore).
   int32_t disk_min_saved_tokens = 1;
+  std::string kv_label;             // the KV types as persisted files name them ("f16", "q8_0/f16")
+  memory::CheckpointKey FileKey() const { return {fingerprint, kv_label}; }
 
   struct Counters {
     uint64_t acquires = 0, evaluated_tokens = 0, evictions = 0, evicted_bytes = 0, checkpoints_saved = 0;
@@ -74,6 +76,10 @@ struct HybridCache::Impl {
   // false when it is stored already, or the queue is full. Copies only: never waits for the disk.
   bool PersistCheckpoint(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
                          std::span<const memory::PageId> pages, int64_t saved_tokens);
+  // The value a tier stores for checkpoint `ckpt`: its tokens, state and the rows of the pages ending at page_ends.
+  memory::StorePut MakePut(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
+                           std::span<const memory::PageId> pages, std::span<const int32_t> page_ends,
+                           int64_t saved_tokens) const;
   // Queues every checkpoint on the tree path of `tokens` that the store lacks.
   void PersistPath(std::span<const int32_t> tokens);
   // Queues the checkpoints an eviction is about to drop.
@@ -88,6 +94,10 @@ struct HybridCache::Impl {
   // the tree (best effort; a failure only logs, an unusable state is dropped from the store). Returns the position
   // loaded (0: none).
   int32_t FetchFromDisk(std::span<const int32_t> prompt);
+  // Imports a stored checkpoint (a tier's values): the state's bytes and the page payloads
+  // [from_page, ceil(prefix / P)), each [layer][K rows | V rows]. kCorrupt when the sizes do not fit.
+  Expected<int32_t> ImportStored(std::span<const int32_t> prefix, const std::string& state,
+                                 std::span<const std::string> pages, int32_t from_page);
 };
 
 }  // namespace rw::engine

@@ -17,14 +17,14 @@
 namespace rw::engine {
 namespace {
 
-// [page][attn_layer][K | V][page_tokens][row_width] spans of the pages covering [0, pos).
+// [page][attn_layer][K | V][page_tokens][row bytes] spans of the pages covering [0, pos) (rows in the cache's
+// K and V types; the file records them).
 std::vector<std::span<const std::byte>> KvParts(const model::KvStorage& kv, std::span<const memory::PageId> pages) {
   std::vector<std::span<const std::byte>> parts;
-  const size_t page_layer_bytes = static_cast<size_t>(kv.page_size()) * kv.config().row_width * kv.elem_bytes();
   for (memory::PageId p : pages)
     for (int32_t l = 0; l < kv.config().n_layers; ++l) {
-      parts.emplace_back(reinterpret_cast<const std::byte*>(kv.K(l, p)), page_layer_bytes);
-      parts.emplace_back(reinterpret_cast<const std::byte*>(kv.V(l, p)), page_layer_bytes);
+      parts.emplace_back(reinterpret_cast<const std::byte*>(kv.K(l, p)), kv.k_page_bytes());
+      parts.emplace_back(reinterpret_cast<const std::byte*>(kv.V(l, p)), kv.v_page_bytes());
     }
   return parts;
 }
@@ -39,9 +39,9 @@ Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std
                                             std::string_view kv_bytes, int32_t first_page) {
   const int32_t len = static_cast<int32_t>(tokens.size());
   const int32_t P = kv->page_size();
-  const size_t page_layer_bytes = static_cast<size_t>(P) * kv->config().row_width * kv->elem_bytes();
+  const size_t k_page = kv->k_page_bytes(), v_page = kv->v_page_bytes();
   const size_t want_kv =
-      static_cast<size_t>((len + P - 1) / P - first_page) * kv->config().n_layers * 2 * page_layer_bytes;
+      static_cast<size_t>((len + P - 1) / P - first_page) * kv->config().n_layers * (k_page + v_page);
   if (len == 0 || len > cfg.n_ctx) return Error::InvalidArgument("saved prefix length " + std::to_string(len) + " invalid");
   if (state.size_bytes() != states->bytes_per_state() || kv_bytes.size() != want_kv)
     return Error::Corrupt("saved state/KV sizes do not match this cache (other page size or KV type?)");
@@ -73,14 +73,13 @@ Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std
   mm->Commit(*app);
   Exec(app->ops);
   NoteTaken(app->take);
-  const size_t row_bytes = static_cast<size_t>(kv->config().row_width) * kv->elem_bytes();
+  const size_t k_row = kv->k_row_bytes(), v_row = kv->v_row_bytes();
   for (int32_t q = acq.hit.resume_pos; q < len; ++q) {
     const memory::PageId page = app->page_table[static_cast<size_t>(q / P)];
     for (int32_t l = 0; l < kv->config().n_layers; ++l) {
-      const size_t base = (static_cast<size_t>(q / P - first_page) * kv->config().n_layers + l) * 2 * page_layer_bytes +
-                          static_cast<size_t>(q % P) * row_bytes;
-      std::memcpy(kv->K(l, page) + (q % P) * row_bytes, kv_bytes.data() + base, row_bytes);
-      std::memcpy(kv->V(l, page) + (q % P) * row_bytes, kv_bytes.data() + base + page_layer_bytes, row_bytes);
+      const size_t base = (static_cast<size_t>(q / P - first_page) * kv->config().n_layers + l) * (k_page + v_page);
+      std::memcpy(kv->K(l, page) + (q % P) * k_row, kv_bytes.data() + base + (q % P) * k_row, k_row);
+      std::memcpy(kv->V(l, page) + (q % P) * v_row, kv_bytes.data() + base + k_page + (q % P) * v_row, v_row);
     }
   }
   Status s = states->Restore(model::StateCheckpoint::FromData(std::vector<float>(state.begin(), state.end())),
@@ -106,7 +105,7 @@ Expected<uint64_t> HybridCache::SaveSequence(memory::SeqId seq, const std::strin
   const memory::Sequence& s = im.mm->sequence(seq);
   if (s.tokens.empty()) return Error::InvalidArgument("the sequence holds no tokens");
   im.Materialize(s.live);
-  std::string bytes = memory::EncodeCheckpointFile(im.fingerprint, s.tokens, Bytes(im.states->SlotData(s.live)),
+  std::string bytes = memory::EncodeCheckpointFile(im.FileKey(), s.tokens, Bytes(im.states->SlotData(s.live)),
                                                    KvParts(*im.kv, s.pages));
   REWIND_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
   return static_cast<uint64_t>(bytes.size());
@@ -114,7 +113,7 @@ Expected<uint64_t> HybridCache::SaveSequence(memory::SeqId seq, const std::strin
 
 Expected<int32_t> HybridCache::LoadIntoTree(const std::string& path) {
   Impl& im = *impl_;
-  REWIND_ASSIGN_OR_RETURN(memory::CheckpointFile f, memory::ReadCheckpointFile(path, im.fingerprint));
+  REWIND_ASSIGN_OR_RETURN(memory::CheckpointFile f, memory::ReadCheckpointFile(path, im.FileKey()));
   if (f.state.size() % sizeof(float) != 0) return Error::Corrupt(path + ": state size is not a float array");
   std::vector<float> state(f.state.size() / sizeof(float));
   std::memcpy(state.data(), f.state.data(), f.state.size());

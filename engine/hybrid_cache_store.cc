@@ -42,7 +42,7 @@ void HybridCache::Impl::OpenStore() {
   }
   RemoveOldFormat(cfg.disk_dir);
   memory::ContentStoreConfig sc;
-  sc.identity = memory::StoreIdentity(fingerprint, static_cast<uint32_t>(cfg.kv_type));
+  sc.identity = memory::StoreIdentity(fingerprint, kv_label);
   sc.page_tokens = cfg.page_tokens;
   sc.kv_bytes_per_token = mm->config().page_bytes / cfg.page_tokens;
   sc.max_bytes = cfg.disk_bytes;
@@ -62,29 +62,36 @@ void HybridCache::Impl::OpenStore() {
   store = std::move(s).value();
 }
 
-bool HybridCache::Impl::PersistCheckpoint(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
-                                          std::span<const memory::PageId> pages, int64_t saved_tokens) {
-  if (!store || prefix.empty() || store->HasState(prefix)) return false;
-  const double t0 = NowSeconds();
+memory::StorePut HybridCache::Impl::MakePut(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
+                                           std::span<const memory::PageId> pages, std::span<const int32_t> page_ends,
+                                           int64_t saved_tokens) const {
   const int32_t P = kv->page_size();
-  const size_t row_bytes = static_cast<size_t>(kv->config().row_width) * kv->elem_bytes();
+  const size_t k_row = kv->k_row_bytes(), v_row = kv->v_row_bytes();
   memory::StorePut put;
   put.tokens.assign(prefix.begin(), prefix.end());
   std::span<const float> state = ckpts.at(ckpt).data();
   put.state.assign(reinterpret_cast<const char*>(state.data()), state.size_bytes());
-  for (int32_t end : store->MissingPages(prefix)) {
+  for (int32_t end : page_ends) {
     const int32_t i = (end - 1) / P;
-    const size_t rows = static_cast<size_t>(end - i * P) * row_bytes;
+    const size_t rows = static_cast<size_t>(end - i * P);
     std::string bytes;
-    bytes.reserve(rows * 2 * static_cast<size_t>(kv->config().n_layers));
-    for (int32_t l = 0; l < kv->config().n_layers; ++l) {
-      bytes.append(reinterpret_cast<const char*>(kv->K(l, pages[static_cast<size_t>(i)])), rows);
-      bytes.append(reinterpret_cast<const char*>(kv->V(l, pages[static_cast<size_t>(i)])), rows);
+    bytes.reserve(rows * (k_row + v_row) * static_cast<size_t>(kv->config().n_layers));
+    for (int32_t l = 0; l < kv->config().n_layers; ++l) {  // [layer][K rows | V rows]
+      bytes.append(reinterpret_cast<const char*>(kv->K(l, pages[static_cast<size_t>(i)])), rows * k_row);
+      bytes.append(reinterpret_cast<const char*>(kv->V(l, pages[static_cast<size_t>(i)])), rows * v_row);
     }
     put.pages.emplace_back(end, std::move(bytes));
   }
   put.saved_tokens = saved_tokens;
-  const bool queued = store->Enqueue(std::move(put));
+  return put;
+}
+
+bool HybridCache::Impl::PersistCheckpoint(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
+                                          std::span<const memory::PageId> pages, int64_t saved_tokens) {
+  if (!store || prefix.empty() || store->HasState(prefix)) return false;
+  const double t0 = NowSeconds();
+  // Copies only: never waits for the disk.
+  const bool queued = store->Enqueue(MakePut(prefix, ckpt, pages, store->MissingPages(prefix), saved_tokens));
   counters.persisted += queued ? 1 : 0;
   counters.disk_enqueue_seconds += NowSeconds() - t0;
   return queued;
@@ -116,47 +123,50 @@ void HybridCache::Impl::Spill(const memory::EvictPlan& plan) {
   }
 }
 
+Expected<int32_t> HybridCache::Impl::ImportStored(std::span<const int32_t> prefix, const std::string& state,
+                                                  std::span<const std::string> pages, int32_t from_page) {
+  const int32_t end = static_cast<int32_t>(prefix.size());
+  const int32_t P = kv->page_size();
+  const size_t layers = static_cast<size_t>(kv->config().n_layers);
+  const size_t k_row = kv->k_row_bytes(), v_row = kv->v_row_bytes();
+  const size_t k_page = kv->k_page_bytes(), v_page = kv->v_page_bytes();
+  if (state.size() % sizeof(float) != 0) return Error::Corrupt("stored state size is not a float array");
+  // Import's layout: [page][layer][K page | V page]; a stored page is [layer][K rows | V rows] of its rows only.
+  std::string kv_bytes(pages.size() * layers * (k_page + v_page), '\0');
+  for (size_t j = 0; j < pages.size(); ++j) {
+    const int32_t first = (from_page + static_cast<int32_t>(j)) * P;
+    const size_t rows = static_cast<size_t>(std::min(end, first + P) - first);
+    const std::string& src = pages[j];
+    if (src.size() != rows * (k_row + v_row) * layers)
+      return Error::Corrupt("stored page size does not match this cache (other KV type?)");
+    for (size_t l = 0; l < layers; ++l) {  // rows past `end` stay zero
+      char* dst = kv_bytes.data() + (j * layers + l) * (k_page + v_page);
+      const char* in = src.data() + l * rows * (k_row + v_row);
+      std::memcpy(dst, in, rows * k_row);
+      std::memcpy(dst + k_page, in + rows * k_row, rows * v_row);
+    }
+  }
+  std::vector<float> floats(state.size() / sizeof(float));
+  std::memcpy(floats.data(), state.data(), state.size());
+  return Import(prefix, floats, kv_bytes, from_page);
+}
+
 int32_t HybridCache::Impl::FetchFromDisk(std::span<const int32_t> prompt) {
   if (!store || prompt.size() < 2) return 0;
   const memory::TreeHit hit = mm->FindTreeResume(prompt);
-  const int32_t P = kv->page_size();
-  const int32_t layers = kv->config().n_layers;
-  const size_t row_bytes = static_cast<size_t>(kv->config().row_width) * kv->elem_bytes();
-  const size_t page_layer_bytes = static_cast<size_t>(P) * row_bytes;
-  const int32_t from_page = hit.resume_pos / P;  // pages below are never read by Import (RAM serves them)
+  const int32_t from_page = hit.resume_pos / kv->page_size();  // pages below are never read by Import (RAM serves them)
   for (int32_t end : store->StatesOnPath(prompt, hit.resume_pos, static_cast<int32_t>(prompt.size()) - 1)) {
     const std::span<const int32_t> prefix = prompt.subspan(0, static_cast<size_t>(end));
     auto state = store->ReadState(prefix);
     auto pages = state.ok() ? store->ReadPages(prefix, from_page) : Expected<std::vector<std::string>>(state.error());
-    std::string kv_bytes;
-    if (pages.ok()) {
-      const size_t n_pages = pages->size();
-      kv_bytes.assign(n_pages * static_cast<size_t>(layers) * 2 * page_layer_bytes, '\0');
-      for (size_t j = 0; j < n_pages && pages.ok(); ++j) {
-        const int32_t first = (from_page + static_cast<int32_t>(j)) * P;
-        const size_t rows = static_cast<size_t>(std::min(end, first + P) - first) * row_bytes;
-        const std::string& src = (*pages)[j];
-        if (src.size() != rows * 2 * static_cast<size_t>(layers)) {
-          pages = Error::Corrupt("stored page size does not match this cache (other KV type?)");
-          break;
-        }
-        for (int32_t l = 0; l < 2 * layers; ++l)  // [layer][K | V] in both layouts; rows past `end` stay zero
-          std::memcpy(kv_bytes.data() + (j * 2 * static_cast<size_t>(layers) + static_cast<size_t>(l)) * page_layer_bytes,
-                      src.data() + static_cast<size_t>(l) * rows, rows);
-      }
-    }
-    if (!pages.ok() || state->size() % sizeof(float) != 0) {
-      const Error e = pages.ok() ? Error::Corrupt("stored state size is not a float array") : pages.error();
-      LOG_WARN("cache: disk tier: state at %d skipped: %s", end, e.ToString().c_str());
-      if (e.kind != ErrorKind::kIo) store->Forget(prefix);  // never tried again
-      continue;
-    }
-    std::vector<float> floats(state->size() / sizeof(float));
-    std::memcpy(floats.data(), state->data(), state->size());
-    auto r = Import(prefix, floats, kv_bytes, from_page);
+    auto r = pages.ok() ? ImportStored(prefix, *state, *pages, from_page) : Expected<int32_t>(pages.error());
     if (r.ok()) return *r;
-    LOG_WARN("cache: disk tier: state at %d not loaded: %s", end, r.error().ToString().c_str());
-    if (r.error().kind == ErrorKind::kResourceExhausted) return 0;
+    if (r.error().kind == ErrorKind::kResourceExhausted) {
+      LOG_WARN("cache: disk tier: state at %d not loaded: %s", end, r.error().ToString().c_str());
+      return 0;
+    }
+    LOG_WARN("cache: disk tier: state at %d skipped: %s", end, r.error().ToString().c_str());
+    if (r.error().kind != ErrorKind::kIo) store->Forget(prefix);  // never tried again
   }
   return 0;
 }

@@ -50,8 +50,8 @@ model::Model& TinyModel() {
 }
 
 int64_t StateBytes(model::Model& m) { return static_cast<int64_t>(m.MakeStateShape().bytes_per_state()); }
-int64_t PageBytes(model::Model& m, int32_t page_tokens, int elem) {
-  return static_cast<int64_t>(m.config().KvBytesPerToken(elem)) * page_tokens;
+int64_t PageBytes(model::Model& m, int32_t page_tokens, model::KvTypes types) {
+  return static_cast<int64_t>(m.config().KvBytesPerToken(types)) * page_tokens;
 }
 
 // ---- Budget (engine level) -------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ TEST(CacheBudget, RequestsWaitForMemoryAndAnswerExactlyLikeNoCache) {
   // 4 MiB holds 64 pages of 32 F32 tokens (64 KiB each): one request of ~1500 tokens (49 pages reserved),
   // never two at once. Admission control makes the second of each pair wait; nothing exceeds the budget.
   model::Model& m = TinyModel();
-  const int64_t page = PageBytes(m, 32, 4);
+  const int64_t page = PageBytes(m, 32, model::KvType::kF32);
   ASSERT_EQ(page, 64 << 10) << "the fixture's page size changed: adjust the budget";
   auto tiny = MakeEngine(true, 4);
   auto off = MakeEngine(false, 0);
@@ -147,9 +147,9 @@ TEST(CacheBudget, StartRefusesABudgetBelowOneCheckpointAndTwoPages) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::kInvalidArgument);
   EXPECT_NE(r.error().message.find("--cache-ram"), std::string::npos) << r.error().message;
-  c.budget_bytes = StateBytes(m) + PageBytes(m, c.page_tokens, 4);
+  c.budget_bytes = StateBytes(m) + PageBytes(m, c.page_tokens, model::KvType::kF32);
   EXPECT_FALSE(HybridCache::Create(m, c).ok());
-  c.budget_bytes = StateBytes(m) + 2 * PageBytes(m, c.page_tokens, 4);
+  c.budget_bytes = StateBytes(m) + 2 * PageBytes(m, c.page_tokens, model::KvType::kF32);
   EXPECT_TRUE(HybridCache::Create(m, c).ok());
   c.budget_bytes = 1;
   c.use_cache = false;  // --no-cache needs no budget
@@ -221,7 +221,7 @@ class DiskTier : public ::testing::Test {
     cfg_.n_seq_max = 2;
     cfg_.n_ctx = 1024;
     cfg_.checkpoint_every = 0;
-    cfg_.budget_bytes = 2 * StateBytes(m) + PageBytes(m, kPage, 4) * (kLen / kPage + 2);
+    cfg_.budget_bytes = 2 * StateBytes(m) + PageBytes(m, kPage, model::KvType::kF32) * (kLen / kPage + 2);
     cfg_.disk_dir = dir_;
     auto c = HybridCache::Create(m, cfg_);
     ASSERT_TRUE(c.ok()) << c.error().ToString();
@@ -398,6 +398,58 @@ TEST_F(DiskTier, CorruptFileIsSkippedAndTheRequestStillSucceeds) {
   EXPECT_EQ(a.report.source, "none");
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << "not bit-identical";
+}
+
+
+// ---- KV cache types in persisted files -------------------------------------------------------------------
+
+TEST(PersistedKvType, ASlotSavedWithOneKvTypeIsRefusedByACacheOfAnotherAndRestoredByItsOwn) {
+  model::Model& m = TinyModel();
+  const std::string path = ::testing::TempDir() + "/rewind_kvtype_" + std::to_string(getpid()) + ".rwck";
+  auto make = [&](model::KvTypes t) {
+    HybridCacheConfig c;
+    c.page_tokens = 16;
+    c.kv_type = t;
+    c.n_seq_max = 1;
+    c.n_ctx = 256;
+    c.budget_bytes = 4 * StateBytes(m) + PageBytes(m, 16, t) * 24;
+    auto cache = HybridCache::Create(m, c);
+    EXPECT_TRUE(cache.ok()) << cache.error().ToString();
+    return std::move(cache).value();
+  };
+  const model::KvTypes saved(model::KvType::kQ8_0, model::KvType::kF16);
+  const std::vector<int32_t> prompt = Prompt(40, 5);
+  {
+    auto cache = make(saved);
+    auto acq = cache->Acquire(prompt, {}, true);
+    ASSERT_TRUE(acq.ok()) << acq.error().ToString();
+    EvalItem item{acq->seq, prompt, false};
+    model::ForwardOutput out;
+    ASSERT_TRUE(cache->Evaluate({&item, 1}, &out).ok());
+    auto bytes = cache->SaveSequence(acq->seq, path);
+    ASSERT_TRUE(bytes.ok()) << bytes.error().ToString();
+    cache->Release(acq->seq, true);
+  }
+  for (model::KvTypes other : {model::KvTypes(model::KvType::kF16), model::KvTypes(model::KvType::kQ8_0),
+                               model::KvTypes(model::KvType::kF16, model::KvType::kQ8_0)}) {
+    auto r = make(other)->LoadIntoTree(path);
+    ASSERT_FALSE(r.ok()) << kernels::KvTypesName(other);
+    EXPECT_EQ(r.error().kind, ErrorKind::kUnsupported);
+    EXPECT_NE(r.error().message.find("KV cache of type q8_0/f16, this cache is " + kernels::KvTypesName(other)),
+              std::string::npos)
+        << r.error().message;
+  }
+  auto r = make(saved)->LoadIntoTree(path);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(*r, 40);
+  std::filesystem::remove(path);
+}
+
+TEST(CacheBudget, PagesCountTheRealBytesOfTheKvTypes) {
+  // q8_0 rows are 34/64 of F16 rows, q4_0 rows 18/64; the budget holds that many more pages.
+  model::Model& m = TinyModel();
+  EXPECT_EQ(PageBytes(m, 16, model::KvType::kQ8_0) * 32, PageBytes(m, 16, model::KvType::kF16) * 17);
+  EXPECT_EQ(PageBytes(m, 16, model::KvType::kQ4_0) * 32, PageBytes(m, 16, model::KvType::kF16) * 9);
 }
 
 }  // namespace

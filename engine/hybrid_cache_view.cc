@@ -1,6 +1,7 @@
 // HybridCache::TreeJson: the prefix tree, the running sequences and the disk tier as JSON, for the web page's
 // memory view (GET /cache/tree). Ids, positions and sizes only: no tokens.
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <set>
 
 #include "engine/hybrid_cache_impl.h"
@@ -12,14 +13,21 @@ std::string HybridCache::TreeJson(int32_t max_nodes) const {
   const Impl& im = *impl_;
   const memory::MemoryManager& m = *im.mm;
   const memory::PrefixTree& tree = m.tree();
-  std::set<uint64_t> on_disk;  // prefix hashes with a file in the disk tier
-  for (const auto& e : im.disk_index) on_disk.insert(e.prefix_hash);
-  auto ckpt_json = [&](memory::CheckpointId id) {
+  // Disk-tier states by (end, chain); a RAM checkpoint is "also on disk" when the store holds its prefix's state.
+  const std::vector<memory::ContentStore::StateInfo> stored =
+      im.store ? im.store->States() : std::vector<memory::ContentStore::StateInfo>{};
+  std::set<std::pair<int32_t, uint64_t>> on_disk, in_ram;
+  for (const auto& e : stored) on_disk.insert({e.end, e.chain});
+  auto ckpt_json = [&](memory::CheckpointId id, std::span<const int32_t> prefix) {
     const memory::Checkpoint& c = m.checkpoints().Get(id);
-    return json{{"id", id}, {"pos", c.pos}, {"bytes", c.bytes}, {"disk", on_disk.count(c.prefix_hash) != 0}};
+    bool disk = false;
+    if (im.store && static_cast<int32_t>(prefix.size()) == c.pos) {
+      const std::pair<int32_t, uint64_t> key{c.pos, im.store->Chain(prefix)};
+      in_ram.insert(key);
+      disk = on_disk.count(key) != 0;
+    }
+    return json{{"id", id}, {"pos", c.pos}, {"bytes", c.bytes}, {"disk", disk}};
   };
-  std::set<uint64_t> in_ram;
-  for (const auto& [id, c] : m.checkpoints().all()) in_ram.insert(c.prefix_hash);
 
   json nodes = json::array();
   int32_t listed = 0;
@@ -34,13 +42,16 @@ std::string HybridCache::TreeJson(int32_t max_nodes) const {
                      {"pages", n.pages.size()},
                      {"pins", n.pins},
                      {"last_use", n.last_use},
-                     {"ckpt", n.ckpt == memory::kNone ? json(nullptr) : ckpt_json(n.ckpt)}});
+                     {"ckpt", n.ckpt == memory::kNone ? json(nullptr) : ckpt_json(n.ckpt, tree.PathTokens(id))}});
   }
   json seqs = json::array();
   for (memory::SeqId sid : m.sequence_ids()) {
     const memory::Sequence& s = m.sequence(sid);
     json ck = json::array();
-    for (memory::CheckpointId c : s.checkpoints) ck.push_back(ckpt_json(c));
+    for (memory::CheckpointId c : s.checkpoints) {
+      const int32_t pos = std::min<int32_t>(m.checkpoints().Get(c).pos, static_cast<int32_t>(s.tokens.size()));
+      ck.push_back(ckpt_json(c, std::span<const int32_t>(s.tokens).subspan(0, static_cast<size_t>(pos))));
+    }
     seqs.push_back({{"id", sid},
                     {"pos", s.pos()},
                     {"node", s.lease.held() ? s.lease.node() : memory::kNone},
@@ -48,12 +59,10 @@ std::string HybridCache::TreeJson(int32_t max_nodes) const {
                     {"reserve", s.reserve},
                     {"checkpoints", std::move(ck)}});
   }
-  json disk = json::array();  // disk-tier files whose checkpoint is not in RAM
-  uint64_t disk_bytes = 0;
-  for (const auto& e : im.disk_index) {
-    disk_bytes += e.bytes;
-    if (!in_ram.count(e.prefix_hash)) disk.push_back({{"pos", e.pos}, {"bytes", e.bytes}});
-  }
+  json disk = json::array();  // disk-tier states whose checkpoint is not in RAM
+  for (const auto& e : stored)
+    if (!in_ram.count({e.end, e.chain})) disk.push_back({{"pos", e.end}, {"bytes", e.bytes}});
+  const memory::ContentStoreStats ds = im.store ? im.store->Stats() : memory::ContentStoreStats{};
   json out = {{"clock", m.now()},
               {"page_tokens", m.config().page_tokens},
               {"nodes_total", tree.node_count() - 1},
@@ -61,8 +70,8 @@ std::string HybridCache::TreeJson(int32_t max_nodes) const {
               {"sequences", std::move(seqs)},
               {"disk_only", std::move(disk)},
               {"disk_tier", !im.cfg.disk_dir.empty()},
-              {"disk_files", im.disk_index.size()},
-              {"disk_bytes", disk_bytes},
+              {"disk_files", stored.size()},
+              {"disk_bytes", ds.stored_bytes},
               {"disk_limit_bytes", im.cfg.disk_bytes}};
   return out.dump();
 }

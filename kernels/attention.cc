@@ -16,13 +16,23 @@
 namespace rw::kernels {
 namespace {
 
-inline const float* LoadRow(const uint8_t* page, int32_t row, const KvPages& kv, int32_t off, int32_t D,
-                            float* tmp) {
-  if (!kv.f16) {
-    return reinterpret_cast<const float*>(page) + static_cast<int64_t>(row) * kv.row_width + off;
+// Where one head's part of the cached rows sits: row r of a page at r·row_bytes + head_bytes.
+struct RowGeometry {
+  KvType type;
+  size_t row_bytes, head_bytes;
+  RowGeometry(KvType t, const KvPages& kv, int32_t kvh, int32_t D)
+      : type(t), row_bytes(KvRowBytes(t, kv.row_width)), head_bytes(KvRowBytes(t, static_cast<int64_t>(kvh) * D)) {}
+};
+
+// The D floats of one head of row `row`: a pointer into the page for F32, else converted into tmp (exactly).
+inline const float* LoadRow(const uint8_t* page, int32_t row, const RowGeometry& g, int32_t D, float* tmp) {
+  const uint8_t* src = page + static_cast<size_t>(row) * g.row_bytes + g.head_bytes;
+  if (g.type == KvType::kF32) return reinterpret_cast<const float*>(src);
+  if (g.type == KvType::kF16) {
+    HalfToFloatRow(reinterpret_cast<const uint16_t*>(src), tmp, D);  // exact, same bits as HalfToFloat per element
+    return tmp;
   }
-  const uint16_t* h = reinterpret_cast<const uint16_t*>(page) + static_cast<int64_t>(row) * kv.row_width + off;
-  HalfToFloatRow(h, tmp, D);  // exact, same bits as HalfToFloat per element
+  DequantizeKvRow(g.type, src, tmp, D);
   return tmp;
 }
 
@@ -62,13 +72,13 @@ void AttendOne(const float* q, int32_t D, int32_t kvh, int32_t n_keys, const KvP
   for (int32_t d = 0; d < D; ++d) acc[d] = 0.0f;
   float m = -std::numeric_limits<float>::infinity();
   float l = 0.0f;
-  const int32_t off = kvh * D;
+  const RowGeometry kg(kv.k_type, kv, kvh, D), vg(kv.v_type, kv, kvh, D);
   for (int32_t b0 = 0; b0 < n_keys; b0 += kAttnBlock) {
     const int32_t b1 = std::min(n_keys, b0 + kAttnBlock);
     float mb = -std::numeric_limits<float>::infinity();
     for (int32_t p = b0; p < b1; ++p) {
       const uint8_t* page = kv.k_pages[p / kv.page_size];
-      const float* k = LoadRow(page, p % kv.page_size, kv, off, D, tmp);
+      const float* k = LoadRow(page, p % kv.page_size, kg, D, tmp);
       s[p - b0] = DotF32(q, k, D) * scale;
       mb = std::max(mb, s[p - b0]);
     }
@@ -80,7 +90,7 @@ void AttendOne(const float* q, int32_t D, int32_t kvh, int32_t n_keys, const KvP
       const float e = ExpApprox(s[p - b0] - m_new);
       l += e;
       const uint8_t* page = kv.v_pages[p / kv.page_size];
-      const float* v = LoadRow(page, p % kv.page_size, kv, off, D, tmp);
+      const float* v = LoadRow(page, p % kv.page_size, vg, D, tmp);
       for (int32_t d = 0; d < D; ++d) acc[d] += e * v[d];
     }
     m = m_new;
@@ -107,12 +117,12 @@ void AttendGroup(const AttendQuery* queries, int32_t n_queries, int32_t D, int32
     l[j] = 0.0f;
     max_keys = std::max(max_keys, queries[j].n_keys);
   }
-  const int32_t off = kvh * D;
+  const RowGeometry kg(kv.k_type, kv, kvh, D), vg(kv.v_type, kv, kvh, D);
   for (int32_t b0 = 0; b0 < max_keys; b0 += kAttnBlock) {
     const int32_t b1 = std::min(max_keys, b0 + kAttnBlock);
     for (int32_t p = b0; p < b1; ++p) {  // each row of the block once, for every query
-      krow[p - b0] = LoadRow(kv.k_pages[p / kv.page_size], p % kv.page_size, kv, off, D, kb + (p - b0) * D);
-      vrow[p - b0] = LoadRow(kv.v_pages[p / kv.page_size], p % kv.page_size, kv, off, D, vb + (p - b0) * D);
+      krow[p - b0] = LoadRow(kv.k_pages[p / kv.page_size], p % kv.page_size, kg, D, kb + (p - b0) * D);
+      vrow[p - b0] = LoadRow(kv.v_pages[p / kv.page_size], p % kv.page_size, vg, D, vb + (p - b0) * D);
     }
     for (int32_t j = 0; j < n_queries; ++j) {
       const int32_t e1 = std::min(queries[j].n_keys, b1);

@@ -93,7 +93,7 @@ TEST(BatchInvariance, AttentionDoesNotDependOnPageSize) {
       kptr.push_back(reinterpret_cast<const uint8_t*>(kp[i].data()));
       vptr.push_back(reinterpret_cast<const uint8_t*>(vp[i].data()));
     }
-    KvPages view{kptr.data(), vptr.data(), page, W, false};
+    KvPages view{kptr.data(), vptr.data(), page, W, KvType::kF32, KvType::kF32};
     std::vector<float> o(D);
     AttendOne(q.data(), D, 1, n, view, 0.2f, o.data());
     if (page == 1) base = o;

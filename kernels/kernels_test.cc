@@ -205,51 +205,52 @@ struct PagedFixture {
   std::vector<std::vector<uint8_t>> k, v;
   std::vector<const uint8_t*> kp, vp;
   KvPages view;
-  PagedFixture(const std::vector<float>& K, const std::vector<float>& V, int n, int W, int page, bool f16) {
+  PagedFixture(const std::vector<float>& K, const std::vector<float>& V, int n, int W, int page, KvTypes types) {
     const int n_pages = (n + page - 1) / page;
-    const int es = f16 ? 2 : 4;
+    const size_t krb = KvRowBytes(types.k, W), vrb = KvRowBytes(types.v, W);
     for (int pg = 0; pg < n_pages; ++pg) {
-      k.emplace_back(page * W * es);
-      v.emplace_back(page * W * es);
-      for (int r = 0; r < page && pg * page + r < n; ++r)
-        for (int c = 0; c < W; ++c) {
-          const size_t src = (pg * page + r) * W + c, dst = r * W + c;
-          if (f16) {
-            reinterpret_cast<uint16_t*>(k.back().data())[dst] = FloatToHalf(K[src]);
-            reinterpret_cast<uint16_t*>(v.back().data())[dst] = FloatToHalf(V[src]);
-          } else {
-            reinterpret_cast<float*>(k.back().data())[dst] = K[src];
-            reinterpret_cast<float*>(v.back().data())[dst] = V[src];
-          }
-        }
+      k.emplace_back(page * krb);
+      v.emplace_back(page * vrb);
+      for (int r = 0; r < page && pg * page + r < n; ++r) {
+        QuantizeKvRow(types.k, K.data() + static_cast<size_t>(pg * page + r) * W, k.back().data() + r * krb, W);
+        QuantizeKvRow(types.v, V.data() + static_cast<size_t>(pg * page + r) * W, v.back().data() + r * vrb, W);
+      }
     }
     for (auto& p : k) kp.push_back(p.data());
     for (auto& p : v) vp.push_back(p.data());
-    view = {kp.data(), vp.data(), page, W, f16};
+    view = {kp.data(), vp.data(), page, W, types.k, types.v};
   }
 };
 
-TEST(Attention, OnlineBlocksMatchTwoPassReferenceF32AndF16) {
-  const int D = 16, Hkv = 2, W = D * Hkv;
-  for (bool f16 : {false, true}) {
+// Every cache type, plus K and V of different types.
+std::vector<KvTypes> AllKvTypeCombos() {
+  std::vector<KvTypes> out(std::begin(kAllKvTypes), std::end(kAllKvTypes));
+  out.push_back({KvType::kQ8_0, KvType::kF16});
+  out.push_back({KvType::kF16, KvType::kQ4_0});
+  return out;
+}
+
+TEST(Attention, OnlineBlocksMatchTwoPassReferenceForEveryKvType) {
+  const int D = 32, Hkv = 2, W = D * Hkv;
+  for (KvTypes types : AllKvTypeCombos()) {
     for (int n : {1, 2, 31, 32, 33, 100}) {
       auto K = Random(n * W, 11), V = Random(n * W, 12), q = Random(D, 13, 2.0f);
-      PagedFixture kv(K, V, n, W, 8, f16);
+      PagedFixture kv(K, V, n, W, 8, types);
       std::vector<float> o(D), orf(D);
       for (int h = 0; h < Hkv; ++h) {
         AttendOne(q.data(), D, h, n, kv.view, 0.25f, o.data());
         ref::AttendOne(q.data(), D, h, n, kv.view, 0.25f, orf.data());
-        for (int d = 0; d < D; ++d) EXPECT_NEAR(o[d], orf[d], 1e-5) << n << " " << f16;
+        for (int d = 0; d < D; ++d) EXPECT_NEAR(o[d], orf[d], 1e-5) << n << " " << KvTypesName(types);
       }
     }
   }
 }
 
 TEST(Attention, GroupOfQueriesGivesTheBitsOfOneCallPerQuery) {
-  const int D = 16, Hkv = 2, W = D * Hkv, n = 100;
-  for (bool f16 : {false, true}) {
+  const int D = 32, Hkv = 2, W = D * Hkv, n = 100;
+  for (KvTypes types : AllKvTypeCombos()) {
     auto K = Random(n * W, 21), V = Random(n * W, 22);
-    PagedFixture kv(K, V, n, W, 8, f16);
+    PagedFixture kv(K, V, n, W, 8, types);
     // Queries with different key counts (causal rows of a chunk, some ending inside a block, one with none).
     const std::vector<int> n_keys = {1, 31, 32, 33, 64, 70, 99, 100, 0, 45};
     const int Q = static_cast<int>(n_keys.size());
@@ -262,7 +263,8 @@ TEST(Attention, GroupOfQueriesGivesTheBitsOfOneCallPerQuery) {
         aq.push_back({qs.data() + j * D, group.data() + j * D, n_keys[j]});
       }
       AttendGroup(aq.data(), Q, D, h, kv.view, 0.25f);
-      EXPECT_EQ(std::memcmp(one.data(), group.data(), one.size() * sizeof(float)), 0) << "f16 " << f16 << " h " << h;
+      EXPECT_EQ(std::memcmp(one.data(), group.data(), one.size() * sizeof(float)), 0)
+          << KvTypesName(types) << " h " << h;
     }
   }
 }

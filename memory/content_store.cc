@@ -291,6 +291,16 @@ void ContentStore::Flush() {
   idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_ && !dirty_ && deletions_.empty(); });
 }
 
+std::vector<ContentStore::StateInfo> ContentStore::States() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<StateInfo> out;
+  out.reserve(states_.size());
+  for (const auto& [k, s] : states_) out.push_back({k.end, k.chain, s.bytes});
+  return out;
+}
+
+uint64_t ContentStore::Chain(std::span<const int32_t> prefix) const { return HashTokens(prefix, cfg_.identity); }
+
 ContentStoreStats ContentStore::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   ContentStoreStats s = stats_;

@@ -88,6 +88,14 @@ class ContentStore {
   // Blocks until everything queued is written and the index is current (shutdown, tests).
   void Flush();
   ContentStoreStats Stats() const;
+  // Every stored state as (end, chain c(end), bytes), for views (the web page's memory view).
+  struct StateInfo {
+    int32_t end = 0;
+    uint64_t chain = 0, bytes = 0;
+  };
+  std::vector<StateInfo> States() const;
+  // c(n) of a prefix: the name of its state.
+  uint64_t Chain(std::span<const int32_t> prefix) const;
   const StoreBackend& backend() const { return *backend_; }
 
  private:

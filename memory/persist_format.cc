@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstring>
 
+#include "base/check.h"
 #include "base/file.h"
 #include "base/hash.h"
 #include "memory/le_bytes.h"
@@ -13,7 +14,8 @@ namespace {
 
 constexpr char kMagic[8] = {'R', 'W', 'C', 'K', 'P', 'T', '\0', '\1'};
 constexpr char kIndexMagic[8] = {'R', 'W', 'C', 'K', 'I', 'D', 'X', '\1'};
-constexpr uint32_t kHeaderBytes = 64;
+constexpr uint32_t kHeaderBytes = 80;
+constexpr size_t kKvTypeAt = 64;
 constexpr int32_t kMaxTokens = 1 << 26;
 
 std::string Hex(uint64_t v) {
@@ -29,9 +31,11 @@ Error Foreign(uint64_t got, uint64_t want) {
 
 }  // namespace
 
-std::string EncodeCheckpointFile(uint64_t model_fingerprint, std::span<const int32_t> tokens,
+std::string EncodeCheckpointFile(const CheckpointKey& key, std::span<const int32_t> tokens,
                                  std::span<const std::byte> state,
                                  std::span<const std::span<const std::byte>> kv_parts) {
+  REWIND_CHECK_MSG(!key.kv_type.empty() && key.kv_type.size() <= kMaxKvTypeLabel, "KV type label '%.*s'",
+                   static_cast<int>(key.kv_type.size()), key.kv_type.data());
   uint64_t kv_bytes = 0;
   uint64_t sum = kFnvOffset;
   sum = HashBytes(state.data(), state.size(), sum);
@@ -44,13 +48,15 @@ std::string EncodeCheckpointFile(uint64_t model_fingerprint, std::span<const int
   out.append(kMagic, 8);
   Put<uint32_t>(&out, kCheckpointFileVersion);
   Put<uint32_t>(&out, kHeaderBytes);
-  Put<uint64_t>(&out, model_fingerprint);
+  Put<uint64_t>(&out, key.model_fingerprint);
   Put<int32_t>(&out, static_cast<int32_t>(tokens.size()));
   Put<uint32_t>(&out, 0);
   Put<uint64_t>(&out, HashTokens(tokens));
   Put<uint64_t>(&out, state.size());
   Put<uint64_t>(&out, kv_bytes);
   Put<uint64_t>(&out, sum);
+  out.append(key.kv_type);
+  out.append(16 - key.kv_type.size(), '\0');
   for (int32_t t : tokens) Put<int32_t>(&out, t);
   Put<uint64_t>(&out, HashBytes(out.data(), out.size()));
   out.append(reinterpret_cast<const char*>(state.data()), state.size());
@@ -58,13 +64,15 @@ std::string EncodeCheckpointFile(uint64_t model_fingerprint, std::span<const int
   return out;
 }
 
-Expected<CheckpointFile> DecodeCheckpointFile(std::string_view b, uint64_t expected_fingerprint) {
-  if (b.size() < kHeaderBytes + 8) return Error::Corrupt("checkpoint file truncated (" + std::to_string(b.size()) + " B)");
+Expected<CheckpointFile> DecodeCheckpointFile(std::string_view b, const CheckpointKey& expected) {
+  const uint64_t expected_fingerprint = expected.model_fingerprint;
+  if (b.size() < 16) return Error::Corrupt("checkpoint file truncated (" + std::to_string(b.size()) + " B)");
   if (std::memcmp(b.data(), kMagic, 8) != 0) return Error::Corrupt("not a rewind checkpoint file (bad magic)");
   uint32_t version = Get<uint32_t>(b, 8);
   if (version != kCheckpointFileVersion)
     return Error::Unsupported("checkpoint file version " + std::to_string(version) + ", this build reads " +
                               std::to_string(kCheckpointFileVersion));
+  if (b.size() < kHeaderBytes + 8) return Error::Corrupt("checkpoint file truncated (" + std::to_string(b.size()) + " B)");
   if (Get<uint32_t>(b, 12) != kHeaderBytes || Get<uint32_t>(b, 28) != 0)
     return Error::Corrupt("checkpoint header malformed");
   int32_t pos = Get<int32_t>(b, 24);
@@ -75,6 +83,11 @@ Expected<CheckpointFile> DecodeCheckpointFile(std::string_view b, uint64_t expec
     return Error::Corrupt("checkpoint header checksum mismatch");
   uint64_t fingerprint = Get<uint64_t>(b, 16);
   if (fingerprint != expected_fingerprint) return Foreign(fingerprint, expected_fingerprint);
+  const std::string_view label_field = b.substr(kKvTypeAt, 16);
+  const std::string kv_type(label_field.substr(0, std::min(label_field.find('\0'), kMaxKvTypeLabel)));
+  if (kv_type != expected.kv_type)
+    return Error::Unsupported("checkpoint file holds a KV cache of type " + kv_type + ", this cache is " +
+                              std::string(expected.kv_type) + " (--cache-type-k / --cache-type-v)");
   uint64_t state_bytes = Get<uint64_t>(b, 40), kv_bytes = Get<uint64_t>(b, 48);
   const size_t payload_at = head_end + 8;
   const uint64_t left = b.size() - payload_at;
@@ -85,6 +98,7 @@ Expected<CheckpointFile> DecodeCheckpointFile(std::string_view b, uint64_t expec
     return Error::Corrupt("checkpoint payload checksum mismatch");
   CheckpointFile f;
   f.model_fingerprint = fingerprint;
+  f.kv_type = kv_type;
   f.tokens.resize(static_cast<size_t>(pos));
   if (pos > 0) std::memcpy(f.tokens.data(), b.data() + kHeaderBytes, static_cast<size_t>(pos) * 4);
   f.prefix_hash = Get<uint64_t>(b, 32);
@@ -94,14 +108,14 @@ Expected<CheckpointFile> DecodeCheckpointFile(std::string_view b, uint64_t expec
   return f;
 }
 
-Status WriteCheckpointFile(const std::string& path, uint64_t model_fingerprint, std::span<const int32_t> tokens,
+Status WriteCheckpointFile(const std::string& path, const CheckpointKey& key, std::span<const int32_t> tokens,
                            std::span<const std::byte> state, std::span<const std::span<const std::byte>> kv_parts) {
-  return WriteFileAtomic(path, EncodeCheckpointFile(model_fingerprint, tokens, state, kv_parts));
+  return WriteFileAtomic(path, EncodeCheckpointFile(key, tokens, state, kv_parts));
 }
 
-Expected<CheckpointFile> ReadCheckpointFile(const std::string& path, uint64_t expected_fingerprint) {
+Expected<CheckpointFile> ReadCheckpointFile(const std::string& path, const CheckpointKey& expected) {
   REWIND_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
-  auto f = DecodeCheckpointFile(bytes, expected_fingerprint);
+  auto f = DecodeCheckpointFile(bytes, expected);
   if (!f.ok()) return Error{f.error().kind, path + ": " + f.error().message};
   return f;
 }

@@ -25,10 +25,10 @@ std::string Key(char kind, int32_t end, uint64_t chain) {
 
 }  // namespace
 
-uint64_t StoreIdentity(uint64_t model_fingerprint, uint32_t kv_type) {
+uint64_t StoreIdentity(uint64_t model_fingerprint, std::string_view kv_types) {
   uint64_t h = HashMix(model_fingerprint, kStoreFormatVersion);
   h = HashMix(h, kKernelBitsGeneration);
-  return HashMix(h, kv_type);
+  return HashMix(h, HashString(kv_types));
 }
 
 std::string PageKey(int32_t end, uint64_t chain) { return Key('p', end, chain); }

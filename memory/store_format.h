@@ -35,7 +35,8 @@ inline constexpr uint32_t kKernelBitsGeneration = 1;
 enum class BlobKind : uint32_t { kPage = 1, kState = 2 };
 
 // The hash every key and chain starts from.
-uint64_t StoreIdentity(uint64_t model_fingerprint, uint32_t kv_type);
+// kv_types: the KV cache types as persisted files name them ("f16", "q8_0/f16").
+uint64_t StoreIdentity(uint64_t model_fingerprint, std::string_view kv_types);
 
 std::string PageKey(int32_t end, uint64_t chain);
 std::string StateKey(int32_t end, uint64_t chain);

@@ -8,8 +8,7 @@
 #include "kernels/activation.h"
 #include "kernels/alloc_tuning.h"
 #include "kernels/attention.h"
-#include "kernels/f16.h"
-#include "kernels/f16_row.h"
+#include "kernels/kv_quant.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "kernels/rope.h"
@@ -34,15 +33,6 @@ kernels::RopeParams MakeRope(const ModelConfig& c) {
   return p;
 }
 
-void StoreRow(const float* src, int32_t n, bool f16, uint8_t* dst) {
-  if (f16) {
-    uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-    kernels::FloatToHalfRow(src, d, n);  // same bits as FloatToHalf per element
-  } else {
-    std::memcpy(dst, src, n * sizeof(float));
-  }
-}
-
 }  // namespace
 
 void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn_index, const float* t,
@@ -50,8 +40,8 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
                       kernels::ThreadPool* pool, bool kv_only) {
   const int32_t D = cfg.head_dim, Hq = cfg.n_head, Hkv = cfg.n_head_kv, QW = Hq * D, KW = Hkv * D;
   const int32_t ps = kv.page_size();
-  const bool f16 = kv.config().type == KvType::kF16;
   const int32_t qm = cfg.attn_gated ? 2 : 1;  // plain attention: attn_q rows are q only
+  const KvTypes types = kv.config().type;
   thread_local kernels::ScratchBuffer<float> qg_buf, k_buf, v_buf, q_buf, gate_buf, att_buf;
   float* qg = qg_buf.Get(static_cast<size_t>(N) * qm * QW);  // [N][Hq][q D | gate D] (plain: [N][Hq][q D])
   float* k = k_buf.Get(static_cast<size_t>(N) * KW);        // [N][Hkv·D]
@@ -93,9 +83,10 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
       }
       const SeqRun& s = seqs[row_seq[i]];
       const int32_t page = s.pages[pos / ps];
-      const int64_t off = static_cast<int64_t>(pos % ps) * KW * kv.elem_bytes();
-      StoreRow(k + i * KW, KW, f16, kv.K(attn_index, page) + off);
-      StoreRow(v + i * KW, KW, f16, kv.V(attn_index, page) + off);
+      // Each row is quantised on its own (kernels/kv_quant.h): its bytes depend on this token only (I1).
+      const int64_t row = pos % ps;
+      kernels::QuantizeKvRow(types.k, k + i * KW, kv.K(attn_index, page) + row * kv.k_row_bytes(), KW);
+      kernels::QuantizeKvRow(types.v, v + i * KW, kv.V(attn_index, page) + row * kv.v_row_bytes(), KW);
     }
   });
   if (kv_only) return;  // only the K/V rows were wanted (the MTP head keeping its cache in step)
@@ -109,7 +100,7 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
       kp[s].push_back(kv.K(attn_index, seqs[s].pages[p]));
       vp[s].push_back(kv.V(attn_index, seqs[s].pages[p]));
     }
-    views[s] = {kp[s].data(), vp[s].data(), ps, KW, f16};
+    views[s] = {kp[s].data(), vp[s].data(), ps, KW, types.k, types.v};
   }
 
   // Attention, then the output gate. Work items are (sequence, KV head, a few tokens, the group's query heads):

@@ -96,8 +96,9 @@ int32_t ModelConfig::n_attn_layers() const {
   return n;
 }
 
-uint64_t ModelConfig::KvBytesPerToken(int elem_bytes) const {
-  return static_cast<uint64_t>(n_attn_layers()) * 2 * n_head_kv * head_dim * elem_bytes;
+uint64_t ModelConfig::KvBytesPerToken(kernels::KvTypes types) const {
+  const int64_t row = static_cast<int64_t>(n_head_kv) * head_dim;
+  return static_cast<uint64_t>(n_attn_layers()) * (kernels::KvRowBytes(types.k, row) + kernels::KvRowBytes(types.v, row));
 }
 uint64_t ModelConfig::StateBytesPerSeq() const {
   const uint64_t per_layer = static_cast<uint64_t>(ssm_conv_kernel - 1) * ssm_conv_dim() +

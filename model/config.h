@@ -9,6 +9,7 @@
 
 #include "base/expected.h"
 #include "gguf/gguf.h"
+#include "kernels/kv_quant.h"
 
 namespace rw::model {
 
@@ -94,9 +95,10 @@ struct ModelConfig {
     return arch == Arch::kQwen3Next ? h / (ssm_heads / ssm_group) : h % ssm_group;
   }
 
-  // Bytes: attention KV per token (all layers, K+V) for an element size; recurrent state per sequence (F32);
-  // replay log per token (F32 replay_row_floats per recurrent layer).
-  uint64_t KvBytesPerToken(int elem_bytes) const;
+  // Bytes: attention KV per token (all layers, K+V) for a cache type (the real row bytes of the block formats;
+  // CheckKvTypes first); recurrent state per sequence (F32); replay log per token (F32 replay_row_floats per
+  // recurrent layer).
+  uint64_t KvBytesPerToken(kernels::KvTypes types) const;
   uint64_t StateBytesPerSeq() const;
   uint64_t ReplayBytesPerToken() const;
 

@@ -40,7 +40,7 @@ TEST(ModelConfig, ReadsMamba2HybridLayerKindsAndSizes) {
   // 3 Mamba-2 layers: conv [384][3] + state [8][32][32]; replay row 384 + 8 dt.
   EXPECT_EQ(c->StateBytesPerSeq(), 3u * 4 * (384 * 3 + 8 * 32 * 32));
   EXPECT_EQ(c->ReplayBytesPerToken(), 3u * 4 * (384 + 8));
-  EXPECT_EQ(c->KvBytesPerToken(2), 2u * 2 * 2 * 32 * 2);
+  EXPECT_EQ(c->KvBytesPerToken(kernels::KvType::kF16), 2u * 2 * 2 * 32 * 2);
   auto g = gguf::File::Open(kDir + "tiny-granite-h-f32.gguf");
   ASSERT_TRUE(g.ok()) << g.error().ToString();
   auto d = ModelConfig::FromGguf(**g);
@@ -80,7 +80,9 @@ TEST(ModelConfig, ReadsTinyQwen35Hyperparameters) {
   // README section 5: 6 GDN layers x 4 B x (3 x 512 + 64 x 256) = 430080 B of recurrent payload.
   EXPECT_EQ(c->StateBytesPerSeq(), 430080u);
   // 2 attention layers x (K + V) x 2 heads x 64 x 4 B = 2048 B per token with an F32 cache.
-  EXPECT_EQ(c->KvBytesPerToken(4), 2048u);
+  EXPECT_EQ(c->KvBytesPerToken(kernels::KvType::kF32), 2048u);
+  EXPECT_EQ(c->KvBytesPerToken(kernels::KvType::kQ8_0), 2048u / 4 * 34 / 32);
+  EXPECT_EQ(c->KvBytesPerToken({kernels::KvType::kQ4_0, kernels::KvType::kF16}), 2048u / 4 + 2048u / 4 * 18 / 64);
   // Tiled (qwen35) vs grouped (qwen3next) key heads.
   EXPECT_EQ(c->KeyHead(3), 1);
 }

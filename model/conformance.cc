@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "kernels/kv_quant.h"
 #include "model/forward.h"
 
 namespace rw::model {
@@ -18,6 +19,10 @@ using json = nlohmann::json;
 
 constexpr double kF32MaxAbsKvF32 = 1e-2;
 constexpr double kF32MaxAbsKvF16 = 2e-2;
+// References made with a quantised KV cache (manifest settings type_k / type_v; llama.cpp needs flash attention
+// for a quantised V): rewind runs the same types. llama.cpp's flash attention also rounds each query to the K
+// type's dot-product format (Q8_0 / Q8_1) where rewind keeps it in F32, hence a looser bound for F32 models.
+constexpr double kF32MaxAbsQuantKv = 0.25;
 constexpr double kMarginForTop1 = 1.0;
 // Router gaps below this count as expert-selection near-ties (README 6.4). F32 router logits agree with llama.cpp
 // to ~1e-6; quantised models round activations, so their router logits move by far more.
@@ -97,7 +102,7 @@ std::vector<std::string> ListDirs(const std::string& dir) {
 
 struct Runner {
   Model& model;
-  KvType kv_type;
+  KvTypes kv_type;
 
   // Prefill all prompt tokens in one batch (all logits), then greedy decode. Returns logits rows.
   Status Run(const std::vector<int32_t>& prompt, int32_t n_steps, std::vector<float>* prompt_logits,
@@ -180,7 +185,18 @@ Expected<std::vector<ModelResult>> RunConformance(const ConformanceOptions& opt,
     Model& model = **loaded;
     mr.precision = DetectPrecision(model.file());
     const bool f32 = mr.precision == Precision::kF32;
-    const double kF32MaxAbs = opt.kv_f16 ? kF32MaxAbsKvF16 : kF32MaxAbsKvF32;
+    // The reference's KV cache types: a quantised one is reproduced; F32 ones follow opt.kv_f16.
+    KvTypes kv_types = opt.kv_f16 ? KvType::kF16 : KvType::kF32;
+    bool quant_kv = false;
+    if (man.contains("settings") && man["settings"].contains("type_k") && man["settings"].contains("type_v")) {
+      auto k = kernels::ParseKvType(man["settings"]["type_k"].get<std::string>());
+      auto v = kernels::ParseKvType(man["settings"]["type_v"].get<std::string>());
+      if (!k.ok() || !v.ok()) return Error::Corrupt(rdir + "/manifest.json: unknown KV cache type in settings");
+      quant_kv = !(*k == KvType::kF32 && *v == KvType::kF32);
+      if (quant_kv) kv_types = KvTypes(*k, *v);
+    }
+    mr.kv_type = kernels::KvTypesName(kv_types);
+    const double kF32MaxAbs = quant_kv ? kF32MaxAbsQuantKv : opt.kv_f16 ? kF32MaxAbsKvF16 : kF32MaxAbsKvF32;
     const double tol = f32 ? kF32MaxAbs : kMarginForTop1;  // logit error level for greedy comparisons
     const double tie = f32 ? kRouterGapTieF32 : kRouterGapTieQuant;
     json gaps;
@@ -224,7 +240,7 @@ Expected<std::vector<ModelResult>> RunConformance(const ConformanceOptions& opt,
         }
         const int32_t n_steps = opt.greedy_steps >= 0 ? std::min<int32_t>(opt.greedy_steps, ref_greedy.size())
                                                       : static_cast<int32_t>(ref_greedy.size());
-        Runner runner{model, opt.kv_f16 ? KvType::kF16 : KvType::kF32};
+        Runner runner{model, kv_types};
         std::vector<float> logits;
         std::vector<int32_t> greedy;
         std::vector<std::vector<float>> steps;
@@ -318,9 +334,9 @@ std::string FormatCase(const CaseResult& r) {
 std::string FormatModel(const ModelResult& r) {
   if (r.skipped) return r.model + ": SKIPPED (" + r.skip_reason + ")";
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%s: %s  cases %zu  rows %lld  max|d| %.3e  mean|d| %.3e%s%s", r.model.c_str(),
-                r.pass ? "PASS" : "FAIL", r.cases.size(), static_cast<long long>(r.rows), r.max_abs, r.mean_abs,
-                r.why.empty() ? "" : "  ", r.why.c_str());
+  std::snprintf(buf, sizeof buf, "%s: %s  kv %s  cases %zu  rows %lld  max|d| %.3e  mean|d| %.3e%s%s",
+                r.model.c_str(), r.pass ? "PASS" : "FAIL", r.kv_type.c_str(), r.cases.size(),
+                static_cast<long long>(r.rows), r.max_abs, r.mean_abs, r.why.empty() ? "" : "  ", r.why.c_str());
   return buf;
 }
 

@@ -17,7 +17,9 @@ struct ConformanceOptions {
   std::string case_filter;   // case name; empty = all
   int32_t n_threads = 1;
   int32_t greedy_steps = -1; // -1: as many as the reference has
-  bool kv_f16 = false;       // F16 KV cache (the serving default; references used F32): F32 tolerance 2e-2
+  bool kv_f16 = false;       // F16 KV cache (the serving default; references used F32): F32 tolerance 2e-2.
+                             // A reference made with a quantised KV cache (its manifest's type_k / type_v) is
+                             // always run with those types.
 };
 
 enum class Precision { kF32, kQ8_0, kQ4K, k16Bit, kOther };
@@ -41,6 +43,7 @@ struct CaseResult {
 struct ModelResult {
   std::string model;      // ref folder name
   std::string file;       // model file
+  std::string kv_type;    // the KV cache types run ("f32", "q8_0", "q8_0/f16")
   bool skipped = false;
   std::string skip_reason;
   Precision precision = Precision::kOther;

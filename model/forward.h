@@ -93,7 +93,7 @@ class Model {
   void SetThreads(int32_t n_threads);
 
   // Storage shaped for this model.
-  KvStorageConfig MakeKvConfig(int32_t n_pages, int32_t page_size = 32, KvType type = KvType::kF16) const;
+  KvStorageConfig MakeKvConfig(int32_t n_pages, int32_t page_size = 32, KvTypes type = KvType::kF16) const;
   StateShape MakeStateShape() const;
   uint64_t ReplayBytesPerToken() const { return cfg_.ReplayBytesPerToken(); }
 

@@ -3,6 +3,8 @@
 // other sequences; and the replay log rebuilds the forward's state bit for bit.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -32,7 +34,7 @@ struct Harness {
   std::vector<int32_t> pages;  // identity page table per slot: slot s owns pages [s·P, (s+1)·P)
   int32_t pages_per_seq = 0;
 
-  Harness(const std::string& file, int32_t page_size, KvType type, int n_slots = 4) {
+  Harness(const std::string& file, int32_t page_size, KvTypes type, int n_slots = 4) {
     auto m = Model::Load(kDir + file);
     EXPECT_TRUE(m.ok()) << m.error().ToString();
     model = std::move(m).value();
@@ -76,7 +78,7 @@ std::vector<int> RandomSplit(int n, std::mt19937& rng) {
   return c;
 }
 
-void CheckSplitsAndThreads(const std::string& file, KvType type, int32_t page_size) {
+void CheckSplitsAndThreads(const std::string& file, KvTypes type, int32_t page_size) {
   Harness h(file, page_size, type);
   const int n = 45;
   const auto tokens = Prompt(n, 7, h.model->config().n_vocab);
@@ -97,6 +99,42 @@ TEST(Forward, Qwen35PrefillEqualsTokenByTokenAndRandomSplitsBitwise) {
 }
 TEST(Forward, Qwen35WithF32KvAndSmallPagesIsSplitInvariant) {
   CheckSplitsAndThreads("tiny-qwen35-f32.gguf", KvType::kF32, 8);
+}
+// I1 for every quantised KV cache type: a row's blocks are a function of that row only, so the cached bytes and
+// hence the logits are the same whichever split wrote them (page size 8: the 20 tokens cross pages). Lighter
+// than CheckSplitsAndThreads (threads are covered there; the cache type does not touch the thread split).
+TEST(Forward, EveryQuantisedKvTypeIsSplitInvariant) {
+  for (KvTypes t : {KvTypes(KvType::kQ8_0), KvTypes(KvType::kQ4_0), KvTypes(KvType::kQ4_1), KvTypes(KvType::kQ5_0),
+                    KvTypes(KvType::kQ5_1), KvTypes(KvType::kIQ4_NL), KvTypes(KvType::kBF16),
+                    KvTypes(KvType::kQ8_0, KvType::kF16)}) {
+    SCOPED_TRACE(kernels::KvTypesName(t));
+    Harness h("tiny-qwen35-f32.gguf", 8, t, 1);
+    h.model->SetThreads(2);
+    const int n = 20;
+    const auto tokens = Prompt(n, 7, h.model->config().n_vocab);
+    const auto whole = h.Run(tokens, {n});
+    EXPECT_TRUE(SameBits(h.Run(tokens, std::vector<int>(n, 1)), whole)) << "token by token";
+    EXPECT_TRUE(SameBits(h.Run(tokens, {3, 9, 1, 7}), whole)) << "split 3+9+1+7";
+  }
+}
+TEST(Forward, QuantisedKvTypeFollowsTheF32CacheClosely) {
+  // Same prompt with an F32 and a q8_0 / q4_0 cache: close (a wrong block layout or head offset is not).
+  const int n = 40;
+  std::vector<float> base;
+  for (KvType t : {KvType::kF32, KvType::kQ8_0, KvType::kQ4_0}) {
+    Harness h("tiny-qwen35-f32.gguf", 16, t);
+    const auto tokens = Prompt(n, 3, h.model->config().n_vocab);
+    const auto logits = h.Run(tokens, {n});
+    if (t == KvType::kF32) {
+      base = logits;
+      continue;
+    }
+    double worst = 0;
+    for (size_t i = 0; i < logits.size(); ++i) worst = std::max<double>(worst, std::fabs(logits[i] - base[i]));
+    std::printf("%s KV vs F32 KV: max |dlogit| %.3e\n", std::string(kernels::KvTypeName(t)).c_str(), worst);
+    EXPECT_LT(worst, t == KvType::kQ8_0 ? 0.2 : 1.5);  // measured 0.033 / 0.58; a wrong layout gives O(4)
+    EXPECT_GT(worst, 0.0);
+  }
 }
 TEST(Forward, QuantisedQwen35IsSplitInvariant) { CheckSplitsAndThreads("tiny-qwen35-q4_k_m.gguf", KvType::kF16, 32); }
 TEST(Forward, Qwen35MoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-qwen35moe-f32.gguf", KvType::kF16, 16); }

@@ -8,7 +8,19 @@
 
 namespace rw::model {
 
-KvStorage::KvStorage(const KvStorageConfig& c) : cfg_(c) {}
+Status CheckKvTypes(KvTypes types, int32_t head_dim) {
+  for (KvType t : {types.k, types.v}) {
+    const int32_t block = kernels::KvBlockElems(t);
+    if (head_dim <= 0 || head_dim % block != 0)
+      return Error::InvalidArgument("KV cache type " + std::string(kernels::KvTypeName(t)) + " stores blocks of " +
+                                    std::to_string(block) + " elements; this model's attention head dim " +
+                                    std::to_string(head_dim) + " is not a multiple of it (use f16, bf16 or f32)");
+  }
+  return Status::Ok();
+}
+
+KvStorage::KvStorage(const KvStorageConfig& c)
+    : cfg_(c), k_row_(kernels::KvRowBytes(c.type.k, c.row_width)), v_row_(kernels::KvRowBytes(c.type.v, c.row_width)) {}
 KvStorage::~KvStorage() = default;
 
 void KvUnmap::operator()(uint8_t* p) const {
@@ -25,11 +37,16 @@ KvStorage::Mapping KvStorage::Reserve(size_t bytes) {
 Expected<std::unique_ptr<KvStorage>> KvStorage::Create(const KvStorageConfig& c) {
   if (c.n_layers < 0 || c.row_width < 0 || c.page_size <= 0 || c.n_pages < 0)
     return Error::InvalidArgument("KV storage: sizes must be non-negative and page_size > 0");
+  if (c.row_width > 0) REWIND_RETURN_IF_ERROR(CheckKvTypes(c.type, c.head_dim > 0 ? c.head_dim : c.row_width));
+  if (c.head_dim > 0 && c.row_width % c.head_dim != 0)
+    return Error::InvalidArgument("KV storage: row width is not a multiple of the head dim");
   std::unique_ptr<KvStorage> s(new KvStorage(c));
-  const uint64_t bytes = static_cast<uint64_t>(c.n_layers) * c.n_pages * s->PageBytes();
-  s->k_ = Reserve(bytes > 0 ? bytes : 1);
-  s->v_ = Reserve(bytes > 0 ? bytes : 1);
-  if (!s->k_ || !s->v_) return Error::Exhausted("KV storage: cannot reserve " + std::to_string(2 * bytes) + " bytes");
+  const uint64_t k_bytes = static_cast<uint64_t>(c.n_layers) * c.n_pages * s->k_page_bytes();
+  const uint64_t v_bytes = static_cast<uint64_t>(c.n_layers) * c.n_pages * s->v_page_bytes();
+  s->k_ = Reserve(k_bytes > 0 ? k_bytes : 1);
+  s->v_ = Reserve(v_bytes > 0 ? v_bytes : 1);
+  if (!s->k_ || !s->v_)
+    return Error::Exhausted("KV storage: cannot reserve " + std::to_string(k_bytes + v_bytes) + " bytes");
   return s;
 }
 
@@ -37,16 +54,15 @@ void KvStorage::CopyPage(int32_t src, int32_t dst, int32_t n_rows) {
   REWIND_CHECK(src >= 0 && src < cfg_.n_pages && dst >= 0 && dst < cfg_.n_pages);
   REWIND_CHECK(n_rows >= 0 && n_rows <= cfg_.page_size);
   if (src == dst) return;
-  const uint64_t n = static_cast<uint64_t>(n_rows) * cfg_.row_width * elem_bytes();
   for (int32_t l = 0; l < cfg_.n_layers; ++l) {
-    std::memcpy(K(l, dst), K(l, src), n);
-    std::memcpy(V(l, dst), V(l, src), n);
+    std::memcpy(K(l, dst), K(l, src), n_rows * k_row_);
+    std::memcpy(V(l, dst), V(l, src), n_rows * v_row_);
   }
 }
 
 void KvStorage::Discard(int32_t first, int32_t n) {
   REWIND_CHECK(first >= 0 && n >= 0 && first + n <= cfg_.n_pages);
-  if (n == 0 || PageBytes() == 0) return;
+  if (n == 0 || k_row_ + v_row_ == 0) return;
   static const uintptr_t os_page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   auto release = [&](uint8_t* begin, uint8_t* end) {
     const uintptr_t b = (reinterpret_cast<uintptr_t>(begin) + os_page - 1) / os_page * os_page;
@@ -54,8 +70,8 @@ void KvStorage::Discard(int32_t first, int32_t n) {
     if (b < e) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
   };
   for (int32_t l = 0; l < cfg_.n_layers; ++l) {
-    release(K(l, first), K(l, first) + static_cast<uint64_t>(n) * PageBytes());
-    release(V(l, first), V(l, first) + static_cast<uint64_t>(n) * PageBytes());
+    release(K(l, first), K(l, first) + static_cast<uint64_t>(n) * k_page_bytes());
+    release(V(l, first), V(l, first) + static_cast<uint64_t>(n) * v_page_bytes());
   }
 }
 

@@ -1,7 +1,8 @@
 // Attention KV storage in fixed-size pages. The memory system (memory/) owns the bookkeeping (which page belongs
 // to which sequence, reference counts, copy-on-write); this class only holds the bytes.
-// Layout: K and V each [attn_layer][page][row][Hkv·D], element F16 (default) or F32. K is stored after
-// attn_k_norm and RoPE, V as projected. A sequence's page table maps position p to page_table[p / page_size],
+// Layout: K and V each [attn_layer][page][row][row bytes]; a row is Hkv·D elements of the cache type
+// (kernels/kv_quant.h: F16 by default, F32, BF16 or a 32-element block format; K and V may differ), so a row is
+// KvRowBytes(type, Hkv·D) bytes. K is stored after attn_k_norm and RoPE, V as projected. A sequence's page table maps position p to page_table[p / page_size],
 // row p % page_size.
 // Memory: K and V are reserved as anonymous mappings and committed by the OS on first write, so the resident
 // size follows the pages actually used (allocation is lowest-id-first), not the pool size. Unwritten rows read
@@ -13,17 +14,24 @@
 #include <memory>
 
 #include "base/expected.h"
+#include "kernels/kv_quant.h"
 
 namespace rw::model {
 
-enum class KvType { kF16, kF32 };
+using kernels::KvType;
+using kernels::KvTypes;
+
+// Input check of a cache type for a model: the quantised types store 32-element blocks, so every head (D
+// elements) must be whole blocks. The error names the type, the head dim and the types that fit.
+Status CheckKvTypes(KvTypes types, int32_t head_dim);
 
 struct KvStorageConfig {
   int32_t n_layers = 0;    // attention layers
   int32_t row_width = 0;   // Hkv·D
   int32_t page_size = 32;  // tokens per page
   int32_t n_pages = 0;
-  KvType type = KvType::kF16;
+  KvTypes type = KvType::kF16;  // K and V element types
+  int32_t head_dim = 0;    // D, for the block check (0: row_width)
 };
 
 // Deleter of the anonymous mappings holding K and V.
@@ -42,17 +50,22 @@ class KvStorage {
   const KvStorageConfig& config() const { return cfg_; }
   int32_t page_size() const { return cfg_.page_size; }
   int32_t n_pages() const { return cfg_.n_pages; }
-  int32_t elem_bytes() const { return cfg_.type == KvType::kF16 ? 2 : 4; }
+  // Bytes of one K / V row (one token of one layer).
+  size_t k_row_bytes() const { return k_row_; }
+  size_t v_row_bytes() const { return v_row_; }
+  // Bytes of one layer's K / V page.
+  uint64_t k_page_bytes() const { return static_cast<uint64_t>(cfg_.page_size) * k_row_; }
+  uint64_t v_page_bytes() const { return static_cast<uint64_t>(cfg_.page_size) * v_row_; }
   // Bytes of one token in all layers (K + V); bytes of one page in all layers; total bytes.
-  uint64_t bytes_per_token() const { return 2ull * cfg_.n_layers * cfg_.row_width * elem_bytes(); }
+  uint64_t bytes_per_token() const { return static_cast<uint64_t>(cfg_.n_layers) * (k_row_ + v_row_); }
   uint64_t bytes_per_page() const { return bytes_per_token() * cfg_.page_size; }
   uint64_t total_bytes() const { return bytes_per_page() * cfg_.n_pages; }
 
-  // [page_size][row_width] elements of one layer's page.
-  uint8_t* K(int32_t layer, int32_t page) { return k_.get() + Offset(layer, page); }
-  uint8_t* V(int32_t layer, int32_t page) { return v_.get() + Offset(layer, page); }
-  const uint8_t* K(int32_t layer, int32_t page) const { return k_.get() + Offset(layer, page); }
-  const uint8_t* V(int32_t layer, int32_t page) const { return v_.get() + Offset(layer, page); }
+  // [page_size][row bytes] of one layer's page.
+  uint8_t* K(int32_t layer, int32_t page) { return k_.get() + Offset(layer, page, k_page_bytes()); }
+  uint8_t* V(int32_t layer, int32_t page) { return v_.get() + Offset(layer, page, v_page_bytes()); }
+  const uint8_t* K(int32_t layer, int32_t page) const { return k_.get() + Offset(layer, page, k_page_bytes()); }
+  const uint8_t* V(int32_t layer, int32_t page) const { return v_.get() + Offset(layer, page, v_page_bytes()); }
 
   // Copies rows [0, n_rows) of page src to page dst in every layer (copy-on-write of a partly shared page).
   void CopyPage(int32_t src, int32_t dst, int32_t n_rows);
@@ -62,17 +75,17 @@ class KvStorage {
 
  private:
   explicit KvStorage(const KvStorageConfig& c);
-  uint64_t PageBytes() const { return static_cast<uint64_t>(cfg_.page_size) * cfg_.row_width * elem_bytes(); }
-  uint64_t Offset(int32_t layer, int32_t page) const {
-    return (static_cast<uint64_t>(layer) * cfg_.n_pages + page) * PageBytes();
+  uint64_t Offset(int32_t layer, int32_t page, uint64_t page_bytes) const {
+    return (static_cast<uint64_t>(layer) * cfg_.n_pages + page) * page_bytes;
   }
 
   using Mapping = std::unique_ptr<uint8_t, KvUnmap>;
   static Mapping Reserve(size_t bytes);  // zero-filled, committed lazily; null on failure
 
   KvStorageConfig cfg_;
-  Mapping k_;  // [layer][page][row][row_width]
-  Mapping v_;  // [layer][page][row][row_width]
+  size_t k_row_ = 0, v_row_ = 0;  // KvRowBytes(type, row_width)
+  Mapping k_;  // [layer][page][row][k_row_ bytes]
+  Mapping v_;  // [layer][page][row][v_row_ bytes]
 };
 
 }  // namespace rw::model

@@ -56,13 +56,14 @@ Expected<std::unique_ptr<Model>> Model::Load(const std::string& path, const Load
 
 void Model::SetThreads(int32_t n_threads) { pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, n_threads)); }
 
-KvStorageConfig Model::MakeKvConfig(int32_t n_pages, int32_t page_size, KvType type) const {
+KvStorageConfig Model::MakeKvConfig(int32_t n_pages, int32_t page_size, KvTypes type) const {
   KvStorageConfig c;
   c.n_layers = cfg_.n_attn_layers();
   c.row_width = cfg_.n_head_kv * cfg_.head_dim;
   c.page_size = page_size;
   c.n_pages = n_pages;
   c.type = type;
+  c.head_dim = cfg_.head_dim;
   return c;
 }
 

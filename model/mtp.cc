@@ -51,13 +51,14 @@ Expected<std::unique_ptr<MtpHead>> MtpHead::Create(const Model& target) {
   return h;
 }
 
-KvStorageConfig MtpHead::MakeKvConfig(int32_t n_pages, int32_t page_size, KvType type) const {
+KvStorageConfig MtpHead::MakeKvConfig(int32_t n_pages, int32_t page_size, KvTypes type) const {
   KvStorageConfig c;
   c.n_layers = 1;
   c.row_width = cfg_.n_head_kv * cfg_.head_dim;
   c.page_size = page_size;
   c.n_pages = n_pages;
   c.type = type;
+  c.head_dim = cfg_.head_dim;
   return c;
 }
 

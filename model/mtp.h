@@ -68,7 +68,7 @@ class MtpHead {
   const ModelConfig& config() const { return cfg_; }
   const MtpWeights& weights() const { return w_; }
   // KV storage for the MTP block: one attention layer.
-  KvStorageConfig MakeKvConfig(int32_t n_pages, int32_t page_size = 32, KvType type = KvType::kF16) const;
+  KvStorageConfig MakeKvConfig(int32_t n_pages, int32_t page_size = 32, KvTypes type = KvType::kF16) const;
 
   // Runs the rows, writing their K/V rows at [pos0, pos0 + n); attention reads K/V rows [0, p] for the row at
   // p. Input errors (bad token, hidden size, page table too short, KV not shaped for the head) change

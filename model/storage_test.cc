@@ -30,6 +30,34 @@ TEST(KvStorage, PagesAreDisjointPerLayerAndCopyPageCopiesAllLayers) {
   EXPECT_FALSE(KvStorage::Create({1, 8, 0, 2, KvType::kF16}).ok());
 }
 
+TEST(KvStorage, RowsOfEachTypeHaveTheirBlockBytesAndKAndVMayDiffer) {
+  // 2 layers, Hkv·D = 64 (D = 32), pages of 4 tokens: q8_0 K rows 68 B, q4_0 V rows 36 B.
+  KvStorageConfig c{2, 64, 4, 3, KvTypes(KvType::kQ8_0, KvType::kQ4_0), 32};
+  auto kv = std::move(KvStorage::Create(c)).value();
+  EXPECT_EQ(kv->k_row_bytes(), 68u);
+  EXPECT_EQ(kv->v_row_bytes(), 36u);
+  EXPECT_EQ(kv->bytes_per_token(), 2u * (68 + 36));
+  EXPECT_EQ(kv->K(0, 1) - kv->K(0, 0), 4 * 68);
+  EXPECT_EQ(kv->V(1, 0) - kv->V(0, 0), 3 * 4 * 36);
+  std::memset(kv->K(1, 0), 0x5a, 4 * 68);
+  std::memset(kv->V(1, 0), 0x6b, 4 * 36);
+  kv->CopyPage(0, 2, 2);
+  EXPECT_EQ(kv->K(1, 2)[2 * 68 - 1], 0x5a);
+  EXPECT_EQ(kv->K(1, 2)[2 * 68], 0);
+  EXPECT_EQ(kv->V(1, 2)[2 * 36 - 1], 0x6b);
+  EXPECT_EQ(kv->V(1, 2)[2 * 36], 0);
+}
+
+TEST(KvStorage, RefusesABlockTypeWhoseBlocksDoNotTileTheHeadsNamingTheDim) {
+  auto r = KvStorage::Create({1, 96, 4, 2, KvType::kQ8_0, 48});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("head dim 48"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(KvStorage::Create({1, 96, 4, 2, KvType::kBF16, 48}).ok());
+  EXPECT_TRUE(CheckKvTypes(KvTypes(KvType::kF16, KvType::kIQ4_NL), 64).ok());
+  EXPECT_FALSE(CheckKvTypes(KvTypes(KvType::kF16, KvType::kIQ4_NL), 16).ok());
+}
+
 TEST(StateStorage, CopySnapshotRestoreAreDeepAndExact) {
   StateShape shape{2, 6, 3, 2, 4};
   EXPECT_EQ(shape.bytes_per_state(), 4u * 2 * (6 * 3 + 2 * 16));

@@ -18,7 +18,7 @@ using testing::RedisTestServer;
 
 constexpr int32_t kPage = 4;
 
-RemoteStoreConfig Config(uint64_t identity = memory::StoreIdentity(42, 1)) {
+RemoteStoreConfig Config(uint64_t identity = memory::StoreIdentity(42, "f16")) {
   RemoteStoreConfig c;
   c.identity = identity;
   c.page_tokens = kPage;
@@ -95,7 +95,7 @@ TEST(RemoteStore, ADifferentIdentityNeverSharesValues) {
   REQUIRE_REDIS();
   RedisTestServer server;
   auto a = OpenStore(server.url());
-  auto other_build = OpenStore(server.url(), Config(memory::StoreIdentity(43, 1)));
+  auto other_build = OpenStore(server.url(), Config(memory::StoreIdentity(43, "f16")));
   std::vector<int32_t> t = Tokens(20);
   ASSERT_TRUE(a->Enqueue(Put(t, 10, *a)));
   a->Flush();

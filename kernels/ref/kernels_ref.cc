@@ -45,17 +45,21 @@ void GdnHeadStep(float* M, const float* q, const float* k, const float* v, float
 
 void AttendOne(const float* q, int32_t D, int32_t kvh, int32_t n_keys, const KvPages& kv, float scale,
                float* out) {
-  auto elem = [&](const uint8_t* const* pages, int32_t p, int32_t d) -> double {
+  // Row p of K or V, head kvh, as floats (the scalar dequantisation twin).
+  std::vector<float> row(D);
+  auto load = [&](const uint8_t* const* pages, KvType t, int32_t p) -> const std::vector<float>& {
     const uint8_t* page = pages[p / kv.page_size];
-    const int64_t idx = static_cast<int64_t>(p % kv.page_size) * kv.row_width + kvh * D + d;
-    if (kv.f16) return HalfToFloat(reinterpret_cast<const uint16_t*>(page)[idx]);
-    return reinterpret_cast<const float*>(page)[idx];
+    const size_t at = static_cast<size_t>(p % kv.page_size) * KvRowBytes(t, kv.row_width) +
+                      KvRowBytes(t, static_cast<int64_t>(kvh) * D);
+    ref::DequantizeKvRow(t, page + at, row.data(), D);
+    return row;
   };
   std::vector<double> s(n_keys);
   double mx = -1e300;
   for (int32_t p = 0; p < n_keys; ++p) {
     double acc = 0;
-    for (int32_t d = 0; d < D; ++d) acc += q[d] * elem(kv.k_pages, p, d);
+    const std::vector<float>& k = load(kv.k_pages, kv.k_type, p);
+    for (int32_t d = 0; d < D; ++d) acc += q[d] * static_cast<double>(k[d]);
     s[p] = acc * scale;
     mx = std::max(mx, s[p]);
   }
@@ -64,11 +68,12 @@ void AttendOne(const float* q, int32_t D, int32_t kvh, int32_t n_keys, const KvP
     s[p] = std::exp(s[p] - mx);
     l += s[p];
   }
-  for (int32_t d = 0; d < D; ++d) {
-    double acc = 0;
-    for (int32_t p = 0; p < n_keys; ++p) acc += s[p] * elem(kv.v_pages, p, d);
-    out[d] = n_keys > 0 ? static_cast<float>(acc / l) : 0.0f;
+  std::vector<double> acc(D, 0.0);
+  for (int32_t p = 0; p < n_keys; ++p) {
+    const std::vector<float>& v = load(kv.v_pages, kv.v_type, p);
+    for (int32_t d = 0; d < D; ++d) acc[d] += s[p] * v[d];
   }
+  for (int32_t d = 0; d < D; ++d) out[d] = n_keys > 0 ? static_cast<float>(acc[d] / l) : 0.0f;
 }
 
 }  // namespace rw::kernels::ref
