@@ -61,6 +61,12 @@ int Serve(int argc, char** argv) {
             "disk tier and persistence folder (\"\" = off; auto = a per-model folder under ~/.cache/rewind, so a "
             "restarted server resumes its cache; the demo model is stored there too)");
   flags.Add("cache-disk", 0, &cache_disk, "disk tier bound in MiB");
+  flags.Add("remote-cache", 0, &ec.remote_cache,
+            "remote tier shared by replicas of the same model file and build: redis://HOST:PORT[/DB], a Redis "
+            "server or Cluster (\"\" = off; docs/replicas.md)");
+  flags.Add("remote-cache-ttl", 0, &ec.remote_cache_ttl_s,
+            "expiry in seconds of what this replica writes to the remote tier (0 = none: Redis' maxmemory policy "
+            "evicts)");
   flags.Add("checkpoint-every", 0, &checkpoint_every,
             "checkpoint every N tokens inside long messages (0 = off)");
   flags.Add("slot-save-path", 0, &ec.slot_save_path, "folder for /slots save|restore (none: --cache-dir)");

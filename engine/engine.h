@@ -88,9 +88,13 @@ struct TokenEvent {
 struct CacheReport {
   int32_t lcp = 0;             // longest common prefix with anything cached
   int32_t resume_pos = 0;      // position the prompt evaluation resumed from
-  std::string source = "none"; // "live" | "checkpoint" | "replay" | "disk" | "none"
+  std::string source = "none"; // "live" | "checkpoint" | "replay" | "disk" | "remote" | "none"
   int32_t extra_tokens = 0;    // tokens processed beyond the minimum (prompt - lcp, at least 1)
   std::string reason;          // human-readable, e.g. "nearest checkpoint at 1200, LCP at 1450"
+  // The remote tier (--remote-cache): bytes fetched for this request and the time the lookup took (0 when the
+  // tier is off or was not asked); source is "remote" when the prompt resumed from the state it brought.
+  int64_t remote_bytes = 0;
+  double remote_ms = 0;
 };
 
 struct Completion {

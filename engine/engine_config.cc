@@ -3,6 +3,8 @@
 #include <set>
 #include <sstream>
 
+#include "remote/redis_client.h"
+
 namespace rw::engine {
 
 Expected<kernels::KvTypes> EngineConfig::CacheTypes() const {
@@ -33,6 +35,10 @@ Status EngineConfig::Validate() const {
   REWIND_RETURN_IF_ERROR(CacheTypes());
   if (cache_ram_mib < 0) return Error::InvalidArgument("--cache-ram must be >= 0");
   if (cache_disk_mib < 0) return Error::InvalidArgument("--cache-disk must be >= 0");
+  if (remote_cache_ttl_s < 0) return Error::InvalidArgument("--remote-cache-ttl must be >= 0");
+  if (!remote_cache.empty()) {
+    if (auto url = remote::ParseRedisUrl(remote_cache); !url.ok()) return url.error();
+  }
   if (checkpoint_every < 0) return Error::InvalidArgument("--checkpoint-every must be >= 0");
   if (draft_max < 0 || draft_max > 64) return Error::InvalidArgument("--draft-max must be in [0, 64]");
   if (draft_vocab < 0) return Error::InvalidArgument("--draft-vocab must be >= 0");

@@ -95,6 +95,8 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   hc.lazy_rollback = config.lazy_rollback;
   hc.disk_dir = e->config_.cache_dir;
   hc.disk_bytes = config.cache_disk_mib << 20;
+  hc.remote_url = config.remote_cache;
+  hc.remote_ttl_s = config.remote_cache_ttl_s;
   if (config.cache_ram_mib > 0) {
     hc.budget_bytes = config.cache_ram_mib << 20;
   } else {
@@ -194,10 +196,15 @@ Expected<uint64_t> EngineImpl::Submit(GenerationRequest request, std::shared_ptr
     REWIND_ASSIGN_OR_RETURN(grammar, grammar::ParseGbnf(request.sampling.grammar));
   }
   uint64_t id = next_id_.fetch_add(1);
+  const double submitted = NowSeconds();
+  // The remote tier's network round trips happen here, on the request's own thread, never on the engine's.
+  std::shared_ptr<const remote::RemoteFetch> fetched;
+  if (request.cache_prompt && config_.cache && cache_->has_remote())
+    fetched = cache_->FetchRemote(request.prompt, request.checkpoint_hints);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return Error::Unavailable("the engine is shutting down");
-    queue_.push_back({id, std::move(request), std::move(sink), NowSeconds(), false, std::move(grammar)});
+    queue_.push_back({id, std::move(request), std::move(sink), submitted, false, std::move(grammar), std::move(fetched)});
   }
   cv_.notify_all();
   return id;
@@ -326,7 +333,7 @@ void EngineImpl::Admit() {
         p.request.max_tokens >= 0 ? std::min<int64_t>(info_.n_ctx, prompt_n + std::max(1, p.request.max_tokens))
                                   : info_.n_ctx);
     auto acq = cache_->Acquire(p.request.prompt, p.request.checkpoint_hints, p.request.cache_prompt && config_.cache,
-                               reserve);
+                               reserve, p.remote.get());
     if (!acq.ok()) {
       bool others = std::any_of(slots_.begin(), slots_.end(), [](auto& s) { return s != nullptr; });
       if (acq.error().kind == ErrorKind::kResourceExhausted && others) {

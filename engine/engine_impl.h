@@ -47,6 +47,7 @@ class EngineImpl final : public Engine {
     double submitted_at = 0;
     bool waited_for_memory = false;   // counted once in admission_waits
     std::shared_ptr<const grammar::Grammar> grammar;  // compiled request.sampling.grammar (null: none)
+    std::shared_ptr<const remote::RemoteFetch> remote;  // what the remote tier brought (on the request's thread)
   };
   // An admitted request bound to a sequence slot (engine thread only).
   struct Active {

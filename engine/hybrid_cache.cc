@@ -89,7 +89,7 @@ Status HybridCache::Impl::MakeRoom(int64_t bytes, int32_t pages) {
 
 void HybridCache::Impl::Evict(const memory::EvictPlan& plan) {
   if (plan.removals.empty()) return;
-  if (store) Spill(plan);
+  if (store || remote) Spill(plan);
   mm->Commit(plan);
   Exec(plan.ops);
   counters.evictions += plan.removals.size();
@@ -185,12 +185,13 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   im.fingerprint = f;
   im.kv_label = kernels::KvTypesName(config.kv_type);
   if (!config.disk_dir.empty() && config.use_cache) im.OpenStore();
+  if (!config.remote_url.empty() && config.use_cache) im.OpenRemote();
   return hc;
 }
 
 Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
                                              std::span<const int32_t> checkpoint_hints, bool use_cache,
-                                             int32_t reserve_tokens) {
+                                             int32_t reserve_tokens, const remote::RemoteFetch* remote) {
   Impl& im = *impl_;
   if (prompt.empty()) return Error::InvalidArgument("empty prompt");
   if (static_cast<int64_t>(prompt.size()) > im.cfg.n_ctx)
@@ -198,6 +199,7 @@ Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
                              std::to_string(im.cfg.n_ctx));
   use_cache = use_cache && im.cfg.use_cache;
   const int32_t from_disk = use_cache ? im.FetchFromDisk(prompt) : 0;
+  const int32_t from_remote = use_cache && remote ? im.ImportRemote(prompt, *remote) : 0;
   const std::vector<int32_t> branches = use_cache ? im.mm->tree().BranchPoints(prompt) : std::vector<int32_t>{};
   auto planned = im.mm->PlanAcquire(prompt, use_cache, reserve_tokens);
   std::string fallback;
@@ -234,8 +236,17 @@ Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
   const int32_t reusable = std::min(plan.hit.lcp, static_cast<int32_t>(prompt.size()) - 1);
   r.report.extra_tokens = std::max(0, reusable - plan.hit.resume_pos);
   r.report.reason = plan.hit.reason;
-  if (from_disk > 0 && plan.hit.resume_pos == from_disk && plan.hit.source == memory::StateSource::kCheckpoint)
+  const bool checkpoint = plan.hit.source == memory::StateSource::kCheckpoint;
+  if (from_remote > 0 && plan.hit.resume_pos == from_remote && checkpoint) {
+    r.report.source = "remote";
+    r.report.reason += " (checkpoint fetched from the remote tier)";
+  } else if (from_disk > 0 && plan.hit.resume_pos == from_disk && checkpoint) {
     r.report.reason += " (checkpoint loaded from the disk tier)";
+  }
+  if (remote) {
+    r.report.remote_bytes = remote->bytes;
+    r.report.remote_ms = remote->seconds * 1e3;
+  }
   return r;
 }
 
@@ -359,13 +370,13 @@ void HybridCache::Release(SeqId seq, bool insert) {
   REWIND_CHECK_MSG(plan.ok(), "release of sequence %d: %s", seq, plan.ok() ? "" : plan.error().message.c_str());
   const memory::Sequence& s = im.mm->sequence(seq);
   std::vector<int32_t> tokens;
-  if (insert && im.store) tokens = s.tokens;
+  if (insert && (im.store || im.remote)) tokens = s.tokens;
   im.ForgetSlot(s.live);  // both slots are freed: a pending lazy rollback is dropped with them
   if (s.spare != memory::kNone) im.ForgetSlot(s.spare);
   im.mm->Commit(*plan);
   im.Exec(plan->ops);
   im.planned.erase(seq);
-  im.PersistPath(tokens);  // copies into the disk writer's queue, before any page is reused
+  im.PersistPath(tokens);  // copies into the disk and remote writers' queues, before any page is reused
   im.ReturnFreePages();
 }
 
@@ -399,7 +410,18 @@ std::string HybridCache::StatsJson() const {
   num("disk_dropped", static_cast<int64_t>(ds.dropped_queue_full + ds.dropped_score));
   num("disk_evicted", static_cast<int64_t>(ds.evicted));
   num("disk_write_errors", static_cast<int64_t>(ds.write_errors));
-  num("disk_enqueue_ms", static_cast<int64_t>(im.counters.disk_enqueue_seconds * 1e3), true);
+  num("disk_enqueue_ms", static_cast<int64_t>(im.counters.disk_enqueue_seconds * 1e3));
+
+  const remote::RemoteStats rs = im.remote ? im.remote->Stats() : remote::RemoteStats{};
+  num("remote_enabled", im.remote ? 1 : 0);
+  num("remote_hits", static_cast<int64_t>(rs.hits));
+  num("remote_misses", static_cast<int64_t>(rs.misses));
+  num("remote_errors", static_cast<int64_t>(rs.errors));
+  num("remote_loaded", static_cast<int64_t>(im.counters.remote_loaded));
+  num("remote_fetched_bytes", static_cast<int64_t>(rs.fetched_bytes));
+  num("remote_written", static_cast<int64_t>(rs.written));
+  num("remote_written_bytes", static_cast<int64_t>(rs.written_bytes));
+  num("remote_queued_bytes", rs.queued_bytes, true);
   return o + "}";
 }
 
@@ -426,6 +448,26 @@ std::string HybridCache::MetricsText() const {
   metric("rewind_cache_replays_total", "counter", "States rebuilt from the replay log.", im.counters.replays);
   metric("rewind_cache_page_copies_total", "counter", "Copy-on-write page copies.", im.counters.page_copies);
   metric("rewind_cache_truncates_total", "counter", "Rollbacks.", im.counters.truncates);
+  if (im.remote) {
+    const remote::RemoteStats rs = im.remote->Stats();
+    metric("rewind_remote_lookups_total", "counter", "Remote-tier lookups.", rs.lookups);
+    metric("rewind_remote_hits_total", "counter", "Remote-tier lookups that found a checkpoint.", rs.hits);
+    metric("rewind_remote_misses_total", "counter", "Remote-tier lookups that found none.", rs.misses);
+    metric("rewind_remote_errors_total", "counter", "Remote-tier lookups that failed (Redis down, slow, refused).",
+           rs.errors);
+    metric("rewind_remote_corrupt_total", "counter", "Remote values that failed their check (deleted).", rs.corrupt);
+    metric("rewind_remote_loaded_total", "counter", "Fetched checkpoints a request resumed from.",
+           im.counters.remote_loaded);
+    metric("rewind_remote_fetched_bytes_total", "counter", "Bytes read from the remote tier.", rs.fetched_bytes);
+    metric("rewind_remote_fetch_microseconds_total", "counter", "Time spent in remote-tier lookups.",
+           static_cast<int64_t>(rs.fetch_seconds * 1e6));
+    metric("rewind_remote_written_total", "counter", "Checkpoints written to the remote tier.", rs.written);
+    metric("rewind_remote_written_bytes_total", "counter", "Bytes written to the remote tier.", rs.written_bytes);
+    metric("rewind_remote_write_errors_total", "counter", "Checkpoints the remote tier did not take.",
+           rs.write_errors);
+    metric("rewind_remote_dropped_total", "counter", "Checkpoints not queued (the writer's queue was full).",
+           rs.dropped);
+  }
   return o;
 }
 

@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "memory/ids.h"
 #include "model/forward.h"
+#include "remote/remote_store.h"
 
 namespace rw::engine {
 
@@ -31,6 +32,9 @@ struct HybridCacheConfig {
   int64_t disk_bytes = 0;
   int64_t disk_queue_bytes = int64_t{512} << 20;  // checkpoints waiting for the disk writer (beyond: not kept)
   int32_t disk_min_saved_tokens = -1;  // a state goes to disk if it saves this much prefill (-1: from its size)
+  std::string remote_url;         // "" = no remote tier; redis://HOST:PORT[/DB] (docs/replicas.md)
+  int64_t remote_ttl_s = 0;       // expiry of values written to the remote tier (0: none)
+  int64_t remote_queue_bytes = int64_t{256} << 20;  // checkpoints waiting for the remote writer
   bool lazy_rollback = true;      // replay-log rollbacks are fused into the next forward (docs/checkpoints.md)
 };
 
@@ -71,8 +75,19 @@ class HybridCache {
   // while the running sequences' reservations leave too little room: retry when one ends. With no other
   // reservation the request is always admitted (without reusing the cache if pinning it would not fit).
   // kOutOfRange when reserve_tokens > MaxSequenceTokens(). 0: no reservation (appends may then fail).
+  // `remote`: what FetchRemote brought for this prompt (null: none); imported when it serves more than RAM and
+  // the disk tier do.
   Expected<AcquireResult> Acquire(std::span<const int32_t> prompt, std::span<const int32_t> checkpoint_hints,
-                                  bool use_cache, int32_t reserve_tokens = 0);
+                                  bool use_cache, int32_t reserve_tokens = 0,
+                                  const remote::RemoteFetch* remote = nullptr);
+
+  // The remote tier: asks it for a checkpoint of `prompt` at the positions this cache would checkpoint (the
+  // hints, the regular spacing, the end of a previous turn just before a message start), deeper than the disk
+  // tier holds, with the pages from there on. Blocking (network) and thread-safe: call it on the request's own
+  // thread, never on the engine thread. Null when the tier is off.
+  std::shared_ptr<const remote::RemoteFetch> FetchRemote(std::span<const int32_t> prompt,
+                                                         std::span<const int32_t> checkpoint_hints) const;
+  bool has_remote() const;
 
   // The longest sequence (tokens) whose reservation fits in the budget.
   int32_t MaxSequenceTokens() const;

@@ -41,10 +41,13 @@ struct HybridCache::Impl {
   int32_t disk_min_saved_tokens = 1;
   std::string kv_label;             // the KV types as persisted files name them ("f16", "q8_0/f16")
   memory::CheckpointKey FileKey() const { return {fingerprint, kv_label}; }
+  // The remote tier (hybrid_cache_remote.cc); null when off.
+  std::unique_ptr<remote::RemoteStore> remote;
 
   struct Counters {
     uint64_t acquires = 0, evaluated_tokens = 0, evictions = 0, evicted_bytes = 0, checkpoints_saved = 0;
-    uint64_t restores = 0, replays = 0, page_copies = 0, truncates = 0, persisted = 0, loaded = 0;
+    uint64_t restores = 0, replays = 0, page_copies = 0, truncates = 0, persisted = 0, loaded = 0,
+             remote_loaded = 0;
     uint64_t spilled = 0;
     double disk_enqueue_seconds = 0;  // engine-thread time spent copying checkpoints into the disk writer's queue
     uint64_t fused_replays = 0, materialized = 0;  // lazy rollbacks: fused into a forward / applied separately
@@ -80,6 +83,11 @@ struct HybridCache::Impl {
   memory::StorePut MakePut(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
                            std::span<const memory::PageId> pages, std::span<const int32_t> page_ends,
                            int64_t saved_tokens) const;
+  // The value-per-byte door of the disk and remote tiers (cfg.disk_min_saved_tokens, else from the state size).
+  int32_t MinSavedTokens() const;
+  // The remote tier's twin of PersistCheckpoint (hybrid_cache_remote.cc shares nothing else on the write side).
+  bool ShareCheckpoint(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
+                       std::span<const memory::PageId> pages, int64_t saved_tokens);
   // Queues every checkpoint on the tree path of `tokens` that the store lacks.
   void PersistPath(std::span<const int32_t> tokens);
   // Queues the checkpoints an eviction is about to drop.
@@ -98,6 +106,10 @@ struct HybridCache::Impl {
   // [from_page, ceil(prefix / P)), each [layer][K rows | V rows]. kCorrupt when the sizes do not fit.
   Expected<int32_t> ImportStored(std::span<const int32_t> prefix, const std::string& state,
                                  std::span<const std::string> pages, int32_t from_page);
+  // Remote tier: opens it (logs and stays off on a bad URL); imports what FetchRemote brought when it serves
+  // more of `prompt` than RAM does now (returns the position, 0: nothing imported).
+  void OpenRemote();
+  int32_t ImportRemote(std::span<const int32_t> prompt, const remote::RemoteFetch& fetch);
 };
 
 }  // namespace rw::engine

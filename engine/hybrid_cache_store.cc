@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
+#include <limits>
 
 #include "base/check.h"
 #include "base/log.h"
@@ -34,6 +36,16 @@ void RemoveOldFormat(const std::string& dir) {
 
 }  // namespace
 
+int32_t HybridCache::Impl::MinSavedTokens() const {
+  // A state is worth its bytes (written, copied, read back) when the prefill it saves is worth at least a 16th of
+  // its size in attention KV: at the 0.8B shape (18 MiB state, 12 KiB of KV per token) about 100 tokens, so the
+  // near-duplicate states RAM keeps a few tokens apart (prompt end, generation header) are stored once.
+  const int64_t kv_per_token = std::max<int64_t>(1, mm->config().page_bytes / cfg.page_tokens);
+  return cfg.disk_min_saved_tokens >= 0
+             ? cfg.disk_min_saved_tokens
+             : static_cast<int32_t>(std::clamp<int64_t>(mm->config().state_bytes / (16 * kv_per_token), 1, 256));
+}
+
 void HybridCache::Impl::OpenStore() {
   auto backend = memory::DirectoryStore::Open(cfg.disk_dir);
   if (!backend.ok()) {
@@ -48,12 +60,7 @@ void HybridCache::Impl::OpenStore() {
   sc.max_bytes = cfg.disk_bytes;
   sc.queue_bytes = cfg.disk_queue_bytes;
   sc.half_life = mm->config().half_life;
-  // A state is worth its disk bytes (written, copied, read back) when the prefill it saves is worth at least a
-  // 16th of its size in attention KV: at the 0.8B shape (18 MiB state, 12 KiB of KV per token) about 100 tokens,
-  // so the near-duplicate states RAM keeps a few tokens apart (prompt end, generation header) go to disk once.
-  const int64_t kv_per_token = std::max<int64_t>(1, sc.kv_bytes_per_token);
-  disk_min_saved_tokens = cfg.disk_min_saved_tokens >= 0 ? cfg.disk_min_saved_tokens : static_cast<int32_t>(
-      std::clamp<int64_t>(mm->config().state_bytes / (16 * kv_per_token), 1, 256));
+  disk_min_saved_tokens = MinSavedTokens();
   auto s = memory::ContentStore::Open(std::move(backend).value(), sc);
   if (!s.ok()) {
     LOG_WARN("cache: disk tier off: %s", s.error().ToString().c_str());
@@ -97,15 +104,33 @@ bool HybridCache::Impl::PersistCheckpoint(std::span<const int32_t> prefix, memor
   return queued;
 }
 
+bool HybridCache::Impl::ShareCheckpoint(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
+                                        std::span<const memory::PageId> pages, int64_t saved_tokens) {
+  if (!remote || prefix.empty() || remote->HasState(prefix)) return false;
+  return remote->Enqueue(MakePut(prefix, ckpt, pages, remote->MissingPages(prefix), saved_tokens));
+}
+
 void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens) {
-  if (!store) return;
+  if (!store && !remote) return;
   const memory::PrefixTree& tree = mm->tree();
+  const auto on_path = tree.CheckpointsOnPath(tokens, static_cast<int32_t>(tokens.size()));
   int32_t prev = 0;  // the previous state of the path on disk (or queued)
-  for (const auto& [pos, ckpt] : tree.CheckpointsOnPath(tokens, static_cast<int32_t>(tokens.size()))) {
+  for (const auto& [pos, ckpt] : on_path) {
     const std::span<const int32_t> prefix = tokens.subspan(0, static_cast<size_t>(pos));
-    if (store->HasState(prefix) ||
-        (pos - prev >= disk_min_saved_tokens && PersistCheckpoint(prefix, ckpt, tree.PathPages(tokens, pos), pos - prev)))
+    if (store && (store->HasState(prefix) || (pos - prev >= disk_min_saved_tokens &&
+                                              PersistCheckpoint(prefix, ckpt, tree.PathPages(tokens, pos), pos - prev))))
       prev = pos;
+  }
+  // The remote tier, deepest first: the end of the conversation (where its next turn, maybe on another replica,
+  // resumes) always, and earlier states through the same value-per-byte door, counted back from there.
+  int32_t next = std::numeric_limits<int32_t>::max();
+  for (auto it = on_path.rbegin(); remote && it != on_path.rend(); ++it) {
+    const auto& [pos, ckpt] = *it;
+    const std::span<const int32_t> prefix = tokens.subspan(0, static_cast<size_t>(pos));
+    const int32_t before = std::next(it) == on_path.rend() ? 0 : std::next(it)->first;
+    if (remote->HasState(prefix) ||
+        (next - pos >= disk_min_saved_tokens && ShareCheckpoint(prefix, ckpt, tree.PathPages(tokens, pos), pos - before)))
+      next = pos;
   }
 }
 
@@ -173,6 +198,7 @@ int32_t HybridCache::Impl::FetchFromDisk(std::span<const int32_t> prompt) {
 
 Status HybridCache::Persist() {
   Impl& im = *impl_;
+  if (im.remote) im.remote->Flush();  // finished requests queued theirs already
   if (!im.store) return Status::Ok();
   const memory::PrefixTree& tree = im.mm->tree();
   for (memory::NodeId id = 1; id < tree.node_id_end(); ++id) {

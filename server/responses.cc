@@ -35,7 +35,9 @@ json CacheReportJson(const engine::CacheReport& r) {
           {"resume_pos", r.resume_pos},
           {"source", r.source},
           {"extra_tokens", r.extra_tokens},
-          {"reason", r.reason}};
+          {"reason", r.reason},
+          {"remote_bytes", r.remote_bytes},
+          {"remote_ms", r.remote_ms}};
 }
 
 namespace {
