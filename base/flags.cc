@@ -225,8 +225,6 @@ std::string FlagSet::Help() const {
     for (const auto& f : flags_) {
       os << "  ";
       if (f.short_name) os << "-" << f.short_name << ", ";
-      for (const auto& [a, name] : aliases_)
-        if (name == f.name) os << "-" << a << ", ";
       os << "--" << f.name;
       for (const auto& a : f.aliases) os << ", " << a;
       if (f.optional_value) os << " [VALUE]";

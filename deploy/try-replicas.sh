@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
-# Try-out of a scaled-out rewind on loopback ports: Redis, 3 replicas sharing checkpoints through it, and
-# haproxy in front (deploy/haproxy.cfg). No containers; Ctrl-C stops everything.
-#   deploy/try-replicas.sh [--model M.gguf] [--round-robin] [--front PORT] [--no-remote] [-- extra serve flags]
-# --round-robin turns affinity off (the worst case for caching); --no-remote runs the replicas without Redis.
+# Try-out of a scaled-out rewind on loopback ports: Redis, N replicas sharing checkpoints through it, and haproxy
+# in front (deploy/haproxy.cfg). No containers; Ctrl-C stops everything.
+#   deploy/try-replicas.sh [--model M.gguf] [--replicas N] [--round-robin] [--no-remote] [--front PORT]
+#                          [--run CMD] [-- extra serve flags]
+# --replicas N (default 3); --round-robin turns affinity off (the worst case for caching); --no-remote runs the
+# replicas without Redis; --run CMD runs CMD once everything is up (REWIND_FRONT = the proxy's URL,
+# REWIND_REPLICAS = the replicas' URLs), then stops everything and exits with CMD's status.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model="" balance="balance hash var(txn.affinity)" front=8080 remote=1 extra=()
+model="" balance="balance hash var(txn.affinity)" front=8080 remote=1 n=3 run="" extra=()
 while (($#)); do
   case "$1" in
     --model|-m) model="$2"; shift 2 ;;
+    --replicas) n="$2"; shift 2 ;;
     --round-robin) balance="balance roundrobin"; shift ;;
     --front) front="$2"; shift 2 ;;
     --no-remote) remote=0; shift ;;
+    --run) run="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
     *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
-for tool in redis-server haproxy; do
+for tool in redis-server haproxy curl; do
   command -v "$tool" >/dev/null || { echo "$tool is missing: run scripts/install-deps.sh" >&2; exit 1; }
 done
 [ -x build/rewind ] || { echo "build/rewind is missing: run scripts/build.sh" >&2; exit 1; }
@@ -29,20 +34,31 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 redis_port=$(free_port)
 redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work" --save "" --appendonly no \
   --maxmemory 2gb --maxmemory-policy allkeys-lru --logfile "$work/redis.log" & pids+=($!)
-ports=()
-for i in 1 2 3; do
-  p=$(free_port); ports+=("$p"); mkdir -p "$work/r$i"
-  args=(serve --host 127.0.0.1 --port "$p" --cache-dir "$work/r$i")
+urls=() servers=""
+for i in $(seq "$n"); do
+  p=$(free_port); urls+=("http://127.0.0.1:$p"); mkdir -p "$work/r$i"
+  args=(serve --host 127.0.0.1 --port "$p" --cache-dir "$work/r$i" --log-requests=false)
   [ -n "$model" ] && args+=(-m "$model")
   ((remote)) && args+=(--remote-cache "redis://127.0.0.1:$redis_port")
   build/rewind "${args[@]}" "${extra[@]}" >"$work/r$i.log" 2>&1 & pids+=($!)
+  servers+="  server r$i 127.0.0.1:$p check inter 2s"$'\n'
 done
-sed -e "s/@FRONT@/$front/" -e "s/@R1@/${ports[0]}/" -e "s/@R2@/${ports[1]}/" -e "s/@R3@/${ports[2]}/" \
-    -e "s/@BALANCE@/$balance/" deploy/haproxy.cfg >"$work/haproxy.cfg"
+front_url="http://127.0.0.1:$front"
+python3 - "$work/haproxy.cfg" "$front" "$balance" "$servers" <<'PY'
+import sys
+out, front, balance, servers = sys.argv[1:]
+cfg = open('deploy/haproxy.cfg').read()
+open(out, 'w').write(cfg.replace('@FRONT@', front).replace('@BALANCE@', balance).replace('@SERVERS@\n', servers))
+PY
 haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 & pids+=($!)
-for p in "${ports[@]}"; do
-  for _ in $(seq 600); do curl -sf "http://127.0.0.1:$p/health" >/dev/null && break; sleep 0.5; done
+for u in "${urls[@]}"; do
+  for _ in $(seq 1200); do curl -sf "$u/health" >/dev/null && break; sleep 0.5; done
 done
-echo "redis 127.0.0.1:$redis_port, replicas ${ports[*]}, proxy http://127.0.0.1:$front ($balance); logs in $work"
-echo "Ctrl-C stops everything."
+for _ in $(seq 100); do curl -sf "$front_url/health" >/dev/null && break; sleep 0.1; done
+echo "redis 127.0.0.1:$redis_port; replicas ${urls[*]}; proxy $front_url ($balance); logs in $work" >&2
+if [ -n "$run" ]; then
+  REWIND_FRONT="$front_url" REWIND_REPLICAS="${urls[*]}" bash -c "$run"
+  exit $?
+fi
+echo "Ctrl-C stops everything." >&2
 wait -n "${pids[@]}"
