@@ -48,7 +48,7 @@ TEST(FlagSet, AcceptsMultiLetterSingleDashAliasesLikeLlamaServer) {
   EXPECT_EQ(k, "q8_0");
   EXPECT_EQ(v, "q4_0");
   EXPECT_TRUE(f.IsSet("cache-type-k"));
-  EXPECT_NE(f.Help().find("-ctk, --cache-type-k VALUE"), std::string::npos) << f.Help();
+  EXPECT_NE(f.Help().find("--cache-type-k, -ctk VALUE"), std::string::npos) << f.Help();
   const char* bad[] = {"x", "-ctx", "1"};
   EXPECT_FALSE(f.Parse(3, const_cast<char**>(bad)).ok());
 }

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <chrono>
 #include <map>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -47,7 +49,12 @@ TEST(CacheTreeJson, ShowsABranchWithCheckpointsAtNodeEndsAndTheirDiskFiles) {
     sink->Wait();
     ASSERT_FALSE(sink->done.error.has_value());
   }
-  const auto tree = nlohmann::json::parse((*e)->CacheTreeJson());
+  // The disk tier's writer is asynchronous (docs/checkpoints.md): wait until it has written a state.
+  auto tree = nlohmann::json::parse((*e)->CacheTreeJson());
+  for (int i = 0; i < 200 && tree["disk_files"].get<int>() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    tree = nlohmann::json::parse((*e)->CacheTreeJson());
+  }
   ASSERT_TRUE(tree["nodes"].is_array());
   EXPECT_EQ(tree["nodes"].size(), tree["nodes_total"].get<size_t>());
   std::map<int, nlohmann::json> by_id;

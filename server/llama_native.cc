@@ -1,5 +1,6 @@
 // llama-server's own endpoints besides /completion (handlers_generate.cc): GET /props (server properties as
 // llama-server reports them) and POST /props (refused unless started with --props, as llama-server does).
+#include "base/version.h"
 #include "server/server_impl.h"
 
 namespace rw::server {
@@ -8,8 +9,9 @@ using nlohmann::json;
 
 void Server::Impl::HandleProps(const httplib::Request&, httplib::Response& res) {
   GenerationParams d;  // the defaults a request starts from
-  json params = {{"n_predict", d.max_tokens},  {"temperature", d.temperature}, {"top_k", d.top_k},
-                 {"top_p", d.top_p},           {"min_p", d.min_p},             {"stream", d.stream},
+  const engine::SamplingParams& s = config.sampling_defaults;
+  json params = {{"n_predict", config.default_n_predict}, {"temperature", s.temperature}, {"top_k", s.top_k},
+                 {"top_p", s.top_p},           {"min_p", s.min_p},             {"stream", d.stream},
                  {"cache_prompt", d.cache_prompt}, {"reasoning_format", config.reasoning_format},
                  {"chat_template_kwargs", config.chat_template_kwargs}};
   SendJson(res, 200,
@@ -22,7 +24,9 @@ void Server::Impl::HandleProps(const httplib::Request&, httplib::Response& res) 
             {"endpoint_props", config.props_endpoint},
             {"endpoint_metrics", config.metrics_endpoint},
             {"reasoning_budget", config.reasoning_budget},
-            {"build_info", "rewind"},
+            {"n_vocab", info.n_vocab},
+            {"build_info", std::string("rewind ") + Version() + " (" + GitCommit() + ")"},
+            {"webui", config.webui},
             {"is_sleeping", false}});
 }
 

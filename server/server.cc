@@ -33,7 +33,6 @@ const std::vector<Route>& Routes() {
       {"/slots", "/slots", false, &I::HandleSlots, false},
       {"/cache", "/cache", false, &I::HandleCache, false},
       {"/cache/tree", "/cache/tree", false, &I::HandleCacheTree, false},
-      {"/props", "/props", false, &I::HandleProps, false},
       {"/v1/chat/completions", "/v1/chat/completions", true, &I::HandleChat, false},
       {"/chat/completions", "/v1/chat/completions", true, &I::HandleChat, false},
       {"/v1/completions", "/v1/completions", true, &I::HandleCompletion, false},

@@ -85,7 +85,6 @@ struct Server::Impl {
   // webui.cc: the built-in web page (unless --no-webui), its tree view of the cache, /props.
   void WebUiRoutes();
   void HandleCacheTree(const httplib::Request& req, httplib::Response& res);
-  void HandleProps(const httplib::Request& req, httplib::Response& res);
 };
 
 // Byte offsets in `text` (sorted or not) -> token positions in `tokens` where a token starts exactly there.

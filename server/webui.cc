@@ -32,17 +32,6 @@ void Server::Impl::WebUiRoutes() {
   }
 }
 
-void Server::Impl::HandleProps(const httplib::Request&, httplib::Response& res) {
-  SendJson(res, 200,
-           {{"default_generation_settings", {{"n_ctx", info.n_ctx}}},
-            {"total_slots", info.n_parallel},
-            {"model_alias", config.model_name},
-            {"model_path", info.model_path},
-            {"n_vocab", info.n_vocab},
-            {"build_info", std::string("rewind ") + Version() + " (" + GitCommit() + ")"},
-            {"webui", config.webui}});
-}
-
 void Server::Impl::HandleCacheTree(const httplib::Request&, httplib::Response& res) {
   res.status = 200;
   res.set_content(backend.engine->CacheTreeJson(), "application/json; charset=utf-8");
