@@ -1,8 +1,5 @@
 #include "memory/content_store.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 
 #include "base/check.h"
@@ -425,8 +422,6 @@ void ContentStore::Process(Job& job) {
 }
 
 void ContentStore::WriterLoop() {
-  // The writer's checksums and copies yield to the compute threads (Linux: nice applies per thread).
-  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
   Sweep();
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
