@@ -21,7 +21,7 @@ Expected<std::string> ReadFileToString(const std::string& path) {
   return ss.str();
 }
 
-Status WriteFileAtomic(const std::string& path, const void* data, size_t size) {
+Status WriteFileAtomic(const std::string& path, const void* data, size_t size, bool durable) {
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Error::Io("cannot create '" + tmp + "': " + std::strerror(errno));
@@ -39,7 +39,7 @@ Status WriteFileAtomic(const std::string& path, const void* data, size_t size) {
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+  if (durable && ::fsync(fd) != 0) {
     int e = errno;
     ::close(fd);
     ::unlink(tmp.c_str());

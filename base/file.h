@@ -8,8 +8,9 @@
 namespace rw {
 
 Expected<std::string> ReadFileToString(const std::string& path);
-// Writes to "<path>.tmp.<pid>", fsyncs, renames over path: readers see the old or the new file, never a torn one.
-Status WriteFileAtomic(const std::string& path, const void* data, size_t size);
+// Writes to "<path>.tmp.<pid>", fsyncs (unless durable=false: the caller syncs later), renames over path: readers
+// see the old or the new file, never a torn one.
+Status WriteFileAtomic(const std::string& path, const void* data, size_t size, bool durable = true);
 inline Status WriteFileAtomic(const std::string& path, const std::string& data) {
   return WriteFileAtomic(path, data.data(), data.size());
 }

@@ -20,6 +20,8 @@ namespace {
 
 // Longest speculation back-off, in decode steps: a useless drafter costs one probe round per this many steps.
 constexpr int32_t kMaxBackoff = 256;
+// Prompt tokens per step while other requests decode: at least this many, else --batch-size / 4.
+constexpr int32_t kMinPrefillWhileDecoding = 32;
 
 int64_t AvailableMemoryBytes() {
   auto text = ReadFileToString("/proc/meminfo");
@@ -403,6 +405,9 @@ bool EngineImpl::Step() {
     item_slot.push_back(i);
     budget -= static_cast<int32_t>(owned.back().size());
   }
+  // While streams are decoding, a step carries at most kPrefillWhileDecoding prompt tokens: a long prompt is
+  // prefilled in small chunks between their tokens instead of freezing them for a whole --batch-size forward.
+  if (!items.empty()) budget = std::min(budget, std::max(kMinPrefillWhileDecoding, config_.n_batch / 4));
   for (size_t i = 0; i < slots_.size() && budget > 0; ++i) {
     Active* a = slots_[i].get();
     if (!a || a->pending_token >= 0) continue;

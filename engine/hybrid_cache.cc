@@ -175,6 +175,15 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   if (Status s = m.Validate(); !s.ok())
     return Error::InvalidArgument("cache: " + s.error().message + " (raise the cache budget)");
   im.mm = std::make_unique<memory::MemoryManager>(m);
+  // Spacing inside long unstructured spans: at most checkpoint_every tokens, and closer when a state costs less
+  // than the attention KV of that many tokens (a checkpoint then at most doubles the memory of the span it
+  // covers, and an edit inside the span re-evaluates at most `interval` tokens); never closer than kMinInterval.
+  constexpr int32_t kMinInterval = 64;
+  const int64_t kv_per_token = std::max<int64_t>(1, m.page_bytes / config.page_tokens);
+  im.interval = config.checkpoint_every == 0
+                    ? 0
+                    : static_cast<int32_t>(std::clamp<int64_t>(m.state_bytes / kv_per_token, kMinInterval,
+                                                               std::max(kMinInterval, config.checkpoint_every)));
   REWIND_ASSIGN_OR_RETURN(im.kv, model::KvStorage::Create(model.MakeKvConfig(m.MaxPages(), config.page_tokens,
                                                                              config.kv_type)));
   REWIND_ASSIGN_OR_RETURN(im.states, model::StateStorage::Create(model.MakeStateShape(), m.max_slots));
@@ -224,7 +233,7 @@ Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
   in.resume_pos = plan.hit.resume_pos;
   in.message_starts = checkpoint_hints;
   in.branch_points = branches;
-  in.interval = im.cfg.checkpoint_every;
+  in.interval = im.interval;
   im.planned[seq] = use_cache ? memory::PlaceCheckpoints(in) : std::vector<int32_t>{};
 
   AcquireResult r;

@@ -32,7 +32,8 @@ struct HybridCache::Impl {
   // counts (relative to its batch start) map to rows of the stored log.
   std::map<memory::SlotId, int32_t> pending;
   std::map<memory::SlotId, int32_t> log_offset;
-  std::map<memory::SeqId, std::vector<int32_t>> planned;         // checkpoint positions still to snapshot
+  std::map<memory::SeqId, std::vector<int32_t>> planned;
+  int32_t interval = 0;  // checkpoint spacing inside long spans (Create: from the state size, <= checkpoint_every)         // checkpoint positions still to snapshot
   uint64_t fingerprint = 0;
   // The disk tier (hybrid_cache_store.cc); null when off.
   std::unique_ptr<memory::ContentStore> store;

@@ -1,8 +1,5 @@
 #include "memory/content_store.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 
 #include "base/check.h"
@@ -321,7 +318,11 @@ void ContentStore::WriteIndex() {
       entries.push_back({BlobKind::kState, k.end, k.chain, cfg_.identity, s.bytes, s.saved_tokens, s.last_use});
     clock = clock_;
   }
-  if (Status s = backend_->Put(kIndexKey, EncodeStoreIndex(cfg_.identity, clock, entries)); !s.ok()) {
+  // The values the index names are made durable first; then the index itself.
+  Status s = backend_->Sync();
+  if (s.ok()) s = backend_->Put(kIndexKey, EncodeStoreIndex(cfg_.identity, clock, entries));
+  if (s.ok()) s = backend_->Sync();
+  if (!s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     if (IsPowerOfTwo(++stats_.write_errors))
       LOG_WARN("cache store: index not written: %s", s.error().ToString().c_str());
@@ -431,8 +432,6 @@ void ContentStore::Process(Job& job) {
 }
 
 void ContentStore::WriterLoop() {
-  // The writer's checksums and copies yield to the compute threads (Linux: nice applies per thread).
-  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
   Sweep();
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -446,9 +445,8 @@ void ContentStore::WriterLoop() {
       Process(job);
       lock.lock();
       busy_ = false;
-      // Evicted values are deleted as soon as an index without them is written; otherwise the index waits for
-      // the queue to drain.
-      if (deletions_.empty() && !queue_.empty()) continue;
+      // The index follows every checkpoint written (a crash loses at most the queue), and evicted values are
+      // deleted once an index without them is written.
     }
     if (dirty_ || !deletions_.empty()) {
       dirty_ = false;

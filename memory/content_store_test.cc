@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "base/file.h"
 #include "base/hash.h"
@@ -208,6 +211,65 @@ TEST_F(ContentStoreTest, TheByteBoundEvictsTheLowestScoringStatesAndTheirPages) 
   EXPECT_FALSE(s->HasState(Tokens(32, 200)));
   EXPECT_EQ(s->Stats().dropped_score, 1u);
   EXPECT_LE(FolderBytes(), one + one / 2 + 40 + 48 * 5);
+}
+
+// A backend whose writes wait until the test opens the gate: a disk that stalls.
+class StalledBackend final : public StoreBackend {
+ public:
+  explicit StalledBackend(std::unique_ptr<StoreBackend> inner) : inner_(std::move(inner)) {}
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  bool Stalled() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waiting_;
+  }
+  Expected<std::string> Get(const std::string& key) override { return inner_->Get(key); }
+  Status Put(const std::string& key, std::string_view value) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    waiting_ = true;
+    cv_.wait(lock, [&] { return open_; });
+    return inner_->Put(key, value);
+  }
+  Status Sync() override { return inner_->Sync(); }
+  Expected<bool> Exists(const std::string& key) override { return inner_->Exists(key); }
+  Status Delete(const std::string& key) override { return inner_->Delete(key); }
+  Expected<std::vector<std::string>> Keys() override { return inner_->Keys(); }
+  std::string Describe() const override { return "stalled " + inner_->Describe(); }
+
+ private:
+  std::unique_ptr<StoreBackend> inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false, waiting_ = false;
+};
+
+TEST_F(ContentStoreTest, AStalledDiskNeverBlocksTheCallerAndTheQueueStaysBounded) {
+  auto stalled = std::make_unique<StalledBackend>(Backend());
+  StalledBackend* gate = stalled.get();
+  ContentStoreConfig c;
+  c.identity = 42;
+  c.page_tokens = kPage;
+  c.kv_bytes_per_token = kRowBytes;
+  c.queue_bytes = 2000;  // about two checkpoints of 24 tokens
+  auto s = ContentStore::Open(std::move(stalled), c);
+  ASSERT_TRUE(s.ok());
+  std::vector<std::vector<int32_t>> convs;
+  for (uint32_t k = 0; k < 6; ++k) convs.push_back(Tokens(24, 300 + k));
+  ASSERT_TRUE(Put(**s, convs[0], 24));
+  while (!gate->Stalled()) std::this_thread::yield();  // the writer is stuck inside its first write
+  int queued = 1;
+  for (size_t k = 1; k < convs.size(); ++k) queued += Put(**s, convs[k], 24) ? 1 : 0;  // returns at once
+  const ContentStoreStats before = (*s)->Stats();
+  EXPECT_LE(before.queued_bytes, c.queue_bytes);
+  EXPECT_GT(before.dropped_queue_full, 0u);
+  EXPECT_EQ(static_cast<uint64_t>(queued) + before.dropped_queue_full, convs.size());
+  gate->Open();
+  (*s)->Flush();
+  EXPECT_EQ((*s)->Stats().states, queued);  // everything queued was written
+  for (size_t k = 0; k < convs.size(); ++k) EXPECT_EQ((*s)->HasState(convs[k]), static_cast<int>(k) < queued) << k;
 }
 
 }  // namespace

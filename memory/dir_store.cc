@@ -1,6 +1,12 @@
 #include "memory/dir_store.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include "base/file.h"
@@ -44,7 +50,33 @@ Status DirectoryStore::Put(const std::string& key, std::string_view value) {
     return Error::OutOfRange("value of " + std::to_string(value.size()) + " B exceeds the store's bound");
   const std::string path = PathOf(key);
   REWIND_RETURN_IF_ERROR(MakeDirs(path.substr(0, path.find_last_of('/'))));
-  return WriteFileAtomic(path, value.data(), value.size());
+  REWIND_RETURN_IF_ERROR(WriteFileAtomic(path, value.data(), value.size(), /*durable=*/false));
+  std::lock_guard<std::mutex> lock(mu_);
+  unsynced_.push_back(path);
+  return Status::Ok();
+}
+
+Status DirectoryStore::Sync() {
+  std::vector<std::string> paths;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    paths.swap(unsynced_);
+  }
+  auto fsync_path = [](const std::string& p) -> Status {
+    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::Ok();  // deleted since (evicted): nothing to make durable
+    const int rc = ::fsync(fd);
+    ::close(fd);
+    if (rc != 0) return Error::Io("fsync of " + p + " failed: " + std::strerror(errno));
+    return Status::Ok();
+  };
+  std::set<std::string> dirs = {dir_};  // the renames live in the folders
+  for (const std::string& p : paths) {
+    REWIND_RETURN_IF_ERROR(fsync_path(p));
+    dirs.insert(p.substr(0, p.find_last_of('/')));
+  }
+  for (const std::string& d : dirs) REWIND_RETURN_IF_ERROR(fsync_path(d));
+  return Status::Ok();
 }
 
 Expected<bool> DirectoryStore::Exists(const std::string& key) {

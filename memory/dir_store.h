@@ -1,9 +1,11 @@
 // StoreBackend over a local folder: one file per key, spread over 256 sub-folders by the key's last two
-// characters, written atomically (temporary file, fsync, rename: base/file.h).
+// characters, written atomically (temporary file, rename: base/file.h) and fsynced together by Sync.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "memory/store_backend.h"
 
@@ -16,6 +18,7 @@ class DirectoryStore final : public StoreBackend {
 
   Expected<std::string> Get(const std::string& key) override;
   Status Put(const std::string& key, std::string_view value) override;
+  Status Sync() override;
   Expected<bool> Exists(const std::string& key) override;
   Status Delete(const std::string& key) override;
   // Also removes temporary files a crash left behind.
@@ -26,6 +29,8 @@ class DirectoryStore final : public StoreBackend {
   explicit DirectoryStore(std::string dir) : dir_(std::move(dir)) {}
   std::string PathOf(const std::string& key) const;
   std::string dir_;
+  std::mutex mu_;
+  std::vector<std::string> unsynced_;  // paths written since the last Sync
 };
 
 }  // namespace rw::memory

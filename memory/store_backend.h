@@ -25,9 +25,11 @@ class StoreBackend {
   virtual ~StoreBackend() = default;
   // kNotFound when absent. A value is returned whole or not at all.
   virtual Expected<std::string> Get(const std::string& key) = 0;
-  // Atomic and durable when it returns: a reader (or a restart after a crash) sees the old value or the new one,
-  // never a torn one. kOutOfRange above kMaxStoreValueBytes; kIo when the medium refuses it (disk full).
+  // Atomic: a reader (or a restart after a process crash) sees the old value or the new one, never a torn one.
+  // kOutOfRange above kMaxStoreValueBytes; kIo when the medium refuses it (disk full).
   virtual Status Put(const std::string& key, std::string_view value) = 0;
+  // Makes every Put so far durable (power loss); the store calls it before writing an index naming new values.
+  virtual Status Sync() = 0;
   virtual Expected<bool> Exists(const std::string& key) = 0;
   // Absent keys are fine.
   virtual Status Delete(const std::string& key) = 0;

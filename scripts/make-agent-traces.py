@@ -10,6 +10,8 @@ Scenarios:
                   client later prunes old tool results to a short placeholder part (diverges at the part).
   long-plain      long user messages without any structure (one paragraph, no parts), appended turn by turn,
                   with a regenerate now and then (diverges at the prompt's end).
+  edit-plain      a long unstructured message (one paragraph, one part) whose last words the client rewrites
+                  every other turn: it diverges inside the message, where only the regular spacing helps.
 
 Usage: make-agent-traces.py OUT_DIR [--seed N] [--scale F]
 """
@@ -110,7 +112,23 @@ def long_plain(rng, scale):
     return out
 
 
-SCENARIOS = {"parts-reminder": parts_reminder, "tool-results": tool_results, "long-plain": long_plain}
+def edit_plain(rng, scale):
+    s, out = "edit", []
+    body = prose(rng, int(900 * scale), False)
+    def note(i):
+        return {"role": "user", "content": body + f" Last words, version {i}: " + prose(rng, 6, False)}
+    out.append(req(s, [{"role": "system", "content": prose(rng, int(600 * scale))}, note(0)]))
+    for i in range(1, int(8 * scale) or 3):
+        r = req(s, [assistant(rng, rng.randint(60, 200), rng.randint(40, 120)),
+                    {"role": "user", "content": prose(rng, rng.randint(200, 800), False)}])
+        if i % 2 == 0:
+            r["replace"] = [{"index": 1, "message": note(i)}]
+        out.append(r)
+    return out
+
+
+SCENARIOS = {"parts-reminder": parts_reminder, "tool-results": tool_results, "long-plain": long_plain,
+             "edit-plain": edit_plain}
 
 
 def main():
