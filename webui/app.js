@@ -5,7 +5,7 @@ import { MemoryView } from './memory.js';
 import { el, fmtNum } from './render.js';
 import {
   listConversations, loadConversation, newConversation, saveConversation, deleteConversation, selectMessage,
-  branchCount,
+  branchCount, activePath,
 } from './store.js';
 
 const SETTINGS = 'rewind.settings';
@@ -61,6 +61,9 @@ function open(id) {
   conv = loadConversation(id) || newConversation();
   localStorage.setItem('rewind.current', conv.id);
   chat.show(conv);
+  // The memory view starts on the latest answer's report.
+  const answered = activePath(conv).filter(m => m.report);
+  if (answered.length) chat.inspect(answered[answered.length - 1].id);
   renderConversations();
   document.body.classList.remove('sidebar-open');
   $('#input').focus();
