@@ -1,6 +1,6 @@
 // The built-in web page in headless Chromium (Debian's `chromium`, driven by puppeteer-core): chat with
-// streaming, regenerate (a branch), the memory view's tree with a checkpoint, no console errors, the API key
-// prompt. Screenshots are saved to $REWIND_E2E_ARTIFACTS (default: build/e2e-artifacts).
+// streaming, regenerate and edit (branches), the memory view's tree with a checkpoint, no console errors, the
+// API key prompt. Screenshots are saved to $REWIND_E2E_ARTIFACTS (default: build/e2e-artifacts).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -155,6 +155,16 @@ test('chat streams, regenerates into a branch, and the memory view shows the tre
       await page.waitForFunction(() => document.querySelector('.branch-pos')?.textContent === '1/2');
       assert.equal(await page.$eval('.msg.assistant .text', e => e.textContent), first);
       assert.equal(await page.$$eval('.msg', l => l.length), 2);
+
+      // Editing the first message makes a branch at the user's turn, answered anew.
+      await page.click('.msg.user button.link[title^="Edit"]');
+      await page.waitForSelector('.msg.user textarea.edit');
+      await page.keyboard.type(' Briefly.');
+      await page.keyboard.press('Enter');
+      await waitAnswer(page, 1);
+      await page.waitForFunction(() => document.querySelector('.msg.user .branch-pos')?.textContent === '2/2');
+      assert.match(await page.$eval('.msg.user .text', e => e.textContent), /prefix caches\. Briefly\.$/);
+      await page.waitForFunction(() => document.querySelectorAll('#requests tbody tr.req').length === 4);
 
       // Phone-sized: the tabs switch between chat and memory.
       await page.setViewport({ width: 390, height: 800, isMobile: true, hasTouch: true });
