@@ -1,6 +1,6 @@
 // The built-in web page in headless Chromium (Debian's `chromium`, driven by puppeteer-core): chat with
 // streaming, regenerate and edit (branches), the memory view's tree with a checkpoint, no console errors, the
-// API key prompt. Screenshots are saved to $REWIND_E2E_ARTIFACTS (default: build/e2e-artifacts).
+// API key prompt. Screenshots are saved to $REWIND_E2E_ARTIFACTS (default: build/e2e-artifacts). CHROMIUM=path picks the browser (a missing path skips).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -14,7 +14,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const artifacts = process.env.REWIND_E2E_ARTIFACTS || path.resolve(here, '../../../build/e2e-artifacts');
 
 function findChromium() {
-  if (process.env.CHROMIUM) return process.env.CHROMIUM;
+  if (process.env.CHROMIUM) return fs.existsSync(process.env.CHROMIUM) ? process.env.CHROMIUM : null;
   for (const name of ['chromium', 'chromium-browser']) {
     try {
       return execFileSync('sh', ['-c', `command -v ${name}`]).toString().trim();
