@@ -1,6 +1,7 @@
 // The built-in web page in headless Chromium (Debian's `chromium`, driven by puppeteer-core): chat with
 // streaming, regenerate and edit (branches), the memory view's tree with a checkpoint, no console errors, the
-// API key prompt. Screenshots are saved to $REWIND_E2E_ARTIFACTS (default: build/e2e-artifacts). CHROMIUM=path picks the browser (a missing path skips).
+// API key prompt. Screenshots are saved to $REWIND_E2E_ARTIFACTS (default: build/e2e-artifacts). CHROMIUM=path
+// picks the browser (a missing path skips).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
