@@ -5,7 +5,7 @@ import { MemoryView } from './memory.js';
 import { el, fmtNum } from './render.js';
 import {
   listConversations, loadConversation, newConversation, saveConversation, deleteConversation, selectMessage,
-  branchCount,
+  branchCount, activePath,
 } from './store.js';
 
 const SETTINGS = 'rewind.settings';
@@ -30,7 +30,18 @@ function samplingBody() {
   return b;
 }
 
-const memory = new MemoryView($('#memory'), { onRequestClick: (c, m) => showMessage(c, m) });
+const memory = new MemoryView($('#memory'), {
+  onRequestClick: (c, m) => showMessage(c, m),
+  onStatus: e => setStatus(e ? (e.status === 401 ? 'API key needed' : 'unreachable') : 'ready', e ? 'err' : 'ok',
+    e ? e.message : ''),
+});
+
+function setStatus(text, cls, title = '') {
+  const pill = $('#server-status');
+  pill.textContent = text;
+  pill.className = 'pill ' + cls;
+  pill.title = title;
+}
 const chat = new Chat($('#chat'), {
   settings: () => ({ system: settings.system.trim(), sampling: samplingBody() }),
   onChanged: c => { if (c === conv) renderConversations(); },
@@ -61,6 +72,9 @@ function open(id) {
   conv = loadConversation(id) || newConversation();
   localStorage.setItem('rewind.current', conv.id);
   chat.show(conv);
+  // The memory view starts on the latest answer's report.
+  const answered = activePath(conv).filter(m => m.report);
+  if (answered.length) chat.inspect(answered[answered.length - 1].id);
   renderConversations();
   document.body.classList.remove('sidebar-open');
   $('#input').focus();
@@ -160,10 +174,8 @@ onKeyNeeded(() => {
 
 // --- server info -------------------------------------------------------------------------------------------
 async function serverInfo() {
-  const status = $('#server-status');
   const health = await tryJson('/health');
-  status.textContent = health ? 'ready' : 'loading…';
-  status.className = 'pill ' + (health ? 'ok' : 'wait');
+  if (health) setStatus('ready', 'ok'); else setStatus('loading…', 'wait');
   if (!health) return setTimeout(serverInfo, 1000);
   try {
     const models = await getJson('/v1/models');
@@ -179,9 +191,7 @@ async function serverInfo() {
     $('#server-info').replaceChildren(...lines.map(t => el('div', { text: t })));
     memory.start();
   } catch (e) {
-    status.textContent = e.status === 401 ? 'API key needed' : 'error';
-    status.className = 'pill err';
-    status.title = e.message;
+    setStatus(e.status === 401 ? 'API key needed' : 'error', 'err', e.message);
     setTimeout(serverInfo, 3000);
   }
 }

@@ -9,7 +9,7 @@ const GHOST_MS = 4000; // an evicted node stays visible (fading) this long
 export class MemoryView {
   constructor(root, hooks) {
     this.root = root;
-    this.hooks = hooks; // onRequestClick(convId, msgId)
+    this.hooks = hooks; // onRequestClick(convId, msgId), onStatus(error | null) after each poll
     this.fast = false;
     this.timer = null;
     this.prevNodes = new Map();
@@ -46,8 +46,10 @@ export class MemoryView {
         this.renderStats(stats, tree, metrics);
         this.drawTree();
         this.root.classList.remove('stale');
+        this.hooks.onStatus?.(null);
       } catch (e) {
         this.root.classList.add('stale');
+        this.hooks.onStatus?.(e);
         this.root.querySelector('#tree-text').textContent = '(' + e.message + ')';
       }
     }

@@ -1,6 +1,7 @@
 // The built-in web page in headless Chromium (Debian's `chromium`, driven by puppeteer-core): chat with
-// streaming, regenerate (a branch), the memory view's tree with a checkpoint, no console errors, the API key
-// prompt. Screenshots are saved to $REWIND_E2E_ARTIFACTS (default: build/e2e-artifacts).
+// streaming, regenerate and edit (branches), the memory view's tree with a checkpoint, no console errors, the
+// API key prompt. Screenshots are saved to $REWIND_E2E_ARTIFACTS (default: build/e2e-artifacts). CHROMIUM=path
+// picks the browser (a missing path skips).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -14,7 +15,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const artifacts = process.env.REWIND_E2E_ARTIFACTS || path.resolve(here, '../../../build/e2e-artifacts');
 
 function findChromium() {
-  if (process.env.CHROMIUM) return process.env.CHROMIUM;
+  if (process.env.CHROMIUM) return fs.existsSync(process.env.CHROMIUM) ? process.env.CHROMIUM : null;
   for (const name of ['chromium', 'chromium-browser']) {
     try {
       return execFileSync('sh', ['-c', `command -v ${name}`]).toString().trim();
@@ -155,6 +156,16 @@ test('chat streams, regenerates into a branch, and the memory view shows the tre
       await page.waitForFunction(() => document.querySelector('.branch-pos')?.textContent === '1/2');
       assert.equal(await page.$eval('.msg.assistant .text', e => e.textContent), first);
       assert.equal(await page.$$eval('.msg', l => l.length), 2);
+
+      // Editing the first message makes a branch at the user's turn, answered anew.
+      await page.click('.msg.user button.link[title^="Edit"]');
+      await page.waitForSelector('.msg.user textarea.edit');
+      await page.keyboard.type(' Briefly.');
+      await page.keyboard.press('Enter');
+      await waitAnswer(page, 1);
+      await page.waitForFunction(() => document.querySelector('.msg.user .branch-pos')?.textContent === '2/2');
+      assert.match(await page.$eval('.msg.user .text', e => e.textContent), /prefix caches\. Briefly\.$/);
+      await page.waitForFunction(() => document.querySelectorAll('#requests tbody tr.req').length === 4);
 
       // Phone-sized: the tabs switch between chat and memory.
       await page.setViewport({ width: 390, height: 800, isMobile: true, hasTouch: true });
