@@ -97,37 +97,46 @@ void Sampler::Load(std::span<const float> logits) {
 }
 
 void Sampler::MaskAll() {
-  allowed_.assign(static_cast<size_t>(n_vocab_), 0);
-  if (!matcher_->MustEnd()) matcher_->AllowedTokens(*vocab_->trie, &allowed_);
-  const bool end = matcher_->CanEnd();
-  for (int32_t t : vocab_->eog)
-    if (t >= 0 && t < n_vocab_) allowed_[t] = end;
+  allowed_ids_.clear();
+  if (!matcher_->MustEnd()) matcher_->AllowedTokens(*vocab_->trie, &allowed_ids_);
+  if (matcher_->CanEnd()) allowed_ids_.insert(allowed_ids_.end(), vocab_->eog.begin(), vocab_->eog.end());
   auto& d = cand_.data;
-  auto last = std::stable_partition(d.begin(), d.end(), [&](const Candidate& c) {
-    return allowed_[c.id] != 0 && c.logit != -std::numeric_limits<float>::infinity();
-  });
-  d.erase(last, d.end());
+  const auto usable = [](const Candidate& c) { return c.logit != -std::numeric_limits<float>::infinity(); };
+  if (cand_.identity) {
+    // The untouched vocabulary: gather the allowed tokens, O(allowed) rather than O(vocabulary).
+    std::sort(allowed_ids_.begin(), allowed_ids_.end());
+    size_t n = 0;
+    for (int32_t id : allowed_ids_)
+      if (id >= 0 && id < n_vocab_ && (n == 0 || d[n - 1].id != id) && usable(d[id])) d[n++] = d[id];
+    d.resize(n);
+  } else {
+    allowed_.assign(static_cast<size_t>(n_vocab_), 0);
+    for (int32_t id : allowed_ids_)
+      if (id >= 0 && id < n_vocab_) allowed_[id] = 1;
+    auto last = std::stable_partition(d.begin(), d.end(), [&](const Candidate& c) { return allowed_[c.id] && usable(c); });
+    d.erase(last, d.end());
+  }
   cand_.identity = false;
 }
 
 void Sampler::GrammarTopK(int32_t k) {
   auto& d = cand_.data;
   const size_t want = static_cast<size_t>(k);
-  // Check tokens in logit order until k are allowed. A state that allows few tokens would make this scan far:
-  // past a budget the trie mask (cheap in exactly that case) takes over.
+  // Check tokens in logit order until k are allowed. The best m are selected into a copy (the candidates stay in
+  // id order for the fallback); a state that allows few tokens would make this scan far, so past a budget the
+  // trie mask (cheap in exactly that case) takes over.
   const size_t budget = std::min(d.size(), 4 * want + 1024);
   std::vector<Candidate> kept;
-  size_t checked = 0, sorted = std::min(d.size(), std::max<size_t>(64, 2 * want));
-  SortPrefix(&cand_, sorted);
-  while (kept.size() < want && checked < budget) {
-    if (checked == sorted) {
-      size_t next = std::min(d.size(), sorted * 4);
-      std::partial_sort(d.begin() + static_cast<std::ptrdiff_t>(sorted), d.begin() + static_cast<std::ptrdiff_t>(next),
-                        d.end(), Better);
-      sorted = next;
+  size_t checked = 0, m = std::min(d.size(), std::max<size_t>(64, 2 * want));
+  while (true) {
+    top_.resize(m);
+    std::partial_sort_copy(d.begin(), d.end(), top_.begin(), top_.end(), Better);
+    for (; checked < m && checked < budget && kept.size() < want; ++checked) {
+      const Candidate& c = top_[checked];
+      if (c.logit != -std::numeric_limits<float>::infinity() && Allowed(c.id)) kept.push_back(c);
     }
-    const Candidate& c = d[checked++];
-    if (c.logit != -std::numeric_limits<float>::infinity() && Allowed(c.id)) kept.push_back(c);
+    if (kept.size() == want || checked >= budget || m == d.size()) break;
+    m = std::min(d.size(), m * 4);
   }
   if (kept.size() < want && checked < d.size()) {
     MaskAll();

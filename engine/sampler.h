@@ -22,6 +22,10 @@
 #include "engine/sampler_stages.h"
 #include "grammar/matcher.h"
 
+namespace rw::tokenizer {
+class Tokenizer;
+}
+
 namespace rw::engine {
 
 // What the sampler needs to know about the vocabulary (built once per model; may be empty for tests without a
@@ -35,6 +39,9 @@ struct SamplerVocab {
   // Builds the trie over the non-empty pieces.
   void BuildTrie();
 };
+
+// The vocabulary of a model's tokenizer, without the trie (sampler_vocab.cc; built with the engine).
+SamplerVocab MakeSamplerVocab(std::shared_ptr<const tokenizer::Tokenizer> tok);
 
 class Sampler {
  public:
@@ -88,6 +95,8 @@ class Sampler {
   float mu_ = 0.0f;                                        // mirostat
   std::vector<std::pair<int32_t, double>> last_;           // the last Distribution (mirostat's observed surprise)
   Candidates cand_;                                        // scratch [n_vocab]
+  std::vector<Candidate> top_;                             // scratch: the best candidates, in order
+  std::vector<int32_t> allowed_ids_;                       // scratch: the grammar's allowed tokens
   std::vector<uint8_t> allowed_;                           // scratch [n_vocab]
 };
 

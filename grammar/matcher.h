@@ -55,8 +55,8 @@ class Matcher {
   bool CanEnd() const;
   // Nothing but the end may follow.
   bool MustEnd() const;
-  // allowed[id] = 1 for every trie token the grammar accepts next (others untouched).
-  void AllowedTokens(const TokenTrie& trie, std::vector<uint8_t>* allowed) const;
+  // Appends every trie token the grammar accepts next (in trie order).
+  void AllowedTokens(const TokenTrie& trie, std::vector<int32_t>* allowed) const;
 
   using Stack = std::vector<uint32_t>;  // grammar positions; back() = the next element to match
   struct State {
@@ -70,9 +70,12 @@ class Matcher {
   // Pushes every stack reachable from `s` whose top is a character class (or which is empty) into `out`.
   void Expand(Stack s, std::vector<Stack>* out) const;
   bool FeedByte(const State& in, uint8_t byte, State* out) const;
+  // Whether FeedByte would succeed, without building the next state (no allocation): most candidate tokens and
+  // trie edges are rejected by this check alone.
+  bool ByteOk(const State& st, uint8_t byte) const;
   void AdvanceChar(const std::vector<Stack>& in, uint32_t cp, std::vector<Stack>* out) const;
   bool PartialFeasible(const State& st) const;
-  void Walk(const TokenTrie& trie, uint32_t node, const State& st, std::vector<uint8_t>* allowed) const;
+  void Walk(const TokenTrie& trie, uint32_t node, const State& st, std::vector<int32_t>* allowed) const;
 
   std::shared_ptr<const Grammar> g_;
   State state_;

@@ -57,8 +57,10 @@ str ::= "\"" [a-zé]* "\""
 val ::= str | [0-9]+ | "null" | "[" ( val ( "," val )* )? "]")");
   Matcher m(g);
   for (int step = 0; step < 40; ++step) {
+    std::vector<int32_t> ids;
+    m.AllowedTokens(trie, &ids);
     std::vector<uint8_t> mask(pieces.size(), 0);
-    m.AllowedTokens(trie, &mask);
+    for (int32_t id : ids) mask[id] = 1;
     std::vector<int> ok;
     for (size_t t = 0; t < pieces.size(); ++t) {
       bool expect = !pieces[t].empty() && m.Accepts(pieces[t]);
