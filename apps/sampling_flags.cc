@@ -54,8 +54,8 @@ void SamplingFlags::Register(FlagSet* f) {
   f->Add("seed", 's', &seed_, "seed of requests without one (-1 = random per request)");
   f->Add("grammar", 0, &grammar_, "GBNF grammar every request without its own constraint follows");
   f->Add("grammar-file", 0, &grammar_file_, "file with such a grammar");
-  f->Add("json-schema", 0, &json_schema_, "JSON schema every request without its own constraint follows");
-  f->Add("json-schema-file", 'j', &json_schema_file_, "file with such a schema");
+  f->Add("json-schema", 'j', &json_schema_, "JSON schema every request without its own constraint follows");
+  f->Add("json-schema-file", 0, &json_schema_file_, "file with such a schema");
 }
 
 Expected<engine::SamplingParams> SamplingFlags::Resolve() const {
