@@ -135,6 +135,7 @@ Err Constraint(const json& body, SamplingRequest* out) {
     }
   }
   if (schema && !grammar.empty()) return Bad("grammar", "cannot be combined with a JSON schema");
+  if (!schema && grammar.empty()) return std::nullopt;  // no constraint of its own: the server's (if any) stays
   if (schema) {
     json s = *schema;
     if (s.is_object() && s.empty()) s = json{{"type", "object"}};  // "any JSON object", as llama-server
