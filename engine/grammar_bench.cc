@@ -113,6 +113,9 @@ int main(int argc, char** argv) {
     t_plain.push_back(fastest(*plain));
     t_grammar.push_back(fastest(*constrained));
     t_whole.push_back(fastest(*whole));
+    if (std::getenv("GRAMMAR_BENCH_SLOW") && t_grammar.back() > 2e-3)
+      std::fprintf(stderr, "slow step %d: %.1f ms after ...%s\n", s, 1e3 * t_grammar.back(),
+                   text.substr(text.size() > 60 ? text.size() - 60 : 0).c_str());
     const int32_t t = constrained->Sample(row);
     constrained->Accept(t);
     if (t < static_cast<int32_t>(vocab.pieces.size())) text += vocab.pieces[t];

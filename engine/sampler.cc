@@ -28,10 +28,26 @@ DryVocab MakeDryVocab(const SamplerVocab* v) {
   return d;
 }
 
-// Stages that only change the logits of a few tokens (those in the history); the grammar mask may come after.
-bool Sparse(SamplerStage s) { return s == SamplerStage::kPenalties || s == SamplerStage::kDry; }
-
 }  // namespace
+
+// Stages that give the same result before or after the grammar mask: those that change only the logits of a few
+// tokens (penalties, DRY), a temperature that only scales, and stages switched off. The mask waits for the first
+// other stage, so that top-k there can check tokens one by one.
+bool Sampler::CommutesWithMask(SamplerStage s) const {
+  const SamplingParams& p = params_;
+  switch (s) {
+    case SamplerStage::kPenalties:
+    case SamplerStage::kDry: return true;
+    case SamplerStage::kTopNSigma: return p.top_n_sigma <= 0.0f;
+    case SamplerStage::kTopK: return p.top_k <= 0;
+    case SamplerStage::kTypicalP: return p.typical_p >= 1.0f;
+    case SamplerStage::kTopP: return p.top_p >= 1.0f;
+    case SamplerStage::kMinP: return p.min_p <= 0.0f;
+    case SamplerStage::kXtc: return p.xtc_probability <= 0.0f || p.xtc_threshold > 0.5f;
+    case SamplerStage::kTemperature: return p.temperature > 0.0f;
+  }
+  return false;
+}
 
 void SamplerVocab::BuildTrie() { trie = std::make_unique<grammar::TokenTrie>(pieces); }
 
@@ -187,12 +203,12 @@ std::vector<std::pair<int32_t, double>> Sampler::Distribution(std::span<const fl
     else MirostatV2(&cand_, mu_);
   } else if (GreedyShortcut()) {
     for (SamplerStage s : params_.stages)
-      if (Sparse(s)) ApplyStage(s, coin);
+      if (s == SamplerStage::kPenalties || s == SamplerStage::kDry) ApplyStage(s, coin);
     if (!masked) GrammarTopK(1);
     Temperature(&cand_, 0.0f);
   } else {
     for (SamplerStage s : params_.stages) {
-      if (!masked && !Sparse(s)) {
+      if (!masked && !CommutesWithMask(s)) {
         if (s == SamplerStage::kTopK && params_.top_k > 0) {
           GrammarTopK(params_.top_k);
           masked = true;

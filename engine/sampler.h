@@ -84,6 +84,7 @@ class Sampler {
   void MaskAll();
   void GrammarTopK(int32_t k);
   bool GreedyShortcut() const;
+  bool CommutesWithMask(SamplerStage stage) const;
 
   SamplingParams params_;
   const SamplerVocab* vocab_;

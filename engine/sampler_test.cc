@@ -252,7 +252,9 @@ TEST(Sampler, LazyGrammarTopKEqualsMaskingTheWholeVocabulary) {
     SamplingParams lazy = Neutral();
     lazy.top_k = k;
     SamplingParams full = lazy;
-    full.stages = {SamplerStage::kTopP, SamplerStage::kTopK, SamplerStage::kTemperature};  // top-p 1: masks first
+    // A min-p that removes nothing but comes first: the whole vocabulary is masked before top-k.
+    full.min_p = 1e-20f;
+    full.stages = {SamplerStage::kMinP, SamplerStage::kTopK, SamplerStage::kTemperature};
     Sampler a(lazy, &v, 64, g), b(full, &v, 64, g);
     std::vector<float> logits(v.pieces.size());
     for (int step = 0; step < 6; ++step) {
