@@ -1,6 +1,7 @@
-// rewind serve's sampling and grammar flags, spelled and defaulted as llama-server's (--temp, --top-k, --top-p,
-// --min-p, --repeat-penalty, --presence-penalty, --dry-*, --mirostat*, --samplers, --grammar, ...): the values a
-// request gets for the fields it leaves out.
+// rewind serve's sampling and grammar flags, spelled and defaulted as llama-server's (--temp, --top-k,
+// --top-p,
+// --min-p, --repeat-penalty, --presence-penalty, --dry-*, --mirostat*, --samplers, --grammar, ...): the
+// values a request gets for the fields it leaves out.
 #pragma once
 
 #include <string>
@@ -15,7 +16,8 @@ namespace rw::apps {
 class SamplingFlags {
  public:
   void Register(FlagSet* flags);
-  // The defaults the flags describe; errors: a bad value, an unreadable grammar file, an invalid grammar or schema.
+  // The defaults the flags describe; errors: a bad value, an unreadable grammar file, an invalid grammar or
+  // schema.
   Expected<engine::SamplingParams> Resolve() const;
   int64_t seed() const { return seed_; }  // -1: a random seed per request
 

@@ -1,10 +1,11 @@
 // Constrained decoding's cost as a share of a decode step: decodes with the model (random-weight models are
-// fine: the grammar, not the text, is measured), samples every step both plainly and under a JSON-schema grammar
-// on the same logits, and prints the extra sampling time per token against the forward time.
-// usage: grammar_bench [model.gguf [n_threads [steps]]]   (defaults: the tiny fixture, 1, 96)
-// Sampling cost is the fastest of 3 runs per step, the decode step the median (the machine may be shared).
-// The goal (docs/performance.md) is <= 5% of a decode step on the 0.8B-shaped model with llama-server's default
-// sampling (top-k 40); top-k 0 forces the whole-vocabulary trie mask every step and is printed as the worst case.
+// fine: the grammar, not the text, is measured), samples every step both plainly and under a JSON-schema
+// grammar on the same logits, and prints the extra sampling time per token against the forward time. usage:
+// grammar_bench [model.gguf [n_threads [steps]]]   (defaults: the tiny fixture, 1, 96) Sampling cost is the
+// fastest of 3 runs per step, the decode step the median (the machine may be shared). The goal
+// (docs/performance.md) is <= 5% of a decode step on the 0.8B-shaped model with llama-server's default
+// sampling (top-k 40); top-k 0 forces the whole-vocabulary trie mask every step and is printed as the worst
+// case.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -50,8 +51,9 @@ const char* kSchema = R"({"type":"object","properties":{
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path = argc > 1 && argv[1][0] ? argv[1] : std::string(REWIND_SOURCE_DIR) +
-                                                            "/tests/data/golden/models/tiny-qwen35-f32.gguf";
+  std::string path = argc > 1 && argv[1][0]
+                         ? argv[1]
+                         : std::string(REWIND_SOURCE_DIR) + "/tests/data/golden/models/tiny-qwen35-f32.gguf";
   const int32_t threads = argc > 2 ? std::atoi(argv[2]) : 1;
   const int32_t steps = argc > 3 ? std::atoi(argv[3]) : 96;
   model::LoadOptions lo;
@@ -62,7 +64,8 @@ int main(int argc, char** argv) {
   auto tok = tokenizer::Tokenizer::FromGguf(m.file());
   if (!tok.ok()) return Fail(tok.error().ToString());
   double t0 = NowSeconds();
-  engine::SamplerVocab vocab = engine::MakeSamplerVocab(std::shared_ptr<const tokenizer::Tokenizer>(std::move(*tok)));
+  engine::SamplerVocab vocab =
+      engine::MakeSamplerVocab(std::shared_ptr<const tokenizer::Tokenizer>(std::move(*tok)));
   vocab.BuildTrie();
   const double t_vocab = NowSeconds() - t0;
   auto gbnf = grammar::JsonSchemaToGbnf(nlohmann::ordered_json::parse(kSchema));
@@ -80,7 +83,8 @@ int main(int argc, char** argv) {
   model::BatchSeq b;
   b.pages = kv.pages();
   b.tokens = prompt;
-  if (!m.Forward(std::span<const model::BatchSeq>(&b, 1), kv.kv(), **states, &out, {}).ok()) return Fail("prefill");
+  if (!m.Forward(std::span<const model::BatchSeq>(&b, 1), kv.kv(), **states, &out, {}).ok())
+    return Fail("prefill");
   b.state_in = 0;
 
   // llama-server's defaults, and top-k 0 (the trie mask over the whole vocabulary every step).
@@ -100,7 +104,8 @@ int main(int argc, char** argv) {
   int32_t restarts = 0;
   for (int32_t s = 0; s < steps; ++s) {
     const std::span<const float> row = out.Row(0);
-    // Each cost is the fastest of 3 runs (the machine is shared; Distribution has no effect on the state here).
+    // Each cost is the fastest of 3 runs (the machine is shared; Distribution has no effect on the state
+    // here).
     auto fastest = [&](engine::Sampler& smp) {
       double best = 1e9;
       for (int rep = 0; rep < 3; ++rep) {
@@ -132,19 +137,22 @@ int main(int argc, char** argv) {
     b.pos0 = static_cast<int32_t>(prompt.size()) + s;
     b.tokens = std::span<const int32_t>(&next, 1);
     double f = NowSeconds();
-    if (!m.Forward(std::span<const model::BatchSeq>(&b, 1), kv.kv(), **states, &out, {}).ok()) return Fail("decode");
+    if (!m.Forward(std::span<const model::BatchSeq>(&b, 1), kv.kv(), **states, &out, {}).ok())
+      return Fail("decode");
     t_fwd.push_back(NowSeconds() - f);
   }
   const double fwd = Median(t_fwd);
   const double extra = Mean(t_grammar) - Mean(t_plain), extra_whole = Mean(t_whole) - Mean(t_plain);
-  std::printf("model %s, %d threads, vocabulary %zu tokens (trie %zu nodes, built with the vocabulary in %.0f ms)\n",
-              path.c_str(), threads, vocab.pieces.size(), vocab.trie->n_nodes(), 1e3 * t_vocab);
+  std::printf(
+      "model %s, %d threads, vocabulary %zu tokens (trie %zu nodes, built with the vocabulary in %.0f ms)\n",
+      path.c_str(), threads, vocab.pieces.size(), vocab.trie->n_nodes(), 1e3 * t_vocab);
   std::printf("decode step (median):                 %8.3f ms\n", 1e3 * fwd);
   std::printf("sampling, no grammar (mean):          %8.3f ms\n", 1e3 * Mean(t_plain));
   std::printf("sampling, JSON schema, top-k 40:      %8.3f ms  grammar cost %.2f%% of a decode step\n",
               1e3 * Mean(t_grammar), 100 * extra / fwd);
   std::printf("sampling, JSON schema, top-k 0 (mask): %7.3f ms  grammar cost %.2f%% of a decode step\n",
               1e3 * Mean(t_whole), 100 * extra_whole / fwd);
-  std::printf("%d steps, %d documents completed; the text:\n%s\n", steps, restarts, text.substr(0, 400).c_str());
+  std::printf("%d steps, %d documents completed; the text:\n%s\n", steps, restarts,
+              text.substr(0, 400).c_str());
   return 0;
 }

@@ -202,11 +202,10 @@ bool Matcher::CanEnd() const {
          std::any_of(state_.stacks.begin(), state_.stacks.end(), [](const Stack& s) { return s.empty(); });
 }
 
-bool Matcher::MustEnd() const {
-  return CanEnd() && state_.stacks.size() == 1;
-}
+bool Matcher::MustEnd() const { return CanEnd() && state_.stacks.size() == 1; }
 
-void Matcher::Walk(const TokenTrie& trie, uint32_t node, const State& st, std::vector<int32_t>* allowed) const {
+void Matcher::Walk(const TokenTrie& trie, uint32_t node, const State& st,
+                   std::vector<int32_t>* allowed) const {
   const TokenTrie::Node& n = trie.node(node);
   State next;
   for (uint32_t i = 0; i < n.n_children; ++i) {
