@@ -50,12 +50,13 @@ void SamplingFlags::Register(FlagSet* f) {
   f->Add("mirostat-ent", 0, &mirostat_ent_, "default mirostat target entropy (tau)");
   f->Add("min-keep", 0, &min_keep_, "filters keep at least this many tokens");
   f->Add("samplers", 0, &samplers_, "sampler order, ';'-separated names");
-  f->Add("sampling-seq", 0, &sampling_seq_, "sampler order as one-letter codes (e.g. edskypmxt); overrides --samplers");
+  f->Add("sampling-seq", 0, &sampling_seq_,
+         "sampler order as one-letter codes (e.g. edskypmxt); overrides --samplers");
   f->Add("seed", 's', &seed_, "seed of requests without one (-1 = random per request)");
   f->Add("grammar", 0, &grammar_, "GBNF grammar every request without its own constraint follows");
   f->Add("grammar-file", 0, &grammar_file_, "file with such a grammar");
-  f->Add("json-schema", 0, &json_schema_, "JSON schema every request without its own constraint follows");
-  f->Add("json-schema-file", 'j', &json_schema_file_, "file with such a schema");
+  f->Add("json-schema", 'j', &json_schema_, "JSON schema every request without its own constraint follows");
+  f->Add("json-schema-file", 0, &json_schema_file_, "file with such a schema");
 }
 
 Expected<engine::SamplingParams> SamplingFlags::Resolve() const {
@@ -86,7 +87,8 @@ Expected<engine::SamplingParams> SamplingFlags::Resolve() const {
   if (!dry_breakers_.empty()) {
     s.dry_sequence_breakers.clear();
     if (dry_breakers_ != "none") {
-      for (std::string b : Split(dry_breakers_, ',')) s.dry_sequence_breakers.push_back(b == "\\n" ? "\n" : b);
+      for (std::string b : Split(dry_breakers_, ','))
+        s.dry_sequence_breakers.push_back(b == "\\n" ? "\n" : b);
     }
   }
   nlohmann::ordered_json order;
@@ -103,7 +105,8 @@ Expected<engine::SamplingParams> SamplingFlags::Resolve() const {
   if (!json_schema_file_.empty()) {
     REWIND_ASSIGN_OR_RETURN(schema, ReadFileToString(json_schema_file_));
   }
-  if (!grammar.empty() && !schema.empty()) return Error::InvalidArgument("--grammar and --json-schema exclude each other");
+  if (!grammar.empty() && !schema.empty())
+    return Error::InvalidArgument("--grammar and --json-schema exclude each other");
   if (!schema.empty()) {
     auto j = nlohmann::ordered_json::parse(schema, nullptr, false);
     if (j.is_discarded()) return Error::InvalidArgument("--json-schema is not valid JSON");

@@ -45,7 +45,7 @@ struct SamplingParams {
   int32_t repeat_last_n = 64;  // tokens (prompt included) the penalties look at; 0 = off
   float repeat_penalty = 1.0f, frequency_penalty = 0.0f, presence_penalty = 0.0f;
   float dry_multiplier = 0.0f, dry_base = 1.75f;  // DRY off unless multiplier != 0 and base >= 1
-  int32_t dry_allowed_length = 2, dry_penalty_last_n = -1;  // -1: the whole context
+  int32_t dry_allowed_length = 2, dry_penalty_last_n = 64;  // -1: the whole context, 0: off
   std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};
   int32_t mirostat = 0;      // 0 = off, 1 = mirostat, 2 = mirostat 2.0
   float mirostat_tau = 5.0f, mirostat_eta = 0.1f;

@@ -73,14 +73,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   if (!config.cache) e->config_.cache_dir.clear();
   REWIND_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::FromGguf(e->model_->file()));
   e->eog_ = tok->eog_ids();
-  e->vocab_.eog = e->eog_;
-  e->vocab_.pieces.resize(static_cast<size_t>(tok->n_vocab()));
-  for (int32_t i = 0; i < tok->n_vocab(); ++i)
-    if (!tok->IsControl(i)) e->vocab_.pieces[i] = tok->TokenToPiece(i, /*unparse_special=*/true);
-  e->vocab_.encode = [t = std::shared_ptr<tokenizer::Tokenizer>(std::move(tok))](std::string_view text) {
-    return t->Encode(text, /*parse_special=*/false, /*add_special=*/false);
-  };
-  e->vocab_.BuildTrie();
+  e->vocab_ = MakeSamplerVocab(std::shared_ptr<const tokenizer::Tokenizer>(std::move(tok)));
 
   int32_t n_ctx_train = cfg.n_ctx_train;
   int32_t n_ctx = config.n_ctx > 0 ? config.n_ctx : std::min<int32_t>(n_ctx_train > 0 ? n_ctx_train : 4096, 65536);
@@ -357,6 +350,7 @@ void EngineImpl::Admit() {
     a->id = p.id;
     a->request = std::move(p.request);
     a->sink = std::move(p.sink);
+    if (p.grammar && !vocab_.trie) vocab_.BuildTrie();  // once, for the first constrained request (~1 s at 150K)
     a->sampler = std::make_unique<Sampler>(a->request.sampling, &vocab_, info_.n_ctx, std::move(p.grammar));
     a->sampler->AcceptPrompt(a->request.prompt);
     a->seq = acq->seq;

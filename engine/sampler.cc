@@ -28,10 +28,34 @@ DryVocab MakeDryVocab(const SamplerVocab* v) {
   return d;
 }
 
-// Stages that only change the logits of a few tokens (those in the history); the grammar mask may come after.
-bool Sparse(SamplerStage s) { return s == SamplerStage::kPenalties || s == SamplerStage::kDry; }
-
 }  // namespace
+
+// Stages that give the same result before or after the grammar mask: those that change only the logits of a
+// few tokens (penalties, DRY), a temperature that only scales, and stages switched off. The mask waits for
+// the first other stage, so that top-k there can check tokens one by one.
+bool Sampler::CommutesWithMask(SamplerStage s) const {
+  const SamplingParams& p = params_;
+  switch (s) {
+    case SamplerStage::kPenalties:
+    case SamplerStage::kDry:
+      return true;
+    case SamplerStage::kTopNSigma:
+      return p.top_n_sigma <= 0.0f;
+    case SamplerStage::kTopK:
+      return p.top_k <= 0;
+    case SamplerStage::kTypicalP:
+      return p.typical_p >= 1.0f;
+    case SamplerStage::kTopP:
+      return p.top_p >= 1.0f;
+    case SamplerStage::kMinP:
+      return p.min_p <= 0.0f;
+    case SamplerStage::kXtc:
+      return p.xtc_probability <= 0.0f || p.xtc_threshold > 0.5f;
+    case SamplerStage::kTemperature:
+      return p.temperature > 0.0f;
+  }
+  return false;
+}
 
 void SamplerVocab::BuildTrie() { trie = std::make_unique<grammar::TokenTrie>(pieces); }
 
@@ -97,37 +121,47 @@ void Sampler::Load(std::span<const float> logits) {
 }
 
 void Sampler::MaskAll() {
-  allowed_.assign(static_cast<size_t>(n_vocab_), 0);
-  if (!matcher_->MustEnd()) matcher_->AllowedTokens(*vocab_->trie, &allowed_);
-  const bool end = matcher_->CanEnd();
-  for (int32_t t : vocab_->eog)
-    if (t >= 0 && t < n_vocab_) allowed_[t] = end;
+  allowed_ids_.clear();
+  if (!matcher_->MustEnd()) matcher_->AllowedTokens(*vocab_->trie, &allowed_ids_);
+  if (matcher_->CanEnd()) allowed_ids_.insert(allowed_ids_.end(), vocab_->eog.begin(), vocab_->eog.end());
   auto& d = cand_.data;
-  auto last = std::stable_partition(d.begin(), d.end(), [&](const Candidate& c) {
-    return allowed_[c.id] != 0 && c.logit != -std::numeric_limits<float>::infinity();
-  });
-  d.erase(last, d.end());
+  const auto usable = [](const Candidate& c) { return c.logit != -std::numeric_limits<float>::infinity(); };
+  if (cand_.identity) {
+    // The untouched vocabulary: gather the allowed tokens, O(allowed) rather than O(vocabulary).
+    std::sort(allowed_ids_.begin(), allowed_ids_.end());
+    size_t n = 0;
+    for (int32_t id : allowed_ids_)
+      if (id >= 0 && id < n_vocab_ && (n == 0 || d[n - 1].id != id) && usable(d[id])) d[n++] = d[id];
+    d.resize(n);
+  } else {
+    allowed_.assign(static_cast<size_t>(n_vocab_), 0);
+    for (int32_t id : allowed_ids_)
+      if (id >= 0 && id < n_vocab_) allowed_[id] = 1;
+    auto last = std::stable_partition(d.begin(), d.end(),
+                                      [&](const Candidate& c) { return allowed_[c.id] && usable(c); });
+    d.erase(last, d.end());
+  }
   cand_.identity = false;
 }
 
 void Sampler::GrammarTopK(int32_t k) {
   auto& d = cand_.data;
   const size_t want = static_cast<size_t>(k);
-  // Check tokens in logit order until k are allowed. A state that allows few tokens would make this scan far:
-  // past a budget the trie mask (cheap in exactly that case) takes over.
+  // Check tokens in logit order until k are allowed. The best m are selected into a copy (the candidates stay
+  // in id order for the fallback); a state that allows few tokens would make this scan far, so past a budget
+  // the trie mask (cheap in exactly that case) takes over.
   const size_t budget = std::min(d.size(), 4 * want + 1024);
   std::vector<Candidate> kept;
-  size_t checked = 0, sorted = std::min(d.size(), std::max<size_t>(64, 2 * want));
-  SortPrefix(&cand_, sorted);
-  while (kept.size() < want && checked < budget) {
-    if (checked == sorted) {
-      size_t next = std::min(d.size(), sorted * 4);
-      std::partial_sort(d.begin() + static_cast<std::ptrdiff_t>(sorted), d.begin() + static_cast<std::ptrdiff_t>(next),
-                        d.end(), Better);
-      sorted = next;
+  size_t checked = 0, m = std::min(d.size(), std::max<size_t>(64, 2 * want));
+  while (true) {
+    top_.resize(m);
+    std::partial_sort_copy(d.begin(), d.end(), top_.begin(), top_.end(), Better);
+    for (; checked < m && checked < budget && kept.size() < want; ++checked) {
+      const Candidate& c = top_[checked];
+      if (c.logit != -std::numeric_limits<float>::infinity() && Allowed(c.id)) kept.push_back(c);
     }
-    const Candidate& c = d[checked++];
-    if (c.logit != -std::numeric_limits<float>::infinity() && Allowed(c.id)) kept.push_back(c);
+    if (kept.size() == want || checked >= budget || m == d.size()) break;
+    m = std::min(d.size(), m * 4);
   }
   if (kept.size() < want && checked < d.size()) {
     MaskAll();
@@ -143,7 +177,8 @@ bool Sampler::GreedyShortcut() const {
   if (params_.temperature > 0.0f || params_.mirostat != 0) return false;
   // Every filter but XTC and typical-p keeps the best token, so greedy is the best allowed token.
   for (SamplerStage s : params_.stages) {
-    if (s == SamplerStage::kXtc && params_.xtc_probability > 0.0f && params_.xtc_threshold <= 0.5f) return false;
+    if (s == SamplerStage::kXtc && params_.xtc_probability > 0.0f && params_.xtc_threshold <= 0.5f)
+      return false;
     if (s == SamplerStage::kTypicalP && params_.typical_p < 1.0f) return false;
   }
   return true;
@@ -151,17 +186,33 @@ bool Sampler::GreedyShortcut() const {
 
 void Sampler::ApplyStage(SamplerStage stage, double xtc_coin) {
   switch (stage) {
-    case SamplerStage::kPenalties: penalties_.Apply(&cand_); break;
-    case SamplerStage::kDry: dry_.Apply(&cand_); break;
-    case SamplerStage::kTopNSigma: TopNSigma(&cand_, params_.top_n_sigma); break;
-    case SamplerStage::kTopK: TopK(&cand_, params_.top_k); break;
-    case SamplerStage::kTypicalP: TypicalP(&cand_, params_.typical_p, params_.min_keep); break;
-    case SamplerStage::kTopP: TopP(&cand_, params_.top_p, params_.min_keep); break;
-    case SamplerStage::kMinP: MinP(&cand_, params_.min_p, params_.min_keep); break;
+    case SamplerStage::kPenalties:
+      penalties_.Apply(&cand_);
+      break;
+    case SamplerStage::kDry:
+      dry_.Apply(&cand_);
+      break;
+    case SamplerStage::kTopNSigma:
+      TopNSigma(&cand_, params_.top_n_sigma);
+      break;
+    case SamplerStage::kTopK:
+      TopK(&cand_, params_.top_k);
+      break;
+    case SamplerStage::kTypicalP:
+      TypicalP(&cand_, params_.typical_p, params_.min_keep);
+      break;
+    case SamplerStage::kTopP:
+      TopP(&cand_, params_.top_p, params_.min_keep);
+      break;
+    case SamplerStage::kMinP:
+      MinP(&cand_, params_.min_p, params_.min_keep);
+      break;
     case SamplerStage::kXtc:
       Xtc(&cand_, params_.xtc_probability, params_.xtc_threshold, params_.min_keep, xtc_coin);
       break;
-    case SamplerStage::kTemperature: Temperature(&cand_, params_.temperature); break;
+    case SamplerStage::kTemperature:
+      Temperature(&cand_, params_.temperature);
+      break;
   }
 }
 
@@ -174,16 +225,18 @@ std::vector<std::pair<int32_t, double>> Sampler::Distribution(std::span<const fl
     // llama.cpp's mirostat chain: logit_bias, temperature, mirostat (the `stages` do not apply).
     if (!masked) MaskAll();
     Temperature(&cand_, params_.temperature);
-    if (params_.mirostat == 1) MirostatV1(&cand_, mu_, n_vocab_);
-    else MirostatV2(&cand_, mu_);
+    if (params_.mirostat == 1)
+      MirostatV1(&cand_, mu_, n_vocab_);
+    else
+      MirostatV2(&cand_, mu_);
   } else if (GreedyShortcut()) {
     for (SamplerStage s : params_.stages)
-      if (Sparse(s)) ApplyStage(s, coin);
+      if (s == SamplerStage::kPenalties || s == SamplerStage::kDry) ApplyStage(s, coin);
     if (!masked) GrammarTopK(1);
     Temperature(&cand_, 0.0f);
   } else {
     for (SamplerStage s : params_.stages) {
-      if (!masked && !Sparse(s)) {
+      if (!masked && !CommutesWithMask(s)) {
         if (s == SamplerStage::kTopK && params_.top_k > 0) {
           GrammarTopK(params_.top_k);
           masked = true;

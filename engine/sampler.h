@@ -1,12 +1,12 @@
 // Per-request token sampling, llama-server's chain: logit_bias -> grammar mask -> the `stages` in order
-// (penalties, DRY, top-n-sigma, top-k, typical-p, top-p, min-p, XTC, temperature by default) -> a draw from the
-// request's seeded RNG; or temperature -> mirostat v1/v2. The RNG and history are the request's own, so results
-// do not depend on other requests in the batch.
+// (penalties, DRY, top-n-sigma, top-k, typical-p, top-p, min-p, XTC, temperature by default) -> a draw from
+// the request's seeded RNG; or temperature -> mirostat v1/v2. The RNG and history are the request's own, so
+// results do not depend on other requests in the batch.
 //
-// Every draw goes through Distribution(): random stages (XTC's coin) draw first, then the final distribution is
-// fixed, and both a plain draw (Sample) and speculative verification (SpeculativeStep) sample exactly from it.
-// Accept(token) then advances the history (penalties, DRY, mirostat's mu, the grammar), so a verify round that
-// accepts k drafts leaves the sampler exactly where k plain steps would have.
+// Every draw goes through Distribution(): random stages (XTC's coin) draw first, then the final distribution
+// is fixed, and both a plain draw (Sample) and speculative verification (SpeculativeStep) sample exactly from
+// it. Accept(token) then advances the history (penalties, DRY, mirostat's mu, the grammar), so a verify round
+// that accepts k drafts leaves the sampler exactly where k plain steps would have.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,10 @@
 #include "engine/sampler_stages.h"
 #include "grammar/matcher.h"
 
+namespace rw::tokenizer {
+class Tokenizer;
+}
+
 namespace rw::engine {
 
 // What the sampler needs to know about the vocabulary (built once per model; may be empty for tests without a
@@ -36,10 +40,13 @@ struct SamplerVocab {
   void BuildTrie();
 };
 
+// The vocabulary of a model's tokenizer, without the trie (sampler_vocab.cc; built with the engine).
+SamplerVocab MakeSamplerVocab(std::shared_ptr<const tokenizer::Tokenizer> tok);
+
 class Sampler {
  public:
-  // `n_ctx` resolves the -1 ("whole context") of repeat_last_n and dry_penalty_last_n. `vocab` must outlive the
-  // sampler; null when no grammar or DRY breakers are used. `grammar` is a compiled GBNF grammar or null.
+  // `n_ctx` resolves the -1 ("whole context") of repeat_last_n and dry_penalty_last_n. `vocab` must outlive
+  // the sampler; null when no grammar or DRY breakers are used. `grammar` is a compiled GBNF grammar or null.
   Sampler(const SamplingParams& params, const SamplerVocab* vocab = nullptr, int32_t n_ctx = 4096,
           std::shared_ptr<const grammar::Grammar> grammar = nullptr);
 
@@ -72,11 +79,13 @@ class Sampler {
   bool IsEog(int32_t token) const;
   void Load(std::span<const float> logits);
   void ApplyStage(SamplerStage stage, double xtc_coin);
-  // The grammar mask: over the whole vocabulary (token trie), or only as far down the logit order as the best k
-  // allowed tokens (the usual case when top-k comes first; falls back to the trie when few tokens are allowed).
+  // The grammar mask: over the whole vocabulary (token trie), or only as far down the logit order as the best
+  // k allowed tokens (the usual case when top-k comes first; falls back to the trie when few tokens are
+  // allowed).
   void MaskAll();
   void GrammarTopK(int32_t k);
   bool GreedyShortcut() const;
+  bool CommutesWithMask(SamplerStage stage) const;
 
   SamplingParams params_;
   const SamplerVocab* vocab_;
@@ -85,10 +94,12 @@ class Sampler {
   Penalties penalties_;
   Dry dry_;
   std::unique_ptr<grammar::Matcher> matcher_;
-  float mu_ = 0.0f;                                        // mirostat
-  std::vector<std::pair<int32_t, double>> last_;           // the last Distribution (mirostat's observed surprise)
-  Candidates cand_;                                        // scratch [n_vocab]
-  std::vector<uint8_t> allowed_;                           // scratch [n_vocab]
+  float mu_ = 0.0f;                               // mirostat
+  std::vector<std::pair<int32_t, double>> last_;  // the last Distribution (mirostat's observed surprise)
+  Candidates cand_;                               // scratch [n_vocab]
+  std::vector<Candidate> top_;                    // scratch: the best candidates, in order
+  std::vector<int32_t> allowed_ids_;              // scratch: the grammar's allowed tokens
+  std::vector<uint8_t> allowed_;                  // scratch [n_vocab]
 };
 
 }  // namespace rw::engine

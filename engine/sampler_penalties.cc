@@ -7,7 +7,8 @@ namespace rw::engine {
 
 void AdjustLogit(Candidates* c, int32_t token, const std::function<float(float)>& f) {
   if (c->identity) {
-    if (token >= 0 && static_cast<size_t>(token) < c->data.size()) c->data[token].logit = f(c->data[token].logit);
+    if (token >= 0 && static_cast<size_t>(token) < c->data.size())
+      c->data[token].logit = f(c->data[token].logit);
     return;
   }
   for (auto& x : c->data)
@@ -50,8 +51,8 @@ void Penalties::Apply(Candidates* c) const {
 
 namespace {
 
-// Tokens whose text contains `s` (empty tail), and tokens whose text ends with a proper prefix of `s` (tail: the
-// tokenisation of the rest), as llama.cpp's DRY preprocessing.
+// Tokens whose text contains `s` (empty tail), and tokens whose text ends with a proper prefix of `s` (tail:
+// the tokenisation of the rest), as llama.cpp's DRY preprocessing.
 void AddBreaker(const DryVocab& vocab, const std::string& s, size_t max_tail,
                 std::unordered_multimap<int32_t, std::vector<int32_t>>* out) {
   const auto& pieces = *vocab.pieces;

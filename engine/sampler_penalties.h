@@ -1,7 +1,7 @@
-// The history-dependent stages of the sampler chain: repeat/frequency/presence penalties and DRY (semantics of
-// llama.cpp's `penalties` and `dry` samplers). Each keeps the last N tokens it needs (prompt included) and
-// changes only the logits of tokens in that window: O(window) per step, never O(vocabulary) when the candidates
-// are still the whole vocabulary in id order.
+// The history-dependent stages of the sampler chain: repeat/frequency/presence penalties and DRY (semantics
+// of llama.cpp's `penalties` and `dry` samplers). Each keeps the last N tokens it needs (prompt included) and
+// changes only the logits of tokens in that window: O(window) per step, never O(vocabulary) when the
+// candidates are still the whole vocabulary in id order.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,9 @@ namespace rw::engine {
 class Penalties {
  public:
   Penalties(int32_t last_n, float repeat, float frequency, float presence);
-  bool enabled() const { return last_n_ != 0 && (repeat_ != 1.0f || frequency_ != 0.0f || presence_ != 0.0f); }
+  bool enabled() const {
+    return last_n_ != 0 && (repeat_ != 1.0f || frequency_ != 0.0f || presence_ != 0.0f);
+  }
   void Accept(int32_t token);
   void Apply(Candidates* c) const;
 
@@ -40,8 +42,8 @@ class Dry {
  public:
   // `breakers`: strings that end a repeated sequence; each becomes the tokens containing it (head) and, for a
   // token that ends with a prefix of it, the tokenisation of the rest (tail, at most 20 tokens).
-  Dry(float multiplier, float base, int32_t allowed_length, int32_t last_n, const std::vector<std::string>& breakers,
-      const DryVocab& vocab);
+  Dry(float multiplier, float base, int32_t allowed_length, int32_t last_n,
+      const std::vector<std::string>& breakers, const DryVocab& vocab);
   bool enabled() const { return multiplier_ != 0.0f && base_ >= 1.0f && last_n_ != 0; }
   void Accept(int32_t token);
   void Apply(Candidates* c);
@@ -52,7 +54,7 @@ class Dry {
   std::unordered_multimap<int32_t, std::vector<int32_t>> breakers_;  // head token -> tail tokens
   std::deque<int32_t> last_;                                         // the last last_n_ tokens, oldest first
   std::vector<int32_t> repeat_;                                      // scratch [last_n]
-  std::unordered_map<int32_t, int32_t> max_repeat_;                  // scratch: token -> repeat it would extend
+  std::unordered_map<int32_t, int32_t> max_repeat_;  // scratch: token -> repeat it would extend
 };
 
 // Adds `delta` to the logit of `token` in place (by index on the untouched vocabulary, else by search).

@@ -1,7 +1,7 @@
-// Speculative sampling stays exact at T > 0 with every sampler: the distribution of generated sequences is the
-// same with and without speculation. Each configuration generates many short sequences from a toy "model"
-// (logits a fixed function of the context) both ways over a fixed set of seeds and compares the two histograms
-// with a chi-square test; a deliberately wrong verifier shows the test has the power to fail.
+// Speculative sampling stays exact at T > 0 with every sampler: the distribution of generated sequences is
+// the same with and without speculation. Each configuration generates many short sequences from a toy "model"
+// (logits a fixed function of the context) both ways over a fixed set of seeds and compares the two
+// histograms with a chi-square test; a deliberately wrong verifier shows the test has the power to fail.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,14 +16,15 @@
 namespace rw::engine {
 namespace {
 
-constexpr int32_t kVocab = 7;   // tokens 0..5 text, 6 end of generation
-constexpr int kLength = 3;      // tokens per sequence
-constexpr int kRuns = 6000;     // sequences per side
+constexpr int32_t kVocab = 7;  // tokens 0..5 text, 6 end of generation
+constexpr int kLength = 3;     // tokens per sequence
+constexpr int kRuns = 6000;    // sequences per side
 
 // The toy model: logits from a hash of the last two tokens (peaked enough that drafts are often accepted).
 std::vector<float> Logits(const std::vector<int32_t>& ctx) {
   uint64_t h = 1469598103934665603ull;
-  for (size_t i = ctx.size() >= 2 ? ctx.size() - 2 : 0; i < ctx.size(); ++i) h = (h ^ (ctx[i] + 1)) * 1099511628211ull;
+  for (size_t i = ctx.size() >= 2 ? ctx.size() - 2 : 0; i < ctx.size(); ++i)
+    h = (h ^ (ctx[i] + 1)) * 1099511628211ull;
   std::vector<float> l(kVocab);
   for (int32_t t = 0; t < kVocab; ++t) {
     h = h * 6364136223846793005ull + 1442695040888963407ull;
@@ -75,7 +76,8 @@ std::unique_ptr<Sampler> Make(const Setup& s, uint64_t seed) {
 // A sequence key: the generated tokens (the end token stops the sequence early).
 int Key(const std::vector<int32_t>& gen) {
   int k = 0;
-  for (int i = 0; i < kLength; ++i) k = k * (kVocab + 1) + (i < static_cast<int>(gen.size()) ? gen[i] + 1 : 0);
+  for (int i = 0; i < kLength; ++i)
+    k = k * (kVocab + 1) + (i < static_cast<int>(gen.size()) ? gen[i] + 1 : 0);
   return k;
 }
 
@@ -92,8 +94,8 @@ int Plain(const Setup& s, uint64_t seed) {
   return Key(gen);
 }
 
-// As the engine's verify round: draft up to 2 tokens, verify each row in order, the row after the last accepted
-// draft samples normally. `broken`: accept every draft (the wrong verifier of the power check).
+// As the engine's verify round: draft up to 2 tokens, verify each row in order, the row after the last
+// accepted draft samples normally. `broken`: accept every draft (the wrong verifier of the power check).
 int Speculative(const Setup& s, uint64_t seed, bool broken) {
   auto smp = Make(s, seed);
   std::vector<int32_t> ctx = {0, 1, 2, 0, 1}, gen;
@@ -113,7 +115,8 @@ int Speculative(const Setup& s, uint64_t seed, bool broken) {
     bool all = true;
     for (int32_t d : draft) {
       bool ok = false;
-      int32_t t = broken ? (smp->Distribution(Logits(ctx)), ok = true, d) : smp->SpeculativeStep(Logits(ctx), d, &ok);
+      int32_t t =
+          broken ? (smp->Distribution(Logits(ctx)), ok = true, d) : smp->SpeculativeStep(Logits(ctx), d, &ok);
       alive = emit(t);
       if (!ok || !alive) {
         all = ok;
@@ -191,11 +194,19 @@ std::vector<std::pair<std::string, Setup>> Setups() {
     p->typical_p = 0.7f;
     p->top_n_sigma = 1.5f;
   });
-  add("mirostat v1", [](SamplingParams* p) { p->mirostat = 1; p->mirostat_tau = 2.0f; });
-  add("mirostat v2", [](SamplingParams* p) { p->mirostat = 2; p->mirostat_tau = 2.0f; });
+  add("mirostat v1", [](SamplingParams* p) {
+    p->mirostat = 1;
+    p->mirostat_tau = 2.0f;
+  });
+  add("mirostat v2", [](SamplingParams* p) {
+    p->mirostat = 2;
+    p->mirostat_tau = 2.0f;
+  });
   add("logit bias", [](SamplingParams* p) { p->logit_bias = {{0, 1.5f}, {3, -INFINITY}}; });
-  add("grammar", [](SamplingParams* p) { p->top_k = 4; }, R"(root ::= ("a" | "b" | "ab")+ "c"? "\n")");
-  add("grammar without top-k", [](SamplingParams*) {}, R"(root ::= [ab:] ( "c" | "ab" )*)");
+  add(
+      "grammar", [](SamplingParams* p) { p->top_k = 4; }, R"(root ::= ("a" | "b" | "ab")+ "c"? "\n")");
+  add(
+      "grammar without top-k", [](SamplingParams*) {}, R"(root ::= [ab:] ( "c" | "ab" )*)");
   return out;
 }
 

@@ -56,8 +56,8 @@ void TopP(Candidates* c, float p, int32_t min_keep) {
     if (i == sorted_n) {
       sorted_n = std::min(d.size(), sorted_n * 8);
       // Only the unsorted tail needs ordering: the sorted head holds the best i candidates already.
-      std::partial_sort(d.begin() + static_cast<std::ptrdiff_t>(i), d.begin() + static_cast<std::ptrdiff_t>(sorted_n),
-                        d.end(), Better);
+      std::partial_sort(d.begin() + static_cast<std::ptrdiff_t>(i),
+                        d.begin() + static_cast<std::ptrdiff_t>(sorted_n), d.end(), Better);
     }
     cum += d[i].p;
     if (cum >= p && static_cast<int32_t>(i + 1) >= min_keep) {
@@ -79,7 +79,8 @@ void MinP(Candidates* c, float p, int32_t min_keep) {
   size_t n = 0;
   for (const auto& x : d) n += x.logit >= floor;
   if (static_cast<int32_t>(n) >= min_keep) {
-    auto end = std::stable_partition(d.begin(), d.end(), [&](const Candidate& x) { return x.logit >= floor; });
+    auto end =
+        std::stable_partition(d.begin(), d.end(), [&](const Candidate& x) { return x.logit >= floor; });
     d.erase(end, d.end());
   } else {
     SortPrefix(c, static_cast<size_t>(min_keep));
@@ -181,10 +182,12 @@ void MirostatV1(Candidates* c, float mu, int32_t n_vocab, int32_t m) {
   }
   const double s_hat = sum_tb / sum_tt;
   const double eps = s_hat - 1;
-  const double k = std::pow((eps * std::pow(2.0, mu)) / (1 - std::pow(static_cast<double>(n_vocab), -eps)), 1 / s_hat);
+  const double k =
+      std::pow((eps * std::pow(2.0, mu)) / (1 - std::pow(static_cast<double>(n_vocab), -eps)), 1 / s_hat);
   // A NaN or huge k (flat distributions) keeps everything; at least one token stays.
   size_t keep = d.size();
-  if (std::isfinite(k)) keep = std::clamp<size_t>(k >= 1 ? static_cast<size_t>(std::min(k, 1e12)) : 1, 1, d.size());
+  if (std::isfinite(k))
+    keep = std::clamp<size_t>(k >= 1 ? static_cast<size_t>(std::min(k, 1e12)) : 1, 1, d.size());
   d.resize(keep);
 }
 
@@ -194,7 +197,8 @@ void MirostatV2(Candidates* c, float mu) {
   auto& d = c->data;
   // Drop the tokens whose surprise -log2 p exceeds mu; the most likely one always stays.
   const Candidate best = *std::min_element(d.begin(), d.end(), Better);
-  auto end = std::stable_partition(d.begin(), d.end(), [&](const Candidate& x) { return -std::log2(x.p) <= mu; });
+  auto end =
+      std::stable_partition(d.begin(), d.end(), [&](const Candidate& x) { return -std::log2(x.p) <= mu; });
   d.erase(end, d.end());
   if (d.empty()) d.push_back(best);
   SortPrefix(c, d.size());

@@ -1,6 +1,7 @@
-// The filters of the sampler chain as pure functions over a candidate list (semantics of llama.cpp's samplers of
-// the same names). None sorts the whole vocabulary unless its definition needs an order over all candidates
-// (typical_p, mirostat v1); top-k selects, top-p sorts a growing prefix, min-p and top-n-sigma filter in place.
+// The filters of the sampler chain as pure functions over a candidate list (semantics of llama.cpp's samplers
+// of the same names). None sorts the whole vocabulary unless its definition needs an order over all
+// candidates (typical_p, mirostat v1); top-k selects, top-p sorts a growing prefix, min-p and top-n-sigma
+// filter in place.
 #pragma once
 
 #include <cstddef>

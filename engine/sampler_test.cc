@@ -138,7 +138,8 @@ TEST(Sampler, DrySequenceBreakersEndRepetitions) {
   Sampler s(p, &v, 64);
   s.AcceptPrompt(std::vector<int32_t>{0, 1, 3, 2, 0, 1, 3, 2});  // "ab\nc" twice: \n limits the repeat to "c"
   std::vector<float> logits = {0.5f, 0.0f, 0.0f, 0.0f, 0.0f};
-  // Token 0 extends "c" (length 1 after the breaker): penalty 2^0 = 1 -> -0.5 < 0, so 1..4 win (ties: lowest).
+  // Token 0 extends "c" (length 1 after the breaker): penalty 2^0 = 1 -> -0.5 < 0, so 1..4 win (ties:
+  // lowest).
   EXPECT_EQ(s.Sample(logits), 1);
 }
 
@@ -171,8 +172,8 @@ TEST(Sampler, TopNSigmaAndTypicalPFilter) {
   SamplingParams t = Neutral();
   t.typical_p = 0.5f;
   Sampler s2(t);
-  // Entropy-typical tokens first: with one dominant token the dominant one is atypical... and both filters keep
-  // at least one token.
+  // Entropy-typical tokens first: with one dominant token the dominant one is atypical... and both filters
+  // keep at least one token.
   EXPECT_GE(AsMap(s2.Distribution(logits)).size(), 1u);
 }
 
@@ -239,11 +240,12 @@ TEST(Sampler, SpeculationRejectsADraftTheGrammarForbids) {
 }
 
 TEST(Sampler, LazyGrammarTopKEqualsMaskingTheWholeVocabulary) {
-  // Random logits over a vocabulary where the grammar allows some tokens: top-k over the lazily checked prefix
-  // must be the top-k of the masked vocabulary (the trie mask), in every state.
+  // Random logits over a vocabulary where the grammar allows some tokens: top-k over the lazily checked
+  // prefix must be the top-k of the masked vocabulary (the trie mask), in every state.
   SamplerVocab v;
   std::mt19937 rng(11);
-  for (int i = 0; i < 3000; ++i) v.pieces.push_back(std::string(1, "ab{}\" "[rng() % 6]) + std::string(1, "ab}x"[rng() % 4]));
+  for (int i = 0; i < 3000; ++i)
+    v.pieces.push_back(std::string(1, "ab{}\" "[rng() % 6]) + std::string(1, "ab}x"[rng() % 4]));
   v.pieces.push_back("");
   v.eog = {3000};
   v.BuildTrie();
@@ -252,7 +254,9 @@ TEST(Sampler, LazyGrammarTopKEqualsMaskingTheWholeVocabulary) {
     SamplingParams lazy = Neutral();
     lazy.top_k = k;
     SamplingParams full = lazy;
-    full.stages = {SamplerStage::kTopP, SamplerStage::kTopK, SamplerStage::kTemperature};  // top-p 1: masks first
+    // A min-p that removes nothing but comes first: the whole vocabulary is masked before top-k.
+    full.min_p = 1e-20f;
+    full.stages = {SamplerStage::kMinP, SamplerStage::kTopK, SamplerStage::kTemperature};
     Sampler a(lazy, &v, 64, g), b(full, &v, 64, g);
     std::vector<float> logits(v.pieces.size());
     for (int step = 0; step < 6; ++step) {

@@ -1,5 +1,5 @@
-// GBNF parser: text -> Grammar. A rule runs from `name ::=` to the next `name ::=` (so alternatives may continue
-// on the next line, as in llama.cpp's grammars). Groups and repetitions become anonymous rules:
+// GBNF parser: text -> Grammar. A rule runs from `name ::=` to the next `name ::=` (so alternatives may
+// continue on the next line, as in llama.cpp's grammars). Groups and repetitions become anonymous rules:
 //   X*  -> R ::= X R | ""      X+ -> X R (R as X*)      X? -> R ::= X | ""
 //   X{m,n} -> m copies of X, then n - m nested optionals (X{m,} -> m copies, then X*).
 #include <algorithm>
@@ -14,13 +14,15 @@
 namespace rw::grammar {
 
 bool CharClass::Matches(uint32_t cp) const {
-  bool in = std::any_of(ranges.begin(), ranges.end(), [&](const auto& r) { return cp >= r.first && cp <= r.second; });
+  bool in = std::any_of(ranges.begin(), ranges.end(),
+                        [&](const auto& r) { return cp >= r.first && cp <= r.second; });
   return in != negated;
 }
 
 bool CharClass::MatchesSome(uint32_t lo, uint32_t hi) const {
   if (!negated)
-    return std::any_of(ranges.begin(), ranges.end(), [&](const auto& r) { return r.first <= hi && r.second >= lo; });
+    return std::any_of(ranges.begin(), ranges.end(),
+                       [&](const auto& r) { return r.first <= hi && r.second >= lo; });
   // Negated: some code point of [lo, hi] lies outside every range.
   std::vector<std::pair<uint32_t, uint32_t>> rs = ranges;
   std::sort(rs.begin(), rs.end());
@@ -76,13 +78,16 @@ class Parser {
         g->elements.push_back({a + 1 < rules_[r].size() ? Op::kAlt : Op::kEnd, 0});
       }
     }
-    if (auto lr = LeftRecursive(*g)) return Error::InvalidArgument("grammar: rule '" + *lr + "' is left-recursive");
+    if (auto lr = LeftRecursive(*g))
+      return Error::InvalidArgument("grammar: rule '" + *lr + "' is left-recursive");
     return std::shared_ptr<const Grammar>(std::move(g));
   }
 
  private:
   Error Fail(const std::string& what) const {
-    size_t line = 1 + static_cast<size_t>(std::count(s_.begin(), s_.begin() + static_cast<std::ptrdiff_t>(std::min(pos_, s_.size())), '\n'));
+    size_t line =
+        1 + static_cast<size_t>(std::count(
+                s_.begin(), s_.begin() + static_cast<std::ptrdiff_t>(std::min(pos_, s_.size())), '\n'));
     return Error::InvalidArgument("grammar: " + what + " (line " + std::to_string(line) + ")");
   }
   bool SetError(std::string e) {
@@ -158,13 +163,29 @@ class Parser {
         return true;
       };
       switch (e) {
-        case 'n': *cp = '\n'; return true;
-        case 't': *cp = '\t'; return true;
-        case 'r': *cp = '\r'; return true;
-        case 'x': return hex(2);
-        case 'u': return hex(4);
-        case 'U': return hex(8);
-        case '\\': case '"': case '[': case ']': case '-': case '^': case '/': case '\'':
+        case 'n':
+          *cp = '\n';
+          return true;
+        case 't':
+          *cp = '\t';
+          return true;
+        case 'r':
+          *cp = '\r';
+          return true;
+        case 'x':
+          return hex(2);
+        case 'u':
+          return hex(4);
+        case 'U':
+          return hex(8);
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+        case '-':
+        case '^':
+        case '/':
+        case '\'':
           *cp = static_cast<uint32_t>(e);
           return true;
         default:
@@ -277,7 +298,8 @@ class Parser {
       SkipSpace();
       size_t b = pos_;
       size_t v = 0;
-      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9' && v <= kMaxRepeat) v = v * 10 + (s_[pos_++] - '0');
+      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9' && v <= kMaxRepeat)
+        v = v * 10 + (s_[pos_++] - '0');
       *out = v;
       return pos_ > b;
     };
@@ -293,7 +315,8 @@ class Parser {
     }
     if (pos_ >= s_.size() || s_[pos_] != '}') return SetError("expected '}'");
     ++pos_;
-    if (*lo > kMaxRepeat || (*hi != SIZE_MAX && *hi > kMaxRepeat)) return SetError("repetition bound over 10000");
+    if (*lo > kMaxRepeat || (*hi != SIZE_MAX && *hi > kMaxRepeat))
+      return SetError("repetition bound over 10000");
     if (*hi < *lo) return SetError("repetition {m,n} with n < m");
     return true;
   }
@@ -356,8 +379,10 @@ class Parser {
       state[r] = 1;
       for (uint32_t q : first[r]) {
         if (found) return;
-        if (state[q] == 1) found = g.rule_names[q];
-        else if (state[q] == 0) visit(q);
+        if (state[q] == 1)
+          found = g.rule_names[q];
+        else if (state[q] == 0)
+          visit(q);
       }
       state[r] = 2;
     };

@@ -1,6 +1,6 @@
-// A compiled GBNF grammar (llama.cpp's grammar format): rules made of alternatives made of elements, each element
-// a character class or a reference to a rule. Repetitions and groups are expanded into anonymous rules at parse
-// time, so the matcher only ever sees classes and references.
+// A compiled GBNF grammar (llama.cpp's grammar format): rules made of alternatives made of elements, each
+// element a character class or a reference to a rule. Repetitions and groups are expanded into anonymous
+// rules at parse time, so the matcher only ever sees classes and references.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +37,9 @@ struct CharClass {
 };
 
 struct Grammar {
-  std::vector<Element> elements;                // every rule: alternative (kAlt alternative)* kEnd
-  std::vector<std::vector<uint32_t>> alts;      // [rule] -> start position of each alternative
-  std::vector<std::string> rule_names;          // [rule]
+  std::vector<Element> elements;            // every rule: alternative (kAlt alternative)* kEnd
+  std::vector<std::vector<uint32_t>> alts;  // [rule] -> start position of each alternative
+  std::vector<std::string> rule_names;      // [rule]
   std::vector<CharClass> classes;
   uint32_t root = 0;
 
@@ -48,9 +48,9 @@ struct Grammar {
   }
 };
 
-// Parses GBNF text (rules `name ::= ...`, literals with escapes, [classes], ., groups, * + ? {m,n}, # comments).
-// Errors (InvalidArgument) name the problem and the position: syntax, undefined rules, a missing root, left
-// recursion (which the matcher cannot run).
+// Parses GBNF text (rules `name ::= ...`, literals with escapes, [classes], ., groups, * + ? {m,n}, #
+// comments). Errors (InvalidArgument) name the problem and the position: syntax, undefined rules, a missing
+// root, left recursion (which the matcher cannot run).
 Expected<std::shared_ptr<const Grammar>> ParseGbnf(std::string_view text, std::string_view root = "root");
 
 }  // namespace rw::grammar

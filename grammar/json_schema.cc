@@ -15,9 +15,9 @@ constexpr int kMaxDepth = 64;
 constexpr int kMaxDigits = 15;  // integers stay exact in a double (JavaScript validators)
 
 const std::set<std::string>& Annotations() {
-  static const std::set<std::string> k = {"title", "description", "default", "examples", "$schema", "$id",
-                                          "$comment", "$defs", "definitions", "deprecated", "readOnly",
-                                          "writeOnly", "strict"};
+  static const std::set<std::string> k = {"title",    "description", "default", "examples",    "$schema",
+                                          "$id",      "$comment",    "$defs",   "definitions", "deprecated",
+                                          "readOnly", "writeOnly",   "strict"};
   return k;
 }
 
@@ -60,7 +60,9 @@ std::string Digits(uint64_t v) { return std::to_string(v); }
 std::string SameLength(const std::string& lo, const std::string& hi) {
   const size_t n = lo.size();
   if (n == 0) return "\"\"";
-  auto cls = [](char a, char b) { return a == b ? std::string("[") + a + "]" : std::string("[") + a + "-" + b + "]"; };
+  auto cls = [](char a, char b) {
+    return a == b ? std::string("[") + a + "]" : std::string("[") + a + "-" + b + "]";
+  };
   if (n == 1) return cls(lo[0], hi[0]);
   if (lo[0] == hi[0]) return std::string("[") + lo[0] + "] (" + SameLength(lo.substr(1), hi.substr(1)) + ")";
   std::vector<std::string> alts;
@@ -102,11 +104,16 @@ std::string NonNegativeRange(uint64_t lo, uint64_t hi) {
 std::string GbnfLiteral(const std::string& text) {
   std::string out = "\"";
   for (unsigned char c : text) {
-    if (c == '"') out += "\\\"";
-    else if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
+    if (c == '"')
+      out += "\\\"";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
     else if (c < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof(buf), "\\x%02X", c);
@@ -136,7 +143,8 @@ std::string SchemaConverter::Primitive(const std::string& name) {
       {"null", R"("null")"},
       {"integer", R"("-"? ([0-9] | [1-9] [0-9]{1,14}))"},
       {"number", R"("-"? ([0-9] | [1-9] [0-9]{1,14}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?)"},
-      {"char", R"([^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2})))"},
+      {"char",
+       R"([^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2})))"},
       {"string", R"("\"" char* "\"")"},
       {"value", R"(object | array | string | number | boolean | null)"},
       {"object", R"("{" ws ( string ws ":" ws value ( ws "," ws string ws ":" ws value )* )? ws "}")"},
@@ -159,7 +167,8 @@ std::string SchemaConverter::Gbnf() const {
   return out;
 }
 
-Expected<std::string> SchemaConverter::Rule(const json& schema, const std::string& name, const json& root_schema) {
+Expected<std::string> SchemaConverter::Rule(const json& schema, const std::string& name,
+                                            const json& root_schema) {
   root_ = &root_schema;
   Primitive("ws");
   return Visit(schema, name, 0);
@@ -177,7 +186,8 @@ Expected<std::string> SchemaConverter::Visit(const json& s, const std::string& n
     if (!s["$ref"].is_string()) return Error::InvalidArgument("JSON schema: '$ref' must be a string");
     std::string ref = s["$ref"].get<std::string>();
     if (auto it = refs_.find(ref); it != refs_.end()) return it->second;
-    if (ref.rfind("#/", 0) != 0) return Unsupported("'$ref' other than a local '#/...' reference ('" + ref + "')");
+    if (ref.rfind("#/", 0) != 0)
+      return Unsupported("'$ref' other than a local '#/...' reference ('" + ref + "')");
     const json* target = root_;
     size_t pos = 2;
     while (pos <= ref.size()) {
@@ -236,8 +246,8 @@ Expected<std::string> SchemaConverter::Visit(const json& s, const std::string& n
     for (const auto& t : type) {
       json one = s;
       one["type"] = t;
-      REWIND_ASSIGN_OR_RETURN(std::string r, Visit(one, name + "-" + (t.is_string() ? t.get<std::string>() : "t"),
-                                                   depth + 1));
+      REWIND_ASSIGN_OR_RETURN(
+          std::string r, Visit(one, name + "-" + (t.is_string() ? t.get<std::string>() : "t"), depth + 1));
       body += (body.empty() ? "" : " | ") + r;
     }
     return Add(name, body);
@@ -271,7 +281,8 @@ Expected<std::string> SchemaConverter::Object(const json& s, const std::string& 
     for (const auto& r : s["required"]) {
       if (!r.is_string()) return Error::InvalidArgument("JSON schema: 'required' must list strings");
       if (!props.contains(r.get<std::string>()))
-        return Unsupported("a required property without a schema in 'properties' ('" + r.get<std::string>() + "')");
+        return Unsupported("a required property without a schema in 'properties' ('" + r.get<std::string>() +
+                           "')");
       required.insert(r.get<std::string>());
     }
   }
@@ -279,7 +290,8 @@ Expected<std::string> SchemaConverter::Object(const json& s, const std::string& 
   std::vector<std::pair<std::string, bool>> kvs;  // rule, required
   for (auto it = props.begin(); it != props.end(); ++it) {
     REWIND_ASSIGN_OR_RETURN(std::string v, Visit(it.value(), name + "-" + it.key(), depth + 1));
-    std::string kv = Add(name + "-" + it.key() + "-kv", GbnfLiteral(json(it.key()).dump()) + " ws \":\" ws " + v);
+    std::string kv =
+        Add(name + "-" + it.key() + "-kv", GbnfLiteral(json(it.key()).dump()) + " ws \":\" ws " + v);
     kvs.push_back({kv, required.count(it.key()) > 0});
   }
   if (kvs.empty()) {
@@ -305,7 +317,8 @@ Expected<std::string> SchemaConverter::Object(const json& s, const std::string& 
   std::string first;  // "" = nothing left to write
   for (size_t i = n; i-- > 0;) {
     std::string with = kvs[i].first + (rest[i + 1].empty() ? "" : " " + rest[i + 1]);
-    // An optional property may be skipped: then the object continues with first_{i+1} (or ends: "" alternative).
+    // An optional property may be skipped: then the object continues with first_{i+1} (or ends: ""
+    // alternative).
     std::string body = kvs[i].second ? with : with + " | " + first;
     first = Add(name + "-first-" + std::to_string(i), body);
   }
@@ -321,7 +334,8 @@ Expected<std::string> SchemaConverter::Array(const json& s, const std::string& n
     if (!pre.is_array()) return Error::InvalidArgument("JSON schema: 'prefixItems' must be an array");
     if (s.contains("items") && !(s["items"].is_boolean() && !s["items"].get<bool>()))
       return Unsupported("'items' together with 'prefixItems'");
-    if (min_items > static_cast<int64_t>(pre.size()) || (max_items >= 0 && max_items < static_cast<int64_t>(pre.size())))
+    if (min_items > static_cast<int64_t>(pre.size()) ||
+        (max_items >= 0 && max_items < static_cast<int64_t>(pre.size())))
       return Unsupported("minItems/maxItems with 'prefixItems'");
     std::string body = "\"[\" ws";
     for (size_t i = 0; i < pre.size(); ++i) {
@@ -340,9 +354,12 @@ Expected<std::string> SchemaConverter::Array(const json& s, const std::string& n
   std::string more = "( ws \",\" ws " + item + " )";
   std::string reps;
   const int64_t lo = std::max<int64_t>(min_items - 1, 0);
-  if (max_items < 0) reps = more + "{" + std::to_string(lo) + ",}";
-  else if (max_items == 0) return Add(name, "\"[\" ws \"]\"");
-  else reps = more + "{" + std::to_string(lo) + "," + std::to_string(max_items - 1) + "}";
+  if (max_items < 0)
+    reps = more + "{" + std::to_string(lo) + ",}";
+  else if (max_items == 0)
+    return Add(name, "\"[\" ws \"]\"");
+  else
+    reps = more + "{" + std::to_string(lo) + "," + std::to_string(max_items - 1) + "}";
   std::string list = item + " " + reps;
   if (min_items == 0) list = "( " + list + " )?";
   return Add(name, "\"[\" ws " + list + " ws \"]\"");
@@ -352,25 +369,31 @@ Expected<std::string> SchemaConverter::String(const json& s, const std::string& 
   REWIND_RETURN_IF_ERROR(CheckKeywords(s, {"type", "minLength", "maxLength", "format"}));
   Primitive("string");
   if (s.contains("format")) {
-    if (s.contains("minLength") || s.contains("maxLength")) return Unsupported("'format' with a length bound");
+    if (s.contains("minLength") || s.contains("maxLength"))
+      return Unsupported("'format' with a length bound");
     std::string f = s["format"].is_string() ? s["format"].get<std::string>() : "";
-    const std::string date = R"([0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ))";
-    const std::string time = R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))";
+    const std::string date =
+        R"([0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ))";
+    const std::string time =
+        R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))";
     if (f == "date") return Add(name, "\"\\\"\" " + date + " \"\\\"\"");
     if (f == "time") return Add(name, "\"\\\"\" " + time + " \"\\\"\"");
     if (f == "date-time") return Add(name, "\"\\\"\" " + date + " \"T\" " + time + " \"\\\"\"");
     if (f == "uuid")
-      return Add(name, R"("\"" [0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12} "\"")");
+      return Add(name,
+                 R"("\"" [0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12} "\"")");
     return Unsupported("string format '" + f + "'");
   }
   int64_t lo = 0, hi = -1;
   REWIND_RETURN_IF_ERROR(CountBounds(s, "minLength", "maxLength", &lo, &hi));
   if (lo == 0 && hi < 0) return Primitive("string");
-  return Add(name, "\"\\\"\" char{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") + "} \"\\\"\"");
+  return Add(
+      name, "\"\\\"\" char{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") + "} \"\\\"\"");
 }
 
 Expected<std::string> SchemaConverter::Integer(const json& s, const std::string& name) {
-  REWIND_RETURN_IF_ERROR(CheckKeywords(s, {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}));
+  REWIND_RETURN_IF_ERROR(
+      CheckKeywords(s, {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}));
   if (!s.contains("minimum") && !s.contains("maximum") && !s.contains("exclusiveMinimum") &&
       !s.contains("exclusiveMaximum"))
     return Primitive("integer");
@@ -378,10 +401,13 @@ Expected<std::string> SchemaConverter::Integer(const json& s, const std::string&
   double lo = -kLimit, hi = kLimit;
   auto bound = [&](const char* k, bool lower, bool exclusive) -> Status {
     if (!s.contains(k)) return Status::Ok();
-    if (!s[k].is_number()) return Error::InvalidArgument(std::string("JSON schema: '") + k + "' must be a number");
+    if (!s[k].is_number())
+      return Error::InvalidArgument(std::string("JSON schema: '") + k + "' must be a number");
     double v = s[k].get<double>();
-    if (lower) lo = std::max(lo, exclusive ? std::floor(v) + 1 : std::ceil(v));
-    else hi = std::min(hi, exclusive ? std::ceil(v) - 1 : std::floor(v));
+    if (lower)
+      lo = std::max(lo, exclusive ? std::floor(v) + 1 : std::ceil(v));
+    else
+      hi = std::min(hi, exclusive ? std::ceil(v) - 1 : std::floor(v));
     return Status::Ok();
   };
   REWIND_RETURN_IF_ERROR(bound("minimum", true, false));
@@ -392,7 +418,8 @@ Expected<std::string> SchemaConverter::Integer(const json& s, const std::string&
   std::vector<std::string> alts;
   if (lo < 0) {  // negative part: "-" then [max(1, -hi), -lo]
     uint64_t a = hi < 0 ? static_cast<uint64_t>(-hi) : 1, b = static_cast<uint64_t>(-lo);
-    alts.push_back("\"-\" (" + NonNegativeRange(a, b >= static_cast<uint64_t>(kLimit) ? UINT64_MAX : b) + ")");
+    alts.push_back("\"-\" (" + NonNegativeRange(a, b >= static_cast<uint64_t>(kLimit) ? UINT64_MAX : b) +
+                   ")");
   }
   if (hi >= 0) {
     uint64_t a = lo > 0 ? static_cast<uint64_t>(lo) : 0, b = static_cast<uint64_t>(hi);

@@ -3,10 +3,10 @@
 // formats, ...) is an InvalidArgument error naming it, never silently ignored.
 //
 // Supported: type (one or a list), enum, const, anyOf/oneOf (oneOf as anyOf), $ref to #/$defs/... and
-// #/definitions/..., object (properties, required, additionalProperties: false | true | schema), array (items,
-// prefixItems, minItems, maxItems), string (minLength, maxLength, format: date | time | date-time | uuid),
-// integer (minimum, maximum, exclusiveMinimum, exclusiveMaximum), number (no bounds), boolean, null, and the
-// annotations (title, description, default, examples, $schema, $id, $comment) which change nothing.
+// #/definitions/..., object (properties, required, additionalProperties: false | true | schema), array
+// (items, prefixItems, minItems, maxItems), string (minLength, maxLength, format: date | time | date-time |
+// uuid), integer (minimum, maximum, exclusiveMinimum, exclusiveMaximum), number (no bounds), boolean, null,
+// and the annotations (title, description, default, examples, $schema, $id, $comment) which change nothing.
 // Objects are written with their properties in schema order, required ones always, optional ones or not.
 #pragma once
 

@@ -49,7 +49,8 @@ std::string RandomSentence(const std::shared_ptr<const Grammar>& g, std::mt19937
 
 TEST(JsonSchema, ObjectsKeepRequiredPropertiesAndAllowOptionalOnes) {
   json s = {{"type", "object"},
-            {"properties", {{"a", {{"type", "integer"}}}, {"b", {{"type", "string"}}}, {"c", {{"type", "boolean"}}}}},
+            {"properties",
+             {{"a", {{"type", "integer"}}}, {"b", {{"type", "string"}}}, {"c", {{"type", "boolean"}}}}},
             {"required", {"b"}}};
   auto g = Compile(s);
   ASSERT_TRUE(g);
@@ -62,7 +63,8 @@ TEST(JsonSchema, ObjectsKeepRequiredPropertiesAndAllowOptionalOnes) {
 }
 
 TEST(JsonSchema, AllOptionalObjectMayBeEmpty) {
-  auto g = Compile({{"type", "object"}, {"properties", {{"x", {{"type", "null"}}}, {"y", {{"type", "number"}}}}}});
+  auto g =
+      Compile({{"type", "object"}, {"properties", {{"x", {{"type", "null"}}}, {"y", {{"type", "number"}}}}}});
   ASSERT_TRUE(g);
   EXPECT_TRUE(Matches(g, "{}"));
   EXPECT_TRUE(Matches(g, R"({"y": -1.5e3})"));
@@ -117,13 +119,14 @@ TEST(JsonSchema, UnsupportedFeaturesAreErrorsNamingThem) {
 }
 
 TEST(JsonSchema, RandomSentencesAreJsonWithTheRequiredKeys) {
-  json s = {{"type", "object"},
-            {"properties",
-             {{"id", {{"type", "integer"}, {"minimum", 0}, {"maximum", 99}}},
-              {"tags", {{"type", "array"}, {"items", {{"type", "string"}, {"maxLength", 4}}}}},
-              {"kind", {{"enum", {"a", "b"}}}},
-              {"sub", {{"type", "object"}, {"properties", {{"x", {{"type", "number"}}}}}, {"required", {"x"}}}}}},
-            {"required", {"id", "sub"}}};
+  json s = {
+      {"type", "object"},
+      {"properties",
+       {{"id", {{"type", "integer"}, {"minimum", 0}, {"maximum", 99}}},
+        {"tags", {{"type", "array"}, {"items", {{"type", "string"}, {"maxLength", 4}}}}},
+        {"kind", {{"enum", {"a", "b"}}}},
+        {"sub", {{"type", "object"}, {"properties", {{"x", {{"type", "number"}}}}}, {"required", {"x"}}}}}},
+      {"required", {"id", "sub"}}};
   auto g = Compile(s);
   ASSERT_TRUE(g);
   std::mt19937 rng(3);
@@ -142,14 +145,16 @@ TEST(JsonSchema, RandomSentencesAreJsonWithTheRequiredKeys) {
 }
 
 TEST(ToolGrammar, ForcedXmlCallMatchesTheParsedFormat) {
-  json tools = json::parse(R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+  json tools =
+      json::parse(R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
       "properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]}}}])");
   auto text = ToolCallGbnf(tools, {});
   ASSERT_TRUE(text.ok()) << text.error().message;
   auto g = ParseGbnf(*text);
   ASSERT_TRUE(g.ok()) << g.error().message << "\n" << *text;
-  EXPECT_TRUE(Matches(*g, "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
-                          "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"));
+  EXPECT_TRUE(Matches(*g,
+                      "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+                      "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"));
   EXPECT_FALSE(Matches(*g, "<tool_call>\n<function=get_weather>\n</function>\n</tool_call>"));
   EXPECT_FALSE(Matches(*g, "Sure! <tool_call>"));
   ToolGrammarOptions named;
@@ -160,8 +165,9 @@ TEST(ToolGrammar, ForcedXmlCallMatchesTheParsedFormat) {
   hermes.thinking_open = true;
   auto h = ParseGbnf(*ToolCallGbnf(tools, hermes));
   ASSERT_TRUE(h.ok());
-  EXPECT_TRUE(Matches(*h, "Let me look.</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
-                          "{\"city\": \"Oslo\"}}\n</tool_call>"));
+  EXPECT_TRUE(Matches(*h,
+                      "Let me look.</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                      "{\"city\": \"Oslo\"}}\n</tool_call>"));
 }
 
 }  // namespace

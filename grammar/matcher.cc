@@ -117,7 +117,32 @@ bool Matcher::PartialFeasible(const State& st) const {
   });
 }
 
+bool Matcher::ByteOk(const State& st, uint8_t byte) const {
+  auto any_top = [&](auto&& pred) {
+    for (const Stack& s : st.stacks)
+      if (!s.empty() && pred(g_->classes[g_->elements[s.back()].value])) return true;
+    return false;
+  };
+  auto some_in = [&](uint32_t partial, int remaining, int length) {
+    const int shift = 6 * remaining;
+    const uint32_t lo = std::max(partial << shift, MinCodePoint(length));
+    const uint32_t hi = std::min((partial << shift) | ((1u << shift) - 1), 0x10FFFFu);
+    return lo <= hi && any_top([&](const CharClass& c) { return c.MatchesSome(lo, hi); });
+  };
+  if (st.remaining == 0) {
+    if (byte < 0x80) return any_top([&](const CharClass& c) { return c.Matches(byte); });
+    const int len = (byte >> 5) == 6 ? 2 : (byte >> 4) == 14 ? 3 : (byte >> 3) == 30 ? 4 : 0;
+    return len != 0 && some_in(byte & (0x7Fu >> len), len - 1, len);
+  }
+  if ((byte & 0xC0) != 0x80) return false;
+  const uint32_t cp = (st.partial << 6) | (byte & 0x3Fu);
+  if (st.remaining > 1) return some_in(cp, st.remaining - 1, st.length);
+  if (cp < MinCodePoint(st.length) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+  return any_top([&](const CharClass& c) { return c.Matches(cp); });
+}
+
 bool Matcher::FeedByte(const State& in, uint8_t byte, State* out) const {
+  if (!ByteOk(in, byte)) return false;
   if (in.remaining == 0) {
     if (byte < 0x80) {
       AdvanceChar(in.stacks, byte, &out->stacks);
@@ -151,12 +176,15 @@ bool Matcher::FeedByte(const State& in, uint8_t byte, State* out) const {
 
 bool Matcher::Accepts(std::string_view bytes) const {
   if (bytes.empty()) return true;
+  if (!ByteOk(state_, static_cast<uint8_t>(bytes[0]))) return false;  // the usual rejection, without a copy
+  if (bytes.size() == 1) return true;
+  // Every byte but the last builds the next state; the last only needs checking.
   State a = state_, b;
-  for (unsigned char c : bytes) {
-    if (!FeedByte(a, c, &b)) return false;
+  for (size_t i = 0; i + 1 < bytes.size(); ++i) {
+    if (!FeedByte(a, static_cast<uint8_t>(bytes[i]), &b)) return false;
     std::swap(a, b);
   }
-  return true;
+  return ByteOk(a, static_cast<uint8_t>(bytes.back()));
 }
 
 bool Matcher::Advance(std::string_view bytes) {
@@ -174,24 +202,23 @@ bool Matcher::CanEnd() const {
          std::any_of(state_.stacks.begin(), state_.stacks.end(), [](const Stack& s) { return s.empty(); });
 }
 
-bool Matcher::MustEnd() const {
-  return CanEnd() && state_.stacks.size() == 1;
-}
+bool Matcher::MustEnd() const { return CanEnd() && state_.stacks.size() == 1; }
 
-void Matcher::Walk(const TokenTrie& trie, uint32_t node, const State& st, std::vector<uint8_t>* allowed) const {
+void Matcher::Walk(const TokenTrie& trie, uint32_t node, const State& st,
+                   std::vector<int32_t>* allowed) const {
   const TokenTrie::Node& n = trie.node(node);
   State next;
   for (uint32_t i = 0; i < n.n_children; ++i) {
     const TokenTrie::Edge& e = trie.edge(n.first_child + i);
-    if (!FeedByte(st, e.byte, &next)) continue;
+    if (!ByteOk(st, e.byte)) continue;
     const TokenTrie::Node& c = trie.node(e.node);
-    for (uint32_t t = 0; t < c.n_tokens; ++t) (*allowed)[trie.token(c.first_token + t)] = 1;
-    if (c.n_children > 0) Walk(trie, e.node, next, allowed);
+    for (uint32_t t = 0; t < c.n_tokens; ++t) allowed->push_back(trie.token(c.first_token + t));
+    // Leaves (most nodes) need no next state.
+    if (c.n_children > 0 && FeedByte(st, e.byte, &next)) Walk(trie, e.node, next, allowed);
   }
 }
 
-void Matcher::AllowedTokens(const TokenTrie& trie, std::vector<uint8_t>* allowed) const {
-  if (allowed->size() < static_cast<size_t>(trie.n_vocab())) allowed->resize(trie.n_vocab(), 0);
+void Matcher::AllowedTokens(const TokenTrie& trie, std::vector<int32_t>* allowed) const {
   Walk(trie, 0, state_, allowed);
 }
 

@@ -1,10 +1,10 @@
-// Incremental grammar matching over bytes (a pushdown automaton in the style of llama.cpp's grammar sampler): the
-// state is a set of stacks of grammar positions plus a partly decoded UTF-8 character. Feeding a token's bytes
-// advances every stack; an empty set means the text can never match.
+// Incremental grammar matching over bytes (a pushdown automaton in the style of llama.cpp's grammar sampler):
+// the state is a set of stacks of grammar positions plus a partly decoded UTF-8 character. Feeding a token's
+// bytes advances every stack; an empty set means the text can never match.
 //
-// AllowedTokens walks a trie of the whole vocabulary, advancing the state one byte per edge and pruning a subtree
-// as soon as its prefix is rejected, so a state that allows few tokens costs little. Checking single tokens
-// (Accepts) is cheaper still when only the most likely tokens matter (the sampler's top-k path).
+// AllowedTokens walks a trie of the whole vocabulary, advancing the state one byte per edge and pruning a
+// subtree as soon as its prefix is rejected, so a state that allows few tokens costs little. Checking single
+// tokens (Accepts) is cheaper still when only the most likely tokens matter (the sampler's top-k path).
 #pragma once
 
 #include <cstdint>
@@ -37,8 +37,8 @@ class TokenTrie {
   int32_t n_vocab() const { return n_vocab_; }
 
  private:
-  std::vector<Node> nodes_;   // [0] = root
-  std::vector<Edge> edges_;   // children of each node, by byte
+  std::vector<Node> nodes_;  // [0] = root
+  std::vector<Edge> edges_;  // children of each node, by byte
   std::vector<int32_t> tokens_;
   int32_t n_vocab_ = 0;
 };
@@ -55,8 +55,8 @@ class Matcher {
   bool CanEnd() const;
   // Nothing but the end may follow.
   bool MustEnd() const;
-  // allowed[id] = 1 for every trie token the grammar accepts next (others untouched).
-  void AllowedTokens(const TokenTrie& trie, std::vector<uint8_t>* allowed) const;
+  // Appends every trie token the grammar accepts next (in trie order).
+  void AllowedTokens(const TokenTrie& trie, std::vector<int32_t>* allowed) const;
 
   using Stack = std::vector<uint32_t>;  // grammar positions; back() = the next element to match
   struct State {
@@ -70,9 +70,12 @@ class Matcher {
   // Pushes every stack reachable from `s` whose top is a character class (or which is empty) into `out`.
   void Expand(Stack s, std::vector<Stack>* out) const;
   bool FeedByte(const State& in, uint8_t byte, State* out) const;
+  // Whether FeedByte would succeed, without building the next state (no allocation): most candidate tokens
+  // and trie edges are rejected by this check alone.
+  bool ByteOk(const State& st, uint8_t byte) const;
   void AdvanceChar(const std::vector<Stack>& in, uint32_t cp, std::vector<Stack>* out) const;
   bool PartialFeasible(const State& st) const;
-  void Walk(const TokenTrie& trie, uint32_t node, const State& st, std::vector<uint8_t>* allowed) const;
+  void Walk(const TokenTrie& trie, uint32_t node, const State& st, std::vector<int32_t>* allowed) const;
 
   std::shared_ptr<const Grammar> g_;
   State state_;

@@ -15,12 +15,14 @@ constexpr const char* kXmlText = R"([^<] | "<" [^/])";
 // The value of a string parameter written raw (XML format): enum values as literals, else text.
 Expected<std::string> XmlStringValue(SchemaConverter* c, const json& schema, const std::string& name) {
   for (auto it = schema.begin(); it != schema.end(); ++it) {
-    static const std::set<std::string> ok = {"type", "enum", "description", "title", "default", "examples",
-                                             "minLength", "maxLength", "const"};
+    static const std::set<std::string> ok = {"type",     "enum",      "description", "title", "default",
+                                             "examples", "minLength", "maxLength",   "const"};
     if (!ok.count(it.key()))
-      return Error::InvalidArgument("JSON schema: '" + it.key() + "' on a string tool parameter is not supported");
+      return Error::InvalidArgument("JSON schema: '" + it.key() +
+                                    "' on a string tool parameter is not supported");
   }
-  if (schema.contains("const") && schema["const"].is_string()) return c->Add(name, GbnfLiteral(schema["const"].get<std::string>()));
+  if (schema.contains("const") && schema["const"].is_string())
+    return c->Add(name, GbnfLiteral(schema["const"].get<std::string>()));
   if (schema.contains("enum")) {
     std::string body;
     for (const auto& v : schema["enum"]) {
@@ -32,7 +34,8 @@ Expected<std::string> XmlStringValue(SchemaConverter* c, const json& schema, con
   }
   std::string ch = c->Add("xml-char", kXmlText);
   int64_t lo = schema.value("minLength", 0), hi = schema.value("maxLength", -1);
-  if (lo < 0 || lo > 1000 || hi > 1000) return Error::InvalidArgument("JSON schema: string length bounds out of range");
+  if (lo < 0 || lo > 1000 || hi > 1000)
+    return Error::InvalidArgument("JSON schema: string length bounds out of range");
   return c->Add(name, ch + "{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") + "}");
 }
 
@@ -40,7 +43,8 @@ bool IsPlainString(const json& schema) {
   return schema.is_object() && schema.contains("type") && schema["type"] == "string";
 }
 
-Expected<std::string> XmlFunction(SchemaConverter* c, const std::string& fn, const json& params, const json& root) {
+Expected<std::string> XmlFunction(SchemaConverter* c, const std::string& fn, const json& params,
+                                  const json& root) {
   const std::string base = "fn-" + fn;
   std::string body = GbnfLiteral("<function=" + fn + ">\n");
   const json empty = json::object();
@@ -58,17 +62,19 @@ Expected<std::string> XmlFunction(SchemaConverter* c, const std::string& fn, con
       REWIND_ASSIGN_OR_RETURN(value, c->Rule(it.value(), pname + "-value", root));
     }
     std::string p = c->Add(pname, GbnfLiteral("<parameter=" + it.key() + ">\n") + " " + value + " " +
-                                       GbnfLiteral("\n</parameter>\n"));
+                                      GbnfLiteral("\n</parameter>\n"));
     body += " " + (required.count(it.key()) ? p : p + "?");
   }
   body += " " + GbnfLiteral("</function>\n");
   return c->Add(base, body);
 }
 
-Expected<std::string> HermesFunction(SchemaConverter* c, const std::string& fn, const json& params, const json& root) {
+Expected<std::string> HermesFunction(SchemaConverter* c, const std::string& fn, const json& params,
+                                     const json& root) {
   json schema = params.is_object() ? params : json::object({{"type", "object"}});
   REWIND_ASSIGN_OR_RETURN(std::string args, c->Rule(schema, "fn-" + fn + "-args", root));
-  return c->Add("fn-" + fn, GbnfLiteral("{\"name\": " + json(fn).dump() + ", \"arguments\": ") + " " + args + " \"}\"");
+  return c->Add("fn-" + fn,
+                GbnfLiteral("{\"name\": " + json(fn).dump() + ", \"arguments\": ") + " " + args + " \"}\"");
 }
 
 }  // namespace
@@ -86,14 +92,16 @@ Expected<std::string> ToolCallGbnf(const json& tools, const ToolGrammarOptions& 
     if (!o.function.empty() && name != o.function) continue;
     found = true;
     const json params = f.contains("parameters") ? f["parameters"] : json::object();
-    Expected<std::string> rule = o.format == ToolCallFormat::kQwenXml ? XmlFunction(&c, name, params, params)
-                                                                     : HermesFunction(&c, name, params, params);
+    Expected<std::string> rule = o.format == ToolCallFormat::kQwenXml
+                                     ? XmlFunction(&c, name, params, params)
+                                     : HermesFunction(&c, name, params, params);
     if (!rule.ok()) return Error::InvalidArgument("tool '" + name + "': " + rule.error().message);
     alts += (alts.empty() ? "" : " | ") + *rule;
   }
   if (!found) {
-    return Error::InvalidArgument(o.function.empty() ? "no function among 'tools'"
-                                                     : "tool_choice names '" + o.function + "', which is not in 'tools'");
+    return Error::InvalidArgument(o.function.empty()
+                                      ? "no function among 'tools'"
+                                      : "tool_choice names '" + o.function + "', which is not in 'tools'");
   }
   std::string fns = c.Add("tool-fn", alts);
   std::string call = o.format == ToolCallFormat::kQwenXml

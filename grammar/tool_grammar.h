@@ -1,5 +1,6 @@
-// Grammars that force tool calls (tool_choice "required" or a named function): the model's tool-call format with
-// each function's name and its parameters' schemas, so the chat output parser always finds well-formed calls.
+// Grammars that force tool calls (tool_choice "required" or a named function): the model's tool-call format
+// with each function's name and its parameters' schemas, so the chat output parser always finds well-formed
+// calls.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -26,8 +27,8 @@ struct ToolGrammarOptions {
 Expected<std::string> ToolCallGbnf(const nlohmann::ordered_json& tools, const ToolGrammarOptions& options);
 
 // A grammar whose root comes after a reasoning block: "...</think>" (the prompt opened <think>), then
-// whitespace, then `gbnf`'s root. `gbnf` must define `root` on a line of its own and never refer to it (as the
-// JSON-schema and tool grammars do).
+// whitespace, then `gbnf`'s root. `gbnf` must define `root` on a line of its own and never refer to it (as
+// the JSON-schema and tool grammars do).
 std::string AfterReasoning(const std::string& gbnf);
 
 }  // namespace rw::grammar

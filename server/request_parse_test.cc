@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 namespace rw::server {
@@ -63,6 +64,48 @@ TEST(ParseChatRequest, ReadsSamplingStreamAndLogprobFields) {
   EXPECT_EQ(g.top_logprobs, 3);
   EXPECT_TRUE(g.stream);
   EXPECT_TRUE(g.include_usage);
+}
+
+TEST(ParseChatRequest, ServerDefaultsFillWhatTheRequestLeavesOut) {
+  engine::SamplingParams d;
+  d.top_k = 7;
+  d.presence_penalty = 0.5f;
+  d.grammar = "root ::= \"x\"";
+  auto r = ParseChatRequest(WithMessages({{"top_k", 3}}), d);
+  ASSERT_EQ(ErrorOf(r), nullptr);
+  const auto& s = std::get<ChatRequest>(r).gen.sampling.params;
+  EXPECT_EQ(s.top_k, 3);
+  EXPECT_EQ(s.presence_penalty, 0.5f);
+  EXPECT_EQ(s.grammar, d.grammar);
+  auto own = ParseChatRequest(WithMessages({{"json_schema", {{"type", "boolean"}}}}), d);
+  ASSERT_EQ(ErrorOf(own), nullptr);
+  EXPECT_NE(std::get<ChatRequest>(own).gen.sampling.params.grammar, d.grammar);
+}
+
+TEST(ParseChatRequest, ReadsLlamaServerSamplingFields) {
+  auto r = ParseChatRequest(WithMessages({{"repeat_penalty", 1.1},
+                                          {"presence_penalty", 0.4},
+                                          {"dry_multiplier", 0.8},
+                                          {"dry_sequence_breakers", {"\n"}},
+                                          {"mirostat", 2},
+                                          {"samplers", "kt"},
+                                          {"logit_bias", {{"15", -1.5}, {"hello", false}}},
+                                          {"n_probs", 3}}));
+  ASSERT_EQ(ErrorOf(r), nullptr);
+  const auto& g = std::get<ChatRequest>(r).gen;
+  const auto& s = g.sampling.params;
+  EXPECT_FLOAT_EQ(s.repeat_penalty, 1.1f);
+  EXPECT_FLOAT_EQ(s.presence_penalty, 0.4f);
+  EXPECT_FLOAT_EQ(s.dry_multiplier, 0.8f);
+  EXPECT_EQ(s.dry_sequence_breakers, std::vector<std::string>{"\n"});
+  EXPECT_EQ(s.mirostat, 2);
+  EXPECT_EQ(s.stages, (std::vector<engine::SamplerStage>{engine::SamplerStage::kTopK, engine::SamplerStage::kTemperature}));
+  ASSERT_EQ(s.logit_bias.size(), 1u);
+  EXPECT_EQ(s.logit_bias[0].token, 15);
+  ASSERT_EQ(g.sampling.logit_bias_text.size(), 1u);
+  EXPECT_EQ(g.sampling.logit_bias_text[0].first, "hello");
+  EXPECT_TRUE(std::isinf(g.sampling.logit_bias_text[0].second));
+  EXPECT_EQ(g.top_logprobs, 3);
 }
 
 TEST(ParseChatRequest, RejectsBadParametersWithTheFieldNamed) {

@@ -63,7 +63,8 @@ Err BiasValue(const json& v, float* out) {
     *out = -std::numeric_limits<float>::infinity();
     return std::nullopt;
   }
-  if (!v.is_number() || !std::isfinite(v.get<double>())) return Bad("logit_bias", "values must be numbers or false");
+  if (!v.is_number() || !std::isfinite(v.get<double>()))
+    return Bad("logit_bias", "values must be numbers or false");
   *out = static_cast<float>(v.get<double>());
   return std::nullopt;
 }
@@ -72,15 +73,18 @@ Err BiasValue(const json& v, float* out) {
 Err BiasKey(const json& k, SamplingRequest* out, float bias) {
   if (k.is_number_integer()) {
     const int64_t id = k.get<int64_t>();
-    if (id < 0 || id > std::numeric_limits<int32_t>::max()) return Bad("logit_bias", "has a negative token id");
+    if (id < 0 || id > std::numeric_limits<int32_t>::max())
+      return Bad("logit_bias", "has a negative token id");
     out->params.logit_bias.push_back({static_cast<int32_t>(id), bias});
     return std::nullopt;
   }
   if (!k.is_string()) return Bad("logit_bias", "keys must be token ids or strings");
   const std::string s = k.get<std::string>();
   bool digits = !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
-  if (digits) out->params.logit_bias.push_back({std::stoi(s), bias});
-  else if (!s.empty()) out->logit_bias_text.push_back({s, bias});
+  if (digits)
+    out->params.logit_bias.push_back({std::stoi(s), bias});
+  else if (!s.empty())
+    out->logit_bias_text.push_back({s, bias});
   return std::nullopt;
 }
 
@@ -95,7 +99,8 @@ Err LogitBias(const json& v, SamplingRequest* out) {
   }
   if (!v.is_array()) return Bad("logit_bias", "must be an object or an array of [token, bias] pairs");
   for (const auto& e : v) {
-    if (!e.is_array() || e.size() != 2) return Bad("logit_bias", "array entries must be [token or text, bias]");
+    if (!e.is_array() || e.size() != 2)
+      return Bad("logit_bias", "array entries must be [token or text, bias]");
     float bias = 0;
     RETURN_IF_ERR(BiasValue(e[1], &bias));
     RETURN_IF_ERR(BiasKey(e[0], out, bias));
@@ -103,7 +108,8 @@ Err LogitBias(const json& v, SamplingRequest* out) {
   return std::nullopt;
 }
 
-// The grammar of the request: `grammar` (GBNF), `json_schema`, or `response_format` (json_object / json_schema).
+// The grammar of the request: `grammar` (GBNF), `json_schema`, or `response_format` (json_object /
+// json_schema).
 Err Constraint(const json& body, SamplingRequest* out) {
   std::string grammar;
   if (const json* g = Field(body, "grammar")) {
@@ -122,9 +128,11 @@ Err Constraint(const json& body, SamplingRequest* out) {
       schema_field = "response_format";
     } else if (type == "json_schema") {
       const json* js = Field(*rf, "json_schema");
-      if (!js || !js->is_object()) return Bad("response_format", "of type json_schema needs a 'json_schema' object");
+      if (!js || !js->is_object())
+        return Bad("response_format", "of type json_schema needs a 'json_schema' object");
       const json* s = Field(*js, "schema");
-      if (s && !s->is_object() && !s->is_boolean()) return Bad("response_format", "json_schema.schema must be an object");
+      if (s && !s->is_object() && !s->is_boolean())
+        return Bad("response_format", "json_schema.schema must be an object");
       schema = s ? *s : json::object();
       schema_field = "response_format";
       // `strict`: the output always follows the schema here, strict or not.
@@ -135,6 +143,8 @@ Err Constraint(const json& body, SamplingRequest* out) {
     }
   }
   if (schema && !grammar.empty()) return Bad("grammar", "cannot be combined with a JSON schema");
+  if (!schema && grammar.empty())
+    return std::nullopt;  // no constraint of its own: the server's (if any) stays
   if (schema) {
     json s = *schema;
     if (s.is_object() && s.empty()) s = json{{"type", "object"}};  // "any JSON object", as llama-server
@@ -154,20 +164,33 @@ Err Constraint(const json& body, SamplingRequest* out) {
 }  // namespace
 
 Err ParseSamplerOrder(const json& v, std::vector<SamplerStage>* out) {
-  static const std::map<std::string, SamplerStage> names = {
-      {"penalties", SamplerStage::kPenalties}, {"dry", SamplerStage::kDry},
-      {"top_n_sigma", SamplerStage::kTopNSigma}, {"top-n-sigma", SamplerStage::kTopNSigma},
-      {"topnsigma", SamplerStage::kTopNSigma}, {"top_k", SamplerStage::kTopK}, {"top-k", SamplerStage::kTopK},
-      {"topk", SamplerStage::kTopK}, {"typ_p", SamplerStage::kTypicalP}, {"typ-p", SamplerStage::kTypicalP},
-      {"typp", SamplerStage::kTypicalP}, {"typ", SamplerStage::kTypicalP}, {"typical_p", SamplerStage::kTypicalP},
-      {"top_p", SamplerStage::kTopP}, {"top-p", SamplerStage::kTopP}, {"topp", SamplerStage::kTopP},
-      {"nucleus", SamplerStage::kTopP}, {"min_p", SamplerStage::kMinP}, {"min-p", SamplerStage::kMinP},
-      {"minp", SamplerStage::kMinP}, {"xtc", SamplerStage::kXtc}, {"temperature", SamplerStage::kTemperature},
-      {"temp", SamplerStage::kTemperature}};
+  static const std::map<std::string, SamplerStage> names = {{"penalties", SamplerStage::kPenalties},
+                                                            {"dry", SamplerStage::kDry},
+                                                            {"top_n_sigma", SamplerStage::kTopNSigma},
+                                                            {"top-n-sigma", SamplerStage::kTopNSigma},
+                                                            {"topnsigma", SamplerStage::kTopNSigma},
+                                                            {"top_k", SamplerStage::kTopK},
+                                                            {"top-k", SamplerStage::kTopK},
+                                                            {"topk", SamplerStage::kTopK},
+                                                            {"typ_p", SamplerStage::kTypicalP},
+                                                            {"typ-p", SamplerStage::kTypicalP},
+                                                            {"typp", SamplerStage::kTypicalP},
+                                                            {"typ", SamplerStage::kTypicalP},
+                                                            {"typical_p", SamplerStage::kTypicalP},
+                                                            {"top_p", SamplerStage::kTopP},
+                                                            {"top-p", SamplerStage::kTopP},
+                                                            {"topp", SamplerStage::kTopP},
+                                                            {"nucleus", SamplerStage::kTopP},
+                                                            {"min_p", SamplerStage::kMinP},
+                                                            {"min-p", SamplerStage::kMinP},
+                                                            {"minp", SamplerStage::kMinP},
+                                                            {"xtc", SamplerStage::kXtc},
+                                                            {"temperature", SamplerStage::kTemperature},
+                                                            {"temp", SamplerStage::kTemperature}};
   static const std::map<char, SamplerStage> chars = {
-      {'e', SamplerStage::kPenalties}, {'d', SamplerStage::kDry},  {'s', SamplerStage::kTopNSigma},
+      {'e', SamplerStage::kPenalties}, {'d', SamplerStage::kDry},      {'s', SamplerStage::kTopNSigma},
       {'k', SamplerStage::kTopK},      {'y', SamplerStage::kTypicalP}, {'p', SamplerStage::kTopP},
-      {'m', SamplerStage::kMinP},      {'x', SamplerStage::kXtc},  {'t', SamplerStage::kTemperature}};
+      {'m', SamplerStage::kMinP},      {'x', SamplerStage::kXtc},      {'t', SamplerStage::kTemperature}};
   out->clear();
   if (v.is_string()) {
     for (char c : v.get<std::string>()) {
@@ -222,7 +245,8 @@ Err ParseSampling(const json& body, SamplingRequest* out) {
   RETURN_IF_ERR(Int(body, "min_keep", 0, 1 << 20, &s.min_keep));
   float dynatemp = 0;
   RETURN_IF_ERR(Float(body, "dynatemp_range", 0.0, 100.0, &dynatemp));
-  if (dynatemp != 0) return ApiError::Unsupported("'dynatemp_range' other than 0 is not supported", "dynatemp_range");
+  if (dynatemp != 0)
+    return ApiError::Unsupported("'dynatemp_range' other than 0 is not supported", "dynatemp_range");
   if (const json* v = Field(body, "samplers")) RETURN_IF_ERR(ParseSamplerOrder(*v, &s.stages));
   if (const json* v = Field(body, "logit_bias")) RETURN_IF_ERR(LogitBias(*v, out));
   RETURN_IF_ERR(Int(body, "n_probs", 0, 20, &out->n_probs));

@@ -1,7 +1,7 @@
 // The sampling and constrained-decoding fields of llama-server and OpenAI requests -> engine::SamplingParams:
-// temperature, top_k, top_p, min_p, typical_p, top_n_sigma, xtc_*, repeat_*/presence/frequency penalties, dry_*,
-// mirostat*, min_keep, samplers, logit_bias, n_probs, grammar, json_schema, response_format. Fields absent from
-// the request keep the values already in `sampling` (the server's defaults from its flags).
+// temperature, top_k, top_p, min_p, typical_p, top_n_sigma, xtc_*, repeat_*/presence/frequency penalties,
+// dry_*, mirostat*, min_keep, samplers, logit_bias, n_probs, grammar, json_schema, response_format. Fields
+// absent from the request keep the values already in `sampling` (the server's defaults from its flags).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -26,6 +26,7 @@ struct SamplingRequest {
 std::optional<ApiError> ParseSampling(const nlohmann::ordered_json& body, SamplingRequest* out);
 
 // `samplers` as llama-server takes it: an array of names or a string of one-letter codes (e.g. "edkypmxt").
-std::optional<ApiError> ParseSamplerOrder(const nlohmann::ordered_json& v, std::vector<engine::SamplerStage>* out);
+std::optional<ApiError> ParseSamplerOrder(const nlohmann::ordered_json& v,
+                                          std::vector<engine::SamplerStage>* out);
 
 }  // namespace rw::server

@@ -7,8 +7,8 @@ namespace rw::server {
 std::optional<ApiError> ForceToolCalls(const ChatRequest& r, const RenderedChat& rendered,
                                        const std::string& default_grammar, engine::SamplingParams* s) {
   if (!s->grammar.empty() && s->grammar != default_grammar)
-    return ApiError::BadRequest("'tool_choice' forcing a call cannot be combined with a grammar or JSON schema",
-                                "tool_choice");
+    return ApiError::BadRequest(
+        "'tool_choice' forcing a call cannot be combined with a grammar or JSON schema", "tool_choice");
   grammar::ToolGrammarOptions o;
   // The template's own tool instructions tell the format: Qwen3.5 / Qwen3-Coder describe <function=...> XML,
   // the Hermes-style templates (Qwen3, Qwen3-2507, Qwen3-Next) a JSON object inside <tool_call>.
