@@ -78,7 +78,7 @@ const std::vector<NoEffect>& NoEffectFlags() {
       {{"--sleep-idle-seconds"}, true, "the model stays loaded"},
       {{"--warmup"}, false, "no warm-up run is needed"},
       {{"--reasoning-preserve"}, false, "the chat template decides which reasoning is kept"},
-      {{"--reasoning-budget-message"}, true, "only budgets -1 and 0 are applied"},
+      {{"--reasoning-budget-message"}, true, "the budget ends the thoughts with the end tag alone"},
       {{"--reasoning-effort"}, true, "use --reasoning on|off"},
       {{"--webui", "--ui"}, false, "rewind has no web UI"},
       {{"--ui-config", "--webui-config"}, true, "rewind has no web UI"},
@@ -168,8 +168,8 @@ void LlamaServerFlags::Declare(FlagSet& flags) {
   flags.Add("reasoning", 0, &reasoning_, "thinking on | off | auto (auto: the chat template's default)");
   flags.Alias("-rea", "reasoning");
   flags.Add("reasoning-budget", 0, &reasoning_budget_,
-            "thinking token budget as llama-server: -1 unrestricted, 0 thinking off (larger budgets are not "
-            "enforced)");
+            "thinking token budget as llama-server: -1 unrestricted, 0 thinking off, N: the thoughts are ended "
+            "after N tokens");
   flags.Add("timeout", 0, &timeout_, "HTTP read/write timeout in seconds");
   flags.Alias("-to", "timeout");
   flags.Add("api-key-file", 0, &api_key_file_, "file whose first line is the API key");
@@ -261,8 +261,6 @@ Status LlamaServerFlags::Apply(const FlagSet& flags, engine::EngineConfig* ec, s
     return Error::InvalidArgument("--reasoning-format must be none, deepseek or auto");
   sc->reasoning_format = reasoning_format_;
   if (reasoning_budget_ < -1) return Error::InvalidArgument("--reasoning-budget must be -1 or more");
-  if (reasoning_budget_ > 0)
-    LOG_WARN("--reasoning-budget %d is not enforced (only -1 and 0 are); thinking is unrestricted", reasoning_budget_);
   sc->reasoning_budget = reasoning_budget_;
   if (reasoning_ != "on" && reasoning_ != "off" && reasoning_ != "auto")
     return Error::InvalidArgument("--reasoning must be on, off or auto");

@@ -219,6 +219,8 @@ ParseResult<AnthropicRequest> ParseAnthropicRequest(const json& body, bool count
     if (!oai.contains("chat_template_kwargs") || !oai["chat_template_kwargs"].is_object())
       oai["chat_template_kwargs"] = json::object();
     oai["chat_template_kwargs"]["enable_thinking"] = type != "disabled";
+    const json& budget = body["thinking"].contains("budget_tokens") ? body["thinking"]["budget_tokens"] : json();
+    if (type == "enabled" && budget.is_number_integer()) oai["thinking_budget_tokens"] = budget;
   }
   auto chat = ParseChatRequest(oai);
   if (auto* e = ErrorOf(chat)) return *e;

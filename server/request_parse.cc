@@ -434,6 +434,8 @@ ParseResult<ChatRequest> ParseChatImpl(const json& body, bool generation) {
       r.reasoning_format != "auto") {
     return ApiError::BadRequest("'reasoning_format' must be none, deepseek or auto", "reasoning_format");
   }
+  RETURN_IF_ERR(GetInt32(body, "thinking_budget_tokens", -1, 1 << 30, &r.reasoning_budget));
+  RETURN_IF_ERR(GetInt32(body, "reasoning_budget_tokens", -1, 1 << 30, &r.reasoning_budget));
   if (generation) {
     RETURN_IF_ERR(ParseGeneration(body, /*chat=*/true, &r.gen));
     RETURN_IF_ERR(ParseCheckpoints(body, static_cast<int64_t>(r.messages.size()), &r.checkpoint_messages,

@@ -44,6 +44,7 @@ struct ChatRequest {
       nlohmann::ordered_json::object();  // chat_template_kwargs (+ top-level enable_thinking)
   bool add_generation_prompt = true;     // /apply-template only
   std::string reasoning_format;          // llama-server's per-request reasoning_format ("" = server's)
+  int32_t reasoning_budget = -2;         // reasoning_budget_tokens / thinking_budget_tokens (-2 = server's)
   GenerationParams gen;
   // `checkpoints`: message indices (ints, negative from the end) and token positions ({"position": N}).
   std::vector<int32_t> checkpoint_messages;
