@@ -8,9 +8,14 @@ using nlohmann::json;
 
 void Server::Impl::HandleProps(const httplib::Request&, httplib::Response& res) {
   GenerationParams d;  // the defaults a request starts from
-  json params = {{"n_predict", d.max_tokens},  {"temperature", d.temperature}, {"top_k", d.top_k},
-                 {"top_p", d.top_p},           {"min_p", d.min_p},             {"stream", d.stream},
-                 {"cache_prompt", d.cache_prompt}, {"reasoning_format", config.reasoning_format},
+  json params = {{"n_predict", d.max_tokens},
+                 {"temperature", d.temperature},
+                 {"top_k", d.top_k},
+                 {"top_p", d.top_p},
+                 {"min_p", d.min_p},
+                 {"stream", d.stream},
+                 {"cache_prompt", d.cache_prompt},
+                 {"reasoning_format", config.reasoning_format},
                  {"chat_template_kwargs", config.chat_template_kwargs}};
   SendJson(res, 200,
            {{"default_generation_settings", {{"n_ctx", info.n_ctx}, {"params", params}}},

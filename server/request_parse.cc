@@ -487,6 +487,12 @@ int JsonDepth(std::string_view s) {
 
 }  // namespace
 
+std::string StringField(const json& obj, const char* key, const std::string& fallback) {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 bool IsValidUtf8(std::string_view s) {
   size_t i = 0, n = s.size();
   while (i < n) {

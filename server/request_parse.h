@@ -90,6 +90,9 @@ ParseResult<DetokenizeRequest> ParseDetokenizeRequest(const nlohmann::ordered_js
 ParseResult<SlotActionRequest> ParseSlotAction(std::string_view slot_id, std::string_view action,
                                                std::string_view body);
 
+// obj[key] when obj is an object holding a string there, else `fallback` (never throws, unlike json::value).
+std::string StringField(const nlohmann::ordered_json& obj, const char* key, const std::string& fallback);
+
 // True if `s` is valid UTF-8 (no overlong forms, no surrogates).
 bool IsValidUtf8(std::string_view s);
 
