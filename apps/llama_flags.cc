@@ -19,13 +19,20 @@ struct AliasOf {
   const char* name;
 };
 constexpr AliasOf kAliases[] = {
-    {"-np", "parallel"},          {"-cram", "cache-ram"},       {"-md", "model-draft"},
-    {"--spec-draft-model", "model-draft"}, {"--draft", "draft-max"}, {"--draft-n", "draft-max"},
-    {"--spec-draft-n-max", "draft-max"}, {"--draft-n-min", "draft-min"}, {"--spec-draft-n-min", "draft-min"},
+    {"-np", "parallel"},
+    {"-cram", "cache-ram"},
+    {"-md", "model-draft"},
+    {"--spec-draft-model", "model-draft"},
+    {"--draft", "draft-max"},
+    {"--draft-n", "draft-max"},
+    {"--spec-draft-n-max", "draft-max"},
+    {"--draft-n-min", "draft-min"},
+    {"--spec-draft-n-min", "draft-min"},
     {"--threads-http", "http-threads"},
 };
 
-// Flags with no effect on a CPU-only server. `value`: takes a value; `spellings` beyond the first are aliases.
+// Flags with no effect on a CPU-only server. `value`: takes a value; `spellings` beyond the first are
+// aliases.
 struct NoEffect {
   std::vector<const char*> spellings;  // the first is "--name"
   bool value;
@@ -64,9 +71,12 @@ const std::vector<NoEffect>& NoEffectFlags() {
       {{"--poll"}, true, "idle threads wait instead of polling"},
       {{"--poll-batch"}, true, "idle threads wait instead of polling"},
       {{"--numa"}, true, "no NUMA placement"},
-      {{"--ctx-checkpoints", "-ctxcp", "--swa-checkpoints"}, true,
+      {{"--ctx-checkpoints", "-ctxcp", "--swa-checkpoints"},
+       true,
        "checkpoints are placed by the prefix cache and bounded by --cache-ram"},
-      {{"--checkpoint-min-step", "-cms"}, true, "checkpoints are placed by the prefix cache (--checkpoint-every)"},
+      {{"--checkpoint-min-step", "-cms"},
+       true,
+       "checkpoints are placed by the prefix cache (--checkpoint-every)"},
       {{"--cache-reuse"}, true, "the prefix cache reuses every exact prefix; no KV shifting"},
       {{"--keep"}, true, "no context shift: a prompt that does not fit is refused"},
       {{"--context-shift"}, false, "no context shift: a prompt that does not fit is refused"},
@@ -78,7 +88,7 @@ const std::vector<NoEffect>& NoEffectFlags() {
       {{"--sleep-idle-seconds"}, true, "the model stays loaded"},
       {{"--warmup"}, false, "no warm-up run is needed"},
       {{"--reasoning-preserve"}, false, "the chat template decides which reasoning is kept"},
-      {{"--reasoning-budget-message"}, true, "only budgets -1 and 0 are applied"},
+      {{"--reasoning-budget-message"}, true, "the budget ends the thoughts with the end tag alone"},
       {{"--reasoning-effort"}, true, "use --reasoning on|off"},
       {{"--webui", "--ui"}, false, "rewind has no web UI"},
       {{"--ui-config", "--webui-config"}, true, "rewind has no web UI"},
@@ -134,8 +144,10 @@ const std::vector<Refused>& RefusedFlags() {
       {{"--rope-scale"}, true, "RoPE scaling cannot be changed (the model's own is used)"},
       {{"--rope-freq-base"}, true, "RoPE scaling cannot be changed (the model's own is used)"},
       {{"--rope-freq-scale"}, true, "RoPE scaling cannot be changed (the model's own is used)"},
-      {{"--chat-template"}, true, "built-in template names and inline templates are not supported; pass "
-                                  "--chat-template-file FILE (the model's own template is the default)"},
+      {{"--chat-template"},
+       true,
+       "built-in template names and inline templates are not supported; pass "
+       "--chat-template-file FILE (the model's own template is the default)"},
   };
   return flags;
 }
@@ -155,21 +167,25 @@ void LlamaServerFlags::Declare(FlagSet& flags) {
   flags.Add("threads-batch", 0, &threads_batch_,
             "llama-server: threads for prompt processing; rewind uses --threads for both (0 = same)");
   flags.Alias("-ub", "ubatch-size");
-  flags.Add("ubatch-size", 0, &ubatch_,
-            "llama-server: physical batch; rewind's forward batch is --batch-size, which this sets when -b is "
-            "not given (0 = unset)");
-  flags.Add("predict", 'n', &n_predict_, "default max tokens per answer when a request gives none (-1 = no limit)");
+  flags.Add(
+      "ubatch-size", 0, &ubatch_,
+      "llama-server: physical batch; rewind's forward batch is --batch-size, which this sets when -b is "
+      "not given (0 = unset)");
+  flags.Add("predict", 'n', &n_predict_,
+            "default max tokens per answer when a request gives none (-1 = no limit)");
   flags.Alias("--n-predict", "predict");
-  flags.Add("chat-template-kwargs", 0, &chat_template_kwargs_,
-            "JSON object of chat template variables for every request (requests' own chat_template_kwargs win), "
-            "e.g. '{\"enable_thinking\": false}'");
+  flags.Add(
+      "chat-template-kwargs", 0, &chat_template_kwargs_,
+      "JSON object of chat template variables for every request (requests' own chat_template_kwargs win), "
+      "e.g. '{\"enable_thinking\": false}'");
   flags.Add("reasoning-format", 0, &reasoning_format_,
             "none: thoughts stay in the content; deepseek | auto: they go to reasoning_content");
   flags.Add("reasoning", 0, &reasoning_, "thinking on | off | auto (auto: the chat template's default)");
   flags.Alias("-rea", "reasoning");
-  flags.Add("reasoning-budget", 0, &reasoning_budget_,
-            "thinking token budget as llama-server: -1 unrestricted, 0 thinking off (larger budgets are not "
-            "enforced)");
+  flags.Add(
+      "reasoning-budget", 0, &reasoning_budget_,
+      "thinking token budget as llama-server: -1 unrestricted, 0 thinking off, N: the thoughts are ended "
+      "after N tokens");
   flags.Add("timeout", 0, &timeout_, "HTTP read/write timeout in seconds");
   flags.Alias("-to", "timeout");
   flags.Add("api-key-file", 0, &api_key_file_, "file whose first line is the API key");
@@ -179,7 +195,8 @@ void LlamaServerFlags::Declare(FlagSet& flags) {
   flags.Add("metrics", 0, &metrics_, "llama-server --metrics: /metrics is always served");
   flags.Add("props", 0, &props_, "allow POST /props (llama-server --props)");
   flags.Add("slots", 0, &slots_, "serve GET /slots (--no-slots turns it off)");
-  flags.Add("cache-prompt", 0, &cache_prompt_, "llama-server spelling of --cache (--no-cache-prompt = --no-cache)");
+  flags.Add("cache-prompt", 0, &cache_prompt_,
+            "llama-server spelling of --cache (--no-cache-prompt = --no-cache)");
   flags.Add("cont-batching", 0, &cont_batching_, "llama-server: batching is always continuous");
   flags.Alias("-cb", "cont-batching");
   flags.Alias("-nocb", "cont-batching", /*negate=*/true);
@@ -189,7 +206,8 @@ void LlamaServerFlags::Declare(FlagSet& flags) {
   flags.Add("verbose", 'v', &verbose_, "debug logging");
   flags.Alias("--log-verbose", "verbose");
   flags.Add("log-disable", 0, &log_disable_, "errors only");
-  flags.Add("verbosity", 0, &verbosity_, "llama-server log verbosity: <= 1 errors, 2 warnings, 3 info, >= 4 debug");
+  flags.Add("verbosity", 0, &verbosity_,
+            "llama-server log verbosity: <= 1 errors, 2 warnings, 3 info, >= 4 debug");
   flags.Alias("-lv", "verbosity");
   flags.Alias("--log-verbosity", "verbosity");
   auto declare = [&](const std::vector<const char*>& spellings, bool value, const std::string& help) {
@@ -232,13 +250,15 @@ Status LlamaServerFlags::Apply(const FlagSet& flags, engine::EngineConfig* ec, s
   if (flags.IsSet("flash-attn")) gpu += std::string(gpu.empty() ? "" : ", ") + "-fa";
   if (!gpu.empty()) LOG_WARN("%s: no effect (GPU-only; rewind runs on the CPU)", gpu.c_str());
   if (flags.IsSet("mmap") && !mmap_) LOG_WARN("--no-mmap has no effect: rewind always maps the model file");
-  if (flags.IsSet("jinja") && !jinja_) LOG_WARN("--no-jinja has no effect: rewind always renders the Jinja template");
+  if (flags.IsSet("jinja") && !jinja_)
+    LOG_WARN("--no-jinja has no effect: rewind always renders the Jinja template");
   if (flags.IsSet("cont-batching") && !cont_batching_) LOG_WARN("--no-cont-batching has no effect");
   if (flags.IsSet("threads-batch") && threads_batch_ != ec->n_threads && threads_batch_ > 0) {
     if (!flags.IsSet("threads")) {
       ec->n_threads = threads_batch_;
     } else {
-      LOG_WARN("-tb %d has no effect: rewind uses one thread pool (--threads %d)", threads_batch_, ec->n_threads);
+      LOG_WARN("-tb %d has no effect: rewind uses one thread pool (--threads %d)", threads_batch_,
+               ec->n_threads);
     }
   }
   if (flags.IsSet("ubatch-size") && ubatch_ > 0) {
@@ -252,17 +272,17 @@ Status LlamaServerFlags::Apply(const FlagSet& flags, engine::EngineConfig* ec, s
   if (!chat_template_kwargs_.empty()) {
     auto kw = nlohmann::ordered_json::parse(chat_template_kwargs_, nullptr, false);
     if (kw.is_discarded() || !kw.is_object())
-      return Error::InvalidArgument("--chat-template-kwargs must be a JSON object, got '" + chat_template_kwargs_ + "'");
+      return Error::InvalidArgument("--chat-template-kwargs must be a JSON object, got '" +
+                                    chat_template_kwargs_ + "'");
     sc->chat_template_kwargs = kw;
   }
   if (reasoning_format_ == "deepseek-legacy")
-    return Error::InvalidArgument("--reasoning-format deepseek-legacy is not supported (none | deepseek | auto)");
+    return Error::InvalidArgument(
+        "--reasoning-format deepseek-legacy is not supported (none | deepseek | auto)");
   if (reasoning_format_ != "none" && reasoning_format_ != "deepseek" && reasoning_format_ != "auto")
     return Error::InvalidArgument("--reasoning-format must be none, deepseek or auto");
   sc->reasoning_format = reasoning_format_;
   if (reasoning_budget_ < -1) return Error::InvalidArgument("--reasoning-budget must be -1 or more");
-  if (reasoning_budget_ > 0)
-    LOG_WARN("--reasoning-budget %d is not enforced (only -1 and 0 are); thinking is unrestricted", reasoning_budget_);
   sc->reasoning_budget = reasoning_budget_;
   if (reasoning_ != "on" && reasoning_ != "off" && reasoning_ != "auto")
     return Error::InvalidArgument("--reasoning must be on, off or auto");
@@ -295,7 +315,8 @@ Status LlamaServerFlags::Apply(const FlagSet& flags, engine::EngineConfig* ec, s
 void LlamaServerFlags::AfterLoad() const {
   if (!mlock_) return;
   if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
-    LOG_WARN("--mlock: mlockall failed (%s); raise 'ulimit -l' or run with CAP_IPC_LOCK", std::strerror(errno));
+    LOG_WARN("--mlock: mlockall failed (%s); raise 'ulimit -l' or run with CAP_IPC_LOCK",
+             std::strerror(errno));
   } else {
     LOG_INFO("--mlock: the model and caches are locked in RAM");
   }

@@ -35,8 +35,8 @@ size_t StringEnd(std::string_view s, size_t i) {
   return std::string_view::npos;
 }
 
-// End (exclusive) of the complete JSON value at s[0] (not whitespace), npos when more text is needed, 0 when it
-// cannot be a JSON value. Scalars other than strings end at the first character that cannot continue them.
+// End (exclusive) of the complete JSON value at s[0] (not whitespace), npos when more text is needed, 0 when
+// it cannot be a JSON value. Scalars other than strings end at the first character that cannot continue them.
 size_t ValueEnd(std::string_view s, bool final) {
   if (s.empty()) return std::string_view::npos;
   if (s[0] == '"') return StringEnd(s, 0);
@@ -57,7 +57,9 @@ size_t ValueEnd(std::string_view s, bool final) {
     return std::string_view::npos;
   }
   size_t k = 0;
-  auto scalar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.'; };
+  auto scalar = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.';
+  };
   while (k < s.size() && scalar(s[k])) ++k;
   if (k == 0) return 0;
   return k < s.size() || final ? k : std::string_view::npos;
@@ -88,13 +90,27 @@ std::string JsonEscape(std::string_view s) {
   for (char ch : s) {
     unsigned char c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -234,7 +250,8 @@ Result ToolCallBlockParser::Step(bool final, std::vector<ToolCallDelta>* out, bo
           pos_ = i;
           break;
         }
-        Emit(out, std::string(n_params_++ == 0 ? "{" : ",") + Json(param_).dump() + ":");
+        Emit(out, std::string(n_params_++ == 0 ? "{" : ",") +
+                      Json(param_).dump(-1, ' ', false, Json::error_handler_t::replace) + ":");
         value_string_ = StreamsAsString(ParamSchema(param_));
         value_started_ = false;
         pos_ = gt + 1;

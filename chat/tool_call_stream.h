@@ -1,7 +1,8 @@
 // Incremental parser of one tool-call block: the text after "<tool_call>", in either format the Qwen family
 // writes, emitting OpenAI-style fragments as the text arrives:
-//   XML (Qwen3.5, Qwen3-Coder):  <function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n...</function>\n</tool_call>
-//   Hermes JSON (Qwen3, Qwen3-2507, Qwen3-Next):  {"name": NAME, "arguments": {...}}</tool_call>
+//   XML (Qwen3.5, Qwen3-Coder):
+//   <function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n...</function>\n</tool_call> Hermes JSON (Qwen3,
+//   Qwen3-2507, Qwen3-Next):  {"name": NAME, "arguments": {...}}</tool_call>
 // The first fragment of a call carries its name (and arguments ""); the following ones carry argument text.
 // The concatenated argument text is a JSON object: for XML it is built from the parameters (values typed by
 // the tool's schema, string values streamed as they are written); for JSON it is the model's own text of the
@@ -86,10 +87,10 @@ class ToolCallBlockParser {
   // JSON
   std::string key_;
   bool have_args_ = false;
-  std::string held_args_;       // arguments seen before the name
-  std::string args_stack_;      // open brackets of the arguments value
+  std::string held_args_;   // arguments seen before the name
+  std::string args_stack_;  // open brackets of the arguments value
   bool args_in_string_ = false, args_escape_ = false;
-  bool args_raw_ = false;       // streaming a raw object/array
+  bool args_raw_ = false;  // streaming a raw object/array
 };
 
 // JSON string escaping as nlohmann::json::dump writes it (UTF-8 kept), without the quotes.

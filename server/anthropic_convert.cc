@@ -25,11 +25,12 @@ void NormalizeBillingHeader(std::string* text) {
 ParseResult<std::string> BlocksText(const json& v, const std::string& where) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return std::string();
-  if (!v.is_array()) return ApiError::BadRequest("'" + where + "' must be a string or an array of blocks", where);
+  if (!v.is_array())
+    return ApiError::BadRequest("'" + where + "' must be a string or an array of blocks", where);
   std::string out;
   for (const auto& b : v) {
     if (!b.is_object()) return ApiError::BadRequest("'" + where + "' blocks must be objects", where);
-    std::string type = b.value("type", "");
+    std::string type = StringField(b, "type", "");
     if (type == "text") {
       if (!b.contains("text") || !b["text"].is_string())
         return ApiError::BadRequest("a text block in '" + where + "' needs a string 'text'", where);
@@ -103,14 +104,15 @@ struct Converter {
     std::vector<std::string> marked_texts;
     for (const auto& b : content) {
       if (!b.is_object()) return ApiError::BadRequest("'" + w + ".content' blocks must be objects", w);
-      std::string type = b.value("type", "");
+      std::string type = StringField(b, "type", "");
       if (type == "text") {
         auto t = BlocksText(json::array({b}), w + ".content");
         if (auto* e = ErrorOf(t)) return *e;
         text_parts.push_back({{"type", "text"}, {"text", std::get<std::string>(t)}});
         if (HasCacheControl(b)) marked_texts.push_back(std::get<std::string>(t));
       } else if (type == "thinking" && role == "assistant") {
-        if (b.contains("thinking") && b["thinking"].is_string()) reasoning += b["thinking"].get<std::string>();
+        if (b.contains("thinking") && b["thinking"].is_string())
+          reasoning += b["thinking"].get<std::string>();
       } else if (type == "redacted_thinking" && role == "assistant") {
         // Opaque to us: nothing to render.
       } else if (type == "tool_use" && role == "assistant") {
@@ -125,7 +127,8 @@ struct Converter {
         auto t = BlocksText(b.contains("content") ? b["content"] : json(""), w + ".content.tool_result");
         if (auto* e = ErrorOf(t)) return *e;
         std::string text = std::get<std::string>(t);
-        if (b.value("is_error", false) && text.rfind("Error", 0) != 0) text = "Error: " + text;
+        if ((b.contains("is_error") && b["is_error"] == true) && text.rfind("Error", 0) != 0)
+          text = "Error: " + text;
         json msg = {{"role", "tool"}, {"content", text}};
         if (b.contains("tool_use_id") && b["tool_use_id"].is_string()) msg["tool_call_id"] = b["tool_use_id"];
         tool_results.push_back({std::move(msg), HasCacheControl(b)});
@@ -183,8 +186,8 @@ ParseResult<AnthropicRequest> ParseAnthropicRequest(const json& body, bool count
       }
       json fn = {{"name", t["name"]}};
       if (t.contains("description") && t["description"].is_string()) fn["description"] = t["description"];
-      fn["parameters"] = t.contains("input_schema") && t["input_schema"].is_object() ? t["input_schema"]
-                                                                                     : json::object();
+      fn["parameters"] =
+          t.contains("input_schema") && t["input_schema"].is_object() ? t["input_schema"] : json::object();
       tools.push_back({{"type", "function"}, {"function", std::move(fn)}});
       mark_tools = mark_tools || HasCacheControl(t);
     }
@@ -193,11 +196,11 @@ ParseResult<AnthropicRequest> ParseAnthropicRequest(const json& body, bool count
   }
   if (body.contains("tool_choice") && body["tool_choice"].is_object()) {
     const json& tc = body["tool_choice"];
-    std::string type = tc.value("type", "auto");
+    std::string type = StringField(tc, "type", "auto");
     if (type == "any") {
       oai["tool_choice"] = "required";
     } else if (type == "tool") {
-      oai["tool_choice"] = {{"type", "function"}, {"function", {{"name", tc.value("name", "")}}}};
+      oai["tool_choice"] = {{"type", "function"}, {"function", {{"name", StringField(tc, "name", "")}}}};
     } else if (type == "none" || type == "auto") {
       oai["tool_choice"] = type;
     } else {
@@ -213,12 +216,15 @@ ParseResult<AnthropicRequest> ParseAnthropicRequest(const json& body, bool count
     if (body.contains(key)) oai[key] = body[key];
   }
   if (body.contains("thinking") && body["thinking"].is_object()) {
-    std::string type = body["thinking"].value("type", "");
+    std::string type = StringField(body["thinking"], "type", "");
     if (type != "enabled" && type != "disabled" && type != "adaptive")
       return ApiError::BadRequest("'thinking.type' must be enabled or disabled", "thinking");
     if (!oai.contains("chat_template_kwargs") || !oai["chat_template_kwargs"].is_object())
       oai["chat_template_kwargs"] = json::object();
     oai["chat_template_kwargs"]["enable_thinking"] = type != "disabled";
+    const json& budget =
+        body["thinking"].contains("budget_tokens") ? body["thinking"]["budget_tokens"] : json();
+    if (type == "enabled" && budget.is_number_integer()) oai["thinking_budget_tokens"] = budget;
   }
   auto chat = ParseChatRequest(oai);
   if (auto* e = ErrorOf(chat)) return *e;
@@ -246,11 +252,13 @@ std::string AnthropicStopReason(const std::string& finish_reason, bool stop_sequ
   return "end_turn";
 }
 
-std::vector<size_t> BreakpointOffsets(const std::vector<CacheBreakpoint>& breakpoints, const std::string& prompt,
-                                      const std::vector<size_t>& message_offsets, size_t generation_offset,
-                                      bool has_system) {
+std::vector<size_t> BreakpointOffsets(const std::vector<CacheBreakpoint>& breakpoints,
+                                      const std::string& prompt, const std::vector<size_t>& message_offsets,
+                                      size_t generation_offset, bool has_system) {
   std::vector<size_t> out;
-  auto span_end = [&](size_t m) { return m + 1 < message_offsets.size() ? message_offsets[m + 1] : generation_offset; };
+  auto span_end = [&](size_t m) {
+    return m + 1 < message_offsets.size() ? message_offsets[m + 1] : generation_offset;
+  };
   for (const auto& b : breakpoints) {
     if (b.message < 0) {  // the tools: rendered with the system turn, before the conversation
       if (!message_offsets.empty()) out.push_back(has_system ? span_end(0) : message_offsets[0]);
@@ -262,7 +270,8 @@ std::vector<size_t> BreakpointOffsets(const std::vector<CacheBreakpoint>& breakp
     size_t at = end;
     if (!b.text.empty() && end > begin) {
       size_t found = prompt.rfind(b.text, end - std::min(end, b.text.size()));
-      if (found != std::string::npos && found >= begin && found + b.text.size() <= end) at = found + b.text.size();
+      if (found != std::string::npos && found >= begin && found + b.text.size() <= end)
+        at = found + b.text.size();
     }
     out.push_back(at);
   }

@@ -41,8 +41,8 @@ std::string AnthropicStopReason(const std::string& finish_reason, bool stop_sequ
 
 // Byte offsets in `prompt` where each breakpoint's block ends. `message_offsets` are the rendered message
 // starts, `generation_offset` where the generation prompt starts.
-std::vector<size_t> BreakpointOffsets(const std::vector<CacheBreakpoint>& breakpoints, const std::string& prompt,
-                                      const std::vector<size_t>& message_offsets, size_t generation_offset,
-                                      bool has_system);
+std::vector<size_t> BreakpointOffsets(const std::vector<CacheBreakpoint>& breakpoints,
+                                      const std::string& prompt, const std::vector<size_t>& message_offsets,
+                                      size_t generation_offset, bool has_system);
 
 }  // namespace rw::server

@@ -52,10 +52,12 @@ class AnthropicWriter : public ResponseWriter {
     for (const auto& call : c.delta.tool_calls) {
       if (!call.name.empty()) {
         out += Close();
-        out += Open("tool_use:" + std::to_string(call.index),
-                    {{"type", "tool_use"}, {"id", ToolId(call)}, {"name", call.name}, {"input", json::object()}});
+        out += Open(
+            "tool_use:" + std::to_string(call.index),
+            {{"type", "tool_use"}, {"id", ToolId(call)}, {"name", call.name}, {"input", json::object()}});
       }
-      if (!call.arguments.empty()) out += Delta({{"type", "input_json_delta"}, {"partial_json", call.arguments}});
+      if (!call.arguments.empty())
+        out += Delta({{"type", "input_json_delta"}, {"partial_json", call.arguments}});
     }
     return out;
   }
@@ -79,7 +81,8 @@ class AnthropicWriter : public ResponseWriter {
     const auto& c = g.completion();
     const ParsedDelta& d = total.delta;
     json content = json::array();
-    if (!d.reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", d.reasoning}, {"signature", ""}});
+    if (!d.reasoning.empty())
+      content.push_back({{"type", "thinking"}, {"thinking", d.reasoning}, {"signature", ""}});
     if (!d.content.empty()) content.push_back({{"type", "text"}, {"text", d.content}});
     for (const auto& call : d.tool_calls) {
       json input = json::parse(call.arguments, nullptr, false);
@@ -113,8 +116,9 @@ class AnthropicWriter : public ResponseWriter {
     if (open_ == kind) return "";
     std::string out = Close();
     open_ = kind;
-    out += NamedSse("content_block_start",
-                    {{"type", "content_block_start"}, {"index", index_}, {"content_block", std::move(block)}});
+    out +=
+        NamedSse("content_block_start",
+                 {{"type", "content_block_start"}, {"index", index_}, {"content_block", std::move(block)}});
     return out;
   }
   std::string Delta(json delta) {

@@ -62,7 +62,8 @@ TEST(AnthropicConvert, MapsSystemBlocksToolUseToolResultsAndThinking) {
 }
 
 TEST(AnthropicConvert, RefusesMissingMaxTokensAndUnknownBlocksInAnthropicShape) {
-  auto missing = ParseAnthropicRequest(ojson::parse(R"({"messages": [{"role": "user", "content": "x"}]})"), false);
+  auto missing =
+      ParseAnthropicRequest(ojson::parse(R"({"messages": [{"role": "user", "content": "x"}]})"), false);
   ASSERT_TRUE(std::holds_alternative<ApiError>(missing));
   json e = AnthropicErrorJson(std::get<ApiError>(missing));
   EXPECT_EQ(e["type"], "error");
@@ -72,9 +73,11 @@ TEST(AnthropicConvert, RefusesMissingMaxTokensAndUnknownBlocksInAnthropicShape) 
   EXPECT_TRUE(std::holds_alternative<AnthropicRequest>(
       ParseAnthropicRequest(ojson::parse(R"({"messages": [{"role": "user", "content": "x"}]})"), true)));
   auto bad = ParseAnthropicRequest(
-      ojson::parse(R"({"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "video"}]}]})"), false);
+      ojson::parse(R"({"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "video"}]}]})"),
+      false);
   ASSERT_TRUE(std::holds_alternative<ApiError>(bad));
-  EXPECT_EQ(AnthropicErrorJson({503, "busy", "unavailable_error", "", ""})["error"]["type"], "overloaded_error");
+  EXPECT_EQ(AnthropicErrorJson({503, "busy", "unavailable_error", "", ""})["error"]["type"],
+            "overloaded_error");
 }
 
 TEST(AnthropicConvert, BreakpointsEndAtTheirBlockInTheRenderedPrompt) {
@@ -92,7 +95,8 @@ TEST(AnthropicConvert, BreakpointsEndAtTheirBlockInTheRenderedPrompt) {
 
 TEST(AnthropicMessages, ReturnsThinkingTextUsageAndCacheReadTokens) {
   TestServer ts;
-  json body = {{"model", "claude-x"}, {"max_tokens", 64}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  json body = {
+      {"model", "claude-x"}, {"max_tokens", 64}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
   auto r = ts.Post("/v1/messages", body);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
@@ -152,7 +156,8 @@ TEST(AnthropicMessages, StreamsEventsFromMessageStartToMessageStopWithToolUse) {
       }
     } else if (name == "content_block_delta") {
       EXPECT_EQ(data["index"], open);
-      if (data["delta"]["type"] == "input_json_delta") inputs[open] += data["delta"]["partial_json"].get<std::string>();
+      if (data["delta"]["type"] == "input_json_delta")
+        inputs[open] += data["delta"]["partial_json"].get<std::string>();
     } else if (name == "content_block_stop") {
       EXPECT_EQ(data["index"], open);
       open = -1;
@@ -166,13 +171,14 @@ TEST(AnthropicMessages, StreamsEventsFromMessageStartToMessageStopWithToolUse) {
 
 TEST(AnthropicMessages, CacheControlBreakpointsBecomeCheckpointHints) {
   TestServer ts;
-  json body = {{"max_tokens", 4},
-               {"system", {{{"type", "text"}, {"text", "Rules here."}, {"cache_control", {{"type", "ephemeral"}}}}}},
-               {"messages",
-                {{{"role", "user"},
-                  {"content",
-                   {{{"type", "text"}, {"text", "part one"}, {"cache_control", {{"type", "ephemeral"}}}},
-                    {{"type", "text"}, {"text", "part two"}}}}}}}};
+  json body = {
+      {"max_tokens", 4},
+      {"system", {{{"type", "text"}, {"text", "Rules here."}, {"cache_control", {{"type", "ephemeral"}}}}}},
+      {"messages",
+       {{{"role", "user"},
+         {"content",
+          {{{"type", "text"}, {"text", "part one"}, {"cache_control", {{"type", "ephemeral"}}}},
+           {{"type", "text"}, {"text", "part two"}}}}}}}};
   ASSERT_EQ(ts.Post("/v1/messages", body)->status, 200);
   auto sent = ts.fake().engine.last_request();
   std::string prompt;
@@ -185,7 +191,8 @@ TEST(AnthropicMessages, CacheControlBreakpointsBecomeCheckpointHints) {
     int32_t pos = 0;
     while (bytes < target) bytes += codec.TokenToPiece(sent.prompt[pos++], true).size();
     EXPECT_EQ(bytes, target);
-    return std::find(sent.checkpoint_hints.begin(), sent.checkpoint_hints.end(), pos) != sent.checkpoint_hints.end();
+    return std::find(sent.checkpoint_hints.begin(), sent.checkpoint_hints.end(), pos) !=
+           sent.checkpoint_hints.end();
   };
   EXPECT_TRUE(has_hint_after("Rules here."));
   EXPECT_TRUE(has_hint_after("part one"));

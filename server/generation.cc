@@ -51,7 +51,14 @@ Generation::~Generation() {
   }
 }
 
+void Generation::SetReasoningBudget(ReasoningBudget budget) {
+  budget_ = std::move(budget);
+  in_think_ = budget_.starts_in_reasoning;
+  think_decided_ = budget_.starts_in_reasoning;
+}
+
 Status Generation::Submit(engine::GenerationRequest request) {
+  if (budget_.tokens > 0 && !submitted_) request_ = request;
   auto id = backend_.engine->Submit(std::move(request), sink_);
   if (!id.ok()) return id.error();
   id_ = *id;
@@ -82,29 +89,43 @@ bool Generation::Poll(std::chrono::milliseconds timeout, GenerationChunk* out) {
   sink_->Wait(timeout, &events, &done);
   const TextCodec& codec = *backend_.codec;
   for (const auto& e : events) {
-    if (stop_matched_ || cancelled_) break;
+    if (stop_matched_ || cancelled_ || forcing_) break;
     ++accepted_;
+    if (budget_.tokens > 0) ids_.push_back(e.token);
     if (logprobs_) {
       TokenReport r{e.token, codec.TokenToPiece(e.token, true), e.logprob, {}};
       for (const auto& t : e.top) r.top.emplace_back(codec.TokenToPiece(t.token, true), t.logprob);
       out->tokens.push_back(std::move(r));
     }
     if (codec.IsEog(e.token)) continue;
-    std::string text = text_.Push(codec.TokenToPiece(e.token, false));
-    if (!text.empty()) {
-      if (parser_) {
-        Append(parser_->Push(text), out);
-      } else {
-        out->delta.content += text;
-      }
-    }
+    std::string piece = codec.TokenToPiece(e.token, false);
+    bool thinking = in_think_;
+    if (budget_.tokens > 0 && !forced_) TrackThinking(piece);
+    PushText(piece, out);
     if (text_.stopped()) {
       stop_matched_ = true;
+      sink_->Cancel();
+      backend_.engine->Cancel(id_);
+    } else if (thinking && in_think_ && !forced_ && ++think_tokens_ >= budget_.tokens) {
+      forcing_ = true;  // the budget is spent: end this request, continue with the end of thinking
       sink_->Cancel();
       backend_.engine->Cancel(id_);
     }
   }
   if (!done) return false;
+  if (forcing_ && done->finish_reason != "error") return ContinueAfterBudget(std::move(*done), out);
+  if (first_) {  // the continuation ended: report the request as one
+    engine::Completion& c = *done;
+    c.generated_tokens += first_->generated_tokens;
+    c.predicted_ms += first_->predicted_ms + c.prompt_ms;
+    c.prompt_tokens = first_->prompt_tokens;
+    c.cached_tokens = first_->cached_tokens;
+    c.prompt_evaluated = first_->prompt_evaluated;
+    c.prompt_ms = first_->prompt_ms;
+    c.cache = first_->cache;
+    c.drafted += first_->drafted;
+    c.accepted += first_->accepted;
+  }
   completion_ = std::move(done);
   std::string tail = text_.Finish();
   if (parser_) {
@@ -114,6 +135,68 @@ bool Generation::Poll(std::chrono::milliseconds timeout, GenerationChunk* out) {
     out->delta.content += tail;
   }
   return true;
+}
+
+void Generation::PushText(const std::string& piece, GenerationChunk* out) {
+  std::string text = text_.Push(piece);
+  if (text.empty()) return;
+  if (parser_) {
+    Append(parser_->Push(text), out);
+  } else {
+    out->delta.content += text;
+  }
+}
+
+void Generation::TrackThinking(const std::string& piece) {
+  if (!think_decided_) {  // does the answer open a <think> block itself?
+    head_ += piece;
+    size_t i = head_.find_first_not_of(" \t\r\n");
+    if (i != std::string::npos) {
+      std::string_view rest = std::string_view(head_).substr(i);
+      std::string_view open = "<think>";
+      if (rest.size() >= open.size() || rest != open.substr(0, rest.size())) {
+        think_decided_ = true;
+        in_think_ = rest.substr(0, open.size()) == open;
+        tail_ = head_;
+      }
+    }
+    if (!in_think_) return;
+  } else {
+    tail_ += piece;
+  }
+  if (tail_.find("</think>") != std::string::npos) in_think_ = false;
+  if (tail_.size() > 16) tail_.erase(0, tail_.size() - 16);
+}
+
+bool Generation::ContinueAfterBudget(engine::Completion first, GenerationChunk* out) {
+  forcing_ = false;
+  forced_ = true;
+  std::vector<int32_t> forced = backend_.codec->Encode(budget_.forced, /*parse_special=*/true, /*add_special=*/false);
+  engine::GenerationRequest next = request_;
+  next.prompt.insert(next.prompt.end(), ids_.begin(), ids_.end());
+  next.prompt.insert(next.prompt.end(), forced.begin(), forced.end());
+  next.checkpoint_hints.clear();
+  accepted_ += static_cast<int32_t>(forced.size());
+  PushText(budget_.forced, out);
+  first_ = std::move(first);
+  if (request_.max_tokens > 0) {
+    next.max_tokens = request_.max_tokens - accepted_;
+    if (next.max_tokens <= 0) {  // no room left for an answer
+      completion_ = *first_;
+      completion_->finish_reason = "length";
+      if (parser_) Append(parser_->Finish(), out);
+      return true;
+    }
+  }
+  sink_ = std::make_shared<QueueSink>();
+  Status st = Submit(std::move(next));
+  if (!st.ok()) {
+    completion_ = *first_;
+    completion_->finish_reason = "error";
+    completion_->error = st.error();
+    return true;
+  }
+  return false;
 }
 
 std::string Generation::FinishReason() const {

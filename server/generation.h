@@ -52,6 +52,16 @@ struct GenerationChunk {
   bool empty() const { return delta.empty() && tokens.empty(); }
 };
 
+// llama-server's reasoning budget: once the answer has spent `tokens` tokens inside a <think> block (opened by
+// the prompt or by the answer), the engine request is cancelled and continued from the tokens so far plus
+// `forced` (the thoughts end there), as llama-server forces its end-of-thinking tokens. The continuation resumes
+// from the cancelled sequence's cached state, so nothing before it is evaluated again.
+struct ReasoningBudget {
+  int32_t tokens = -1;  // -1: unrestricted
+  bool starts_in_reasoning = false;
+  std::string forced = "\n</think>\n\n";
+};
+
 class Generation {
  public:
   // `parser` may be null (text completions: everything is content).
@@ -59,6 +69,8 @@ class Generation {
              bool logprobs);
   ~Generation();
 
+  // Before Submit.
+  void SetReasoningBudget(ReasoningBudget budget);
   Status Submit(engine::GenerationRequest request);
   // Waits up to `timeout` for progress and appends it to `out`. Returns true when the generation is over.
   bool Poll(std::chrono::milliseconds timeout, GenerationChunk* out);
@@ -76,6 +88,10 @@ class Generation {
 
  private:
   void Append(const ParsedDelta& d, GenerationChunk* out);
+  void PushText(const std::string& piece, GenerationChunk* out);
+  void TrackThinking(const std::string& piece);
+  // The budget ran out and the first request is over: continue with the forced end of thinking.
+  bool ContinueAfterBudget(engine::Completion first, GenerationChunk* out);
   const Backend backend_;
   std::unique_ptr<OutputParser> parser_;
   TextStream text_;
@@ -88,6 +104,14 @@ class Generation {
   bool saw_tool_calls_ = false;
   int32_t accepted_ = 0;
   std::optional<engine::Completion> completion_;
+  // Reasoning budget.
+  ReasoningBudget budget_;
+  engine::GenerationRequest request_;       // as submitted first
+  std::vector<int32_t> ids_;                // accepted token ids
+  bool in_think_ = false, think_decided_ = false, forcing_ = false, forced_ = false;
+  int32_t think_tokens_ = 0;
+  std::string head_, tail_;                 // the answer's first bytes; its last bytes
+  std::optional<engine::Completion> first_; // the request the budget ended
 };
 
 }  // namespace rw::server

@@ -126,7 +126,8 @@ ParseResult<PreparedGeneration> Server::Impl::PrepareChat(ChatRequest& r, const 
   ChatOptions options;
   options.kwargs = config.chat_template_kwargs;
   for (auto& [k, v] : r.template_kwargs.items()) options.kwargs[k] = v;
-  if (config.reasoning_budget == 0 && !options.kwargs.contains("enable_thinking")) {
+  int32_t budget = r.reasoning_budget >= -1 ? r.reasoning_budget : config.reasoning_budget;
+  if (budget == 0 && !options.kwargs.contains("enable_thinking")) {
     options.kwargs["enable_thinking"] = false;  // llama-server: a budget of 0 ends thinking at once
   }
   nlohmann::ordered_json tools = r.tool_choice == "none" ? nlohmann::ordered_json(nullptr) : r.tools;
@@ -156,6 +157,10 @@ ParseResult<PreparedGeneration> Server::Impl::PrepareChat(ChatRequest& r, const 
     p.gen.sampling.params.grammar = grammar::AfterReasoning(p.gen.sampling.params.grammar);
   if (r.tool_choice == "required" || r.tool_choice.rfind("function:", 0) == 0) {
     if (auto e = ForceToolCalls(r, *rendered, config.sampling_defaults.grammar, &p.gen.sampling.params)) return *e;
+  }
+  if (budget > 0 && format != "none") {
+    p.reasoning_budget.tokens = budget;
+    p.reasoning_budget.starts_in_reasoning = rendered->thinking_open;
   }
   return p;
 }
@@ -217,6 +222,7 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
 
   auto st = std::make_shared<ResponseState>();
   st->gen = std::make_shared<Generation>(backend, std::move(p.parser), p.gen.stop, p.gen.logprobs);
+  st->gen->SetReasoningBudget(p.reasoning_budget);
   Status submitted = st->gen->Submit(std::move(g));
   if (!submitted.ok()) return fail(ApiError::FromError(submitted.error()));
   st->writer = std::move(p.writer);

@@ -413,6 +413,8 @@ ParseResult<ChatRequest> ParseChatImpl(const json& body, bool generation, const 
       r.reasoning_format != "auto") {
     return ApiError::BadRequest("'reasoning_format' must be none, deepseek or auto", "reasoning_format");
   }
+  RETURN_IF_ERR(GetInt32(body, "thinking_budget_tokens", -1, 1 << 30, &r.reasoning_budget));
+  RETURN_IF_ERR(GetInt32(body, "reasoning_budget_tokens", -1, 1 << 30, &r.reasoning_budget));
   if (generation) {
     RETURN_IF_ERR(ParseGeneration(body, /*chat=*/true, defaults, &r.gen));
     RETURN_IF_ERR(ParseCheckpoints(body, static_cast<int64_t>(r.messages.size()), &r.checkpoint_messages,
@@ -463,6 +465,12 @@ int JsonDepth(std::string_view s) {
 }
 
 }  // namespace
+
+std::string StringField(const json& obj, const char* key, const std::string& fallback) {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
 
 bool IsValidUtf8(std::string_view s) {
   size_t i = 0, n = s.size();

@@ -42,6 +42,7 @@ struct ChatRequest {
       nlohmann::ordered_json::object();  // chat_template_kwargs (+ top-level enable_thinking)
   bool add_generation_prompt = true;     // /apply-template only
   std::string reasoning_format;          // llama-server's per-request reasoning_format ("" = server's)
+  int32_t reasoning_budget = -2;         // reasoning_budget_tokens / thinking_budget_tokens (-2 = server's)
   GenerationParams gen;
   // `checkpoints`: message indices (ints, negative from the end) and token positions ({"position": N}).
   std::vector<int32_t> checkpoint_messages;
@@ -89,6 +90,9 @@ ParseResult<DetokenizeRequest> ParseDetokenizeRequest(const nlohmann::ordered_js
 // slot_id from the path, action from the query, body may be empty for erase.
 ParseResult<SlotActionRequest> ParseSlotAction(std::string_view slot_id, std::string_view action,
                                                std::string_view body);
+
+// obj[key] when obj is an object holding a string there, else `fallback` (never throws, unlike json::value).
+std::string StringField(const nlohmann::ordered_json& obj, const char* key, const std::string& fallback);
 
 // True if `s` is valid UTF-8 (no overlong forms, no surrogates).
 bool IsValidUtf8(std::string_view s);

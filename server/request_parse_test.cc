@@ -5,6 +5,9 @@
 #include <cmath>
 #include <random>
 
+#include "server/anthropic_convert.h"
+#include "server/responses_api.h"
+
 namespace rw::server {
 namespace {
 
@@ -265,7 +268,24 @@ TEST(RequestParse, SurvivesThousandsOfRandomAndMutatedBodies) {
       json({{"prompt", {1, 2, 3}}, {"logprobs", 3}, {"seed", -1}}).dump(),
       json({{"content", "abc"}, {"with_pieces", true}}).dump(),
       json({{"tokens", {1, 2}}}).dump(),
+      json({{"max_tokens", 5},
+            {"system", {{{"type", "text"}, {"text", "s"}, {"cache_control", {{"type", "ephemeral"}}}}}},
+            {"thinking", {{"type", "enabled"}, {"budget_tokens", 9}}},
+            {"tools", {{{"name", "f"}, {"input_schema", {{"type", "object"}}}}}},
+            {"messages",
+             {{{"role", "assistant"}, {"content", {{{"type", "tool_use"}, {"id", "t"}, {"name", "f"}, {"input", json::object()}}}}},
+              {{"role", "user"}, {"content", {{{"type", "tool_result"}, {"tool_use_id", "t"}, {"content", "r"}}}}}}}})
+          .dump(),
+      json({{"instructions", "i"},
+            {"input",
+             {{{"type", "function_call"}, {"call_id", "c"}, {"name", "f"}, {"arguments", "{}"}},
+              {{"type", "function_call_output"}, {"call_id", "c"}, {"output", "o"}},
+              {{"type", "reasoning"}, {"summary", {{{"type", "summary_text"}, {"text", "r"}}}}},
+              {{"role", "user"}, {"content", {{{"type", "input_text"}, {"text", "x"}}}}}}},
+            {"tools", {{{"type", "function"}, {"name", "f"}}}}})
+          .dump(),
   };
+  ResponseStore store;
   const std::string alphabet = "{}[]\",:0123456789-.eE truefalsnul\\u\xC3\xA9\xFF";
   int parsed_ok = 0;
   for (int i = 0; i < 4000; ++i) {
@@ -300,6 +320,8 @@ TEST(RequestParse, SurvivesThousandsOfRandomAndMutatedBodies) {
       (void)ParseCompletionRequest(*v);
       (void)ParseTokenizeRequest(*v);
       (void)ParseDetokenizeRequest(*v);
+      (void)ParseAnthropicRequest(*v, i % 2 == 0);
+      (void)ParseResponsesRequest(*v, store);
     }
     (void)ParseSlotAction(body.substr(0, i % 4), i % 2 ? "save" : "restore", body);
   }

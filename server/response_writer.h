@@ -1,6 +1,7 @@
-// The seam between the one generation runner (handlers_generate.cc: submit, poll, stream or collect, cancel on
-// hang-up, metrics) and each API's wire shapes: OpenAI chat/completions, Anthropic Messages, OpenAI Responses,
-// llama-server /completion. A writer turns generation progress into that API's SSE events or final body.
+// The seam between the one generation runner (handlers_generate.cc: submit, poll, stream or collect, cancel
+// on hang-up, metrics) and each API's wire shapes: OpenAI chat/completions, Anthropic Messages, OpenAI
+// Responses, llama-server /completion. A writer turns generation progress into that API's SSE events or final
+// body.
 #pragma once
 
 #include <nlohmann/json.hpp>

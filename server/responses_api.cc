@@ -7,6 +7,8 @@
 //   tools [{type: function, name, ...}] -> function tools; tool_choice, max_output_tokens, temperature, top_p
 //   previous_response_id               -> the stored conversation of that response, then this input
 // Answered conversations are kept in memory (ResponseStore: bounded count and age).
+#include "server/responses_api.h"
+
 #include <map>
 
 #include "server/responses.h"
@@ -19,7 +21,9 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-ApiError Bad(const std::string& message, const std::string& param) { return ApiError::BadRequest(message, param); }
+ApiError Bad(const std::string& message, const std::string& param) {
+  return ApiError::BadRequest(message, param);
+}
 
 // Text of a message item's content: a string or input_text / output_text parts.
 ParseResult<std::string> ItemText(const ojson& content, const std::string& where) {
@@ -27,7 +31,7 @@ ParseResult<std::string> ItemText(const ojson& content, const std::string& where
   if (!content.is_array()) return Bad("'" + where + "' must be a string or an array of parts", where);
   std::string out;
   for (const auto& p : content) {
-    std::string type = p.is_object() ? p.value("type", "") : "";
+    std::string type = p.is_object() ? StringField(p, "type", "") : "";
     if (type == "input_text" || type == "output_text" || type == "text") {
       if (!p.contains("text") || !p["text"].is_string()) return Bad("a text part needs 'text'", where);
       out += p["text"].get<std::string>();
@@ -39,15 +43,6 @@ ParseResult<std::string> ItemText(const ojson& content, const std::string& where
   }
   return out;
 }
-
-struct ResponsesRequest {
-  ojson messages = ojson::array();  // the conversation without instructions (what gets stored)
-  std::string instructions;
-  ojson chat_body = ojson::object();  // the chat request to validate and run
-  std::string previous_response_id;
-  bool stream = false;
-  bool store = true;
-};
 
 // Appends input items to `messages` (chat form).
 std::optional<ApiError> AppendItems(const ojson& input, ojson* messages) {
@@ -73,9 +68,9 @@ std::optional<ApiError> AppendItems(const ojson& input, ojson* messages) {
     const ojson& item = input[i];
     std::string w = "input[" + std::to_string(i) + "]";
     if (!item.is_object()) return Bad("'" + w + "' must be an object", w);
-    std::string type = item.value("type", "message");
+    std::string type = StringField(item, "type", "message");
     if (type == "message") {
-      std::string role = item.value("role", "");
+      std::string role = StringField(item, "role", "");
       if (role == "developer") role = "system";
       if (role != "user" && role != "assistant" && role != "system")
         return Bad("'" + w + ".role' must be user, assistant, system or developer", w);
@@ -114,7 +109,8 @@ std::optional<ApiError> AppendItems(const ojson& input, ojson* messages) {
       for (const char* key : {"content", "summary"}) {
         if (!item.contains(key) || !item[key].is_array()) continue;
         for (const auto& p : item[key]) {
-          if (p.is_object() && p.contains("text") && p["text"].is_string()) reasoning += p["text"].get<std::string>();
+          if (p.is_object() && p.contains("text") && p["text"].is_string())
+            reasoning += p["text"].get<std::string>();
         }
         if (!reasoning.empty()) break;
       }
@@ -126,6 +122,8 @@ std::optional<ApiError> AppendItems(const ojson& input, ojson* messages) {
   }
   return std::nullopt;
 }
+
+}  // namespace
 
 ParseResult<ResponsesRequest> ParseResponsesRequest(const ojson& body, ResponseStore& store) {
   ResponsesRequest r;
@@ -150,9 +148,10 @@ ParseResult<ResponsesRequest> ParseResponsesRequest(const ojson& body, ResponseS
   if (body.contains("tools") && body["tools"].is_array()) {
     ojson tools = ojson::array();
     for (const auto& t : body["tools"]) {
-      std::string type = t.is_object() ? t.value("type", "") : "";
-      if (type != "function") return ApiError::Unsupported("tool type '" + type + "' is not supported", "tools");
-      ojson fn = {{"name", t.value("name", "")}};
+      std::string type = t.is_object() ? StringField(t, "type", "") : "";
+      if (type != "function")
+        return ApiError::Unsupported("tool type '" + type + "' is not supported", "tools");
+      ojson fn = {{"name", StringField(t, "name", "")}};
       if (t.contains("description") && t["description"].is_string()) fn["description"] = t["description"];
       if (t.contains("parameters") && t["parameters"].is_object()) fn["parameters"] = t["parameters"];
       tools.push_back({{"type", "function"}, {"function", std::move(fn)}});
@@ -161,8 +160,8 @@ ParseResult<ResponsesRequest> ParseResponsesRequest(const ojson& body, ResponseS
   }
   if (body.contains("tool_choice")) {
     const ojson& tc = body["tool_choice"];
-    if (tc.is_object() && tc.value("type", "") == "function") {
-      c["tool_choice"] = {{"type", "function"}, {"function", {{"name", tc.value("name", "")}}}};
+    if (tc.is_object() && StringField(tc, "type", "") == "function") {
+      c["tool_choice"] = {{"type", "function"}, {"function", {{"name", StringField(tc, "name", "")}}}};
     } else {
       c["tool_choice"] = tc;
     }
@@ -178,15 +177,16 @@ ParseResult<ResponsesRequest> ParseResponsesRequest(const ojson& body, ResponseS
     c["chat_template_kwargs"]["enable_thinking"] = effort != "none" && effort != "minimal";
   }
   if (body.contains("text") && body["text"].is_object() && body["text"].contains("format") &&
-      body["text"]["format"].is_object() && body["text"]["format"].value("type", "text") != "text") {
-    return ApiError::Unsupported("text.format '" + body["text"]["format"].value("type", "") +
-                                     "' is not supported",
-                                 "text");
+      body["text"]["format"].is_object() && StringField(body["text"]["format"], "type", "text") != "text") {
+    return ApiError::Unsupported(
+        "text.format '" + StringField(body["text"]["format"], "type", "") + "' is not supported", "text");
   }
   if (body.contains("store") && body["store"].is_boolean()) r.store = body["store"].get<bool>();
-  r.stream = body.value("stream", false) == true;
+  r.stream = body.contains("stream") && body["stream"] == true;
   return r;
 }
+
+namespace {
 
 // Output items in order: reasoning, message, function calls; streamed as response.* events.
 class ResponsesWriter : public ResponseWriter {
@@ -216,11 +216,16 @@ class ResponsesWriter : public ResponseWriter {
     }
     if (!c.delta.content.empty()) {
       if (open_ != "message") {
-        out += Open("message", {{"type", "message"}, {"status", "in_progress"}, {"role", "assistant"},
-                                {"content", json::array()}}, "msg_");
-        out += Event("response.content_part.added",
-                     {{"item_id", item_id_}, {"output_index", output_index_}, {"content_index", 0},
-                      {"part", TextPart("")}});
+        out += Open("message",
+                    {{"type", "message"},
+                     {"status", "in_progress"},
+                     {"role", "assistant"},
+                     {"content", json::array()}},
+                    "msg_");
+        out += Event("response.content_part.added", {{"item_id", item_id_},
+                                                     {"output_index", output_index_},
+                                                     {"content_index", 0},
+                                                     {"part", TextPart("")}});
       }
       text_ += c.delta.content;
       out += Event("response.output_text.delta", ItemRef(0, c.delta.content));
@@ -232,8 +237,12 @@ class ResponsesWriter : public ResponseWriter {
         call_id_ = call.id.empty() ? RandomId("call_") : call.id;
         call_args_.clear();
         out += Open("function_call:" + std::to_string(call.index),
-                    {{"type", "function_call"}, {"status", "in_progress"}, {"call_id", call_id_},
-                     {"name", call.name}, {"arguments", ""}}, "fc_");
+                    {{"type", "function_call"},
+                     {"status", "in_progress"},
+                     {"call_id", call_id_},
+                     {"name", call.name},
+                     {"arguments", ""}},
+                    "fc_");
       }
       if (!call.arguments.empty()) {
         call_args_ += call.arguments;
@@ -254,7 +263,8 @@ class ResponsesWriter : public ResponseWriter {
     }
     json r = Finished(g, output_);
     std::string status = r["status"];
-    return out + Event(status == "completed" ? "response.completed" : "response.incomplete", {{"response", r}});
+    return out +
+           Event(status == "completed" ? "response.completed" : "response.incomplete", {{"response", r}});
   }
 
   json Full(const Generation& g, const GenerationChunk& total) override {
@@ -317,9 +327,10 @@ class ResponsesWriter : public ResponseWriter {
         answer["content"] = item["content"][0]["text"];
       } else if (type == "function_call") {
         if (!answer.contains("tool_calls")) answer["tool_calls"] = ojson::array();
-        answer["tool_calls"].push_back({{"id", item["call_id"]},
-                                        {"type", "function"},
-                                        {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}});
+        answer["tool_calls"].push_back(
+            {{"id", item["call_id"]},
+             {"type", "function"},
+             {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}});
       }
     }
     messages.push_back(std::move(answer));
@@ -343,11 +354,13 @@ class ResponsesWriter : public ResponseWriter {
   }
   static json CallItem(const std::string& id, const std::string& call_id, const std::string& name,
                        const std::string& args, const char* status) {
-    return {{"type", "function_call"}, {"id", id},          {"call_id", call_id},
-            {"name", name},            {"arguments", args}, {"status", status}};
+    return {{"type", "function_call"}, {"id", id},        {"call_id", call_id}, {"name", name},
+            {"arguments", args},       {"status", status}};
   }
   json ItemRef(int content_index, const std::string& delta) const {
-    return {{"item_id", item_id_}, {"output_index", output_index_}, {"content_index", content_index},
+    return {{"item_id", item_id_},
+            {"output_index", output_index_},
+            {"content_index", content_index},
             {"delta", delta}};
   }
   std::string Event(const std::string& type, json data) {
@@ -369,8 +382,10 @@ class ResponsesWriter : public ResponseWriter {
     std::string out;
     json item;
     if (open_ == "reasoning") {
-      out += Event("response.reasoning_text.done",
-                   {{"item_id", item_id_}, {"output_index", output_index_}, {"content_index", 0}, {"text", reasoning_}});
+      out += Event("response.reasoning_text.done", {{"item_id", item_id_},
+                                                    {"output_index", output_index_},
+                                                    {"content_index", 0},
+                                                    {"text", reasoning_}});
       item = ReasoningItem(item_id_, reasoning_);
       reasoning_.clear();
     } else if (open_ == "message") {

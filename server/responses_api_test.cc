@@ -56,11 +56,13 @@ TEST(ResponsesApi, ContinuesAStoredResponseWithFunctionCallOutput) {
   EXPECT_EQ(call["name"], "get_weather");
   EXPECT_EQ(json::parse(call["arguments"].get<std::string>())["city"], "Paris");
   json input = {{{"type", "function_call_output"}, {"call_id", call["call_id"]}, {"output", "sunny, 21C"}}};
-  auto second = ts.Post("/v1/responses", {{"previous_response_id", first["id"]}, {"input", input}, {"tools", tools}});
+  auto second =
+      ts.Post("/v1/responses", {{"previous_response_id", first["id"]}, {"input", input}, {"tools", tools}});
   ASSERT_EQ(second->status, 200) << second->body;
   EXPECT_EQ(json::parse(second->body)["previous_response_id"], first["id"]);
   std::string prompt;
-  for (int32_t t : ts.fake().engine.last_request().prompt) prompt += testing::FakeCodec().TokenToPiece(t, true);
+  for (int32_t t : ts.fake().engine.last_request().prompt)
+    prompt += testing::FakeCodec().TokenToPiece(t, true);
   // The stored turn (the user's input, the assistant's call) comes before the tool output.
   size_t user = prompt.find("CALL_TOOL"), result = prompt.find("sunny, 21C");
   ASSERT_NE(user, std::string::npos);
@@ -86,7 +88,8 @@ TEST(ResponsesApi, StreamsResponseEventsInOrder) {
   std::map<std::string, std::string> args;  // item id -> streamed arguments
   std::vector<std::string> done_types;
   for (const auto& e : events) {
-    if (e["type"] == "response.function_call_arguments.delta") args[e["item_id"]] += e["delta"].get<std::string>();
+    if (e["type"] == "response.function_call_arguments.delta")
+      args[e["item_id"]] += e["delta"].get<std::string>();
     if (e["type"] == "response.output_item.done") {
       done_types.push_back(e["item"]["type"]);
       if (e["item"]["type"] == "function_call") {

@@ -27,6 +27,7 @@ struct PreparedGeneration {
   GenerationParams gen;
   std::unique_ptr<OutputParser> parser;  // chat only
   std::unique_ptr<ResponseWriter> writer;
+  ReasoningBudget reasoning_budget;  // chat only
 };
 
 // Byte offsets in a rendered chat where a client asked for checkpoints (Anthropic cache_control).

@@ -121,6 +121,42 @@ TEST(ServerChat, ThinkingOffSendsNoReasoning) {
   EXPECT_EQ(j["choices"][0]["message"]["content"], "Hello from the fake engine.");
 }
 
+TEST(ServerChat, ReasoningBudgetEndsTheThoughtsAndContinuesFromThem) {
+  TestServer ts;
+  for (bool stream : {false, true}) {
+    auto r = ts.Post("/v1/chat/completions", UserChat("hi", {{"reasoning_budget_tokens", 3}, {"stream", stream}}));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    std::string reasoning, content;
+    if (stream) {
+      for (const auto& e : Events(r)) {
+        if (e["choices"].empty()) continue;
+        reasoning += e["choices"][0]["delta"].value("reasoning_content", "");
+        content += e["choices"][0]["delta"].value("content", "");
+      }
+    } else {
+      json j = json::parse(r->body);
+      reasoning = j["choices"][0]["message"]["reasoning_content"];
+      content = j["choices"][0]["message"]["content"];
+    }
+    // Three tokens of the fake's thoughts, then the forced "\n</think>" (the fake parser keeps the newline that
+    // the real one trims).
+    EXPECT_EQ(reasoning, "Let\n");
+    EXPECT_EQ(content, "Hello from the fake engine.");
+    // The continuation is the first request's prompt, the tokens so far and the end of thinking.
+    auto sent = ts.fake().engine.last_request();
+    std::string prompt;
+    for (int32_t t : sent.prompt) prompt += ts.fake().codec.TokenToPiece(t, true);
+    EXPECT_EQ(prompt.substr(prompt.size() - 22), "<think>\nLet\n</think>\n\n") << prompt;
+  }
+  // Anthropic's thinking.budget_tokens is the same budget.
+  json m = Parse(ts.Post("/v1/messages", {{"max_tokens", 100},
+                                          {"thinking", {{"type", "enabled"}, {"budget_tokens", 5}}},
+                                          {"messages", {{{"role", "user"}, {"content", "hi"}}}}}));
+  EXPECT_EQ(m["content"][0]["thinking"], "Let m\n");
+  EXPECT_EQ(m["content"][1]["text"], "Hello from the fake engine.");
+}
+
 TEST(ServerChat, ReturnsToolCallsAsOpenAIToolCalls) {
   TestServer ts;
   json tools = {

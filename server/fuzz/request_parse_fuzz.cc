@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "server/anthropic_convert.h"
 #include "server/request_parse.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -16,6 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)ParseCompletionRequest(*j);
     (void)ParseTokenizeRequest(*j);
     (void)ParseDetokenizeRequest(*j);
+    (void)ParseAnthropicRequest(*j, size % 2 == 0);
   }
   (void)ParseSlotAction(body.substr(0, size % 8), "save", body);
   (void)IsValidUtf8(body);

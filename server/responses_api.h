@@ -1,0 +1,26 @@
+// OpenAI Responses API request parsing (responses_api.cc): input items -> chat messages and a chat request
+// body.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "server/request_parse.h"
+#include "server/responses_store.h"
+
+namespace rw::server {
+
+struct ResponsesRequest {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // the conversation without instructions
+  std::string instructions;
+  nlohmann::ordered_json chat_body =
+      nlohmann::ordered_json::object();  // the chat request to validate and run
+  std::string previous_response_id;
+  bool stream = false;
+  bool store = true;
+};
+
+// Never throws; a previous_response_id missing from `store` is a 404.
+ParseResult<ResponsesRequest> ParseResponsesRequest(const nlohmann::ordered_json& body, ResponseStore& store);
+
+}  // namespace rw::server
