@@ -23,5 +23,22 @@ TEST(Golden, AllModelsMatchLlamaCppWithinTolerance) {
   }
 }
 
+// Low-bit and mixed-type files quantised by llama.cpp's llama-quantize (tests/data/golden_lowbit/README.md):
+// Q2_K and IQ2_XXS mixes and a --tensor-type mix holding every low-bit type next to Q4_K, Q8_0, BF16, F16, F32.
+TEST(Golden, LowbitAndMixedTypeModelsMatchLlamaCppWithinTolerance) {
+  ConformanceOptions opt;
+  opt.dir = std::string(REWIND_TEST_DATA) + "/golden_lowbit";
+  opt.n_threads = 2;
+  auto res = RunConformance(opt, [](const CaseResult& r) { std::printf("%s\n", FormatCase(r).c_str()); });
+  ASSERT_TRUE(res.ok()) << res.error().ToString();
+  ASSERT_EQ(res->size(), 3u);
+  for (const auto& m : *res) {
+    std::printf("%s\n", FormatModel(m).c_str());
+    EXPECT_FALSE(m.skipped) << m.model << ": " << m.skip_reason;
+    EXPECT_TRUE(m.pass) << m.model << ": " << m.why;
+    EXPECT_EQ(m.cases.size(), 5u) << m.model;
+  }
+}
+
 }  // namespace
 }  // namespace rw::model
