@@ -277,6 +277,30 @@ void DequantizeKvRow(KvType t, const void* src, float* dst, int64_t n) {
   DequantizeAvx2(t, src, dst, n / per);
 }
 
+int32_t KvRotationSize(KvType t, int32_t head_dim, bool is_k) {
+  if (KvBlockElems(t) == 1 || head_dim <= 0 || head_dim % 64 != 0) return 0;
+  if (!is_k) return 64;
+  int32_t size = 64;
+  while (head_dim % (2 * size) == 0) size *= 2;
+  return size;
+}
+
+void HadamardRotate(float* x, int64_t n, int32_t size) {
+  REWIND_CHECK(size > 0 && (size & (size - 1)) == 0 && n % size == 0);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(size));
+  for (int64_t c = 0; c < n; c += size) {
+    float* y = x + c;
+    for (int32_t j = 0; j < size; ++j) y[j] *= scale;
+    for (int32_t len = 1; len < size; len <<= 1)
+      for (int32_t i = 0; i < size; i += 2 * len)
+        for (int32_t j = i; j < i + len; ++j) {
+          const float u = y[j], v = y[j + len];
+          y[j] = u + v;
+          y[j + len] = u - v;
+        }
+  }
+}
+
 namespace ref {
 
 void DequantizeKvRow(KvType t, const void* src, float* dst, int64_t n) {

@@ -56,6 +56,18 @@ void QuantizeKvRow(KvType t, const float* src, void* dst, int64_t n);
 // dst = the floats of a row of n elements of type t. The fast path (AVX2 or F16C when the CPU has them).
 void DequantizeKvRow(KvType t, const void* src, float* dst, int64_t n);
 
+// Rotation of the quantised caches (llama.cpp v0.5.0 does it, so its quantised-KV numerics include it): when K
+// is a block type and the head dim D is a multiple of 64, every K head and every query head is multiplied by the
+// orthonormal Walsh-Hadamard matrix of size KvRotationSize (the largest power of two >= 64 dividing D, in
+// chunks of that size); when V is a block type, every V head is rotated in chunks of 64 and each attention output
+// head rotated back (the matrix is its own inverse). Scores are unchanged in exact arithmetic; the quantisation
+// error is spread evenly over a head instead of following its outliers. 0: no rotation.
+int32_t KvRotationSize(KvType t, int32_t head_dim, bool is_k);
+// x[0..n) = H·x per consecutive chunk of `size` elements (size a power of two dividing n): each element scaled
+// by 1/sqrt(size), then butterfly passes (u + v, u - v) of widths 1, 2, 4, ...: the bits of llama.cpp's
+// ggml_compute_forward_fwht (each output is one fixed sequence of additions).
+void HadamardRotate(float* x, int64_t n, int32_t size);
+
 namespace ref {
 // The scalar twin of DequantizeKvRow: the same bits, one element at a time.
 void DequantizeKvRow(KvType t, const void* src, float* dst, int64_t n);

@@ -161,5 +161,36 @@ TEST(KvQuant, RoundTripErrorIsWithinEachTypesStep) {
   }
 }
 
+TEST(KvQuant, RotationSizesFollowLlamaCpp) {
+  // K: the largest power of two >= 64 dividing the head dim; V: 64; none for F32/F16/BF16 or D % 64 != 0.
+  EXPECT_EQ(KvRotationSize(KvType::kQ8_0, 256, true), 256);
+  EXPECT_EQ(KvRotationSize(KvType::kQ8_0, 192, true), 64);
+  EXPECT_EQ(KvRotationSize(KvType::kQ4_0, 128, true), 128);
+  EXPECT_EQ(KvRotationSize(KvType::kQ4_0, 256, false), 64);
+  EXPECT_EQ(KvRotationSize(KvType::kIQ4_NL, 96, true), 0);
+  EXPECT_EQ(KvRotationSize(KvType::kF16, 256, true), 0);
+  EXPECT_EQ(KvRotationSize(KvType::kBF16, 256, false), 0);
+}
+
+TEST(KvQuant, HadamardRotationIsTheOrthonormalSylvesterMatrixAndItsOwnInverse) {
+  for (int32_t size : {64, 128, 256}) {
+    const int64_t n = 2 * size;
+    auto x = RandomRow(n, static_cast<uint32_t>(size), 2.0f);
+    std::vector<float> y = x;
+    HadamardRotate(y.data(), n, size);
+    // Sylvester H[i][j] = (-1)^popcount(i & j) / sqrt(size), per chunk, in double.
+    for (int64_t c = 0; c < n; c += size)
+      for (int32_t i = 0; i < size; ++i) {
+        double want = 0;
+        for (int32_t j = 0; j < size; ++j)
+          want += (__builtin_popcount(static_cast<unsigned>(i & j)) % 2 ? -1.0 : 1.0) * x[c + j];
+        want /= std::sqrt(static_cast<double>(size));
+        ASSERT_NEAR(y[c + i], want, 1e-5) << size << " " << c + i;
+      }
+    HadamardRotate(y.data(), n, size);
+    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], x[i], 1e-5) << size;
+  }
+}
+
 }  // namespace
 }  // namespace rw::kernels
