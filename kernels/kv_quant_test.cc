@@ -32,7 +32,8 @@ TEST(KvQuant, ParsesLlamaServerNamesAndRejectsOthersListingTheChoices) {
   EXPECT_EQ(*ParseKvType("IQ4_NL"), KvType::kIQ4_NL);
   auto bad = ParseKvType("q4_k");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("f32, f16, bf16, q8_0, q5_1, q5_0, q4_1, q4_0, iq4_nl"), std::string::npos)
+  EXPECT_NE(bad.error().message.find("f32, f16, bf16, q8_0, q5_1, q5_0, q4_1, q4_0, iq4_nl"),
+            std::string::npos)
       << bad.error().message;
   EXPECT_EQ(KvTypesName({KvType::kQ8_0, KvType::kF16}), "q8_0/f16");
   EXPECT_EQ(KvTypesName(KvType::kQ4_0), "q4_0");
@@ -40,8 +41,9 @@ TEST(KvQuant, ParsesLlamaServerNamesAndRejectsOthersListingTheChoices) {
 
 TEST(KvQuant, RowBytesAreTheGgufBlockSizes) {
   const std::pair<KvType, size_t> bytes_per_256[] = {
-      {KvType::kF32, 1024}, {KvType::kF16, 512},  {KvType::kBF16, 512}, {KvType::kQ8_0, 272},  {KvType::kQ5_1, 192},
-      {KvType::kQ5_0, 176}, {KvType::kQ4_1, 160}, {KvType::kQ4_0, 144}, {KvType::kIQ4_NL, 144}};
+      {KvType::kF32, 1024}, {KvType::kF16, 512},  {KvType::kBF16, 512},
+      {KvType::kQ8_0, 272}, {KvType::kQ5_1, 192}, {KvType::kQ5_0, 176},
+      {KvType::kQ4_1, 160}, {KvType::kQ4_0, 144}, {KvType::kIQ4_NL, 144}};
   for (auto [t, b] : bytes_per_256) {
     EXPECT_EQ(KvRowBytes(t, 256), b) << KvTypeName(t);
     EXPECT_DOUBLE_EQ(KvBytesPerElement(t), b / 256.0) << KvTypeName(t);
@@ -67,9 +69,9 @@ TEST(KvQuant, QuantisersReproduceLlamaCppReferenceBytes) {
   std::vector<float> x(static_cast<size_t>(rows) * cols);
   std::memcpy(x.data(), b.data() + at, x.size() * 4);
   at += x.size() * 4;
-  const std::pair<uint32_t, KvType> ids[] = {{1, KvType::kF16},   {30, KvType::kBF16}, {8, KvType::kQ8_0},
-                                             {7, KvType::kQ5_1},  {6, KvType::kQ5_0},  {3, KvType::kQ4_1},
-                                             {2, KvType::kQ4_0},  {20, KvType::kIQ4_NL}};
+  const std::pair<uint32_t, KvType> ids[] = {{1, KvType::kF16},  {30, KvType::kBF16},  {8, KvType::kQ8_0},
+                                             {7, KvType::kQ5_1}, {6, KvType::kQ5_0},   {3, KvType::kQ4_1},
+                                             {2, KvType::kQ4_0}, {20, KvType::kIQ4_NL}};
   int checked = 0;
   while (at < b.size()) {
     const uint32_t id = u32(), rb = u32();
@@ -95,7 +97,8 @@ TEST(KvQuant, QuantisersReproduceLlamaCppReferenceBytes) {
         float amax = 0;
         for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(src[blk * 32 + j]));
         const size_t n = amax < 1e-15f ? 2 : 18;
-        EXPECT_EQ(std::memcmp(mine.data() + blk * 18, want + blk * 18, n), 0) << "iq4_nl row " << r << " block " << blk;
+        EXPECT_EQ(std::memcmp(mine.data() + blk * 18, want + blk * 18, n), 0)
+            << "iq4_nl row " << r << " block " << blk;
       }
     }
     at += static_cast<size_t>(rows) * rb;
@@ -124,8 +127,8 @@ TEST(KvQuant, FastDequantisationGivesTheScalarTwinsBits) {
 }
 
 TEST(KvQuant, ARowIsAFunctionOfItsOwnBlocksOnly) {
-  // A K/V row of Hkv heads quantised at once equals its heads (and its 32-element blocks) quantised apart: the
-  // bytes of a position never depend on how rows were batched or on their neighbours.
+  // A K/V row of Hkv heads quantised at once equals its heads (and its 32-element blocks) quantised apart:
+  // the bytes of a position never depend on how rows were batched or on their neighbours.
   const int64_t D = 64, W = 4 * D;
   auto x = RandomRow(W, 5, 2.0f);
   for (KvType t : kAllKvTypes) {
@@ -140,9 +143,10 @@ TEST(KvQuant, RoundTripErrorIsWithinEachTypesStep) {
   const int64_t n = 1024;
   auto x = RandomRow(n, 9, 1.5f);
   // Worst |error| relative to the block's largest magnitude.
-  const std::pair<KvType, double> bound[] = {{KvType::kF32, 0},       {KvType::kF16, 1e-3},    {KvType::kBF16, 8e-3},
-                                             {KvType::kQ8_0, 1.0 / 127}, {KvType::kQ5_1, 1.0 / 31}, {KvType::kQ5_0, 0.07},
-                                             {KvType::kQ4_1, 1.0 / 15}, {KvType::kQ4_0, 0.13}, {KvType::kIQ4_NL, 0.2}};
+  const std::pair<KvType, double> bound[] = {
+      {KvType::kF32, 0},          {KvType::kF16, 1e-3},      {KvType::kBF16, 8e-3},
+      {KvType::kQ8_0, 1.0 / 127}, {KvType::kQ5_1, 1.0 / 31}, {KvType::kQ5_0, 0.07},
+      {KvType::kQ4_1, 1.0 / 15},  {KvType::kQ4_0, 0.13},     {KvType::kIQ4_NL, 0.2}};
   for (auto [t, rel] : bound) {
     std::vector<uint8_t> q(KvRowBytes(t, n));
     std::vector<float> y(n);
