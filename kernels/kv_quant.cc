@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "base/check.h"
 #include "gguf/quants.h"
@@ -25,30 +26,26 @@ constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                      1,    13,   25,  38,  53,  69,  89,  113};
 constexpr int kBlock = 32;
 
-gguf::TensorType TensorTypeOf(KvType t) {
-  switch (t) {
-    case KvType::kF32:
-      return gguf::TensorType::kF32;
-    case KvType::kF16:
-      return gguf::TensorType::kF16;
-    case KvType::kBF16:
-      return gguf::TensorType::kBF16;
-    case KvType::kQ8_0:
-      return gguf::TensorType::kQ8_0;
-    case KvType::kQ5_1:
-      return gguf::TensorType::kQ5_1;
-    case KvType::kQ5_0:
-      return gguf::TensorType::kQ5_0;
-    case KvType::kQ4_1:
-      return gguf::TensorType::kQ4_1;
-    case KvType::kQ4_0:
-      return gguf::TensorType::kQ4_0;
-    case KvType::kIQ4_NL:
-      return gguf::TensorType::kIQ4_NL;
-  }
-  REWIND_CHECK_MSG(false, "bad KV type %d", static_cast<int>(t));
-  return gguf::TensorType::kF32;
+// Name and GGUF block format of each type, indexed by the enum's value.
+struct TypeInfo {
+  KvType type;
+  const char* name;
+  gguf::TensorType tensor_type;
+};
+constexpr TypeInfo kTypes[] = {
+    {KvType::kF32, "f32", gguf::TensorType::kF32},         {KvType::kF16, "f16", gguf::TensorType::kF16},
+    {KvType::kBF16, "bf16", gguf::TensorType::kBF16},      {KvType::kQ8_0, "q8_0", gguf::TensorType::kQ8_0},
+    {KvType::kQ5_1, "q5_1", gguf::TensorType::kQ5_1},      {KvType::kQ5_0, "q5_0", gguf::TensorType::kQ5_0},
+    {KvType::kQ4_1, "q4_1", gguf::TensorType::kQ4_1},      {KvType::kQ4_0, "q4_0", gguf::TensorType::kQ4_0},
+    {KvType::kIQ4_NL, "iq4_nl", gguf::TensorType::kIQ4_NL}};
+
+const TypeInfo& Info(KvType t) {
+  const auto i = static_cast<size_t>(t);
+  REWIND_CHECK_MSG(i < std::size(kTypes) && kTypes[i].type == t, "bad KV type %d", static_cast<int>(t));
+  return kTypes[i];
 }
+
+gguf::TensorType TensorTypeOf(KvType t) { return Info(t).tensor_type; }
 
 // The table index nearest to x (ties to the upper index unless x is strictly closer to the lower), as
 // llama.cpp's best_index_int8 decides it: a bisection over the sorted table, then one comparison.
@@ -220,29 +217,7 @@ const bool kHasAvx2 = DetectAvx2();
 
 }  // namespace
 
-std::string_view KvTypeName(KvType t) {
-  switch (t) {
-    case KvType::kF32:
-      return "f32";
-    case KvType::kF16:
-      return "f16";
-    case KvType::kBF16:
-      return "bf16";
-    case KvType::kQ8_0:
-      return "q8_0";
-    case KvType::kQ5_1:
-      return "q5_1";
-    case KvType::kQ5_0:
-      return "q5_0";
-    case KvType::kQ4_1:
-      return "q4_1";
-    case KvType::kQ4_0:
-      return "q4_0";
-    case KvType::kIQ4_NL:
-      return "iq4_nl";
-  }
-  return "?";
-}
+std::string_view KvTypeName(KvType t) { return Info(t).name; }
 
 std::string KvTypesName(KvTypes t) {
   if (t.k == t.v) return std::string(KvTypeName(t.k));
