@@ -1,10 +1,11 @@
 #include "kernels/kv_quant.h"
 
+#include <immintrin.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstring>
-
-#include <immintrin.h>
+#include <iterator>
 
 #include "base/check.h"
 #include "gguf/quants.h"
@@ -21,24 +22,30 @@ struct __attribute__((packed)) BlockIq4Nl {
   uint8_t qs[16];
 };
 static_assert(sizeof(BlockIq4Nl) == 18);
-constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                     1,    13,   25,  38,  53,  69,  89,  113};
 constexpr int kBlock = 32;
 
-gguf::TensorType TensorTypeOf(KvType t) {
-  switch (t) {
-    case KvType::kF32: return gguf::TensorType::kF32;
-    case KvType::kF16: return gguf::TensorType::kF16;
-    case KvType::kBF16: return gguf::TensorType::kBF16;
-    case KvType::kQ8_0: return gguf::TensorType::kQ8_0;
-    case KvType::kQ5_1: return gguf::TensorType::kQ5_1;
-    case KvType::kQ5_0: return gguf::TensorType::kQ5_0;
-    case KvType::kQ4_1: return gguf::TensorType::kQ4_1;
-    case KvType::kQ4_0: return gguf::TensorType::kQ4_0;
-    case KvType::kIQ4_NL: return gguf::TensorType::kIQ4_NL;
-  }
-  REWIND_CHECK_MSG(false, "bad KV type %d", static_cast<int>(t));
-  return gguf::TensorType::kF32;
+// Name and GGUF block format of each type, indexed by the enum's value.
+struct TypeInfo {
+  KvType type;
+  const char* name;
+  gguf::TensorType tensor_type;
+};
+constexpr TypeInfo kTypes[] = {
+    {KvType::kF32, "f32", gguf::TensorType::kF32},         {KvType::kF16, "f16", gguf::TensorType::kF16},
+    {KvType::kBF16, "bf16", gguf::TensorType::kBF16},      {KvType::kQ8_0, "q8_0", gguf::TensorType::kQ8_0},
+    {KvType::kQ5_1, "q5_1", gguf::TensorType::kQ5_1},      {KvType::kQ5_0, "q5_0", gguf::TensorType::kQ5_0},
+    {KvType::kQ4_1, "q4_1", gguf::TensorType::kQ4_1},      {KvType::kQ4_0, "q4_0", gguf::TensorType::kQ4_0},
+    {KvType::kIQ4_NL, "iq4_nl", gguf::TensorType::kIQ4_NL}};
+
+const TypeInfo& Info(KvType t) {
+  const auto i = static_cast<size_t>(t);
+  REWIND_CHECK_MSG(i < std::size(kTypes) && kTypes[i].type == t, "bad KV type %d", static_cast<int>(t));
+  return kTypes[i];
 }
+
+gguf::TensorType TensorTypeOf(KvType t) { return Info(t).tensor_type; }
 
 // The table index nearest to x (ties to the upper index unless x is strictly closer to the lower), as
 // llama.cpp's best_index_int8 decides it: a bisection over the sorted table, then one comparison.
@@ -48,8 +55,10 @@ int NearestIq4Index(float x) {
   int lo = 0, hi = 15;
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
-    if (x < kIq4NlValues[mid]) hi = mid;
-    else lo = mid;
+    if (x < kIq4NlValues[mid])
+      hi = mid;
+    else
+      lo = mid;
   }
   return x - kIq4NlValues[hi - 1] < kIq4NlValues[hi] - x ? hi - 1 : hi;
 }
@@ -112,7 +121,8 @@ __attribute__((target("avx2"))) inline void StoreScaledMin(__m256i q, __m256 d, 
   const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
   const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
   for (int k = 0; k < 4; ++k)
-    _mm256_storeu_ps(y + 8 * k, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[k])), d), m));
+    _mm256_storeu_ps(y + 8 * k,
+                     _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[k])), d), m));
 }
 
 // The 32 nibbles of 16 bytes in element order: low nibbles (elements 0..15), then high nibbles (16..31).
@@ -135,7 +145,9 @@ __attribute__((target("avx2"))) inline __m256i FifthBits(const uint8_t* qh) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
-__attribute__((target("avx2"))) inline __m256 Scale(uint16_t h) { return _mm256_set1_ps(gguf::Fp16ToFp32(h)); }
+__attribute__((target("avx2"))) inline __m256 Scale(uint16_t h) {
+  return _mm256_set1_ps(gguf::Fp16ToFp32(h));
+}
 
 __attribute__((target("avx2"))) void DequantizeAvx2(KvType t, const void* src, float* y, int64_t nb) {
   const uint8_t* p = static_cast<const uint8_t*>(src);
@@ -191,7 +203,8 @@ __attribute__((target("avx2"))) void DequantizeAvx2(KvType t, const void* src, f
       for (; j < n; ++j) y[j] = gguf::Bf16ToFp32(h[j]);
       return;
     }
-    default: break;
+    default:
+      break;
   }
   REWIND_CHECK_MSG(false, "no AVX2 dequantisation for KV type %d", static_cast<int>(t));
 }
@@ -204,20 +217,7 @@ const bool kHasAvx2 = DetectAvx2();
 
 }  // namespace
 
-std::string_view KvTypeName(KvType t) {
-  switch (t) {
-    case KvType::kF32: return "f32";
-    case KvType::kF16: return "f16";
-    case KvType::kBF16: return "bf16";
-    case KvType::kQ8_0: return "q8_0";
-    case KvType::kQ5_1: return "q5_1";
-    case KvType::kQ5_0: return "q5_0";
-    case KvType::kQ4_1: return "q4_1";
-    case KvType::kQ4_0: return "q4_0";
-    case KvType::kIQ4_NL: return "iq4_nl";
-  }
-  return "?";
-}
+std::string_view KvTypeName(KvType t) { return Info(t).name; }
 
 std::string KvTypesName(KvTypes t) {
   if (t.k == t.v) return std::string(KvTypeName(t.k));
@@ -235,7 +235,8 @@ Expected<KvType> ParseKvType(std::string_view name) {
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (KvType t : kAllKvTypes)
     if (lower == KvTypeName(t)) return t;
-  return Error::InvalidArgument("unknown KV cache type '" + std::string(name) + "' (allowed: " + KvTypeList() + ")");
+  return Error::InvalidArgument("unknown KV cache type '" + std::string(name) +
+                                "' (allowed: " + KvTypeList() + ")");
 }
 
 int32_t KvBlockElems(KvType t) {
@@ -254,27 +255,57 @@ double KvBytesPerElement(KvType t) { return static_cast<double>(KvRowBytes(t, kB
 
 void QuantizeKvRow(KvType t, const float* src, void* dst, int64_t n) {
   switch (t) {
-    case KvType::kF16: return FloatToHalfRow(src, static_cast<uint16_t*>(dst), n);  // same bits as the scalar
+    case KvType::kF16:
+      return FloatToHalfRow(src, static_cast<uint16_t*>(dst), n);  // same bits as the scalar
     case KvType::kIQ4_NL: {
       REWIND_CHECK_MSG(n % kBlock == 0, "IQ4_NL row of %lld elements", static_cast<long long>(n));
       auto* y = static_cast<BlockIq4Nl*>(dst);
       for (int64_t i = 0; i < n / kBlock; ++i) QuantizeIq4NlBlock(src + i * kBlock, y + i);
       return;
     }
-    default: return gguf::QuantizeRow(TensorTypeOf(t), src, dst, n);
+    default:
+      return gguf::QuantizeRow(TensorTypeOf(t), src, dst, n);
   }
 }
 
 void DequantizeKvRow(KvType t, const void* src, float* dst, int64_t n) {
   switch (t) {
-    case KvType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
-    case KvType::kF16: return HalfToFloatRow(static_cast<const uint16_t*>(src), dst, n);
-    default: break;
+    case KvType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case KvType::kF16:
+      return HalfToFloatRow(static_cast<const uint16_t*>(src), dst, n);
+    default:
+      break;
   }
   if (!kHasAvx2) return ref::DequantizeKvRow(t, src, dst, n);
   const int64_t per = KvBlockElems(t);
   REWIND_CHECK_MSG(n % per == 0, "KV row of %lld elements", static_cast<long long>(n));
   DequantizeAvx2(t, src, dst, n / per);
+}
+
+int32_t KvRotationSize(KvType t, int32_t head_dim, bool is_k) {
+  if (KvBlockElems(t) == 1 || head_dim <= 0 || head_dim % 64 != 0) return 0;
+  if (!is_k) return 64;
+  int32_t size = 64;
+  while (head_dim % (2 * size) == 0) size *= 2;
+  return size;
+}
+
+void HadamardRotate(float* x, int64_t n, int32_t size) {
+  REWIND_CHECK(size > 0 && (size & (size - 1)) == 0 && n % size == 0);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(size));
+  for (int64_t c = 0; c < n; c += size) {
+    float* y = x + c;
+    for (int32_t j = 0; j < size; ++j) y[j] *= scale;
+    for (int32_t len = 1; len < size; len <<= 1)
+      for (int32_t i = 0; i < size; i += 2 * len)
+        for (int32_t j = i; j < i + len; ++j) {
+          const float u = y[j], v = y[j + len];
+          y[j] = u + v;
+          y[j + len] = u - v;
+        }
+  }
 }
 
 namespace ref {

@@ -32,7 +32,8 @@ TEST(KvQuant, ParsesLlamaServerNamesAndRejectsOthersListingTheChoices) {
   EXPECT_EQ(*ParseKvType("IQ4_NL"), KvType::kIQ4_NL);
   auto bad = ParseKvType("q4_k");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("f32, f16, bf16, q8_0, q5_1, q5_0, q4_1, q4_0, iq4_nl"), std::string::npos)
+  EXPECT_NE(bad.error().message.find("f32, f16, bf16, q8_0, q5_1, q5_0, q4_1, q4_0, iq4_nl"),
+            std::string::npos)
       << bad.error().message;
   EXPECT_EQ(KvTypesName({KvType::kQ8_0, KvType::kF16}), "q8_0/f16");
   EXPECT_EQ(KvTypesName(KvType::kQ4_0), "q4_0");
@@ -40,8 +41,9 @@ TEST(KvQuant, ParsesLlamaServerNamesAndRejectsOthersListingTheChoices) {
 
 TEST(KvQuant, RowBytesAreTheGgufBlockSizes) {
   const std::pair<KvType, size_t> bytes_per_256[] = {
-      {KvType::kF32, 1024}, {KvType::kF16, 512},  {KvType::kBF16, 512}, {KvType::kQ8_0, 272},  {KvType::kQ5_1, 192},
-      {KvType::kQ5_0, 176}, {KvType::kQ4_1, 160}, {KvType::kQ4_0, 144}, {KvType::kIQ4_NL, 144}};
+      {KvType::kF32, 1024}, {KvType::kF16, 512},  {KvType::kBF16, 512},
+      {KvType::kQ8_0, 272}, {KvType::kQ5_1, 192}, {KvType::kQ5_0, 176},
+      {KvType::kQ4_1, 160}, {KvType::kQ4_0, 144}, {KvType::kIQ4_NL, 144}};
   for (auto [t, b] : bytes_per_256) {
     EXPECT_EQ(KvRowBytes(t, 256), b) << KvTypeName(t);
     EXPECT_DOUBLE_EQ(KvBytesPerElement(t), b / 256.0) << KvTypeName(t);
@@ -67,9 +69,9 @@ TEST(KvQuant, QuantisersReproduceLlamaCppReferenceBytes) {
   std::vector<float> x(static_cast<size_t>(rows) * cols);
   std::memcpy(x.data(), b.data() + at, x.size() * 4);
   at += x.size() * 4;
-  const std::pair<uint32_t, KvType> ids[] = {{1, KvType::kF16},   {30, KvType::kBF16}, {8, KvType::kQ8_0},
-                                             {7, KvType::kQ5_1},  {6, KvType::kQ5_0},  {3, KvType::kQ4_1},
-                                             {2, KvType::kQ4_0},  {20, KvType::kIQ4_NL}};
+  const std::pair<uint32_t, KvType> ids[] = {{1, KvType::kF16},  {30, KvType::kBF16},  {8, KvType::kQ8_0},
+                                             {7, KvType::kQ5_1}, {6, KvType::kQ5_0},   {3, KvType::kQ4_1},
+                                             {2, KvType::kQ4_0}, {20, KvType::kIQ4_NL}};
   int checked = 0;
   while (at < b.size()) {
     const uint32_t id = u32(), rb = u32();
@@ -95,7 +97,8 @@ TEST(KvQuant, QuantisersReproduceLlamaCppReferenceBytes) {
         float amax = 0;
         for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(src[blk * 32 + j]));
         const size_t n = amax < 1e-15f ? 2 : 18;
-        EXPECT_EQ(std::memcmp(mine.data() + blk * 18, want + blk * 18, n), 0) << "iq4_nl row " << r << " block " << blk;
+        EXPECT_EQ(std::memcmp(mine.data() + blk * 18, want + blk * 18, n), 0)
+            << "iq4_nl row " << r << " block " << blk;
       }
     }
     at += static_cast<size_t>(rows) * rb;
@@ -124,8 +127,8 @@ TEST(KvQuant, FastDequantisationGivesTheScalarTwinsBits) {
 }
 
 TEST(KvQuant, ARowIsAFunctionOfItsOwnBlocksOnly) {
-  // A K/V row of Hkv heads quantised at once equals its heads (and its 32-element blocks) quantised apart: the
-  // bytes of a position never depend on how rows were batched or on their neighbours.
+  // A K/V row of Hkv heads quantised at once equals its heads (and its 32-element blocks) quantised apart:
+  // the bytes of a position never depend on how rows were batched or on their neighbours.
   const int64_t D = 64, W = 4 * D;
   auto x = RandomRow(W, 5, 2.0f);
   for (KvType t : kAllKvTypes) {
@@ -140,9 +143,10 @@ TEST(KvQuant, RoundTripErrorIsWithinEachTypesStep) {
   const int64_t n = 1024;
   auto x = RandomRow(n, 9, 1.5f);
   // Worst |error| relative to the block's largest magnitude.
-  const std::pair<KvType, double> bound[] = {{KvType::kF32, 0},       {KvType::kF16, 1e-3},    {KvType::kBF16, 8e-3},
-                                             {KvType::kQ8_0, 1.0 / 127}, {KvType::kQ5_1, 1.0 / 31}, {KvType::kQ5_0, 0.07},
-                                             {KvType::kQ4_1, 1.0 / 15}, {KvType::kQ4_0, 0.13}, {KvType::kIQ4_NL, 0.2}};
+  const std::pair<KvType, double> bound[] = {
+      {KvType::kF32, 0},          {KvType::kF16, 1e-3},      {KvType::kBF16, 8e-3},
+      {KvType::kQ8_0, 1.0 / 127}, {KvType::kQ5_1, 1.0 / 31}, {KvType::kQ5_0, 0.07},
+      {KvType::kQ4_1, 1.0 / 15},  {KvType::kQ4_0, 0.13},     {KvType::kIQ4_NL, 0.2}};
   for (auto [t, rel] : bound) {
     std::vector<uint8_t> q(KvRowBytes(t, n));
     std::vector<float> y(n);
@@ -158,6 +162,37 @@ TEST(KvQuant, RoundTripErrorIsWithinEachTypesStep) {
     if (t != KvType::kF32) {
       EXPECT_GT(worst, 0.0) << KvTypeName(t);
     }
+  }
+}
+
+TEST(KvQuant, RotationSizesFollowLlamaCpp) {
+  // K: the largest power of two >= 64 dividing the head dim; V: 64; none for F32/F16/BF16 or D % 64 != 0.
+  EXPECT_EQ(KvRotationSize(KvType::kQ8_0, 256, true), 256);
+  EXPECT_EQ(KvRotationSize(KvType::kQ8_0, 192, true), 64);
+  EXPECT_EQ(KvRotationSize(KvType::kQ4_0, 128, true), 128);
+  EXPECT_EQ(KvRotationSize(KvType::kQ4_0, 256, false), 64);
+  EXPECT_EQ(KvRotationSize(KvType::kIQ4_NL, 96, true), 0);
+  EXPECT_EQ(KvRotationSize(KvType::kF16, 256, true), 0);
+  EXPECT_EQ(KvRotationSize(KvType::kBF16, 256, false), 0);
+}
+
+TEST(KvQuant, HadamardRotationIsTheOrthonormalSylvesterMatrixAndItsOwnInverse) {
+  for (int32_t size : {64, 128, 256}) {
+    const int64_t n = 2 * size;
+    auto x = RandomRow(n, static_cast<uint32_t>(size), 2.0f);
+    std::vector<float> y = x;
+    HadamardRotate(y.data(), n, size);
+    // Sylvester H[i][j] = (-1)^popcount(i & j) / sqrt(size), per chunk, in double.
+    for (int64_t c = 0; c < n; c += size)
+      for (int32_t i = 0; i < size; ++i) {
+        double want = 0;
+        for (int32_t j = 0; j < size; ++j)
+          want += (__builtin_popcount(static_cast<unsigned>(i & j)) % 2 ? -1.0 : 1.0) * x[c + j];
+        want /= std::sqrt(static_cast<double>(size));
+        ASSERT_NEAR(y[c + i], want, 1e-5) << size << " " << c + i;
+      }
+    HadamardRotate(y.data(), n, size);
+    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], x[i], 1e-5) << size;
   }
 }
 

@@ -42,6 +42,10 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
   const int32_t ps = kv.page_size();
   const int32_t qm = cfg.attn_gated ? 2 : 1;  // plain attention: attn_q rows are q only
   const KvTypes types = kv.config().type;
+  // Hadamard rotation of quantised caches, as llama.cpp does it (kernels/kv_quant.h): Q and K heads when K is a
+  // block type, V heads (and back on the output) when V is.
+  const int32_t rot_k = kernels::KvRotationSize(types.k, D, true);
+  const int32_t rot_v = kernels::KvRotationSize(types.v, D, false);
   thread_local kernels::ScratchBuffer<float> qg_buf, k_buf, v_buf, q_buf, gate_buf, att_buf;
   float* qg = qg_buf.Get(static_cast<size_t>(N) * qm * QW);  // [N][Hq][q D | gate D] (plain: [N][Hq][q D])
   float* k = k_buf.Get(static_cast<size_t>(N) * KW);        // [N][Hkv·D]
@@ -74,6 +78,7 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
         if (w.q_norm != nullptr) kernels::RmsNorm(src, w.q_norm, D, cfg.eps, qh);
         else std::memcpy(qh, src, D * sizeof(float));
         if (cfg.attn_rope) rope_apply(cache.data(), cfg.n_rot, qh);
+        if (rot_k > 0) kernels::HadamardRotate(qh, D, rot_k);
         if (cfg.attn_gated) std::memcpy(gate + i * QW + h * D, src + D, D * sizeof(float));
       }
       for (int32_t j = 0; j < Hkv; ++j) {
@@ -81,6 +86,8 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
         if (w.k_norm != nullptr) kernels::RmsNorm(kj, w.k_norm, D, cfg.eps, kj);
         if (cfg.attn_rope) rope_apply(cache.data(), cfg.n_rot, kj);
       }
+      if (rot_k > 0) kernels::HadamardRotate(k + i * KW, KW, rot_k);
+      if (rot_v > 0) kernels::HadamardRotate(v + i * KW, KW, rot_v);
       const SeqRun& s = seqs[row_seq[i]];
       const int32_t page = s.pages[pos / ps];
       // Each row is quantised on its own (kernels/kv_quant.h): its bytes depend on this token only (I1).
@@ -137,6 +144,7 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
         for (int32_t h = it.h0; h < it.h1; ++h) {
           float* oh = att + static_cast<int64_t>(i) * QW + h * D;
           const float* gh = gate + static_cast<int64_t>(i) * QW + h * D;
+          if (rot_v > 0) kernels::HadamardRotate(oh, D, rot_v);  // back from the rotated V space
           kernels::MulSigmoid(oh, gh, D);
         }
     }

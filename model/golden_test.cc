@@ -14,12 +14,16 @@ TEST(Golden, AllModelsMatchLlamaCppWithinTolerance) {
   opt.n_threads = 2;
   auto res = RunConformance(opt, [](const CaseResult& r) { std::printf("%s\n", FormatCase(r).c_str()); });
   ASSERT_TRUE(res.ok()) << res.error().ToString();
-  ASSERT_EQ(res->size(), 5u);
+  // The five models with F32 references, plus tiny-qwen35-f32 with q8_0 and q4_0 KV caches (README-kv.md).
+  ASSERT_EQ(res->size(), 7u);
   for (const auto& m : *res) {
     std::printf("%s\n", FormatModel(m).c_str());
     EXPECT_FALSE(m.skipped) << m.model << ": " << m.skip_reason;
     EXPECT_TRUE(m.pass) << m.model << ": " << m.why;
     EXPECT_EQ(m.cases.size(), 8u) << m.model;
+    if (m.model.find("-kv-") != std::string::npos) {
+      EXPECT_NE(m.kv_type, "f32") << m.model << ": the reference's KV cache type was not used";
+    }
   }
 }
 
