@@ -14,7 +14,7 @@ TEST(Golden, AllModelsMatchLlamaCppWithinTolerance) {
   opt.n_threads = 2;
   auto res = RunConformance(opt, [](const CaseResult& r) { std::printf("%s\n", FormatCase(r).c_str()); });
   ASSERT_TRUE(res.ok()) << res.error().ToString();
-  ASSERT_EQ(res->size(), 5u);
+  ASSERT_EQ(res->size(), 9u);  // 5 Qwen-family models + 4 Mamba-2 hybrids (README-mamba2.md)
   for (const auto& m : *res) {
     std::printf("%s\n", FormatModel(m).c_str());
     EXPECT_FALSE(m.skipped) << m.model << ": " << m.skip_reason;
