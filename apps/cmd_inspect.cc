@@ -45,8 +45,14 @@ int InspectPreset(const std::string& name) {
   const uint64_t state = c.StateBytesPerSeq(), replay = c.ReplayBytesPerToken();
   std::printf("preset:          %s (%s; shape only, no weights)\n", name.c_str(), c.arch.c_str());
   if (c.is_mamba2()) {
-    std::printf("layers:          %lld: %lld Mamba-2, %lld attention, %lld MLP (%s)\n", (long long)c.n_layer,
-                (long long)n_rec, (long long)n_attn, (long long)(c.n_layer - n_rec - n_attn), c.layer_pattern.c_str());
+    if (c.arch == "granitehybrid") {
+      std::printf("layers:          %lld: %lld Mamba-2, %lld attention, each + SwiGLU FFN (%s)\n", (long long)c.n_layer,
+                  (long long)n_rec, (long long)n_attn, c.layer_pattern.c_str());
+    } else {
+      std::printf("layers:          %lld: %lld Mamba-2, %lld attention, %lld %s (%s)\n", (long long)c.n_layer,
+                  (long long)n_rec, (long long)n_attn, (long long)(c.n_layer - n_rec - n_attn),
+                  c.n_expert > 0 ? "MoE" : "MLP", c.layer_pattern.c_str());
+    }
     std::printf("mamba-2:         conv kernel %lld  heads %lld x %lld  groups %lld  state %lld  conv channels %lld\n",
                 (long long)c.ssm_conv, (long long)c.ssm_dt_rank, (long long)c.ssm_head_dim(), (long long)c.ssm_groups,
                 (long long)c.ssm_state, (long long)c.ssm_conv_dim());

@@ -21,7 +21,8 @@ const std::string kDraftQ8 = std::string(REWIND_TEST_DATA) + "/golden/models/tin
 
 // draft_model: the --model-draft file for a spec containing "draft" (default: the target itself).
 std::unique_ptr<Engine> MakeEngine(const std::string& spec, int draft_max, bool cache,
-                                   const std::string& draft_model = kModel, const std::string& target = kModel) {
+                                   const std::string& draft_model = kModel,
+                                   const std::string& target = kModel) {
   EngineConfig c;
   c.model_path = target;
   c.model_draft = spec.find("draft") != std::string::npos ? draft_model : "";
@@ -74,9 +75,21 @@ std::vector<std::shared_ptr<Collect>> RunAll(Engine& e) {
   return out;
 }
 
+// Every request's greedy tokens and logprobs equal the plain run's; adds up the drafted / accepted counts.
+void ExpectPlainOutput(const std::vector<std::shared_ptr<Collect>>& ref,
+                       const std::vector<std::shared_ptr<Collect>>& got, const std::string& label,
+                       int64_t* drafted, int64_t* accepted) {
+  for (size_t i = 0; i < ref.size(); ++i) {
+    EXPECT_EQ(got[i]->tokens, ref[i]->tokens) << label << " request " << i;
+    EXPECT_EQ(got[i]->logprobs, ref[i]->logprobs) << label << " request " << i;
+    *drafted += got[i]->done.drafted;
+    *accepted += got[i]->done.accepted;
+  }
+}
+
 // Greedy tokens and logprobs with speculation equal those without, for every drafter (and a combination) and
-// every draft length 1..16. The q8_0 copy of the model as a draft model agrees often but not always, so drafts
-// are partly accepted and rolled back; the random MTP head is mostly rejected.
+// every draft length 1..16. The q8_0 copy of the model as a draft model agrees often but not always, so
+// drafts are partly accepted and rolled back; the random MTP head is mostly rejected.
 TEST(DrafterEngine, EveryDrafterKeepsGreedyOutputForEveryDraftLength) {
   auto plain = MakeEngine("", 4, true);
   ASSERT_TRUE(plain);
@@ -115,19 +128,14 @@ TEST(DrafterEngine, SelfDraftingIsAlwaysAccepted) {
     ASSERT_TRUE(e);
     const auto got = RunAll(*e);
     int64_t drafted = 0, accepted = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-      EXPECT_EQ(got[i]->tokens, ref[i]->tokens) << "draft " << draft << " request " << i;
-      EXPECT_EQ(got[i]->logprobs, ref[i]->logprobs) << "draft " << draft << " request " << i;
-      drafted += got[i]->done.drafted;
-      accepted += got[i]->done.accepted;
-    }
+    ExpectPlainOutput(ref, got, "draft " + std::to_string(draft), &drafted, &accepted);
     EXPECT_GT(drafted, 0);
     EXPECT_EQ(accepted, drafted) << "draft " << draft;
   }
 }
 
-// A Mamba-2 hybrid (nemotron_h): n-gram drafts (mostly rejected: rollbacks through the Mamba-2 replay log) and
-// the model drafting for itself keep the plain greedy tokens and logprobs.
+// A Mamba-2 hybrid (nemotron_h): n-gram drafts (mostly rejected: rollbacks through the Mamba-2 replay log)
+// and the model drafting for itself keep the plain greedy tokens and logprobs.
 TEST(DrafterEngine, NemotronHKeepsGreedyOutputWithNgramAndDraftModel) {
   const std::string nemotron = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-nemotron-h-f32.gguf";
   auto plain = MakeEngine("", 4, true, nemotron, nemotron);
@@ -138,16 +146,10 @@ TEST(DrafterEngine, NemotronHKeepsGreedyOutputWithNgramAndDraftModel) {
     for (int draft : {1, 3, 8}) {
       auto e = MakeEngine(spec, draft, true, nemotron, nemotron);
       ASSERT_TRUE(e);
-      const auto got = RunAll(*e);
-      for (size_t i = 0; i < ref.size(); ++i) {
-        EXPECT_EQ(got[i]->tokens, ref[i]->tokens) << spec << " draft " << draft << " request " << i;
-        EXPECT_EQ(got[i]->logprobs, ref[i]->logprobs) << spec << " draft " << draft << " request " << i;
-        drafted += got[i]->done.drafted;
-        accepted += got[i]->done.accepted;
-      }
+      ExpectPlainOutput(ref, RunAll(*e), spec + " draft " + std::to_string(draft), &drafted, &accepted);
     }
-    std::printf("nemotron_h --spec %s: %lld drafted, %lld accepted\n", spec.c_str(), static_cast<long long>(drafted),
-                static_cast<long long>(accepted));
+    std::printf("nemotron_h --spec %s: %lld drafted, %lld accepted\n", spec.c_str(),
+                static_cast<long long>(drafted), static_cast<long long>(accepted));
     EXPECT_GT(drafted, 0) << spec;
   }
 }

@@ -43,7 +43,8 @@ void HeadRowsPortable(float* s, const float* s_in, std::span<const SsmToken> tok
 
 }  // namespace
 
-void SsmHeadSteps(float* s, std::span<const SsmToken> tokens, int32_t P, int32_t N, const float* s_in, int width) {
+void SsmHeadSteps(float* s, std::span<const SsmToken> tokens, int32_t P, int32_t N, const float* s_in,
+                  int width) {
   if (s_in == nullptr) s_in = s;
   if (tokens.empty()) {
     if (s_in != s)

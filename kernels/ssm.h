@@ -8,8 +8,8 @@
 
 namespace rw::kernels {
 
-// One token of a head: x [P], B and C [N] (the head's group), dt = softplus(dt_raw + dt_bias), dA = exp(dt·A),
-// y [P] (null: no output; the state is the same).
+// One token of a head: x [P], B and C [N] (the head's group), dt = softplus(dt_raw + dt_bias), dA =
+// exp(dt·A), y [P] (null: no output; the state is the same).
 struct SsmToken {
   const float* x = nullptr;
   const float* B = nullptr;
@@ -27,7 +27,7 @@ struct SsmToken {
 // s_in (optional): the state before the first token is read from s_in (a copy fused into the first step; may
 // equal s). width: 256 = AVX2+FMA (the caller checks the CPU, dot.h), 0 = the portable twin, -1 = best. All
 // widths give the same bits.
-void SsmHeadSteps(float* s, std::span<const SsmToken> tokens, int32_t P, int32_t N, const float* s_in = nullptr,
-                  int width = -1);
+void SsmHeadSteps(float* s, std::span<const SsmToken> tokens, int32_t P, int32_t N,
+                  const float* s_in = nullptr, int width = -1);
 
 }  // namespace rw::kernels

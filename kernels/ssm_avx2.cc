@@ -1,7 +1,7 @@
-// AVX2 version of SsmHeadSteps (kernels/ssm.h), compiled with -mavx2 -mfma -mf16c -ffp-contract=off and called
-// only after a CPU check. Per token, one pass over a state row does the update (multiply, multiply, add: the
-// portable operations) and the 8-lane FMA dot with C; Hsum is the documented lane order, the N % 8 tail is the
-// same scalar FMA chain as the portable loop, so both give the same bits.
+// AVX2 version of SsmHeadSteps (kernels/ssm.h), compiled with -mavx2 -mfma -mf16c -ffp-contract=off and
+// called only after a CPU check. Per token, one pass over a state row does the update (multiply, multiply,
+// add: the portable operations) and the 8-lane FMA dot with C; Hsum is the documented lane order, the N % 8
+// tail is the same scalar FMA chain as the portable loop, so both give the same bits.
 #include <immintrin.h>
 
 #include <cmath>
@@ -13,7 +13,8 @@
 
 namespace rw::kernels::ssm_avx2 {
 
-void HeadRows(float* s, const float* s_in, std::span<const SsmToken> tokens, int32_t p0, int32_t p1, int32_t N) {
+void HeadRows(float* s, const float* s_in, std::span<const SsmToken> tokens, int32_t p0, int32_t p1,
+              int32_t N) {
   const int32_t nv = N - N % 8;
   for (int32_t p = p0; p < p1; ++p) {
     float* row = s + static_cast<int64_t>(p) * N;

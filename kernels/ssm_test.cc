@@ -1,5 +1,7 @@
 // The Mamba-2 state update (kernels/ssm.h): AVX2 vs the portable twin bit for bit, any token split gives the
 // same bits, and both stay within float rounding of the double reference (kernels/ref/ssm_ref.h).
+#include "kernels/ssm.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 
 #include "kernels/dot.h"
 #include "kernels/ref/ssm_ref.h"
-#include "kernels/ssm.h"
 
 namespace rw::kernels {
 namespace {
@@ -85,11 +86,13 @@ TEST(Ssm, StepsStayWithinFloatRoundingOfTheDoubleReference) {
   std::vector<double> sd(r.s0.begin(), r.s0.end()), yd(P);
   double max_err = 0;
   for (int32_t t = 0; t < T; ++t) {
-    ref::SsmHeadStep(sd.data(), r.x.data() + t * P, r.B.data() + t * N, r.C.data() + t * N, r.dt[t], r.dA[t], P, N,
-                     yd.data());
-    for (int32_t p = 0; p < P; ++p) max_err = std::max(max_err, std::fabs(yd[p] - r.y[t * P + p]) / (1.0 + std::fabs(yd[p])));
+    ref::SsmHeadStep(sd.data(), r.x.data() + t * P, r.B.data() + t * N, r.C.data() + t * N, r.dt[t], r.dA[t],
+                     P, N, yd.data());
+    for (int32_t p = 0; p < P; ++p)
+      max_err = std::max(max_err, std::fabs(yd[p] - r.y[t * P + p]) / (1.0 + std::fabs(yd[p])));
   }
-  for (size_t i = 0; i < s.size(); ++i) max_err = std::max(max_err, std::fabs(sd[i] - s[i]) / (1.0 + std::fabs(sd[i])));
+  for (size_t i = 0; i < s.size(); ++i)
+    max_err = std::max(max_err, std::fabs(sd[i] - s[i]) / (1.0 + std::fabs(sd[i])));
   std::printf("max relative |fast - double reference| over %d tokens: %.3g\n", T, max_err);
   EXPECT_LT(max_err, 1e-5);
 }

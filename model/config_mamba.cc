@@ -1,8 +1,8 @@
 // Hyperparameters of the Mamba-2 hybrids, read like llama.cpp v0.5.0's llama_model_nemotron_h and
 // llama_model_granite_hybrid.
-#include <vector>
-
 #include "model/config_mamba.h"
+
+#include <vector>
 
 namespace rw::model::internal {
 namespace {
@@ -29,17 +29,20 @@ Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* out) {
   REWIND_ASSIGN_OR_RETURN(c.n_embd, ReqU32(f, Key(a, "embedding_length")));
   REWIND_ASSIGN_OR_RETURN(c.n_layer_all, ReqU32(f, Key(a, "block_count")));
   REWIND_ASSIGN_OR_RETURN(c.n_nextn, OptU32(f, Key(a, "nextn_predict_layers"), 0));
-  if (c.n_nextn > c.n_layer_all) return Error::InvalidArgument(a + ".nextn_predict_layers exceeds block_count");
+  if (c.n_nextn > c.n_layer_all)
+    return Error::InvalidArgument(a + ".nextn_predict_layers exceeds block_count");
   c.n_layer = c.n_layer_all - c.n_nextn;
-  // nemotron_h requires layer_norm_epsilon and uses layer_norm_rms_epsilon when present; granitehybrid requires
-  // layer_norm_rms_epsilon.
+  // nemotron_h requires layer_norm_epsilon and uses layer_norm_rms_epsilon when present; granitehybrid
+  // requires layer_norm_rms_epsilon.
   const bool granite = c.arch == Arch::kGraniteHybrid;
-  const std::string ln = Key(a, granite ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon");
+  const std::string ln =
+      Key(a, granite ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon");
   if (!f.Has(ln)) return Error::NotFound("required metadata key '" + ln + "' is missing");
   REWIND_ASSIGN_OR_RETURN(c.eps, f.GetF32(ln));
   REWIND_ASSIGN_OR_RETURN(c.eps, OptF32(f, Key(a, "attention.layer_norm_rms_epsilon"), c.eps));
 
-  REWIND_ASSIGN_OR_RETURN(std::vector<int32_t> heads, PerLayer(f, Key(a, "attention.head_count"), c.n_layer_all));
+  REWIND_ASSIGN_OR_RETURN(std::vector<int32_t> heads,
+                          PerLayer(f, Key(a, "attention.head_count"), c.n_layer_all));
   std::vector<int32_t> kv_heads = heads;  // default: head_count
   if (f.Has(Key(a, "attention.head_count_kv"))) {
     REWIND_ASSIGN_OR_RETURN(kv_heads, PerLayer(f, Key(a, "attention.head_count_kv"), c.n_layer_all));
@@ -63,9 +66,10 @@ Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* out) {
       c.kind_index[i] = n_ffn++;
     }
   }
-  REWIND_ASSIGN_OR_RETURN(c.n_head, Common(heads, c.kinds, LayerKind::kAttention, Key(a, "attention.head_count")));
-  REWIND_ASSIGN_OR_RETURN(c.n_head_kv,
-                          Common(kv_heads, c.kinds, LayerKind::kAttention, Key(a, "attention.head_count_kv")));
+  REWIND_ASSIGN_OR_RETURN(c.n_head,
+                          Common(heads, c.kinds, LayerKind::kAttention, Key(a, "attention.head_count")));
+  REWIND_ASSIGN_OR_RETURN(
+      c.n_head_kv, Common(kv_heads, c.kinds, LayerKind::kAttention, Key(a, "attention.head_count_kv")));
   if (granite) {
     REWIND_ASSIGN_OR_RETURN(c.n_ff, OptU32OrArr(f, Key(a, "feed_forward_length"), 0, c.n_layer_all));
   } else {
@@ -76,8 +80,8 @@ Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* out) {
     REWIND_ASSIGN_OR_RETURN(c.head_dim, OptU32(f, Key(a, "attention.key_length"), c.n_embd / c.n_head));
     REWIND_ASSIGN_OR_RETURN(int32_t value_len, OptU32(f, Key(a, "attention.value_length"), c.head_dim));
     if (value_len != c.head_dim)
-      return Error::Unsupported(a + ".attention.value_length (" + std::to_string(value_len) + ") != key_length (" +
-                                std::to_string(c.head_dim) + ")");
+      return Error::Unsupported(a + ".attention.value_length (" + std::to_string(value_len) +
+                                ") != key_length (" + std::to_string(c.head_dim) + ")");
     c.n_rot = c.head_dim - c.head_dim % 2;  // no RoPE in nemotron_h; kept valid for shared checks
     c.attn_gated = false;
     c.attn_rope = false;
@@ -105,13 +109,16 @@ Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* out) {
     REWIND_ASSIGN_OR_RETURN(c.n_expert, OptU32(f, Key(a, "expert_count"), 0));
     REWIND_ASSIGN_OR_RETURN(c.n_expert_used, OptU32OrArr(f, Key(a, "expert_used_count"), 0, c.n_layer_all));
     const int32_t def_f = c.n_expert_used > 0 ? c.n_ff / c.n_expert_used : 0;
-    REWIND_ASSIGN_OR_RETURN(c.n_ff_exp, OptU32OrArr(f, Key(a, "expert_feed_forward_length"), def_f, c.n_layer_all));
+    REWIND_ASSIGN_OR_RETURN(c.n_ff_exp,
+                            OptU32OrArr(f, Key(a, "expert_feed_forward_length"), def_f, c.n_layer_all));
     REWIND_ASSIGN_OR_RETURN(c.n_ff_shexp, OptU32(f, Key(a, "expert_shared_feed_forward_length"), 0));
-    if (const gguf::Value* v = f.Find(Key(a, "expert_weights_norm")); v != nullptr && v->type == gguf::ValueType::kBool)
+    if (const gguf::Value* v = f.Find(Key(a, "expert_weights_norm"));
+        v != nullptr && v->type == gguf::ValueType::kBool)
       c.expert_weights_norm = v->u != 0;
     REWIND_ASSIGN_OR_RETURN(c.expert_weights_scale, OptF32(f, Key(a, "expert_weights_scale"), 0.0f));
     REWIND_ASSIGN_OR_RETURN(int32_t groups, OptU32(f, Key(a, "expert_group_count"), 1));
-    if (groups > 1) return Error::Unsupported(a + ": expert groups (expert_group_count > 1) are not supported");
+    if (groups > 1)
+      return Error::Unsupported(a + ": expert groups (expert_group_count > 1) are not supported");
     if (f.Has(Key(a, "moe_latent_size")))
       return Error::Unsupported(a + ": latent MoE projections (moe_latent_size) are not supported");
   } else if (f.Has(Key(a, "expert_count"))) {

@@ -10,8 +10,9 @@
 
 namespace rw::model::internal {
 
-void RunExperts(int32_t N, int32_t K, int32_t X, int32_t E, const int32_t* sel, const float* wt, const float* t,
-                float* out, const std::function<void(int32_t, const float*, int32_t, float*)>& expert) {
+void RunExperts(int32_t N, int32_t K, int32_t X, int32_t E, const int32_t* sel, const float* wt,
+                const float* t, float* out,
+                const std::function<void(int32_t, const float*, int32_t, float*)>& expert) {
   std::vector<float> y(static_cast<size_t>(N) * K * E);  // [N][K][E] weighted expert outputs
   std::vector<float> xs, ys;
   for (int32_t e = 0; e < X; ++e) {
@@ -69,10 +70,11 @@ void SigmoidMoeForward(const ModelConfig& cfg, const FfnWeights& w, const float*
         wt[i * K + k] *= cfg.expert_weights_scale;
     }
   }
-  RunExperts(N, K, X, E, sel.data(), wt.data(), t, out, [&](int32_t e, const float* xs, int32_t n, float* ys) {
-    ReluSqrFfn(RowSlice(w.up_exps, static_cast<int64_t>(e) * F, F), RowSlice(w.down_exps, static_cast<int64_t>(e) * E, E),
-               xs, n, ys, pool);
-  });
+  RunExperts(N, K, X, E, sel.data(), wt.data(), t, out,
+             [&](int32_t e, const float* xs, int32_t n, float* ys) {
+               ReluSqrFfn(RowSlice(w.up_exps, static_cast<int64_t>(e) * F, F),
+                          RowSlice(w.down_exps, static_cast<int64_t>(e) * E, E), xs, n, ys, pool);
+             });
   std::vector<float> sh(static_cast<size_t>(N) * E);  // [N][E] shared expert
   ReluSqrFfn(w.shexp_up, w.shexp_down, t, N, sh.data(), pool);
   for (size_t i = 0; i < sh.size(); ++i) out[i] = out[i] + sh[i];

@@ -14,8 +14,9 @@ TEST(Golden, AllModelsMatchLlamaCppWithinTolerance) {
   opt.n_threads = 2;
   auto res = RunConformance(opt, [](const CaseResult& r) { std::printf("%s\n", FormatCase(r).c_str()); });
   ASSERT_TRUE(res.ok()) << res.error().ToString();
-  // The five models with F32 references, plus tiny-qwen35-f32 with q8_0 and q4_0 KV caches (README-kv.md).
-  ASSERT_EQ(res->size(), 7u);
+  // 5 Qwen-family models + 4 Mamba-2 hybrids (README-mamba2.md), plus tiny-qwen35-f32 with q8_0 and q4_0 KV
+  // caches (README-kv.md).
+  ASSERT_EQ(res->size(), 11u);
   for (const auto& m : *res) {
     std::printf("%s\n", FormatModel(m).c_str());
     EXPECT_FALSE(m.skipped) << m.model << ": " << m.skip_reason;

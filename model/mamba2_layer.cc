@@ -2,8 +2,9 @@
 //   zxBCdt = ssm_in · x;  xBC = silu(conv1d(xBC) + conv_bias);  dt = softplus(dt + dt_bias);  dA = exp(dt·A)
 //   per head h (group g = h / (H/G)), token by token:  s = s·dA + B_g ⊗ (x_h·dt);  y_h = s·C_g + D_h·x_h
 //   y = grouped RMSNorm(y · silu(z)) · ssm_norm;  out = ssm_out · y
-// The recurrence runs strictly token by token (kernels/ssm.h) in a prompt as in decoding, so a prefix computed
-// in any split gives the same bits (I1); the replay log keeps the raw xBC and dt rows (what a replay needs).
+// The recurrence runs strictly token by token (kernels/ssm.h) in a prompt as in decoding, so a prefix
+// computed in any split gives the same bits (I1); the replay log keeps the raw xBC and dt rows (what a replay
+// needs).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -22,8 +23,8 @@ using kernels::ParallelFor;
 using kernels::ScratchBuffer;
 
 void Mamba2Update(const ModelConfig& cfg, const Mamba2Weights& w, const Mamba2Inputs& in, float* conv_state,
-                  float* ssm_state, float* y, kernels::ThreadPool* pool, const float* conv_in, const float* ssm_in,
-                  int32_t out_from) {
+                  float* ssm_state, float* y, kernels::ThreadPool* pool, const float* conv_in,
+                  const float* ssm_in, int32_t out_from) {
   const int32_t T = in.T, N = cfg.ssm_state, G = cfg.ssm_group, H = cfg.ssm_heads, P = cfg.ssm_head_dim();
   const int32_t Di = cfg.ssm_inner, C = cfg.ssm_conv_dim(), Kc = cfg.ssm_conv_kernel, r = H / G;
   if (conv_in != nullptr && conv_in != conv_state)  // small: [C][Kc-1]
@@ -34,13 +35,16 @@ void Mamba2Update(const ModelConfig& cfg, const Mamba2Weights& w, const Mamba2In
     return;
   }
   thread_local ScratchBuffer<float> u_buf, dt_buf, da_buf;
-  float* u = u_buf.Get(static_cast<size_t>(T) * C);     // [T][C] conv output -> + bias -> silu: x | B | C
-  float* dt = dt_buf.Get(static_cast<size_t>(T) * H);   // [T][H] softplus(dt + dt_bias)
-  float* dA = da_buf.Get(static_cast<size_t>(T) * H);   // [T][H] exp(dt·A)
+  float* u = u_buf.Get(static_cast<size_t>(T) * C);    // [T][C] conv output -> + bias -> silu: x | B | C
+  float* dt = dt_buf.Get(static_cast<size_t>(T) * H);  // [T][H] softplus(dt + dt_bias)
+  float* dA = da_buf.Get(static_cast<size_t>(T) * H);  // [T][H] exp(dt·A)
   // Causal conv: channels are independent, tokens strictly in order.
-  ParallelFor(pool, C, [&](int64_t c0, int64_t c1) {
-    kernels::CausalConvRun(conv_state, w.conv, in.xbc, in.stride, T, c0, c1, Kc, u, C);
-  }, 64);
+  ParallelFor(
+      pool, C,
+      [&](int64_t c0, int64_t c1) {
+        kernels::CausalConvRun(conv_state, w.conv, in.xbc, in.stride, T, c0, c1, Kc, u, C);
+      },
+      64);
   ParallelFor(pool, T, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       float* row = u + t * C;
@@ -81,9 +85,9 @@ void Mamba2Update(const ModelConfig& cfg, const Mamba2Weights& w, const Mamba2In
   });
 }
 
-void Mamba2Forward(const ModelConfig& cfg, const Mamba2Weights& w, int32_t rec_index, const float* t, int32_t N,
-                   std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
-                   kernels::ThreadPool* pool) {
+void Mamba2Forward(const ModelConfig& cfg, const Mamba2Weights& w, int32_t rec_index, const float* t,
+                   int32_t N, std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay,
+                   float* out, kernels::ThreadPool* pool) {
   const int32_t H = cfg.ssm_heads, G = cfg.ssm_group, Di = cfg.ssm_inner, C = cfg.ssm_conv_dim();
   const int64_t din = 2 * static_cast<int64_t>(Di) + 2 * cfg.ssm_key_dim() + H;
   thread_local ScratchBuffer<float> in_buf, y_buf;
@@ -107,7 +111,8 @@ void Mamba2Forward(const ModelConfig& cfg, const Mamba2Weights& w, int32_t rec_i
     }
     const bool other = s.slot_in >= 0 && s.slot_in != s.slot;
     Mamba2Update(cfg, w, in, states.Conv(s.slot, rec_index), states.Delta(s.slot, rec_index),
-                 y + static_cast<int64_t>(s.row0) * Di, pool, other ? states.Conv(s.slot_in, rec_index) : nullptr,
+                 y + static_cast<int64_t>(s.row0) * Di, pool,
+                 other ? states.Conv(s.slot_in, rec_index) : nullptr,
                  other ? states.Delta(s.slot_in, rec_index) : nullptr, P);
   }
   // y · silu(z), then RMSNorm per group of Di / G channels.
@@ -117,7 +122,8 @@ void Mamba2Forward(const ModelConfig& cfg, const Mamba2Weights& w, int32_t rec_i
       float* yi = y + i * Di;
       kernels::MulSilu(yi, zx + i * din, Di);
       if (w.norm == nullptr) continue;
-      for (int32_t g = 0; g < G; ++g) kernels::RmsNorm(yi + g * gs, w.norm + g * gs, gs, cfg.eps, yi + g * gs);
+      for (int32_t g = 0; g < G; ++g)
+        kernels::RmsNorm(yi + g * gs, w.norm + g * gs, gs, cfg.eps, yi + g * gs);
     }
   });
   kernels::MatMul(w.out, y, N, out, pool);

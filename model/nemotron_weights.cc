@@ -1,6 +1,6 @@
-// Binding of one block of a Mamba-2 hybrid (llama.cpp v0.5.0 load_arch_tensors). nemotron_h: attn_norm and one
-// sub-layer, a Mamba-2 mixer, a plain attention (no gate, no q/k norm) or a ReLU² MLP. granitehybrid: attn_norm,
-// a Mamba-2 mixer or a plain attention, then ffn_norm and a dense SwiGLU FFN.
+// Binding of one block of a Mamba-2 hybrid (llama.cpp v0.5.0 load_arch_tensors). nemotron_h: attn_norm and
+// one sub-layer, a Mamba-2 mixer, a plain attention (no gate, no q/k norm) or a ReLU² MLP. granitehybrid:
+// attn_norm, a Mamba-2 mixer or a plain attention, then ffn_norm and a dense SwiGLU FFN.
 #include "model/binder.h"
 
 namespace rw::model::internal {
@@ -29,7 +29,8 @@ Status BindMamba2(const TensorBinder& b, const ModelConfig& c, Mamba2Weights* m)
 
 Status BindPlainAttention(const TensorBinder& b, const ModelConfig& c, AttnWeights* a) {
   const int64_t E = c.n_embd, D = c.head_dim, Hq = c.n_head, Hkv = c.n_head_kv;
-  if (b.Has("attn_qkv.weight")) return Unsupported(b, "attn_qkv.weight", "fused attention qkv is not supported");
+  if (b.Has("attn_qkv.weight"))
+    return Unsupported(b, "attn_qkv.weight", "fused attention qkv is not supported");
   for (const char* bias : {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias"})
     if (b.Has(bias)) return Unsupported(b, bias, "attention biases are not supported");
   REWIND_ASSIGN_OR_RETURN(a->q, b.Mat("attn_q.weight", {E, D * Hq}));
@@ -78,10 +79,14 @@ Status BindMamba2HybridBlock(const TensorBinder& b, const ModelConfig& c, int32_
     return BindFfn(b, c, &L->ffn);
   }
   switch (c.kinds[il]) {
-    case LayerKind::kMamba2: return BindMamba2(b, c, &L->mamba);
-    case LayerKind::kAttention: return BindPlainAttention(b, c, &L->attn);
-    case LayerKind::kFfn: return BindReluSqrMlp(b, c, &L->ffn);
-    case LayerKind::kGdn: break;
+    case LayerKind::kMamba2:
+      return BindMamba2(b, c, &L->mamba);
+    case LayerKind::kAttention:
+      return BindPlainAttention(b, c, &L->attn);
+    case LayerKind::kFfn:
+      return BindReluSqrMlp(b, c, &L->ffn);
+    case LayerKind::kGdn:
+      break;
   }
   return Error::Unsupported("Gated DeltaNet layers in a Mamba-2 hybrid");
 }

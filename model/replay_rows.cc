@@ -1,5 +1,5 @@
-// Replay-log rows of the recurrent layers (GDN and Mamba-2): the raw per-token inputs of a state update, in the
-// layout ReplaySeqLog documents ([token][recurrent layer][replay_row_floats]).
+// Replay-log rows of the recurrent layers (GDN and Mamba-2): the raw per-token inputs of a state update, in
+// the layout ReplaySeqLog documents ([token][recurrent layer][replay_row_floats]).
 #include <cstring>
 
 #include "kernels/alloc_tuning.h"
@@ -24,9 +24,10 @@ void RecordReplayRows(const ModelConfig& cfg, int32_t rec_index, std::span<const
     float* dst = replay->seqs[s].rows.data();
     const int32_t P = seqs[s].prefix != nullptr ? seqs[s].prefix_rows : 0;
     for (int32_t j = 0; j < P; ++j)
-      std::memcpy(dst + (j * n_rec + rec_index) * rw, seqs[s].prefix->rows.data() + (j * n_rec + rec_index) * rw,
-                  rw * sizeof(float));
-    for (int32_t j = 0; j < seqs[s].n; ++j) CopyRow(pieces, seqs[s].row0 + j, dst + ((P + j) * n_rec + rec_index) * rw);
+      std::memcpy(dst + (j * n_rec + rec_index) * rw,
+                  seqs[s].prefix->rows.data() + (j * n_rec + rec_index) * rw, rw * sizeof(float));
+    for (int32_t j = 0; j < seqs[s].n; ++j)
+      CopyRow(pieces, seqs[s].row0 + j, dst + ((P + j) * n_rec + rec_index) * rw);
   }
 }
 

@@ -1,8 +1,8 @@
 // Mamba-2 hybrid generators: llama.cpp v0.5.0 names and shapes (load_arch_tensors of nemotron_h and
 // granitehybrid), metadata as its converters write it. nemotron_h (conversion/nemotron.py): per-layer
 // head_count_kv and feed_forward_length arrays make a layer Mamba-2 (both 0), attention (only
-// feed_forward_length 0) or MLP. granitehybrid (conversion/granite.py): head_count_kv 0 = Mamba-2, a SwiGLU FFN
-// in every block, Granite's multipliers, rope.scaling.finetuned as the RoPE switch.
+// feed_forward_length 0) or MLP. granitehybrid (conversion/granite.py): head_count_kv 0 = Mamba-2, a SwiGLU
+// FFN in every block, Granite's multipliers, rope.scaling.finetuned as the RoPE switch.
 #include "modelgen/planner.h"
 
 namespace rw::modelgen {
@@ -44,7 +44,8 @@ void NemotronHMetadata(const ModelConfig& c, gguf::Writer* w) {
 void GraniteHybridMetadata(const ModelConfig& c, gguf::Writer* w) {
   const std::string a = c.arch + ".";
   std::vector<int32_t> kv;
-  for (int64_t i = 0; i < c.n_layer_all(); ++i) kv.push_back(c.IsAttention(i) ? static_cast<int32_t>(c.n_head_kv) : 0);
+  for (int64_t i = 0; i < c.n_layer_all(); ++i)
+    kv.push_back(c.IsAttention(i) ? static_cast<int32_t>(c.n_head_kv) : 0);
   w->SetU32(a + "context_length", c.n_ctx_train);
   w->SetU32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
   w->SetU32(a + "block_count", static_cast<uint32_t>(c.n_layer_all()));
@@ -104,7 +105,8 @@ std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c) {
       p.Matrix(il, "ffn_down_shexp", {Fs, E}, 0.5 * ResidualStd(Fs));
     } else {
       p.Matrix(il, "ffn_up", {E, F}, InStd(E));
-      p.Matrix(il, "ffn_down", {F, E}, 0.5 * ResidualStd(F));  // relu(N(0,1))² has E[r²] = 1.5: half the scale
+      p.Matrix(il, "ffn_down", {F, E},
+               0.5 * ResidualStd(F));  // relu(N(0,1))² has E[r²] = 1.5: half the scale
     }
     if (c.arch == "granitehybrid") {  // every block: ffn_norm + SwiGLU
       p.Gain(il, "ffn_norm", E);

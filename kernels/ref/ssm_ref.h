@@ -1,5 +1,5 @@
-// Scalar reference twin of kernels/ssm.h: the Mamba-2 state update of one head and one token in double, in the
-// spec's indexing (s[p][n]). Used only by tests (fast vs twin within tolerance).
+// Scalar reference twin of kernels/ssm.h: the Mamba-2 state update of one head and one token in double, in
+// the spec's indexing (s[p][n]). Used only by tests (fast vs twin within tolerance).
 #pragma once
 
 #include <cstdint>
