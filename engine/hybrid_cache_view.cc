@@ -26,7 +26,8 @@ std::string HybridCache::TreeJson(int32_t max_nodes) const {
       in_ram.insert(key);
       disk = on_disk.count(key) != 0;
     }
-    return json{{"id", id}, {"pos", c.pos}, {"bytes", c.bytes}, {"disk", disk}};
+    const bool remote = im.remote && static_cast<int32_t>(prefix.size()) == c.pos && im.remote->HasState(prefix);
+    return json{{"id", id}, {"pos", c.pos}, {"bytes", c.bytes}, {"disk", disk}, {"remote", remote}};
   };
 
   json nodes = json::array();
@@ -72,7 +73,8 @@ std::string HybridCache::TreeJson(int32_t max_nodes) const {
               {"disk_tier", !im.cfg.disk_dir.empty()},
               {"disk_files", stored.size()},
               {"disk_bytes", ds.stored_bytes},
-              {"disk_limit_bytes", im.cfg.disk_bytes}};
+              {"disk_limit_bytes", im.cfg.disk_bytes},
+              {"remote_tier", im.remote != nullptr}};
   return out.dump();
 }
 

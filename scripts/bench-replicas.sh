@@ -4,7 +4,7 @@
 # and what the remote tier moved: bytes per reused token and the time to fetch a checkpoint.
 #   scripts/bench-replicas.sh [--model M.gguf] [--traces DIR] [--replicas N]
 # Without --traces, the traces are made with make_traces.py (seed 1); the restart trace is left out (it needs a
-# restart command per replica).
+# restart command per replica). Replicas run with -c 65536, like scripts/replay-traces.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bench="$(cd ../shared/bench 2>/dev/null && pwd || true)"
@@ -30,7 +30,9 @@ measure='python3 '"$bench"'/replay.py --url "$REWIND_FRONT" --out "$OUT" '"$file
   for u in $REWIND_REPLICAS; do curl -s "$u/metrics"; done | awk "/^rewind_remote_(fetched_bytes|fetch_microseconds|loaded)_total /{s[\$1]+=\$2} END{for(k in s) print k, s[k]}" >"$OUT.remote"'
 run() {  # label, try-replicas flags...
   local label="$1"; shift
-  OUT="$work/$label.jsonl" deploy/try-replicas.sh "${model[@]}" "$@" --front "$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')" --run "$measure" 2>/dev/null
+  OUT="$work/$label.jsonl" deploy/try-replicas.sh "${model[@]}" "$@" --front "$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')" --run "$measure" -- -c 65536 2>/dev/null
+  # replay.py's own summary (and its error, if a request failed).
+  echo "== $label"; grep -E "processed/minimum|Error" "$work/$label.jsonl.log" | sed 's/^/   /'
 }
 run single --replicas 1 --no-remote
 run remote --replicas "$n" --round-robin

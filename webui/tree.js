@@ -131,8 +131,9 @@ function mark(cx, cy, c, fade, hl) {
   const d = `M${cx},${cy - r} L${cx + r},${cy} L${cx},${cy + r} L${cx - r},${cy} Z`;
   const grp = document.createElementNS(NS, 'g');
   if (c.disk) grp.append(s('circle', { cx, cy, r: r + 3, class: 'mark-disk', opacity: fade }));
+  if (c.remote) grp.append(s('circle', { cx, cy, r: r + 6, class: 'mark-remote', opacity: fade }));
   grp.append(s('path', { d, class: 'mark ram' + (hit ? ' hit' : ''), opacity: fade, 'data-ckpt': c.pos },
-    `checkpoint at ${fmtNum(c.pos)}: ${fmtBytes(c.bytes)} in RAM${c.disk ? ', also on disk' : ''}` +
+    `checkpoint at ${fmtNum(c.pos)}: ${fmtBytes(c.bytes)} in RAM${c.disk ? ', also on disk' : ''}${c.remote ? ', shared in the remote tier' : ''}` +
     (hit ? ' — served the selected answer' : '')));
   return grp;
 }
