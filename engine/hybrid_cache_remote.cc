@@ -1,7 +1,7 @@
 // HybridCache's remote tier (docs/replicas.md): checkpoints shared by replicas through Redis
-// (remote/remote_store.h). Writes ride on the disk tier's path (PersistCheckpoint queues a copy for each tier);
-// lookups happen on the request's thread (FetchRemote) and what they bring is imported on the engine thread by
-// Acquire, which only copies memory.
+// (remote/remote_store.h). Writes ride on the disk tier's path (PersistCheckpoint queues a copy for each
+// tier); lookups happen on the request's thread (FetchRemote) and what they bring is imported on the engine
+// thread by Acquire, which only copies memory.
 #include <algorithm>
 
 #include "base/log.h"
@@ -34,8 +34,8 @@ void HybridCache::Impl::OpenRemote() {
 
 bool HybridCache::has_remote() const { return impl_->remote != nullptr; }
 
-std::shared_ptr<const remote::RemoteFetch> HybridCache::FetchRemote(std::span<const int32_t> prompt,
-                                                                   std::span<const int32_t> checkpoint_hints) const {
+std::shared_ptr<const remote::RemoteFetch> HybridCache::FetchRemote(
+    std::span<const int32_t> prompt, std::span<const int32_t> checkpoint_hints) const {
   const Impl& im = *impl_;
   if (!im.remote || !im.cfg.use_cache || prompt.size() < 2) return nullptr;
   const int32_t n = static_cast<int32_t>(prompt.size());

@@ -1,7 +1,7 @@
-// The remote tier across replicas (docs/replicas.md), on the tiny fixture model and a real redis-server started by
-// the test: a conversation whose next turn lands on another replica resumes there from the checkpoint the first
-// replica wrote, with tokens and logprobs bit-identical to --no-cache (I1); a dead, flushed or corrupted Redis
-// only costs compute, never a wrong or failed answer.
+// The remote tier across replicas (docs/replicas.md), on the tiny fixture model and a real redis-server
+// started by the test: a conversation whose next turn lands on another replica resumes there from the
+// checkpoint the first replica wrote, with tokens and logprobs bit-identical to --no-cache (I1); a dead,
+// flushed or corrupted Redis only costs compute, never a wrong or failed answer.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -68,15 +68,8 @@ Turn NextTurn(const Turn& t1, const std::vector<int32_t>& answer, int extra, uin
   return t2;
 }
 
-#define REQUIRE_REDIS()                                                          \
-  do {                                                                           \
-    if (!remote::testing::RedisServerInstalled()) {                              \
-      GTEST_SKIP() << "redis-server is not installed (scripts/install-deps.sh)"; \
-    }                                                                            \
-  } while (0)
-
 TEST(RemoteTier, ANextTurnOnAnotherReplicaResumesThereBitForBit) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   remote::testing::RedisTestServer redis;
   auto a = Replica(redis.url());
   auto b = Replica(redis.url());
@@ -111,7 +104,7 @@ TEST(RemoteTier, ANextTurnOnAnotherReplicaResumesThereBitForBit) {
 }
 
 TEST(RemoteTier, ADeadFlushedOrCorruptRedisOnlyCostsCompute) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   remote::testing::RedisTestServer redis;
   auto a = Replica(redis.url());
   auto off = Replica("", false);

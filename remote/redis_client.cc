@@ -106,7 +106,8 @@ RedisClient::~RedisClient() = default;
 bool RedisClient::backing_off() const { return down_ && std::chrono::steady_clock::now() < retry_at_; }
 
 Status RedisClient::Gate() const {
-  if (backing_off()) return Error::Unavailable("redis at " + url_.ToString() + " is unavailable (backing off)");
+  if (backing_off())
+    return Error::Unavailable("redis at " + url_.ToString() + " is unavailable (backing off)");
   return Status::Ok();
 }
 
@@ -133,11 +134,13 @@ void RedisClient::Succeeded() {
 
 Expected<redisContext*> RedisClient::Connect(Node& node) {
   if (node.ctx) return node.ctx;
-  redisContext* ctx = redisConnectWithTimeout(node.host.c_str(), node.port, Millis(options_.connect_timeout_ms));
+  redisContext* ctx =
+      redisConnectWithTimeout(node.host.c_str(), node.port, Millis(options_.connect_timeout_ms));
   if (!ctx || ctx->err) {
     std::string why = ContextError(ctx);
     if (ctx) redisFree(ctx);
-    return Error::Unavailable("cannot connect to " + node.host + ":" + std::to_string(node.port) + ": " + why);
+    return Error::Unavailable("cannot connect to " + node.host + ":" + std::to_string(node.port) + ": " +
+                              why);
   }
   if (redisSetTimeout(ctx, Millis(options_.command_timeout_ms)) != REDIS_OK) {
     redisFree(ctx);
@@ -150,8 +153,8 @@ Expected<redisContext*> RedisClient::Connect(Node& node) {
       argv.push_back(a.data());
       lens.push_back(a.size());
     }
-    ReplyPtr r(static_cast<redisReply*>(redisCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(),
-                                                         lens.data())));
+    ReplyPtr r(static_cast<redisReply*>(
+        redisCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lens.data())));
     if (!r) return Error::Unavailable(ContextError(ctx));
     if (r->type == REDIS_REPLY_ERROR) return Error::Unavailable(args[0] + ": " + std::string(r->str, r->len));
     return Status::Ok();
@@ -196,7 +199,8 @@ Status RedisClient::LoadSlots(redisContext* ctx) {
       node->port = port;
     }
     long long lo = range->element[0]->integer, hi = range->element[1]->integer;
-    for (long long s = std::max(0LL, lo); s <= std::min<long long>(kSlots - 1, hi); ++s) slots_[s] = node.get();
+    for (long long s = std::max(0LL, lo); s <= std::min<long long>(kSlots - 1, hi); ++s)
+      slots_[s] = node.get();
   }
   return Status::Ok();
 }
@@ -257,11 +261,21 @@ Expected<std::vector<RedisClient::Reply>> RedisClient::RunOn(Node& node, std::sp
     if (asking && i % 2 == 0) continue;  // the ASKING acknowledgements
     Reply reply;
     switch (r->type) {
-      case REDIS_REPLY_STRING: reply.type = Reply::kString; break;
-      case REDIS_REPLY_INTEGER: reply.type = Reply::kInteger; break;
-      case REDIS_REPLY_STATUS: reply.type = Reply::kStatus; break;
-      case REDIS_REPLY_ERROR: reply.type = Reply::kError; break;
-      default: reply.type = Reply::kNil; break;
+      case REDIS_REPLY_STRING:
+        reply.type = Reply::kString;
+        break;
+      case REDIS_REPLY_INTEGER:
+        reply.type = Reply::kInteger;
+        break;
+      case REDIS_REPLY_STATUS:
+        reply.type = Reply::kStatus;
+        break;
+      case REDIS_REPLY_ERROR:
+        reply.type = Reply::kError;
+        break;
+      default:
+        reply.type = Reply::kNil;
+        break;
     }
     if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STATUS) {
       reply.str.assign(r->str, r->len);
@@ -277,7 +291,8 @@ Expected<std::vector<RedisClient::Reply>> RedisClient::RunOn(Node& node, std::sp
   return out;
 }
 
-Expected<std::vector<RedisClient::Reply>> RedisClient::Run(std::string_view key, std::span<const Argv> commands) {
+Expected<std::vector<RedisClient::Reply>> RedisClient::Run(std::string_view key,
+                                                           std::span<const Argv> commands) {
   REWIND_RETURN_IF_ERROR(Gate());
   auto node = NodeFor(key);
   if (!node.ok()) return Fail(node.error()).error();
@@ -333,7 +348,8 @@ Expected<std::vector<RedisReply>> RedisClient::Pipeline(std::span<const std::vec
   for (auto& [node, idx] : groups) {
     std::vector<Argv> cmds;
     for (size_t i : idx) cmds.emplace_back(commands[i].begin(), commands[i].end());
-    // Keys of one group share a node, not necessarily a slot; a MOVED for any of them re-runs the group there.
+    // Keys of one group share a node, not necessarily a slot; a MOVED for any of them re-runs the group
+    // there.
     REWIND_ASSIGN_OR_RETURN(auto replies, Run(commands[idx[0]][1], cmds));
     for (size_t j = 0; j < idx.size(); ++j) {
       Reply& r = replies[j];

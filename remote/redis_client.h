@@ -2,10 +2,11 @@
 // It knows only what the remote cache tier needs: GET (one or many keys, pipelined), SET with an optional
 // expiry, EXISTS, DEL and PING, each on one key, so every command stays inside one cluster hash slot.
 //
-// Faults are values: a refused connection, a timeout, an error reply or a torn connection comes back as an Error
-// and the connection is dropped and re-opened by the next call. After a failure the client stops touching the
-// network for a back-off period (100 ms doubling to 30 s) and answers Unavailable at once, so a dead or slow
-// server costs its callers nothing; the first failure of an incident and the recovery are logged once each.
+// Faults are values: a refused connection, a timeout, an error reply or a torn connection comes back as an
+// Error and the connection is dropped and re-opened by the next call. After a failure the client stops
+// touching the network for a back-off period (100 ms doubling to 30 s) and answers Unavailable at once, so a
+// dead or slow server costs its callers nothing; the first failure of an incident and the recovery are logged
+// once each.
 //
 // Not thread-safe: one caller at a time (the remote tier drives it from its own worker thread).
 #pragma once
@@ -50,8 +51,8 @@ int KeySlot(std::string_view key);
 struct RedisReply {
   enum Type { kNil, kString, kInteger, kStatus, kError };
   Type type = kNil;
-  std::string str;       // kString, kStatus, kError
-  long long integer = 0; // kInteger
+  std::string str;        // kString, kStatus, kError
+  long long integer = 0;  // kInteger
 };
 
 class RedisClient {
@@ -65,8 +66,8 @@ class RedisClient {
   Expected<std::optional<std::string>> Get(std::string_view key);
   // One GET per key, pipelined per node. Fails as a whole on a connection error.
   Expected<std::vector<std::optional<std::string>>> MultiGet(std::span<const std::string> keys);
-  // Single-key commands (command[1] is the key), pipelined per node, replies in order. A key whose slot moved is
-  // retried alone on its new node. Fails as a whole on a connection error.
+  // Single-key commands (command[1] is the key), pipelined per node, replies in order. A key whose slot moved
+  // is retried alone on its new node. Fails as a whole on a connection error.
   Expected<std::vector<RedisReply>> Pipeline(std::span<const std::vector<std::string>> commands);
   // ttl_s > 0 sets an expiry in seconds.
   Status Put(std::string_view key, std::string_view value, int64_t ttl_s = 0);

@@ -14,23 +14,9 @@ namespace {
 
 using testing::RedisTestServer;
 
-#define REQUIRE_REDIS()                                                                        \
-  do {                                                                                         \
-    if (!testing::RedisServerInstalled()) {                                                    \
-      GTEST_SKIP() << "redis-server is not installed (scripts/install-deps.sh)";               \
-    }                                                                                          \
-  } while (0)
-
-RedisOptions FastOptions() {
-  RedisOptions o;
-  o.connect_timeout_ms = 200;
-  o.command_timeout_ms = 500;
-  o.backoff_min_ms = 50;
-  o.backoff_max_ms = 200;
-  return o;
+RedisClient ClientFor(const std::string& url) {
+  return RedisClient(ParseRedisUrl(url).value(), testing::FastOptions());
 }
-
-RedisClient ClientFor(const std::string& url) { return RedisClient(ParseRedisUrl(url).value(), FastOptions()); }
 
 void WaitBackoff() { std::this_thread::sleep_for(std::chrono::milliseconds(250)); }
 
@@ -49,7 +35,8 @@ TEST(RedisUrl, ParsesHostPortDatabaseAndPassword) {
 }
 
 TEST(RedisUrl, RejectsMalformedUrls) {
-  for (const char* bad : {"http://x:1", "redis://", "redis://h:99999", "redis://h:12ab", "redis://h:1/x", "h:1"}) {
+  for (const char* bad :
+       {"http://x:1", "redis://", "redis://h:99999", "redis://h:12ab", "redis://h:1/x", "h:1"}) {
     EXPECT_FALSE(ParseRedisUrl(bad).ok()) << bad;
   }
 }
@@ -62,7 +49,7 @@ TEST(KeySlot, UsesTheHashTagOnly) {
 }
 
 TEST(RedisClient, StoresBinaryValuesAndDeletesThem) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   ASSERT_TRUE(server.running());
   RedisClient c = ClientFor(server.url());
@@ -80,7 +67,7 @@ TEST(RedisClient, StoresBinaryValuesAndDeletesThem) {
 }
 
 TEST(RedisClient, PipelinedMultiGetKeepsTheOrderAndReportsMissingKeys) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   RedisClient c = ClientFor(server.url());
   std::vector<std::string> keys;
@@ -102,20 +89,22 @@ TEST(RedisClient, PipelinedMultiGetKeepsTheOrderAndReportsMissingKeys) {
 }
 
 TEST(RedisClient, ExpirySetsATimeToLive) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   RedisClient c = ClientFor(server.url());
   ASSERT_TRUE(c.Put("ttl", "x", 100).ok());
   ASSERT_TRUE(c.Put("no-ttl", "x").ok());
   // TTL answers -1 for a key without expiry and the seconds left for one with: check through redis-cli.
-  EXPECT_EQ(std::system(("test \"$(redis-cli -p " + std::to_string(server.port()) + " ttl ttl)\" -gt 90").c_str()),
-            0);
-  EXPECT_EQ(std::system(("test \"$(redis-cli -p " + std::to_string(server.port()) + " ttl no-ttl)\" = -1").c_str()),
-            0);
+  EXPECT_EQ(
+      std::system(("test \"$(redis-cli -p " + std::to_string(server.port()) + " ttl ttl)\" -gt 90").c_str()),
+      0);
+  EXPECT_EQ(
+      std::system(("test \"$(redis-cli -p " + std::to_string(server.port()) + " ttl no-ttl)\" = -1").c_str()),
+      0);
 }
 
 TEST(RedisClient, SelectsTheDatabaseOfTheUrl) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   RedisClient db0 = ClientFor(server.url());
   RedisClient db2 = ClientFor(server.url() + "/2");
@@ -125,7 +114,7 @@ TEST(RedisClient, SelectsTheDatabaseOfTheUrl) {
 }
 
 TEST(RedisClient, ADeadServerIsAnErrorThenBackOffThenRecovery) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   server.Stop();
   RedisClient c = ClientFor(server.url());
@@ -144,7 +133,7 @@ TEST(RedisClient, ADeadServerIsAnErrorThenBackOffThenRecovery) {
 }
 
 TEST(RedisClient, ARestartedServerIsReconnectedAndItsLostKeysAreMisses) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   RedisClient c = ClientFor(server.url());
   ASSERT_TRUE(c.Put("k", "v").ok());
@@ -160,7 +149,7 @@ TEST(RedisClient, ARestartedServerIsReconnectedAndItsLostKeysAreMisses) {
 }
 
 TEST(RedisClient, AFullServerRefusesWritesWithoutBackingOff) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server({"--maxmemory", "2mb", "--maxmemory-policy", "noeviction"});
   RedisClient c = ClientFor(server.url());
   std::string big(256 << 10, 'x');
@@ -173,7 +162,7 @@ TEST(RedisClient, AFullServerRefusesWritesWithoutBackingOff) {
 }
 
 TEST(RedisClient, AHungServerTimesOut) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   RedisClient c = ClientFor(server.url());
   ASSERT_TRUE(c.Put("k", "v").ok());
@@ -203,8 +192,8 @@ class RedisCluster {
     create += " --cluster-replicas 0 --cluster-yes >/dev/null 2>&1";
     ok = std::system(create.c_str()) == 0;
     for (int i = 0; ok && i < 200; ++i) {
-      std::string check = "redis-cli -p " + std::to_string(nodes[0]->port()) +
-                          " cluster info | grep -q cluster_state:ok";
+      std::string check =
+          "redis-cli -p " + std::to_string(nodes[0]->port()) + " cluster info | grep -q cluster_state:ok";
       if (std::system(check.c_str()) == 0) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -215,7 +204,7 @@ class RedisCluster {
 };
 
 TEST(RedisClient, WorksAgainstARedisClusterWithKeysOnEveryNode) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisCluster cluster;
   ASSERT_TRUE(cluster.ok) << "could not form a 3-node cluster";
   RedisClient c = ClientFor(cluster.nodes[1]->url());  // any node is a seed
@@ -230,8 +219,8 @@ TEST(RedisClient, WorksAgainstARedisClusterWithKeysOnEveryNode) {
   for (int i = 0; i < 60; ++i) EXPECT_EQ((*got)[i].value_or(""), "v" + std::to_string(i));
   // Our slot function agrees with the cluster's, and every node holds some keys.
   for (int i = 0; i < 60; i += 7) {
-    std::string cmd = "test \"$(redis-cli -p " + std::to_string(cluster.nodes[0]->port()) + " cluster keyslot " +
-                      keys[i] + ")\" = " + std::to_string(KeySlot(keys[i]));
+    std::string cmd = "test \"$(redis-cli -p " + std::to_string(cluster.nodes[0]->port()) +
+                      " cluster keyslot " + keys[i] + ")\" = " + std::to_string(KeySlot(keys[i]));
     EXPECT_EQ(std::system(cmd.c_str()), 0) << keys[i];
   }
   for (auto& n : cluster.nodes) {

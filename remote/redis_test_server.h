@@ -1,11 +1,11 @@
-// Test helper: a real redis-server on a free loopback port in a temporary folder, started and stopped by the test.
-// Tests that need it skip (and say why) where redis-server is not installed.
+// Test helper: a real redis-server on a free loopback port in a temporary folder, started and stopped by the
+// test. Tests that need it skip (and say why) where redis-server is not installed.
 #pragma once
 
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,9 +15,29 @@
 #include <thread>
 #include <vector>
 
+#include "remote/redis_client.h"
+
 namespace rw::remote::testing {
 
 inline bool RedisServerInstalled() { return std::system("command -v redis-server >/dev/null 2>&1") == 0; }
+
+// Skips the calling test, saying why, where redis-server is not installed.
+#define REWIND_REQUIRE_REDIS()                                                   \
+  do {                                                                           \
+    if (!::rw::remote::testing::RedisServerInstalled()) {                        \
+      GTEST_SKIP() << "redis-server is not installed (scripts/install-deps.sh)"; \
+    }                                                                            \
+  } while (0)
+
+// Short timeouts and back-off, so fault tests run in milliseconds.
+inline RedisOptions FastOptions() {
+  RedisOptions o;
+  o.connect_timeout_ms = 200;
+  o.command_timeout_ms = 500;
+  o.backoff_min_ms = 50;
+  o.backoff_max_ms = 100;
+  return o;
+}
 
 inline int FreeLoopbackPort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -60,9 +80,19 @@ class RedisTestServer {
     if (pid_ > 0) return true;
     pid_ = fork();
     if (pid_ == 0) {
-      std::vector<std::string> args = {"redis-server", "--port",   std::to_string(port_), "--bind", "127.0.0.1",
-                                       "--dir",        dir_,       "--save",              "",       "--appendonly",
-                                       "no",           "--logfile", dir_ + "/redis.log"};
+      std::vector<std::string> args = {"redis-server",
+                                       "--port",
+                                       std::to_string(port_),
+                                       "--bind",
+                                       "127.0.0.1",
+                                       "--dir",
+                                       dir_,
+                                       "--save",
+                                       "",
+                                       "--appendonly",
+                                       "no",
+                                       "--logfile",
+                                       dir_ + "/redis.log"};
       args.insert(args.end(), extra_.begin(), extra_.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
@@ -84,8 +114,12 @@ class RedisTestServer {
     pid_ = -1;
   }
   // A stopped process: connections are accepted by the kernel but nothing is answered (a hung server).
-  void Pause() { if (pid_ > 0) kill(pid_, SIGSTOP); }
-  void Resume() { if (pid_ > 0) kill(pid_, SIGCONT); }
+  void Pause() {
+    if (pid_ > 0) kill(pid_, SIGSTOP);
+  }
+  void Resume() {
+    if (pid_ > 0) kill(pid_, SIGCONT);
+  }
   // redis-cli against this server; returns its exit status.
   int Cli(const std::string& args) const {
     return std::system(("redis-cli -p " + std::to_string(port_) + " " + args + " >/dev/null 2>&1").c_str());

@@ -57,7 +57,8 @@ std::vector<int32_t> RemoteStore::PageEnds(int32_t end) const {
   return ends;
 }
 
-std::vector<uint64_t> RemoteStore::Chains(std::span<const int32_t> tokens, std::span<const int32_t> ends) const {
+std::vector<uint64_t> RemoteStore::Chains(std::span<const int32_t> tokens,
+                                          std::span<const int32_t> ends) const {
   std::vector<uint64_t> out;
   uint64_t h = cfg_.identity;
   int32_t at = 0;
@@ -71,7 +72,8 @@ std::vector<uint64_t> RemoteStore::Chains(std::span<const int32_t> tokens, std::
 
 bool RemoteStore::HasState(std::span<const int32_t> prefix) const {
   if (prefix.empty()) return false;
-  const std::string key = Key(memory::StateKey(static_cast<int32_t>(prefix.size()), HashTokens(prefix, cfg_.identity)));
+  const std::string key =
+      Key(memory::StateKey(static_cast<int32_t>(prefix.size()), HashTokens(prefix, cfg_.identity)));
   std::lock_guard<std::mutex> lock(mu_);
   return known_.count(key) > 0;
 }
@@ -122,7 +124,8 @@ void RemoteStore::Process(Job& job) {
   };
   // Pages another replica wrote already are not sent again (their expiry is renewed instead).
   std::vector<Command> probes;
-  for (const auto& [e, rows] : put.pages) probes.push_back({"EXISTS", Key(memory::PageKey(e, chains[index_of(e)]))});
+  for (const auto& [e, rows] : put.pages)
+    probes.push_back({"EXISTS", Key(memory::PageKey(e, chains[index_of(e)]))});
   std::vector<Command> writes;
   int64_t sent = 0;
   auto probed = probes.empty() ? Expected<std::vector<RedisReply>>(std::vector<RedisReply>{})
@@ -150,12 +153,12 @@ void RemoteStore::Process(Job& job) {
     // The state goes last: a replica that finds it finds its pages (unless Redis evicted one: then a miss).
     const int32_t first = first_of(end);
     const std::string_view part = put.state;
-    writes.push_back(SetCommand(Key(memory::StateKey(end, chains.back())),
-                                memory::EncodeBlob(cfg_.identity, memory::BlobKind::kState, first,
-                                                   tokens.subspan(static_cast<size_t>(first)),
-                                                   ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity,
-                                                   {&part, 1}),
-                                cfg_.ttl_s));
+    writes.push_back(
+        SetCommand(Key(memory::StateKey(end, chains.back())),
+                   memory::EncodeBlob(cfg_.identity, memory::BlobKind::kState, first,
+                                      tokens.subspan(static_cast<size_t>(first)),
+                                      ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity, {&part, 1}),
+                   cfg_.ttl_s));
     sent += static_cast<int64_t>(writes.back()[2].size());
     auto replies = writer_client_.Pipeline(writes);
     if (!replies.ok()) {
@@ -175,7 +178,8 @@ void RemoteStore::Process(Job& job) {
   for (const auto& [e, rows] : put.pages) known_.erase(Key(memory::PageKey(e, chains[index_of(e)])));
   known_.erase(Key(memory::StateKey(end, chains.back())));
   if (IsPowerOfTwo(++stats_.write_errors))
-    LOG_WARN("remote cache %s: checkpoint at %d not written: %s", url_.c_str(), end, st.error().ToString().c_str());
+    LOG_WARN("remote cache %s: checkpoint at %d not written: %s", url_.c_str(), end,
+             st.error().ToString().c_str());
 }
 
 void RemoteStore::WriterLoop() {
@@ -210,8 +214,8 @@ RemoteStats RemoteStore::Stats() const {
   return stats_;
 }
 
-RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const int32_t> candidates, int32_t after,
-                               int32_t first_page) {
+RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const int32_t> candidates,
+                               int32_t after, int32_t first_page) {
   const auto t0 = std::chrono::steady_clock::now();
   RemoteFetch out;
   std::vector<int32_t> cands;
@@ -244,7 +248,8 @@ RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const 
   }
   std::lock_guard<std::mutex> read_lock(read_mu_);
   std::vector<Command> probes;
-  for (size_t i = 0; i < cands.size(); ++i) probes.push_back({"EXISTS", Key(memory::StateKey(cands[i], chains[i]))});
+  for (size_t i = 0; i < cands.size(); ++i)
+    probes.push_back({"EXISTS", Key(memory::StateKey(cands[i], chains[i]))});
   auto found = reader_.Pipeline(probes);
   if (!found.ok()) {
     out.error = true;
@@ -255,7 +260,8 @@ RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const 
     const int32_t end = cands[ci];
     const std::vector<int32_t> ends = PageEnds(end);
     const std::vector<uint64_t> page_chains = Chains(prompt.subspan(0, static_cast<size_t>(end)), ends);
-    const size_t from = static_cast<size_t>(std::clamp<int32_t>(first_page, 0, static_cast<int32_t>(ends.size())));
+    const size_t from =
+        static_cast<size_t>(std::clamp<int32_t>(first_page, 0, static_cast<int32_t>(ends.size())));
     std::vector<std::string> keys{Key(memory::StateKey(end, chains[ci]))};
     for (size_t i = from; i < ends.size(); ++i) keys.push_back(Key(memory::PageKey(ends[i], page_chains[i])));
     auto values = reader_.MultiGet(keys);
@@ -301,7 +307,8 @@ RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const 
     out.pages.assign(std::make_move_iterator(payloads.begin() + 1), std::make_move_iterator(payloads.end()));
     {
       std::lock_guard<std::mutex> lock(mu_);  // seen: this replica need not send these pages again
-      for (size_t i = from; i < ends.size(); ++i) known_.insert(Key(memory::PageKey(ends[i], page_chains[i])));
+      for (size_t i = from; i < ends.size(); ++i)
+        known_.insert(Key(memory::PageKey(ends[i], page_chains[i])));
     }
     return finish(true);
   }

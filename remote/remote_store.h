@@ -1,17 +1,19 @@
-// The remote cache tier (docs/replicas.md): checkpoints shared by every replica serving the same model file and
-// build, in Redis (a single server or a Cluster). It is a backend of the content-addressed store's format
-// (memory/store_format.h): the same values under the same keys (attention pages named by the chained hash of the
-// token prefix they end, recurrent states by their exact prefix), with everything that decides the bits mixed
-// into every key (the store identity: model fingerprint, KV type, page size, format, kernel bit generation).
+// The remote cache tier (docs/replicas.md): checkpoints shared by every replica serving the same model file
+// and build, in Redis (a single server or a Cluster). It is a backend of the content-addressed store's format
+// (memory/store_format.h): the same values under the same keys (attention pages named by the chained hash of
+// the token prefix they end, recurrent states by their exact prefix), with everything that decides the bits
+// mixed into every key (the store identity: model fingerprint, KV type, page size, format, kernel bit
+// generation).
 //
-// Unlike the disk tier it keeps no index: several replicas write to it at once, so a lookup asks Redis whether a
-// state exists at each candidate position (one pipelined round trip) and fetches the deepest one with its pages
-// (a second one). Values are checked like the disk tier's; one that fails its check is deleted, never used.
+// Unlike the disk tier it keeps no index: several replicas write to it at once, so a lookup asks Redis
+// whether a state exists at each candidate position (one pipelined round trip) and fetches the deepest one
+// with its pages (a second one). Values are checked like the disk tier's; one that fails its check is
+// deleted, never used.
 //
 // Writes go through a bounded queue to a writer thread (bytes and values in flight are bounded); the engine
 // never waits for them. Lookups are blocking network calls: the engine makes them on the request's own thread
-// before the request is queued (engine/engine_impl.cc), never on the engine thread. Every failure is a miss: the
-// request is then computed, with identical results.
+// before the request is queued (engine/engine_impl.cc), never on the engine thread. Every failure is a miss:
+// the request is then computed, with identical results.
 #pragma once
 
 #include <condition_variable>
@@ -32,22 +34,22 @@
 namespace rw::remote {
 
 struct RemoteStoreConfig {
-  uint64_t identity = 0;                     // memory::StoreIdentity(...)
+  uint64_t identity = 0;  // memory::StoreIdentity(...)
   int32_t page_tokens = 32;
-  int64_t ttl_s = 0;                         // expiry of written values (0: none; Redis' maxmemory policy evicts)
+  int64_t ttl_s = 0;  // expiry of written values (0: none; Redis' maxmemory policy evicts)
   int64_t queue_bytes = int64_t{256} << 20;  // bound on bytes waiting for the writer (beyond: not written)
   std::string key_prefix = "rewind:";        // namespace inside a shared Redis
 };
 
 // What a lookup brought back: the state after prompt[0, end) and the pages [first_page, ceil(end / P)).
 struct RemoteFetch {
-  int32_t end = 0;                  // 0: nothing usable
+  int32_t end = 0;  // 0: nothing usable
   int32_t first_page = 0;
-  std::string state;                // the recurrent state's bytes
-  std::vector<std::string> pages;   // each [attention layer][K | V][rows of the page][row bytes]
-  int64_t bytes = 0;                // fetched from Redis (all values read)
-  double seconds = 0;               // lookup + fetch time
-  bool error = false;               // Redis failed (down, slow, refused): the lookup counted as an error
+  std::string state;               // the recurrent state's bytes
+  std::vector<std::string> pages;  // each [attention layer][K | V][rows of the page][row bytes]
+  int64_t bytes = 0;               // fetched from Redis (all values read)
+  double seconds = 0;              // lookup + fetch time
+  bool error = false;              // Redis failed (down, slow, refused): the lookup counted as an error
 };
 
 struct RemoteStats {
@@ -73,8 +75,8 @@ class RemoteStore {
   // Queues a checkpoint (the same value the disk tier takes); false (counted) when the queue is full.
   bool Enqueue(memory::StorePut put);
 
-  // The deepest state among `candidates` (positions in (after, prompt.size())) that Redis holds, with the pages
-  // from first_page on. Blocking: call off the engine thread. Thread-safe.
+  // The deepest state among `candidates` (positions in (after, prompt.size())) that Redis holds, with the
+  // pages from first_page on. Blocking: call off the engine thread. Thread-safe.
   RemoteFetch Fetch(std::span<const int32_t> prompt, std::span<const int32_t> candidates, int32_t after,
                     int32_t first_page);
 
@@ -96,7 +98,7 @@ class RemoteStore {
 
   RemoteStoreConfig cfg_;
   std::string url_;
-  RedisClient reader_;  // guarded by read_mu_
+  RedisClient reader_;         // guarded by read_mu_
   RedisClient writer_client_;  // the writer thread's
   std::mutex read_mu_;
 

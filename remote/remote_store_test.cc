@@ -25,17 +25,8 @@ RemoteStoreConfig Config(uint64_t identity = memory::StoreIdentity(42, "f16")) {
   return c;
 }
 
-RedisOptions Fast() {
-  RedisOptions o;
-  o.connect_timeout_ms = 200;
-  o.command_timeout_ms = 500;
-  o.backoff_min_ms = 50;
-  o.backoff_max_ms = 100;
-  return o;
-}
-
 std::unique_ptr<RemoteStore> OpenStore(const std::string& url, RemoteStoreConfig c = Config()) {
-  auto s = RemoteStore::Open(ParseRedisUrl(url).value(), c, Fast());
+  auto s = RemoteStore::Open(ParseRedisUrl(url).value(), c, testing::FastOptions());
   EXPECT_TRUE(s.ok());
   return std::move(s).value();
 }
@@ -55,15 +46,8 @@ std::vector<int32_t> Tokens(int n, int seed = 1) {
   return t;
 }
 
-#define REQUIRE_REDIS()                                                              \
-  do {                                                                               \
-    if (!testing::RedisServerInstalled()) {                                          \
-      GTEST_SKIP() << "redis-server is not installed (scripts/install-deps.sh)";     \
-    }                                                                                \
-  } while (0)
-
 TEST(RemoteStore, AnotherReplicaFetchesTheDeepestStateWithItsPages) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   auto a = OpenStore(server.url());
   auto b = OpenStore(server.url());
@@ -92,7 +76,7 @@ TEST(RemoteStore, AnotherReplicaFetchesTheDeepestStateWithItsPages) {
 }
 
 TEST(RemoteStore, ADifferentIdentityNeverSharesValues) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   auto a = OpenStore(server.url());
   auto other_build = OpenStore(server.url(), Config(memory::StoreIdentity(43, "f16")));
@@ -105,7 +89,7 @@ TEST(RemoteStore, ADifferentIdentityNeverSharesValues) {
 }
 
 TEST(RemoteStore, ACorruptValueIsDeletedAndNeverUsed) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   auto a = OpenStore(server.url());
   std::vector<int32_t> t = Tokens(20);
@@ -113,8 +97,9 @@ TEST(RemoteStore, ACorruptValueIsDeletedAndNeverUsed) {
   ASSERT_TRUE(a->Enqueue(Put(t, 10, *a)));
   a->Flush();
   // Flip one byte of the deeper state's value (a torn or foreign write).
-  RedisClient raw(ParseRedisUrl(server.url()).value(), Fast());
-  const std::string key = "rewind:" + memory::StateKey(10, HashTokens(std::span(t).subspan(0, 10), Config().identity));
+  RedisClient raw(ParseRedisUrl(server.url()).value(), testing::FastOptions());
+  const std::string key =
+      "rewind:" + memory::StateKey(10, HashTokens(std::span(t).subspan(0, 10), Config().identity));
   auto v = raw.Get(key);
   ASSERT_TRUE(v.ok() && v->has_value());
   std::string bad = **v;
@@ -128,20 +113,22 @@ TEST(RemoteStore, ACorruptValueIsDeletedAndNeverUsed) {
 }
 
 TEST(RemoteStore, StoredBytesGrowLinearlyWithAConversation) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   auto a = OpenStore(server.url());
   std::vector<int32_t> t = Tokens(400);
   for (int32_t end = 20; end <= 400; end += 20) ASSERT_TRUE(a->Enqueue(Put(t, end, *a)));
   a->Flush();
   // Every page once (100 full pages + a partial one per non-aligned checkpoint: none here) and 20 states.
-  RedisClient raw(ParseRedisUrl(server.url()).value(), Fast());
-  EXPECT_EQ(std::system(("test \"$(redis-cli -p " + std::to_string(server.port()) + " dbsize)\" = 120").c_str()), 0);
+  RedisClient raw(ParseRedisUrl(server.url()).value(), testing::FastOptions());
+  EXPECT_EQ(
+      std::system(("test \"$(redis-cli -p " + std::to_string(server.port()) + " dbsize)\" = 120").c_str()),
+      0);
   EXPECT_EQ(a->Stats().written, 20u);
 }
 
 TEST(RemoteStore, ADeadRedisIsAMissAndWritesNeverBlock) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   server.Stop();
   auto a = OpenStore(server.url());
@@ -164,7 +151,7 @@ TEST(RemoteStore, ADeadRedisIsAMissAndWritesNeverBlock) {
 }
 
 TEST(RemoteStore, AFlushedRedisIsAMiss) {
-  REQUIRE_REDIS();
+  REWIND_REQUIRE_REDIS();
   RedisTestServer server;
   auto a = OpenStore(server.url());
   std::vector<int32_t> t = Tokens(20);
