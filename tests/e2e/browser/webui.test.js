@@ -111,6 +111,9 @@ test('chat streams, regenerates into a branch, and the memory view shows the tre
     try {
       const { page, errors } = await openPage(browser, srv.base + '/', { width: 1400, height: 900 });
       await page.waitForSelector('#server-status.ok', { timeout: 30000 });
+      // The model's name comes from /v1/models, which may answer after /health on a loaded machine.
+      await page.waitForFunction(() => /rewind-demo/.test(document.querySelector('#model-info')?.textContent ?? ''),
+        { timeout: 30000 });
       assert.match(await page.$eval('#model-info', e => e.textContent), /rewind-demo/);
 
       await page.type('#input', 'Tell me about prefix caches.');
