@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Try-out of a scaled-out rewind on loopback ports: Redis, N replicas sharing checkpoints through it, and haproxy
 # in front (deploy/haproxy.cfg). No containers; Ctrl-C stops everything.
-#   deploy/try-replicas.sh [--model M.gguf] [--replicas N] [--round-robin] [--no-remote] [--front PORT]
-#                          [--run CMD] [-- extra serve flags]
-# --replicas N (default 3); --round-robin turns affinity off (the worst case for caching); --no-remote runs the
+#   deploy/try-replicas.sh [--model M.gguf] [--replicas N] [--round-robin | --random] [--no-remote]
+#                          [--front PORT] [--run CMD] [-- extra serve flags]
+# --replicas N (default 3); --round-robin or --random turn affinity off (the worst case for caching; a client that
+# sends a fixed number of requests per turn can fall into step with round-robin, --random cannot); --no-remote runs the
 # replicas without Redis; --run CMD runs CMD once everything is up (REWIND_FRONT = the proxy's URL,
 # REWIND_REPLICAS = the replicas' URLs), then stops everything and exits with CMD's status.
 set -euo pipefail
@@ -14,6 +15,7 @@ while (($#)); do
     --model|-m) model="$2"; shift 2 ;;
     --replicas) n="$2"; shift 2 ;;
     --round-robin) balance="balance roundrobin"; shift ;;
+    --random) balance="balance random"; shift ;;
     --front) front="$2"; shift 2 ;;
     --no-remote) remote=0; shift ;;
     --run) run="$2"; shift 2 ;;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Replicas behind a round-robin proxy (affinity off: the worst case), with and without the remote tier, against
+# Replicas behind a proxy that spreads requests at random (affinity off: the worst case), with and without the remote tier, against
 # one replica: the public replay traces (../shared/bench) through each setup, Σprocessed/Σminimum side by side,
 # and what the remote tier moved: bytes per reused token and the time to fetch a checkpoint.
 #   scripts/bench-replicas.sh [--model M.gguf] [--traces DIR] [--replicas N]
@@ -35,8 +35,10 @@ run() {  # label, try-replicas flags...
   echo "== $label"; grep -E "processed/minimum|Error" "$work/$label.jsonl.log" | sed 's/^/   /'
 }
 run single --replicas 1 --no-remote
-run remote --replicas "$n" --round-robin
-run noremote --replicas "$n" --round-robin --no-remote
+# Random, not round-robin: replay.py sends 3 requests per turn (/apply-template, /tokenize, the chat), which
+# round-robin over 3 replicas would send to the same replica every time.
+run remote --replicas "$n" --random
+run noremote --replicas "$n" --random --no-remote
 python3 - "$work" <<'PY'
 import json, sys, os
 work = sys.argv[1]
@@ -54,7 +56,7 @@ def load(label):
     return proc, mini, reused, rows, remote
 res = {l: load(l) for l in ('single', 'remote', 'noremote')}
 print(f"{'setup':<34} {'requests':>8} {'processed':>10} {'minimum':>9} {'ratio':>7}")
-names = {'single': '1 replica', 'remote': 'replicas, round-robin, remote tier', 'noremote': 'replicas, round-robin, no remote'}
+names = {'single': '1 replica', 'remote': 'replicas, random, remote tier', 'noremote': 'replicas, random, no remote'}
 for l, (proc, mini, reused, rows, _) in res.items():
     print(f"{names[l]:<34} {len(rows):>8} {proc:>10} {mini:>9} {proc / max(mini, 1):>7.3f}")
 r1 = res['single'][0] / max(res['single'][1], 1)
