@@ -235,17 +235,7 @@ RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const 
     return out;
   };
   if (cands.empty()) return finish(false);
-  // c(n) for every candidate, ascending.
-  std::vector<uint64_t> chains;
-  {
-    uint64_t h = cfg_.identity;
-    int32_t at = 0;
-    for (int32_t c : cands) {
-      h = HashTokens(prompt.subspan(static_cast<size_t>(at), static_cast<size_t>(c - at)), h);
-      at = c;
-      chains.push_back(h);
-    }
-  }
+  const std::vector<uint64_t> chains = Chains(prompt, cands);  // c(n) of every candidate, ascending
   std::lock_guard<std::mutex> read_lock(read_mu_);
   std::vector<Command> probes;
   for (size_t i = 0; i < cands.size(); ++i)
