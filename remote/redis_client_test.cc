@@ -191,10 +191,15 @@ class RedisCluster {
     for (auto& n : nodes) create += " 127.0.0.1:" + std::to_string(n->port());
     create += " --cluster-replicas 0 --cluster-yes >/dev/null 2>&1";
     ok = std::system(create.c_str()) == 0;
-    for (int i = 0; ok && i < 200; ++i) {
-      std::string check =
-          "redis-cli -p " + std::to_string(nodes[0]->port()) + " cluster info | grep -q cluster_state:ok";
-      if (std::system(check.c_str()) == 0) return;
+    // Every node must see the cluster as up (the state spreads over the cluster bus node by node).
+    for (int i = 0; ok && i < 400; ++i) {
+      bool all = true;
+      for (auto& n : nodes) {
+        std::string check =
+            "redis-cli -p " + std::to_string(n->port()) + " cluster info | grep -q cluster_state:ok";
+        all = all && std::system(check.c_str()) == 0;
+      }
+      if (all) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ok = false;
