@@ -8,20 +8,15 @@
 #include <thread>
 
 #include "engine/collect_sink.h"
+#include "engine/tiny_fixture.h"
 #include "engine/engine_config.h"
 #include "remote/redis_test_server.h"
 
 namespace rw::engine {
 namespace {
 
-const std::string kModel = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-f32.gguf";
-
-std::vector<int32_t> Prompt(int n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> p(static_cast<size_t>(n));
-  for (auto& t : p) t = static_cast<int32_t>(rng() % 3900);
-  return p;
-}
+const std::string& kModel = testing::kTinyModel;
+constexpr auto Prompt = testing::RandomPrompt;
 
 std::unique_ptr<Engine> Replica(const std::string& remote, bool cache = true) {
   EngineConfig c;

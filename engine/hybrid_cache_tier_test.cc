@@ -11,6 +11,7 @@
 
 #include "base/file.h"
 #include "engine/collect_sink.h"
+#include "engine/tiny_fixture.h"
 #include "engine/engine_config.h"
 #include "engine/hybrid_cache.h"
 #include "engine/hybrid_cache_impl.h"
@@ -24,14 +25,8 @@ class HybridCacheTestPeer {
 
 namespace {
 
-const std::string kModel = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-f32.gguf";
-
-std::vector<int32_t> Prompt(int n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> p(static_cast<size_t>(n));
-  for (auto& t : p) t = static_cast<int32_t>(rng() % 3900);
-  return p;
-}
+const std::string& kModel = testing::kTinyModel;
+constexpr auto Prompt = testing::RandomPrompt;
 
 std::vector<int32_t> Concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
