@@ -53,8 +53,11 @@ cfg = open('deploy/haproxy.cfg').read()
 open(out, 'w').write(cfg.replace('@FRONT@', front).replace('@BALANCE@', balance).replace('@SERVERS@\n', servers))
 PY
 haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 & pids+=($!)
+i=0
 for u in "${urls[@]}"; do
-  for _ in $(seq 1200); do curl -sf "$u/health" >/dev/null && break; sleep 0.5; done
+  i=$((i + 1)) up=0
+  for _ in $(seq 1200); do curl -sf "$u/health" >/dev/null && { up=1; break; }; sleep 0.5; done
+  ((up)) || { echo "replica r$i ($u) did not come up: $(tail -3 "$work/r$i.log")" >&2; exit 1; }
 done
 for _ in $(seq 100); do curl -sf "$front_url/health" >/dev/null && break; sleep 0.1; done
 echo "redis 127.0.0.1:$redis_port; replicas ${urls[*]}; proxy $front_url ($balance); logs in $work" >&2

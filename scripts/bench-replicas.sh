@@ -28,7 +28,8 @@ fi
 files=$(ls "$traces"/*.json | grep -v restart | tr '\n' ' ')
 # One run: replay every trace through the proxy, then sum the remote tier's counters over the replicas.
 measure='python3 '"$bench"'/replay.py --url "$REWIND_FRONT" --out "$OUT" '"$files"' >"$OUT.log" 2>&1;
-  for u in $REWIND_REPLICAS; do curl -s "$u/metrics"; done | awk "/^rewind_remote_(fetched_bytes|fetch_microseconds|loaded)_total /{s[\$1]+=\$2} END{for(k in s) print k, s[k]}" >"$OUT.remote"'
+  for u in $REWIND_REPLICAS; do curl -s "$u/metrics"; done | awk "/^rewind_remote_(fetched_bytes|fetch_microseconds|loaded|waits|waits_served)_total /{s[\$1]+=\$2} END{for(k in s) print k, s[k]}" >"$OUT.remote";
+  for u in $REWIND_REPLICAS; do curl -s "$u/metrics" | awk "/^rewind_requests_total /{printf \"%d \", \$2}"; done >"$OUT.spread"'
 run() {  # label, try-replicas flags...
   local label="$1"; shift
   [[ " $only " == *" $label "* ]] || return 0
@@ -61,7 +62,10 @@ res = {l: load(l) for l in ('single', 'remote', 'noremote')}
 print(f"{'setup':<34} {'requests':>8} {'processed':>10} {'minimum':>9} {'ratio':>7}")
 names = {'single': '1 replica', 'remote': 'replicas, random, remote tier', 'noremote': 'replicas, random, no remote'}
 for l, (proc, mini, reused, rows, _) in res.items():
-    print(f"{names[l]:<34} {len(rows):>8} {proc:>10} {mini:>9} {proc / max(mini, 1):>7.3f}")
+    p = os.path.join(work, l + '.jsonl.spread')
+    spread = open(p).read().split() if os.path.exists(p) else []
+    print(f"{names[l]:<34} {len(rows):>8} {proc:>10} {mini:>9} {proc / max(mini, 1):>7.3f}"
+          + (f"   requests per replica: {' '.join(spread)}" if len(spread) > 1 else ""))
 r1 = res['single'][0] / max(res['single'][1], 1)
 rr = res['remote'][0] / max(res['remote'][1], 1)
 if res['single'][3] and res['remote'][3]:
@@ -72,7 +76,9 @@ fetched = rem.get('rewind_remote_fetched_bytes_total', 0)
 us = rem.get('rewind_remote_fetch_microseconds_total', 0)
 reused = res['remote'][2]
 print(f"remote: {int(loaded)} checkpoints loaded, {fetched / 2**20:.1f} MiB fetched, "
-      f"{fetched / max(reused, 1):.0f} bytes per reused token, {us / 1e3 / max(loaded, 1):.1f} ms of lookup+fetch per load")
+      f"{fetched / max(reused, 1):.0f} bytes per reused token, {us / 1e3 / max(loaded, 1):.1f} ms of lookup+fetch per load; "
+      f"{int(rem.get('rewind_remote_waits_total', 0))} lookups waited for an announced state, "
+      f"{int(rem.get('rewind_remote_waits_served_total', 0))} got it")
 rows = res['noremote'][3]
 pps = sorted(1e3 * r['ttft_s'] / r['processed'] for r in rows if (r.get('processed') or 0) >= 256)
 if pps:
