@@ -10,7 +10,9 @@
 #include <sstream>
 #include <thread>
 
+#include "base/cache_root.h"
 #include "base/file.h"
+#include "base/hex.h"
 #include "base/log.h"
 #include "base/timer.h"
 #include "tokenizer/tokenizer.h"
@@ -35,17 +37,11 @@ int64_t AvailableMemoryBytes() {
   return int64_t{4} << 30;
 }
 
-// "auto": a per-model folder under $XDG_CACHE_HOME/rewind (else ~/.cache/rewind), so a restarted server finds
+// "auto": a per-model folder under CacheRoot() (~/.cache/rewind), so a restarted server finds
 // its cache again and different models never share files.
 std::string ResolveCacheDir(const std::string& dir, uint64_t fingerprint) {
   if (dir != "auto") return dir;
-  std::string root;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) root = std::string(x) + "/rewind";
-  else if (const char* h = std::getenv("HOME"); h && *h) root = std::string(h) + "/.cache/rewind";
-  else root = "/tmp/rewind-cache";
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fingerprint));
-  return root + "/prompt-cache/" + hex;
+  return CacheRoot() + "/prompt-cache/" + HexU64(fingerprint);
 }
 
 std::string BaseName(const std::string& path) {
