@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "base/cache_root.h"
+#include "base/cpu_features.h"
 #include "base/file.h"
 #include "base/hex.h"
 #include "base/log.h"
@@ -135,9 +136,10 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   e->slot_infos_.resize(config.n_parallel);
   for (int32_t i = 0; i < config.n_parallel; ++i) e->slot_infos_[i] = {i, false, n_ctx, 0, 0};
   e->thread_ = std::thread([raw = e.get()] { raw->Loop(); });
-  LOG_INFO("engine: %s, ctx %d, %d slots, %d threads, kv %s, cache %s (budget %" PRId64 " MiB, disk %s)",
-           e->info_.model_name.c_str(), n_ctx, config.n_parallel, lo.n_threads, kernels::KvTypesName(hc.kv_type).c_str(),
-           config.cache ? "on" : "off", hc.budget_bytes >> 20,
+  LOG_INFO("engine: %s, ctx %d, %d slots, %d threads, %s kernels, kv %s, cache %s (budget %" PRId64
+           " MiB, disk %s)",
+           e->info_.model_name.c_str(), n_ctx, config.n_parallel, lo.n_threads, CpuLevelName(),
+           kernels::KvTypesName(hc.kv_type).c_str(), config.cache ? "on" : "off", hc.budget_bytes >> 20,
            hc.disk_dir.empty() ? "off" : hc.disk_dir.c_str());
   return e;
 }

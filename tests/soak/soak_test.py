@@ -364,9 +364,12 @@ def main():
     status, c = request(server.port, "GET", "/cache")
     print(f"restart: {from_disk} of {len(prompts)} prompts resumed from the disk tier; "
           f"disk_files_loaded {c.get('disk_files_loaded')}, disk_states {c.get('disk_states')}, "
+          f"disk_bytes {c.get('disk_bytes')}, "
           f"disk_write_errors {c.get('disk_write_errors')}")
     if from_disk == 0:
         failures.append("the restarted server served nothing from its disk cache")
+    if c.get("disk_bytes", 0) > 4 << 20:
+        failures.append(f"the disk tier holds {c.get('disk_bytes')} bytes, over --cache-disk 4 (MiB)")
     if c.get("disk_write_errors"):
         failures.append(f"disk write errors: {c.get('disk_write_errors')}")
 
