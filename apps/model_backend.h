@@ -1,6 +1,6 @@
 // `rewind serve` wiring: a real engine, the GGUF's tokenizer and chat template behind the server's interfaces
-// (server/backend.h). It lives in apps/ so that the server library needs engine/engine.h only, never the engine,
-// model, tokenizer, chat or modelgen libraries.
+// (server/backend.h). It lives in apps/ so that the server library needs the engine's interface (engine/engine.h)
+// and grammar/ only, never the engine, model, tokenizer, chat or modelgen libraries.
 #pragma once
 
 #include <memory>
