@@ -13,11 +13,11 @@
 #include "apps/command.h"
 #include "apps/kv_flags.h"
 #include "apps/llama_flags.h"
+#include "apps/model_backend.h"
 #include "apps/sampling_flags.h"
 #include "base/flags.h"
 #include "base/log.h"
 #include "engine/engine_config.h"
-#include "server/model_backend.h"
 #include "server/server.h"
 
 namespace rw::apps {
@@ -166,13 +166,13 @@ int Serve(int argc, char** argv) {
   std::thread http_thread([&] { http.Run(); });
 
   std::atomic<bool> load_failed{false};
-  server::LoadedModel model;
+  LoadedModel model;
   std::thread loader([&] {
     if (demo) {
       LOG_INFO(
           "no -m given: serving the built-in demo model (tiny, random weights: for trying the API, its "
           "answers are gibberish)");
-      auto path = server::DemoModelPath(ec.cache_dir == "auto" ? "" : ec.cache_dir);
+      auto path = DemoModelPath(ec.cache_dir == "auto" ? "" : ec.cache_dir);
       if (!path.ok()) {
         LOG_ERROR("demo model: %s", path.error().ToString().c_str());
         http.SetLoadFailed(path.error().message);
@@ -187,7 +187,7 @@ int Serve(int argc, char** argv) {
              ec.n_parallel, kv_types.ok() ? kernels::KvTypesName(*kv_types).c_str() : "?", ec.cache ? "on" : "off",
              ec.spec.empty() ? "" : ", spec ",
              ec.spec.c_str());
-    auto loaded = server::LoadModel(ec, chat_template_file);
+    auto loaded = LoadModel(ec, chat_template_file);
     if (!loaded.ok()) {
       LOG_ERROR("cannot load %s: %s", ec.model_path.c_str(), loaded.error().ToString().c_str());
       http.SetLoadFailed(loaded.error().message);
@@ -205,7 +205,7 @@ int Serve(int argc, char** argv) {
     LOG_INFO(
         "loaded %s as '%s': vocab %d, context %d per slot (trained %d), %d slots, resident memory %.1f MiB",
         info.model_path.c_str(), sc.model_name.c_str(), info.n_vocab, info.n_ctx, info.n_ctx_train,
-        info.n_parallel, server::ResidentBytes() / 1048576.0);
+        info.n_parallel, ResidentBytes() / 1048576.0);
     http.SetBackend(model.backend());
     LOG_INFO("ready: http://%s:%d/v1/chat/completions", sc.host.c_str(), *bound);
   });

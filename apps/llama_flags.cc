@@ -90,13 +90,12 @@ const std::vector<NoEffect>& NoEffectFlags() {
       {{"--reasoning-preserve"}, false, "the chat template decides which reasoning is kept"},
       {{"--reasoning-budget-message"}, true, "the budget ends the thoughts with the end tag alone"},
       {{"--reasoning-effort"}, true, "use --reasoning on|off"},
-      {{"--webui", "--ui"}, false, "rewind has no web UI"},
-      {{"--ui-config", "--webui-config"}, true, "rewind has no web UI"},
-      {{"--ui-config-file", "--webui-config-file"}, true, "rewind has no web UI"},
-      {{"--ui-mcp-proxy", "--webui-mcp-proxy"}, false, "rewind has no web UI"},
-      {{"--mcp-servers-config"}, true, "rewind has no web UI"},
-      {{"--mcp-servers-json"}, true, "rewind has no web UI"},
-      {{"--tools"}, true, "rewind has no web UI"},
+      {{"--ui-config", "--webui-config"}, true, "the built-in web page has no such settings"},
+      {{"--ui-config-file", "--webui-config-file"}, true, "the built-in web page has no such settings"},
+      {{"--ui-mcp-proxy", "--webui-mcp-proxy"}, false, "the built-in web page has no such settings"},
+      {{"--mcp-servers-config"}, true, "the built-in web page has no such settings"},
+      {{"--mcp-servers-json"}, true, "the built-in web page has no such settings"},
+      {{"--tools"}, true, "the built-in web page has no such settings"},
       {{"--path"}, true, "no static files are served"},
       {{"--api-prefix"}, true, "endpoints are served at their usual paths"},
       {{"--cors-origins"}, true, "every origin may call (CORS headers are always sent)"},
@@ -163,14 +162,14 @@ std::string Display(const std::vector<const char*>& spellings) {
 
 void LlamaServerFlags::Declare(FlagSet& flags) {
   for (const auto& a : kAliases) flags.Alias(a.spelling, a.name);
-  flags.Alias("-tb", "threads-batch");
   flags.Add("threads-batch", 0, &threads_batch_,
             "llama-server: threads for prompt processing; rewind uses --threads for both (0 = same)");
-  flags.Alias("-ub", "ubatch-size");
+  flags.Alias("-tb", "threads-batch");  // after the flag, so that its help lists the alias
   flags.Add(
       "ubatch-size", 0, &ubatch_,
       "llama-server: physical batch; rewind's forward batch is --batch-size, which this sets when -b is "
       "not given (0 = unset)");
+  flags.Alias("-ub", "ubatch-size");
   flags.Add("predict", 'n', &n_predict_,
             "default max tokens per answer when a request gives none (-1 = no limit)");
   flags.Alias("--n-predict", "predict");

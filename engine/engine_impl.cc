@@ -10,7 +10,10 @@
 #include <sstream>
 #include <thread>
 
+#include "base/cache_root.h"
+#include "base/cpu_features.h"
 #include "base/file.h"
+#include "base/hex.h"
 #include "base/log.h"
 #include "base/timer.h"
 #include "tokenizer/tokenizer.h"
@@ -35,17 +38,11 @@ int64_t AvailableMemoryBytes() {
   return int64_t{4} << 30;
 }
 
-// "auto": a per-model folder under $XDG_CACHE_HOME/rewind (else ~/.cache/rewind), so a restarted server finds
+// "auto": a per-model folder under CacheRoot() (~/.cache/rewind), so a restarted server finds
 // its cache again and different models never share files.
 std::string ResolveCacheDir(const std::string& dir, uint64_t fingerprint) {
   if (dir != "auto") return dir;
-  std::string root;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) root = std::string(x) + "/rewind";
-  else if (const char* h = std::getenv("HOME"); h && *h) root = std::string(h) + "/.cache/rewind";
-  else root = "/tmp/rewind-cache";
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fingerprint));
-  return root + "/prompt-cache/" + hex;
+  return CacheRoot() + "/prompt-cache/" + HexU64(fingerprint);
 }
 
 std::string BaseName(const std::string& path) {
@@ -140,9 +137,10 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   e->slot_infos_.resize(config.n_parallel);
   for (int32_t i = 0; i < config.n_parallel; ++i) e->slot_infos_[i] = {i, false, n_ctx, 0, 0};
   e->thread_ = std::thread([raw = e.get()] { raw->Loop(); });
-  LOG_INFO("engine: %s, ctx %d, %d slots, %d threads, kv %s, cache %s (budget %" PRId64 " MiB, disk %s)",
-           e->info_.model_name.c_str(), n_ctx, config.n_parallel, lo.n_threads, kernels::KvTypesName(hc.kv_type).c_str(),
-           config.cache ? "on" : "off", hc.budget_bytes >> 20,
+  LOG_INFO("engine: %s, ctx %d, %d slots, %d threads, %s kernels, kv %s, cache %s (budget %" PRId64
+           " MiB, disk %s)",
+           e->info_.model_name.c_str(), n_ctx, config.n_parallel, lo.n_threads, CpuLevelName(),
+           kernels::KvTypesName(hc.kv_type).c_str(), config.cache ? "on" : "off", hc.budget_bytes >> 20,
            hc.disk_dir.empty() ? "off" : hc.disk_dir.c_str());
   return e;
 }

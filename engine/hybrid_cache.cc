@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/check.h"
+#include "base/cpu_features.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "engine/hybrid_cache_impl.h"
@@ -191,6 +192,9 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   // The KV types are not part of the fingerprint: persisted files name their types, so a file of another type
   // is refused with a message saying so (memory/persist_format.h) instead of as a foreign model.
   f = HashMix(f, static_cast<uint64_t>(config.page_tokens));
+  // The scalar twins (no AVX2, or REWIND_NO_AVX2) round quantised dot products otherwise than the SIMD kernels,
+  // which agree bit for bit whatever their width: their states and pages are kept apart.
+  if (!CpuHasAvx2FmaF16c()) f = HashMix(f, 0x5ca1a7ull);
   im.fingerprint = f;
   im.kv_label = kernels::KvTypesName(config.kv_type);
   if (!config.disk_dir.empty() && config.use_cache) im.OpenStore();

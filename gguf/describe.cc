@@ -1,10 +1,10 @@
 // GGUF layout description (see describe.h).
 #include "gguf/describe.h"
 
-#include <cinttypes>
 #include <cstdio>
 
 #include "base/hash.h"
+#include "base/hex.h"
 
 namespace rw::gguf {
 namespace {
@@ -42,16 +42,14 @@ std::string DescribeValue(const Value& v) {
   switch (v.type) {
     case ValueType::kString:
       if (v.s.size() <= kMaxInlineString && v.s.find('\n') == std::string::npos) return "\"" + v.s + "\"";
-      std::snprintf(buf, sizeof buf, "<%zu bytes fnv %016" PRIx64 ">", v.s.size(), HashString(v.s));
-      return buf;
+      return "<" + std::to_string(v.s.size()) + " bytes fnv " + HexU64(HashString(v.s)) + ">";
     case ValueType::kArray: {
       std::string s = "[" + std::string(ValueTypeName(v.elem_type)) + " x" + std::to_string(v.array.size());
       if (v.array.size() <= kMaxInlineArray) {
         s += ":";
         for (const Value& e : v.array) s += " " + DescribeValue(e);
       } else {
-        std::snprintf(buf, sizeof buf, " fnv %016" PRIx64, HashValue(v, kFnvOffset));
-        s += buf;
+        s += " fnv " + HexU64(HashValue(v, kFnvOffset));
       }
       return s + "]";
     }

@@ -13,6 +13,8 @@
 
 #include <immintrin.h>
 
+#include "base/cpu_features_testing.h"
+
 namespace rw::gguf {
 namespace {
 
@@ -84,7 +86,7 @@ __attribute__((target("f16c"))) uint16_t HardwareFp16(float f) {
 __attribute__((target("f16c"))) float HardwareFp32(uint16_t h) { return _cvtsh_ss(h); }
 
 TEST(Fp16, MatchesF16cHardwareOnAStrideOfAllFloats) {
-  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "no F16C";
+  REWIND_SKIP_WITHOUT_AVX2();
   for (uint32_t h = 0; h < 65536; ++h) {
     ASSERT_EQ(Bits(Fp16ToFp32(static_cast<uint16_t>(h))), Bits(HardwareFp32(static_cast<uint16_t>(h)))) << h;
   }
@@ -336,7 +338,7 @@ __attribute__((target("avx2"))) void LlamaX86Q8_0(const float* x, int8_t* q, flo
 }
 
 TEST(Quants, ActivationQ8_0MatchesLlamaCppX86Intrinsics) {
-  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2";
+  REWIND_SKIP_WITHOUT_AVX2();
   const int64_t n = 32 * 2048;
   std::vector<float> x = RandomRow(n, 31, 0.7f);
   for (int64_t b = 0; b < n / 32; b += 5) {  // blocks with amax 127 and half-integer values: exact ties

@@ -1,6 +1,6 @@
 #include "kernels/activation.h"
 
-#include "kernels/dot.h"
+#include "base/cpu_features.h"
 #include "kernels/exp_approx_avx2.h"
 
 namespace rw::kernels {
@@ -44,22 +44,22 @@ __attribute__((target("avx2"))) int64_t MulSigmoidAvx2(float* o, const float* g,
 // -x is exactly 0 - x except for x = +0 (gives +0, not -0); ExpApprox(+0) == ExpApprox(-0) == 1, so the
 // scalar negation and the vector subtraction give the same result.
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
-  int64_t i = HasAvx2Fma() ? SwiGluAvx2(gate, up, n, out) : 0;
+  int64_t i = CpuHasAvx2Fma() ? SwiGluAvx2(gate, up, n, out) : 0;
   for (; i < n; ++i) out[i] = Silu(gate[i]) * up[i];
 }
 
 void SiluInPlace(float* x, int64_t n) {
-  int64_t i = HasAvx2Fma() ? SiluAvx2(x, n) : 0;
+  int64_t i = CpuHasAvx2Fma() ? SiluAvx2(x, n) : 0;
   for (; i < n; ++i) x[i] = Silu(x[i]);
 }
 
 void MulSilu(float* o, const float* z, int64_t n) {
-  int64_t i = HasAvx2Fma() ? MulSiluAvx2(o, z, n) : 0;
+  int64_t i = CpuHasAvx2Fma() ? MulSiluAvx2(o, z, n) : 0;
   for (; i < n; ++i) o[i] = o[i] * Silu(z[i]);
 }
 
 void MulSigmoid(float* o, const float* g, int64_t n) {
-  int64_t i = HasAvx2Fma() ? MulSigmoidAvx2(o, g, n) : 0;
+  int64_t i = CpuHasAvx2Fma() ? MulSigmoidAvx2(o, g, n) : 0;
   for (; i < n; ++i) o[i] = o[i] * Sigmoid(g[i]);
 }
 

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include "base/check.h"
+#include "base/cpu_features.h"
 #include "kernels/dot.h"
 #include "kernels/exp_approx.h"
 #include "kernels/exp_approx_avx2.h"
@@ -139,7 +140,7 @@ void AttendGroup(const AttendQuery* queries, int32_t n_queries, int32_t D, int32
       const float corr = ExpApprox(m[j] - m_new);
       l[j] *= corr;
       const int32_t nb = e1 - b0;
-      if (HasAvx2Fma()) {
+      if (CpuHasAvx2Fma()) {
         ScaleAvx2(acc, corr, D);
         ExpShiftedAvx2(s, m_new, nb, e);
         for (int32_t p = 0; p < nb; ++p) {

@@ -2,7 +2,7 @@
 
 #include <immintrin.h>
 
-#include "kernels/dot.h"
+#include "base/cpu_features.h"
 
 namespace rw::kernels {
 namespace {
@@ -62,7 +62,7 @@ void CausalConvRunPortable(float* state, const float* w, const float* x, int64_t
 void CausalConvRun(float* state, const float* w, const float* x, int64_t x_stride, int64_t T, int64_t c0,
                    int64_t c1, int32_t Kc, float* y, int64_t y_stride) {
   int64_t c = c0;
-  if (Kc == 4 && HasAvx2Fma()) {
+  if (Kc == 4 && CpuHasAvx2Fma()) {
     for (; c + 8 <= c1; c += 8) Conv4x8(state, w, x, x_stride, T, c, y, y_stride);
   }
   CausalConvRunPortable(state, w, x, x_stride, T, c, c1, Kc, y, y_stride);

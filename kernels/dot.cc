@@ -3,7 +3,8 @@
 #include <immintrin.h>
 
 #include <cmath>
-#include <cstdlib>
+
+#include "base/cpu_features.h"
 
 namespace rw::kernels {
 namespace {
@@ -40,28 +41,9 @@ __attribute__((target("avx2,fma"))) float DotF32Avx2(const float* a, const float
   return _mm_cvtss_f32(h) + tail;
 }
 
-bool DetectAvx2Fma() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
-const bool kHasAvx2Fma = DetectAvx2Fma();
+const bool kHasAvx2Fma = CpuHasAvx2Fma();  // read once: DotF32 runs in the innermost loops
 
 }  // namespace
-
-bool HasAvx2Fma() { return kHasAvx2Fma; }
-
-bool HasAvx512() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    const char* off = std::getenv("REWIND_NO_AVX512");
-    if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vnni");
-  }();
-  return has;
-}
 
 float DotF32Portable(const float* a, const float* b, int64_t n) {
   float acc[4][8] = {};

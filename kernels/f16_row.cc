@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include "base/cpu_features.h"
 #include "kernels/f16.h"
 
 namespace rw::kernels {
@@ -22,12 +23,7 @@ __attribute__((target("avx,f16c"))) void FloatToHalfF16c(const float* src, uint1
   for (; i < n; ++i) dst[i] = FloatToHalf(src[i]);
 }
 
-bool DetectF16c() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-}
-
-const bool kHasF16c = DetectF16c();
+const bool kHasF16c = CpuHasF16c();
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/cpu_features.h"
 #include "kernels/dot.h"
 
 namespace rw::kernels {
@@ -36,7 +37,7 @@ void StepRows(int width, float* M, const float* q, const float* k, const float* 
   }
 }
 
-int BestWidth() { return HasAvx2Fma() ? (HasAvx512() ? 512 : 256) : 0; }
+int BestWidth() { return CpuHasAvx2Fma() ? (CpuHasAvx512() ? 512 : 256) : 0; }
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // Run-time dispatch for kernels/gemm_act.h.
 #include "kernels/gemm_act.h"
 
+#include "base/cpu_features.h"
 #include "gguf/quants.h"
 #include "kernels/f16_row.h"
 #include "kernels/vec_dot.h"
@@ -13,7 +14,7 @@ void QuantQ8_K(const float* x, gguf::BlockQ8_K* y, int64_t nb);
 
 void QuantizeActivation(gguf::TensorType type, const float* src, void* dst, int64_t n) {
   using gguf::TensorType;
-  if (n > 0 && CpuHasVecDotAvx2()) {
+  if (n > 0 && CpuHasAvx2FmaF16c()) {
     switch (type) {
       case TensorType::kQ8_0:
         if (n % gguf::kQK != 0) break;

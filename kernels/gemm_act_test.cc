@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "base/cpu_features_testing.h"
 #include "gguf/quants.h"
 
 namespace rw::kernels {
@@ -50,6 +51,7 @@ std::vector<float> HardRow(int64_t n, int kind, std::mt19937& rng) {
 }
 
 TEST(GemmAct, FastActivationQuantisationWritesTheScalarBytes) {
+  REWIND_SKIP_WITHOUT_AVX2();
   std::mt19937 rng(2024);
   const int64_t n = 1024;
   for (TT t : {TT::kQ8_0, TT::kQ8_K, TT::kF16, TT::kBF16, TT::kF32}) {

@@ -12,10 +12,10 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "base/cpu_features.h"
 #include "gguf/quants.h"
 #include "gguf/quants_lowbit.h"
 #include "kernels/alloc_tuning.h"
-#include "kernels/dot.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_tiles_avx2.h"
 #include "kernels/gemm_tiles_avx512.h"
@@ -27,7 +27,7 @@ namespace {
 
 using gguf::TensorType;
 
-bool g_use_avx512 = HasAvx512();
+bool g_use_avx512 = CpuHasAvx512();
 
 // True if some token's Q8_0 activations contain -128 (avx2_blocks::HasMinus128).
 bool HasMinus128(const uint8_t* act, size_t stride, int64_t n_tok, int64_t nb) {
@@ -198,7 +198,7 @@ bool ForTokenCount(int64_t n, F&& f) {
 
 }  // namespace
 
-void AllowAvx512(bool allow) { g_use_avx512 = allow && HasAvx512(); }
+void AllowAvx512(bool allow) { g_use_avx512 = allow && CpuHasAvx512(); }
 
 bool Supports(TensorType t) {
   switch (t) {

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "base/cpu_features_testing.h"
 #include "gguf/quants.h"
 #include "gguf/quants_lowbit_testing.h"
 #include "kernels/matmul.h"
@@ -42,7 +43,7 @@ std::vector<uint8_t> Rows(TT t, int64_t rows, int64_t n, std::mt19937& rng, floa
 void TiledCallsMatchSingleVecDot() {
   for (TT t : {TT::kQ8_0, TT::kQ4_0, TT::kQ4_1, TT::kQ5_0, TT::kQ5_1, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K, TT::kF32,
                TT::kF16, TT::kBF16}) {
-    if (!GemmSupports(t)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
+    if (!GemmSupports(t)) GTEST_SKIP() << "no tiled kernels for this type: " << CpuAvx2OffReason();
     std::mt19937 rng(static_cast<uint32_t>(t) + 7);
     const int64_t n = (t == TT::kF32 || t == TT::kF16 || t == TT::kBF16) ? 264 : 512;  // F: tail of 0 (8 | 264)
     const int64_t R = 11, T = 64;
@@ -67,17 +68,31 @@ void TiledCallsMatchSingleVecDot() {
   }
 }
 
-// Both the kernels GemmRows picks on this CPU and the plain AVX2 ones (AVX512 variants, kernels/gemm.h).
-TEST(Gemm, TiledCallsMatchSingleVecDotBitForBitForAnyShape) {
+// The plain AVX2 kernels while it lives, on a CPU whose default kernels are the AVX-512 variants.
+struct PlainAvx2Kernels {
+  PlainAvx2Kernels() {
+    GemmAllowAvx512(false);
+    VecDotAllowAvx512(false);
+  }
+  ~PlainAvx2Kernels() {
+    GemmAllowAvx512(true);
+    VecDotAllowAvx512(true);
+  }
+};
+
+// The kernels GemmRows picks on this CPU (kernels/gemm.h).
+TEST(Gemm, TiledCallsMatchSingleVecDotBitForBitForAnyShape) { TiledCallsMatchSingleVecDot(); }
+
+// On an AVX-512 CPU, the plain AVX2 kernels too (elsewhere the test above ran them).
+TEST(Gemm, PlainAvx2TiledCallsOnAnAvx512CpuMatchSingleVecDot) {
+  REWIND_SKIP_WITHOUT_AVX512();
+  PlainAvx2Kernels plain;
   TiledCallsMatchSingleVecDot();
-  GemmAllowAvx512(false);
-  TiledCallsMatchSingleVecDot();
-  GemmAllowAvx512(true);
 }
 
 TEST(Gemm, FloatTailElementsMatchSingleVecDot) {
   for (TT t : {TT::kF32, TT::kF16}) {
-    if (!GemmSupports(t)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
+    if (!GemmSupports(t)) GTEST_SKIP() << "no tiled kernels for this type: " << CpuAvx2OffReason();
     std::mt19937 rng(99);
     const int64_t n = 77, R = 5, T = 19;  // full 8-token tiles (F16 AVX-512 variant) and odd remainders
     const auto w = Rows(t, R, n, rng, 1.0f, false);
@@ -94,7 +109,7 @@ TEST(Gemm, FloatTailElementsMatchSingleVecDot) {
 }
 
 TEST(Gemm, Q8_0ActivationsOfMinus128KeepTheBitsOfVecDot) {
-  if (!GemmSupports(TT::kQ8_0)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
+  if (!GemmSupports(TT::kQ8_0)) GTEST_SKIP() << "no tiled kernels for this type: " << CpuAvx2OffReason();
   std::mt19937 rng(5);
   const int64_t n = 256, R = 9, T = 17;
   const auto w = Rows(TT::kQ8_0, R, n, rng, 1.0f, false);
@@ -115,72 +130,83 @@ TEST(Gemm, Q8_0ActivationsOfMinus128KeepTheBitsOfVecDot) {
 }
 
 // Batches of 2-8 tokens (speculative verification) take their own Q8_0, Q4_K, Q5_K and Q6_K paths on AVX-512 VNNI
-// CPUs (register pairs of rows in groups, then pairs, then a last odd row): every row count and offset, with
-// and without them, and with extreme activations (Q8_0: a -128, which sends the batch to the plain tiles; K
-// quants: a chunk of -128 against every weight value), must give VecDot's bits.
+// CPUs (register pairs of rows in groups, then pairs, then a last odd row): every row count and offset, and with
+// extreme activations (Q8_0: a -128, which sends the batch to the plain tiles; K quants: a chunk of -128 against
+// every weight value), must give VecDot's bits.
+void FewTokenBatchesMatchSingleVecDot(TT type, bool extreme) {
+  std::mt19937 rng(17);
+  const TT at = gguf::VecDotType(type);
+  const int64_t n = type == TT::kQ8_0 ? 320 : 512, R = 27, T = 9;
+  const auto w = Rows(type, R, n, rng, 1.0f, false);
+  auto a = Rows(at, T, n, rng, 2.0f, true);
+  const uint64_t rb = gguf::RowBytes(type, n), ab = gguf::RowBytes(at, n);
+  if (extreme && type == TT::kQ8_0) {
+    a[1 * ab + 40] = 0x80;
+  } else if (extreme) {
+    // Token 1, block 1: 64 activations (weights 128..191) all -128.
+    const size_t qs = 1 * ab + gguf::RowBytes(at, 256) + offsetof(gguf::BlockQ8_K, qs) + 2 * 64;
+    std::memset(&a[qs], 0x80, 64);
+  }
+  std::vector<float> single(T * R);
+  for (int64_t tok = 0; tok < T; ++tok)
+    for (int64_t r = 0; r < R; ++r) single[tok * R + r] = VecDot(type, n, w.data() + r * rb, a.data() + tok * ab);
+  for (int64_t nt = 2; nt <= T; ++nt)
+    for (int64_t r0 = 0; r0 < 3; ++r0)
+      for (int64_t nr = 1; r0 + nr <= R; ++nr) {
+        std::vector<float> y(nt * R, -1.0f);
+        GemmRows(type, n, w.data() + r0 * rb, rb, nr, a.data(), ab, nt, y.data() + r0, R);
+        for (int64_t tok = 0; tok < nt; ++tok)
+          for (int64_t r = r0; r < r0 + nr; ++r)
+            ASSERT_EQ(std::memcmp(&y[tok * R + r], &single[tok * R + r], 4), 0)
+                << gguf::TypeName(type) << (extreme ? " extreme activations" : "") << ": tokens " << nt << " rows "
+                << r0 << "+" << nr << " tok " << tok << " row " << r;
+      }
+}
+
 TEST(Gemm, FewTokenBatchesMatchSingleVecDotForEveryRowCount) {
   for (TT type : {TT::kQ8_0, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K}) {
-    if (!GemmSupports(type)) GTEST_SKIP() << "no AVX2 tiled kernels on this CPU";
-    std::mt19937 rng(17);
-    const TT at = gguf::VecDotType(type);
-    const int64_t n = type == TT::kQ8_0 ? 320 : 512, R = 27, T = 9;
-    const auto w = Rows(type, R, n, rng, 1.0f, false);
-    auto a = Rows(at, T, n, rng, 2.0f, true);
-    const uint64_t rb = gguf::RowBytes(type, n), ab = gguf::RowBytes(at, n);
-    auto check = [&](const char* what) {
-      std::vector<float> single(T * R);
-      for (int64_t tok = 0; tok < T; ++tok)
-        for (int64_t r = 0; r < R; ++r) single[tok * R + r] = VecDot(type, n, w.data() + r * rb, a.data() + tok * ab);
-      for (int64_t nt = 2; nt <= T; ++nt)
-        for (int64_t r0 = 0; r0 < 3; ++r0)
-          for (int64_t nr = 1; r0 + nr <= R; ++nr) {
-            std::vector<float> y(nt * R, -1.0f);
-            GemmRows(type, n, w.data() + r0 * rb, rb, nr, a.data(), ab, nt, y.data() + r0, R);
-            for (int64_t tok = 0; tok < nt; ++tok)
-              for (int64_t r = r0; r < r0 + nr; ++r)
-                ASSERT_EQ(std::memcmp(&y[tok * R + r], &single[tok * R + r], 4), 0)
-                    << gguf::TypeName(type) << " " << what << ": tokens " << nt << " rows " << r0 << "+" << nr
-                    << " tok " << tok << " row " << r;
-          }
-    };
-    check("default kernels");
-    GemmAllowAvx512(false);
-    check("plain AVX2 kernels");
-    GemmAllowAvx512(true);
-    if (type == TT::kQ8_0) {
-      a[1 * ab + 40] = 0x80;
-    } else {
-      // Token 1, block 1: 64 activations (weights 128..191) all -128.
-      const size_t qs = 1 * ab + gguf::RowBytes(at, 256) + offsetof(gguf::BlockQ8_K, qs) + 2 * 64;
-      std::memset(&a[qs], 0x80, 64);
-    }
-    check("extreme activations");
+    if (!GemmSupports(type)) GTEST_SKIP() << "no tiled kernels for this type: " << CpuAvx2OffReason();
+    for (bool extreme : {false, true}) FewTokenBatchesMatchSingleVecDot(type, extreme);
   }
 }
 
+// On an AVX-512 CPU, the plain AVX2 kernels too (elsewhere the test above ran them).
+TEST(Gemm, PlainAvx2FewTokenBatchesOnAnAvx512CpuMatchSingleVecDot) {
+  REWIND_SKIP_WITHOUT_AVX512();
+  PlainAvx2Kernels plain;
+  for (TT type : {TT::kQ8_0, TT::kQ4_K, TT::kQ5_K, TT::kQ6_K}) FewTokenBatchesMatchSingleVecDot(type, false);
+}
+
 // VecDotRows runs groups of rows through the AVX-512 VNNI kernel when the CPU has it (Q8_0), single rows
-// through the AVX2 one: every row must get VecDot's bits, with and without the VNNI kernel, -128 included.
-TEST(Gemm, VecDotRowGroupsMatchSingleRowsBitForBit) {
-  if (!CpuHasVecDotAvx2()) GTEST_SKIP() << "no AVX2 kernels on this CPU";
+// through the AVX2 one: every row must get VecDot's bits, -128 included.
+void VecDotRowGroupsMatchSingleRows() {
   std::mt19937 rng(17);
   const int64_t n = 1024, R = 11, T = 4;
   const auto w = Rows(TT::kQ8_0, R, n, rng, 1.0f, false);
   auto a = Rows(TT::kQ8_0, T, n, rng, 1.0f, true);
   const uint64_t rb = gguf::RowBytes(TT::kQ8_0, n);
   a[2 * rb + 40] = 0x80;  // token 2: one activation of -128 (those calls keep the AVX2 kernel)
-  for (bool allow : {true, false}) {
-    VecDotAllowAvx512(allow);
-    for (int64_t tok = 0; tok < T; ++tok)
-      for (int64_t r0 = 0; r0 < R; ++r0) {
-        std::vector<float> y(R - r0);
-        VecDotRows(TT::kQ8_0, n, w.data() + r0 * rb, rb, R - r0, a.data() + tok * rb, y.data());
-        for (int64_t r = r0; r < R; ++r) {
-          const float s = VecDot(TT::kQ8_0, n, w.data() + r * rb, a.data() + tok * rb);
-          ASSERT_EQ(std::memcmp(&y[r - r0], &s, 4), 0) << "avx512 " << allow << " tok " << tok << " row " << r;
-        }
+  for (int64_t tok = 0; tok < T; ++tok)
+    for (int64_t r0 = 0; r0 < R; ++r0) {
+      std::vector<float> y(R - r0);
+      VecDotRows(TT::kQ8_0, n, w.data() + r0 * rb, rb, R - r0, a.data() + tok * rb, y.data());
+      for (int64_t r = r0; r < R; ++r) {
+        const float s = VecDot(TT::kQ8_0, n, w.data() + r * rb, a.data() + tok * rb);
+        ASSERT_EQ(std::memcmp(&y[r - r0], &s, 4), 0) << "tok " << tok << " row " << r;
       }
-  }
-  VecDotAllowAvx512(true);
+    }
+}
+
+TEST(Gemm, VecDotRowGroupsMatchSingleRowsBitForBit) {
+  REWIND_SKIP_WITHOUT_AVX2();
+  VecDotRowGroupsMatchSingleRows();
+}
+
+// On an AVX-512 CPU, the plain AVX2 kernel too (elsewhere the test above ran it).
+TEST(Gemm, PlainAvx2VecDotRowGroupsOnAnAvx512CpuMatchSingleRows) {
+  REWIND_SKIP_WITHOUT_AVX512();
+  PlainAvx2Kernels plain;
+  VecDotRowGroupsMatchSingleRows();
 }
 
 TEST(Gemm, MatMulGivesTheSameBitsForEveryBatchSizeAndThreadCount) {

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "base/cpu_features_testing.h"
 #include "kernels/activation.h"
 #include "kernels/attention.h"
 #include "kernels/conv.h"
@@ -32,6 +33,7 @@ std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
 }
 
 TEST(Dot, AvxAndPortableGiveIdenticalBitsAndMatchDoubleReference) {
+  REWIND_SKIP_WITHOUT_AVX2();
   auto a = Random(200, 1), b = Random(200, 2);
   for (int off = 0; off < 3; ++off) {
     for (int64_t n = 0; n <= 160; ++n) {
@@ -156,39 +158,42 @@ TEST(Gdn, HeadStepMatchesReferenceOverManyTokens) {
 
 // GdnHeadSteps (state rows in blocks through all tokens, token chunks of kGdnTokenChunk) gives the bits of
 // GdnHeadStep token by token, on every code path, with and without a separate start state and outputs.
-TEST(Gdn, MultiTokenStepsMatchTokenByTokenBitwise) {
-  const std::vector<int> widths = HasAvx2Fma() ? (HasAvx512() ? std::vector<int>{0, 256, 512} : std::vector<int>{0, 256})
-                                               : std::vector<int>{0};
+// The parameter is the SIMD width (0: the portable loop).
+class GdnWidth : public ::testing::TestWithParam<int> {};
+
+TEST_P(GdnWidth, MultiTokenStepsMatchTokenByTokenBitwise) {
+  const int width = GetParam();
+  REWIND_SKIP_WITHOUT_WIDTH(width);
   for (int S : {8, 32, 40, 64, 128}) {
     for (int T : {1, 2, 5, 17, 70}) {
-      for (int width : widths) {
-        const auto M0 = Random(S * S, 7 + S, 0.5f);
-        std::vector<float> Ma(S * S, 0.0f), Mb(S * S, 0.0f), oa(T * S, -1.0f), ob(T * S, -1.0f);
-        std::vector<std::vector<float>> q, k, v;
-        std::vector<GdnToken> toks(T);
-        for (int t = 0; t < T; ++t) {
-          q.push_back(Random(S, 200 + t, 1.0f / std::sqrt(S)));
-          k.push_back(Random(S, 300 + t, 1.0f / std::sqrt(S)));
-          v.push_back(Random(S, 400 + t));
-        }
-        for (int t = 0; t < T; ++t) {
-          const float beta = 0.3f + 0.01f * t, g = -0.05f * (t % 7);
-          float* o = t % 3 == 2 ? nullptr : oa.data() + t * S;
-          const float* in = t == 0 ? M0.data() : nullptr;
-          if (width == 0) {
-            GdnHeadStepPortable(Ma.data(), q[t].data(), k[t].data(), v[t].data(), beta, g, S, o, in);
-          } else {
-            GdnHeadStepSimd(width, Ma.data(), q[t].data(), k[t].data(), v[t].data(), beta, g, S, o, in);
-          }
-          toks[t] = {q[t].data(), k[t].data(), v[t].data(), beta, g, t % 3 == 2 ? nullptr : ob.data() + t * S};
-        }
-        GdnHeadSteps(Mb.data(), toks, S, M0.data(), width);
-        EXPECT_EQ(std::memcmp(Ma.data(), Mb.data(), Ma.size() * 4), 0) << "S " << S << " T " << T << " w " << width;
-        EXPECT_EQ(std::memcmp(oa.data(), ob.data(), oa.size() * 4), 0) << "S " << S << " T " << T << " w " << width;
+      const auto M0 = Random(S * S, 7 + S, 0.5f);
+      std::vector<float> Ma(S * S, 0.0f), Mb(S * S, 0.0f), oa(T * S, -1.0f), ob(T * S, -1.0f);
+      std::vector<std::vector<float>> q, k, v;
+      std::vector<GdnToken> toks(T);
+      for (int t = 0; t < T; ++t) {
+        q.push_back(Random(S, 200 + t, 1.0f / std::sqrt(S)));
+        k.push_back(Random(S, 300 + t, 1.0f / std::sqrt(S)));
+        v.push_back(Random(S, 400 + t));
       }
+      for (int t = 0; t < T; ++t) {
+        const float beta = 0.3f + 0.01f * t, g = -0.05f * (t % 7);
+        float* o = t % 3 == 2 ? nullptr : oa.data() + t * S;
+        const float* in = t == 0 ? M0.data() : nullptr;
+        if (width == 0) {
+          GdnHeadStepPortable(Ma.data(), q[t].data(), k[t].data(), v[t].data(), beta, g, S, o, in);
+        } else {
+          GdnHeadStepSimd(width, Ma.data(), q[t].data(), k[t].data(), v[t].data(), beta, g, S, o, in);
+        }
+        toks[t] = {q[t].data(), k[t].data(), v[t].data(), beta, g, t % 3 == 2 ? nullptr : ob.data() + t * S};
+      }
+      GdnHeadSteps(Mb.data(), toks, S, M0.data(), width);
+      EXPECT_EQ(std::memcmp(Ma.data(), Mb.data(), Ma.size() * 4), 0) << "S " << S << " T " << T << " w " << width;
+      EXPECT_EQ(std::memcmp(oa.data(), ob.data(), oa.size() * 4), 0) << "S " << S << " T " << T << " w " << width;
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Widths, GdnWidth, ::testing::Values(0, 256, 512), SimdWidthName);
 
 TEST(Gdn, ReplayWithoutOutputGivesTheSameState) {
   const int S = 16;

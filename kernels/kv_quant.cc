@@ -8,8 +8,8 @@
 #include <iterator>
 
 #include "base/check.h"
+#include "base/cpu_features.h"
 #include "gguf/quants.h"
-#include "kernels/dot.h"
 #include "kernels/f16_row.h"
 
 namespace rw::kernels {
@@ -209,11 +209,7 @@ __attribute__((target("avx2"))) void DequantizeAvx2(KvType t, const void* src, f
   REWIND_CHECK_MSG(false, "no AVX2 dequantisation for KV type %d", static_cast<int>(t));
 }
 
-bool DetectAvx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-}
-const bool kHasAvx2 = DetectAvx2();
+const bool kHasAvx2 = CpuHasAvx2FmaF16c();
 
 }  // namespace
 

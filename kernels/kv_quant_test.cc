@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "base/cpu_features_testing.h"
 #include "base/file.h"
 
 namespace rw::kernels {
@@ -108,7 +109,7 @@ TEST(KvQuant, QuantisersReproduceLlamaCppReferenceBytes) {
 }
 
 TEST(KvQuant, FastDequantisationGivesTheScalarTwinsBits) {
-  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2: the fast path is the twin";
+  REWIND_SKIP_WITHOUT_AVX2();
   for (KvType t : kAllKvTypes) {
     const int64_t blk = KvBlockElems(t) == 1 ? 8 : 32;
     for (int64_t n = 0; n <= 2 * 8 * blk; n += KvBlockElems(t) == 1 ? 1 : 32) {

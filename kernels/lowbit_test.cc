@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cpu_features_testing.h"
 #include "gguf/quants_lowbit.h"
 #include "gguf/quants_lowbit_testing.h"
 #include "kernels/gemm.h"
@@ -20,9 +21,6 @@ namespace {
 using TT = gguf::TensorType;
 using gguf::testing::kLowbitTypes;
 using gguf::testing::RandomLowbitRow;
-
-#define SKIP_WITHOUT_AVX2() \
-  if (!CpuHasVecDotAvx2()) GTEST_SKIP() << "CPU lacks AVX2+FMA+F16C"
 
 std::vector<uint8_t> Acts(TT weight_type, int64_t n, int64_t n_tok, std::mt19937& rng) {
   const TT at = gguf::VecDotType(weight_type);
@@ -49,7 +47,7 @@ std::vector<uint8_t> Weights(TT t, int64_t n, int64_t rows, std::mt19937& rng) {
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 
 TEST(LowbitKernels, Avx2EqualsTheScalarTwinBitForBitForEveryTypeAndSize) {
-  SKIP_WITHOUT_AVX2();
+  REWIND_SKIP_WITHOUT_AVX2();
   std::mt19937 rng(21);
   for (TT t : kLowbitTypes) {
     for (int64_t nb : {1, 2, 3, 8, 17}) {
@@ -67,7 +65,7 @@ TEST(LowbitKernels, Avx2EqualsTheScalarTwinBitForBitForEveryTypeAndSize) {
 // Every element of a multi-row, multi-token call (1..40 tokens: more than one token group of the kernel) equals
 // the single dot, for every row offset and with misaligned rows.
 TEST(LowbitKernels, GemmAndRowGroupsGiveTheBitsOfTheSingleDot) {
-  SKIP_WITHOUT_AVX2();
+  REWIND_SKIP_WITHOUT_AVX2();
   std::mt19937 rng(5);
   for (TT t : kLowbitTypes) {
     ASSERT_TRUE(GemmSupports(t)) << gguf::TypeName(t);
@@ -98,7 +96,7 @@ TEST(LowbitKernels, GemmAndRowGroupsGiveTheBitsOfTheSingleDot) {
 // -128 activations (a block whose largest |x| is tiny quantises to them; planted here directly): the sign trick
 // cannot take them, so those tokens go through the twin; every token keeps the single dot's bits in any batch.
 TEST(LowbitKernels, MinusOneTwentyEightActivationsKeepTheTwinsBits) {
-  SKIP_WITHOUT_AVX2();
+  REWIND_SKIP_WITHOUT_AVX2();
   std::mt19937 rng(8);
   for (TT t : kLowbitTypes) {
     const int64_t n = 2 * 256, R = 3, T = 6;

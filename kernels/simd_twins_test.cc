@@ -8,9 +8,9 @@
 #include <random>
 #include <vector>
 
+#include "base/cpu_features_testing.h"
 #include "kernels/activation.h"
 #include "kernels/conv.h"
-#include "kernels/dot.h"
 #include "kernels/f16.h"
 #include "kernels/f16_row.h"
 #include "kernels/gdn.h"
@@ -19,6 +19,7 @@ namespace rw::kernels {
 namespace {
 
 TEST(SimdTwins, HalfToFloatRowConvertsEveryHalfExactly) {
+  REWIND_SKIP_WITHOUT_AVX2();
   std::vector<uint16_t> h(65536 + 5);
   for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint16_t>(i);
   std::vector<float> f(h.size());
@@ -34,6 +35,7 @@ TEST(SimdTwins, HalfToFloatRowConvertsEveryHalfExactly) {
 }
 
 TEST(SimdTwins, FloatToHalfRowRoundsLikeTheScalarConversion) {
+  REWIND_SKIP_WITHOUT_AVX2();
   std::mt19937 rng(5);
   std::vector<float> f;
   for (int i = 0; i < 100000; ++i) {
@@ -51,69 +53,70 @@ TEST(SimdTwins, FloatToHalfRowRoundsLikeTheScalarConversion) {
   for (size_t i = 0; i < f.size(); ++i) ASSERT_EQ(h[i], FloatToHalf(f[i])) << f[i];
 }
 
-TEST(SimdTwins, GdnHeadStepMatchesThePortableLoopBitForBit) {
-  std::vector<int> widths;
-  if (HasAvx2Fma()) widths.push_back(256);
-  if (HasAvx512()) widths.push_back(512);
-  std::printf("GDN step SIMD widths tested on this CPU: %zu\n", widths.size());
-  for (int width : widths) {
-    std::mt19937 rng(11);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    for (int S : {1, 8, 33, 64, 128}) {
-      std::vector<float> M(S * S, 0.0f), Mp(S * S, 0.0f), o(S), op(S);
-      for (int t = 0; t < 5; ++t) {
-        std::vector<float> q(S), k(S), v(S);
-        for (int i = 0; i < S; ++i) {
-          q[i] = d(rng) / std::sqrt(float(S));
-          k[i] = d(rng) / std::sqrt(float(S));
-          v[i] = d(rng);
-        }
-        float* out = t == 2 ? nullptr : o.data();  // replay step without output
-        GdnHeadStepSimd(width, M.data(), q.data(), k.data(), v.data(), 0.6f, -0.2f, S, out);
-        GdnHeadStepPortable(Mp.data(), q.data(), k.data(), v.data(), 0.6f, -0.2f, S, out ? op.data() : nullptr);
-        if (out) {
-          ASSERT_EQ(std::memcmp(o.data(), op.data(), S * 4), 0) << "width " << width << " S " << S << " t " << t;
-        }
-      }
-      ASSERT_EQ(std::memcmp(M.data(), Mp.data(), M.size() * 4), 0) << "width " << width << " S " << S;
-    }
-  }
-}
+// The parameter is the SIMD width: 256 (AVX2) or 512 (AVX-512); SimdTwinsGdn adds 0, the portable loop.
+class SimdTwinsGdnSimd : public ::testing::TestWithParam<int> {};
+class SimdTwinsGdn : public ::testing::TestWithParam<int> {};
 
-TEST(SimdTwins, GdnHeadStepFromAnotherStateEqualsCopyThenStep) {
-  std::vector<int> widths = {0};  // 0: the portable loop
-  if (HasAvx2Fma()) widths.push_back(256);
-  if (HasAvx512()) widths.push_back(512);
-  std::mt19937 rng(17);
+TEST_P(SimdTwinsGdnSimd, HeadStepMatchesThePortableLoopBitForBit) {
+  const int width = GetParam();
+  REWIND_SKIP_WITHOUT_WIDTH(width);
+  std::mt19937 rng(11);
   std::normal_distribution<float> d(0.0f, 1.0f);
-  for (int width : widths) {
-    for (int S : {8, 33, 128}) {
-      std::vector<float> src(S * S), q(S), k(S), v(S);
-      for (auto& x : src) x = d(rng);
+  for (int S : {1, 8, 33, 64, 128}) {
+    std::vector<float> M(S * S, 0.0f), Mp(S * S, 0.0f), o(S), op(S);
+    for (int t = 0; t < 5; ++t) {
+      std::vector<float> q(S), k(S), v(S);
       for (int i = 0; i < S; ++i) {
         q[i] = d(rng) / std::sqrt(float(S));
         k[i] = d(rng) / std::sqrt(float(S));
         v[i] = d(rng);
       }
-      std::vector<float> copied = src, fused(S * S, -7.0f), o1(S), o2(S);
-      const std::vector<float> before = src;
-      auto step = [&](float* M, float* o, const float* M_in) {
-        if (width == 0) {
-          GdnHeadStepPortable(M, q.data(), k.data(), v.data(), 0.6f, -0.2f, S, o, M_in);
-        } else {
-          GdnHeadStepSimd(width, M, q.data(), k.data(), v.data(), 0.6f, -0.2f, S, o, M_in);
-        }
-      };
-      step(copied.data(), o1.data(), nullptr);
-      step(fused.data(), o2.data(), src.data());
-      EXPECT_EQ(std::memcmp(copied.data(), fused.data(), copied.size() * 4), 0) << "width " << width << " S " << S;
-      EXPECT_EQ(std::memcmp(o1.data(), o2.data(), S * 4), 0) << "width " << width << " S " << S;
-      EXPECT_EQ(std::memcmp(src.data(), before.data(), src.size() * 4), 0) << "the source state was written";
+      float* out = t == 2 ? nullptr : o.data();  // replay step without output
+      GdnHeadStepSimd(width, M.data(), q.data(), k.data(), v.data(), 0.6f, -0.2f, S, out);
+      GdnHeadStepPortable(Mp.data(), q.data(), k.data(), v.data(), 0.6f, -0.2f, S, out ? op.data() : nullptr);
+      if (out) {
+        ASSERT_EQ(std::memcmp(o.data(), op.data(), S * 4), 0) << "width " << width << " S " << S << " t " << t;
+      }
     }
+    ASSERT_EQ(std::memcmp(M.data(), Mp.data(), M.size() * 4), 0) << "width " << width << " S " << S;
   }
 }
 
+TEST_P(SimdTwinsGdn, HeadStepFromAnotherStateEqualsCopyThenStep) {
+  const int width = GetParam();
+  REWIND_SKIP_WITHOUT_WIDTH(width);
+  std::mt19937 rng(17);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (int S : {8, 33, 128}) {
+    std::vector<float> src(S * S), q(S), k(S), v(S);
+    for (auto& x : src) x = d(rng);
+    for (int i = 0; i < S; ++i) {
+      q[i] = d(rng) / std::sqrt(float(S));
+      k[i] = d(rng) / std::sqrt(float(S));
+      v[i] = d(rng);
+    }
+    std::vector<float> copied = src, fused(S * S, -7.0f), o1(S), o2(S);
+    const std::vector<float> before = src;
+    auto step = [&](float* M, float* o, const float* M_in) {
+      if (width == 0) {
+        GdnHeadStepPortable(M, q.data(), k.data(), v.data(), 0.6f, -0.2f, S, o, M_in);
+      } else {
+        GdnHeadStepSimd(width, M, q.data(), k.data(), v.data(), 0.6f, -0.2f, S, o, M_in);
+      }
+    };
+    step(copied.data(), o1.data(), nullptr);
+    step(fused.data(), o2.data(), src.data());
+    EXPECT_EQ(std::memcmp(copied.data(), fused.data(), copied.size() * 4), 0) << "width " << width << " S " << S;
+    EXPECT_EQ(std::memcmp(o1.data(), o2.data(), S * 4), 0) << "width " << width << " S " << S;
+    EXPECT_EQ(std::memcmp(src.data(), before.data(), src.size() * 4), 0) << "the source state was written";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Widths, SimdTwinsGdnSimd, ::testing::Values(256, 512), SimdWidthName);
+INSTANTIATE_TEST_SUITE_P(Widths, SimdTwinsGdn, ::testing::Values(0, 256, 512), SimdWidthName);
+
 TEST(SimdTwins, CausalConvMatchesThePortableLoopBitForBit) {
+  REWIND_SKIP_WITHOUT_AVX2();
   std::mt19937 rng(12);
   std::normal_distribution<float> d(0.0f, 1.0f);
   for (int Kc : {2, 4}) {
@@ -138,6 +141,7 @@ TEST(SimdTwins, CausalConvMatchesThePortableLoopBitForBit) {
 }
 
 TEST(SimdTwins, ActivationRowsMatchTheScalarFunctionsBitForBit) {
+  REWIND_SKIP_WITHOUT_AVX2();
   std::mt19937 rng(13);
   std::normal_distribution<float> d(0.0f, 4.0f);
   const int n = 53;  // 6 vectors and a tail

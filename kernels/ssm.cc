@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "kernels/dot.h"
+#include "base/cpu_features.h"
 
 namespace rw::kernels {
 namespace ssm_avx2 {
@@ -51,7 +51,7 @@ void SsmHeadSteps(float* s, std::span<const SsmToken> tokens, int32_t P, int32_t
       for (int64_t i = 0; i < static_cast<int64_t>(P) * N; ++i) s[i] = s_in[i];
     return;
   }
-  if (width < 0) width = HasAvx2Fma() ? 256 : 0;
+  if (width < 0) width = CpuHasAvx2Fma() ? 256 : 0;
   if (width == 256) return ssm_avx2::HeadRows(s, s_in, tokens, 0, P, N);
   HeadRowsPortable(s, s_in, tokens, 0, P, N);
 }

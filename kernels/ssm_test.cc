@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/dot.h"
+#include "base/cpu_features_testing.h"
 #include "kernels/ref/ssm_ref.h"
 
 namespace rw::kernels {
@@ -44,7 +44,7 @@ struct HeadRun {
 };
 
 TEST(Ssm, Avx2StepsMatchThePortableTwinBitForBit) {
-  if (!HasAvx2Fma()) GTEST_SKIP() << "the CPU has no AVX2+FMA";
+  REWIND_SKIP_WITHOUT_AVX2();
   for (int32_t N : {1, 5, 8, 13, 16, 31, 32, 64, 128})
     for (int32_t P : {1, 3, 16}) {
       HeadRun a(P, N, 9, static_cast<uint32_t>(N * 100 + P)), b = a;

@@ -2,21 +2,16 @@
 #include "kernels/vec_dot.h"
 
 #include "base/check.h"
+#include "base/cpu_features.h"
 #include "gguf/quants.h"
 #include "kernels/ref/vec_dot_ref.h"
 #include "kernels/vec_dot_avx2.h"
 
 namespace rw::kernels {
 
-bool CpuHasVecDotAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
-  return has;
-}
-
 void VecDotAllowAvx512(bool allow) { avx2::AllowAvx512(allow); }
 
-VecDotImpl ActiveVecDotImpl() { return CpuHasVecDotAvx2() ? VecDotImpl::kAvx2 : VecDotImpl::kScalar; }
+VecDotImpl ActiveVecDotImpl() { return CpuHasAvx2FmaF16c() ? VecDotImpl::kAvx2 : VecDotImpl::kScalar; }
 
 void VecDotRowsWith(VecDotImpl impl, gguf::TensorType weight_type, int64_t n, const void* w, size_t w_stride,
                     int64_t n_rows, const void* act, float* out) {
@@ -26,7 +21,7 @@ void VecDotRowsWith(VecDotImpl impl, gguf::TensorType weight_type, int64_t n, co
                    static_cast<long long>(n), gguf::TypeName(weight_type));
   if (n_rows <= 0) return;
   if (impl == VecDotImpl::kAvx2 && avx2::Supports(weight_type)) {
-    REWIND_CHECK_MSG(CpuHasVecDotAvx2(), "VecDot: AVX2 requested on a CPU without AVX2+FMA+F16C");
+    REWIND_CHECK_MSG(CpuHasAvx2FmaF16c(), "VecDot: AVX2 requested on a CPU without AVX2+FMA+F16C");
     avx2::VecDotRows(weight_type, n, w, w_stride, n_rows, act, out);
     return;
   }

@@ -28,8 +28,7 @@ void VecDotRows(gguf::TensorType weight_type, int64_t n, const void* w, size_t w
 
 // Implementation choice, for tests and benchmarks.
 enum class VecDotImpl { kScalar, kAvx2 };
-VecDotImpl ActiveVecDotImpl();   // what VecDot / VecDotRows use on this CPU
-bool CpuHasVecDotAvx2();         // AVX2 + FMA + F16C present
+VecDotImpl ActiveVecDotImpl();  // what VecDot / VecDotRows use: kAvx2 when CpuHasAvx2FmaF16c() (base/cpu_features.h)
 // Tests: allow (default) or forbid the AVX-512 VNNI variants of the AVX2 kernels (the same bits either way).
 void VecDotAllowAvx512(bool allow);
 // Same as VecDotRows with an explicit implementation (kAvx2 aborts when the CPU lacks it).

@@ -13,10 +13,10 @@
 #include <cstddef>
 #include <cstring>
 
+#include "base/cpu_features.h"
 #include "gguf/quants.h"
 #include "gguf/quants_lowbit.h"
 #include "kernels/avx2_blocks.h"
-#include "kernels/dot.h"
 #include "kernels/lowbit_avx2.h"
 
 namespace rw::kernels::avx2 {
@@ -35,7 +35,7 @@ using gguf::BlockQ8_K;
 using gguf::TensorType;
 using namespace avx2_blocks;  // Hsum, loads, K-quant scale and Q6_K unpacking
 
-bool g_use_avx512 = HasAvx512();  // AVX-512 VNNI variants (same bits); tests switch them off to compare
+bool g_use_avx512 = CpuHasAvx512();  // AVX-512 VNNI variants (same bits); tests switch them off to compare
 
 // ---- Helpers ----------------------------------------------------------------------------------------------
 
@@ -209,8 +209,6 @@ void RowsQx_1(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
 // Per super-block: exact int32 sums of scale * q_w * q_a in 8 lanes, then acc += d * sums (one FMA) and, for
 // Q4_K/Q5_K, acc -= dmin * (mins . bsums) in 8 lanes (one FNMA).
 
-
-
 template <int R, bool kFive>
 void RowsQx_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
   const auto* a = static_cast<const BlockQ8_K*>(act);
@@ -275,7 +273,6 @@ void RowsQx_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
   #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
 }
-
 
 template <int R>
 void RowsQ6_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
@@ -378,7 +375,7 @@ void DriveRows(int64_t nb, const uint8_t* base, size_t stride, int64_t n_rows, c
 
 }  // namespace
 
-void AllowAvx512(bool allow) { g_use_avx512 = allow && HasAvx512(); }
+void AllowAvx512(bool allow) { g_use_avx512 = allow && CpuHasAvx512(); }
 
 bool Supports(TensorType t) { return gguf::IsSupportedWeightType(t); }
 

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "base/cpu_features.h"
 #include "gguf/quants.h"
 #include "gguf/quants_lowbit_testing.h"
 #include "kernels/vec_dot.h"
@@ -49,7 +50,7 @@ double Measure(rw::kernels::VecDotImpl impl, TensorType t, int64_t cols, const s
 int main(int argc, char** argv) {
   const int64_t mib = argc > 1 ? std::atoll(argv[1]) : 256;
   const int64_t cols = argc > 2 ? std::atoll(argv[2]) : 4096;
-  const bool avx2 = rw::kernels::CpuHasVecDotAvx2();
+  const bool avx2 = rw::CpuHasAvx2FmaF16c();
   const bool skip_scalar = argc > 3 && std::strcmp(argv[3], "fast") == 0;
   std::printf("vec_dot_bench: cols=%lld, big matrix %lld MiB, small matrix 256 KiB, 1 thread, GB/s of weights per CPU-second, AVX2 %s\n",
               static_cast<long long>(cols), static_cast<long long>(mib), avx2 ? "yes" : "no");

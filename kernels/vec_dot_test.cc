@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cpu_features_testing.h"
 #include "gguf/quants.h"
 #include "kernels/ref/vec_dot_ref.h"
 
@@ -95,9 +96,6 @@ std::vector<int64_t> Sizes(TT t) {
   return s;
 }
 
-#define SKIP_WITHOUT_AVX2() \
-  if (!CpuHasVecDotAvx2()) GTEST_SKIP() << "CPU lacks AVX2+FMA+F16C"
-
 float Fast(TT t, int64_t n, const void* w, const void* a) {
   float out;
   VecDotRowsWith(VecDotImpl::kAvx2, t, n, w, 0, 1, a, &out);
@@ -105,7 +103,7 @@ float Fast(TT t, int64_t n, const void* w, const void* a) {
 }
 
 TEST(VecDot, Avx2MatchesScalarTwinWithinRoundingForEveryTypeAndSize) {
-  SKIP_WITHOUT_AVX2();
+  REWIND_SKIP_WITHOUT_AVX2();
   std::mt19937 rng(123);
   for (TT t : kAllTypes) {
     for (int64_t n : Sizes(t)) {
@@ -138,7 +136,7 @@ TEST(VecDot, DispatchedResultEqualsTheActiveImplementation) {
 // Bitwise: one dot computed alone must equal the same row inside any batch, at any row offset, any byte
 // misalignment of weights and activations, and any row stride.
 TEST(VecDot, Avx2IsBitwiseIdenticalAcrossRowCountsOffsetsAndAlignments) {
-  SKIP_WITHOUT_AVX2();
+  REWIND_SKIP_WITHOUT_AVX2();
   std::mt19937 rng(77);
   constexpr int kRows = 11;
   for (TT t : kAllTypes) {
@@ -295,7 +293,7 @@ __attribute__((target("avx2,fma,f16c"))) float LlamaQ8_0(const gguf::BlockQ8_0* 
 }
 
 TEST(VecDot, Avx2ReproducesLlamaCppSummationOrderForF16AndQ8_0) {
-  SKIP_WITHOUT_AVX2();
+  REWIND_SKIP_WITHOUT_AVX2();
   std::mt19937 rng(8);
   for (int64_t n : {256, 1024, 4096}) {
     const auto w16 = WeightRow(TT::kF16, n, rng, false);
@@ -320,7 +318,7 @@ TEST(VecDotDeathTest, RejectsRowsThatAreNotWholeBlocks) {
 }
 
 TEST(VecDot, ExtremeQuantsDoNotSaturate) {
-  SKIP_WITHOUT_AVX2();
+  REWIND_SKIP_WITHOUT_AVX2();
   // Activations at +-127 and weights at their extreme codes, where 16-bit intermediate sums are closest to
   // overflowing: fast and scalar must still agree to rounding.
   std::mt19937 rng(4);

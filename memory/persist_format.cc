@@ -6,6 +6,7 @@
 #include "base/check.h"
 #include "base/file.h"
 #include "base/hash.h"
+#include "base/hex.h"
 #include "memory/le_bytes.h"
 
 namespace rw::memory {
@@ -18,15 +19,9 @@ constexpr uint32_t kHeaderBytes = 80;
 constexpr size_t kKvTypeAt = 64;
 constexpr int32_t kMaxTokens = 1 << 26;
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 Error Foreign(uint64_t got, uint64_t want) {
-  return Error::Unsupported("checkpoint file is for another model (fingerprint " + Hex(got) + ", this model " +
-                            Hex(want) + ")");
+  return Error::Unsupported("checkpoint file is for another model (fingerprint " + HexU64(got) + ", this model " +
+                            HexU64(want) + ")");
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 #include "memory/store_format.h"
 
 #include <bit>
-#include <cstdio>
 #include <cstring>
 
 #include "base/hash.h"
+#include "base/hex.h"
 #include "memory/le_bytes.h"
 
 namespace rw::memory {
@@ -18,9 +18,7 @@ constexpr size_t kEntryBytes = 48;
 constexpr int32_t kMaxTokens = 1 << 26;
 
 std::string Key(char kind, int32_t end, uint64_t chain) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%c-%d-%016llx", kind, end, static_cast<unsigned long long>(chain));
-  return buf;
+  return std::string(1, kind) + "-" + std::to_string(end) + "-" + HexU64(chain);
 }
 
 }  // namespace

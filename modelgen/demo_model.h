@@ -13,11 +13,8 @@ namespace rw::modelgen {
 // The embedded tests/data/vocab/tiny-qwen35-vocab.gguf.
 std::span<const uint8_t> TinyVocabGguf();
 
-// Default cache folder: $XDG_CACHE_HOME/rewind, else $HOME/.cache/rewind.
-std::string DefaultCacheDir();
-
 // Path of the demo model (tiny preset, default seed, `file_type` "f32" or "q8_0") in `cache_dir` (empty:
-// DefaultCacheDir()). Generates it on first use (~21 MB F32, ~6 MB Q8_0, 1-2 s); later calls
+// CacheRoot(), base/cache_root.h). Generates it on first use (~21 MB F32, ~6 MB Q8_0, 1-2 s); later calls
 // reuse the file when its size and content hash match what was recorded when it was generated.
 Expected<std::string> EnsureDemoModel(std::string cache_dir = "", const std::string& file_type = "f32");
 

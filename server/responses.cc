@@ -3,6 +3,8 @@
 #include <chrono>
 #include <random>
 
+#include "base/hex.h"
+
 namespace rw::server {
 
 using nlohmann::json;
@@ -92,12 +94,7 @@ json ToolCallJson(const ToolCall& call, int index, bool stream) {
 
 std::string RandomId(const char* prefix) {
   thread_local std::mt19937_64 rng(std::random_device{}());
-  static const char* kHex = "0123456789abcdef";
-  std::string id = prefix;
-  uint64_t a = rng(), b = rng();
-  for (int i = 0; i < 16; ++i) id.push_back(kHex[(a >> (4 * i)) & 15]);
-  for (int i = 0; i < 8; ++i) id.push_back(kHex[(b >> (4 * i)) & 15]);
-  return id;
+  return prefix + HexU64(rng()) + HexU64(rng()).substr(0, 8);
 }
 
 int64_t UnixTime() {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/hex.h"
 #include "base/log.h"
 #include "gguf/gguf.h"
 #include "tokenizer/unicode.h"
@@ -47,12 +48,7 @@ std::string DecodeNormalText(const std::string& text) {
     }
     std::string utf8;
     AppendUtf8(cpt, &utf8);
-    out += "[UNK_BYTE_0x";
-    char hex[4];
-    for (char c : utf8) {
-      std::snprintf(hex, sizeof(hex), "%02x", static_cast<uint8_t>(c));
-      out += hex;
-    }
+    out += "[UNK_BYTE_0x" + HexBytes(utf8);
     out += text + "]";  // sic: llama.cpp appends the whole token text
   }
   return out;

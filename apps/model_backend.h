@@ -1,6 +1,6 @@
-// `rewind serve` wiring: a real engine, the GGUF's tokenizer and chat template behind the server's
-// interfaces. Compiled against engine/, tokenizer/, chat/ and modelgen/ when those libraries are part of the
-// build; without them LoadModel answers Unavailable (the server library itself only needs engine/engine.h).
+// `rewind serve` wiring: a real engine, the GGUF's tokenizer and chat template behind the server's interfaces
+// (server/backend.h). It lives in apps/ so that the server library needs the engine's interface (engine/engine.h)
+// and grammar/ only, never the engine, model, tokenizer, chat or modelgen libraries.
 #pragma once
 
 #include <memory>
@@ -10,14 +10,14 @@
 #include "engine/engine_config.h"
 #include "server/backend.h"
 
-namespace rw::server {
+namespace rw::apps {
 
 struct LoadedModel {
-  std::unique_ptr<TextCodec> codec;
-  std::unique_ptr<ChatFormatter> chat;
+  std::unique_ptr<server::TextCodec> codec;
+  std::unique_ptr<server::ChatFormatter> chat;
   std::unique_ptr<engine::Engine>
       engine;  // declared last: destroyed first (its thread calls into sinks only)
-  Backend backend() const { return {engine.get(), codec.get(), chat.get()}; }
+  server::Backend backend() const { return {engine.get(), codec.get(), chat.get()}; }
 };
 
 // Loads the tokenizer and template from config.model_path (the template from `chat_template_file` when
@@ -30,4 +30,4 @@ Expected<std::string> DemoModelPath(const std::string& cache_dir);
 // Resident memory of this process in bytes (0 if unknown).
 int64_t ResidentBytes();
 
-}  // namespace rw::server
+}  // namespace rw::apps

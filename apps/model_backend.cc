@@ -1,21 +1,24 @@
-#include "server/model_backend.h"
+#include "apps/model_backend.h"
 
 #include <cstdio>
 #include <cstring>
 
-#if REWIND_HAVE_TOKENIZER && REWIND_HAVE_CHAT
 #include "chat/chat_render.h"
 #include "chat/output_parser.h"
+#include "engine/engine_config.h"
 #include "gguf/gguf.h"
-#include "tokenizer/tokenizer.h"
-#endif
-#if REWIND_HAVE_MODELGEN
 #include "modelgen/demo_model.h"
-#endif
+#include "tokenizer/tokenizer.h"
 
-namespace rw::server {
+namespace rw::apps {
 
-#if REWIND_HAVE_TOKENIZER && REWIND_HAVE_CHAT
+using server::ChatFormatter;
+using server::ChatOptions;
+using server::OutputParser;
+using server::ParsedDelta;
+using server::RenderedChat;
+using server::TextCodec;
+
 namespace {
 
 class TokenizerCodec : public TextCodec {
@@ -104,10 +107,8 @@ std::string TokenTextOrEmpty(const tokenizer::Tokenizer& tok, int32_t id) {
 }
 
 }  // namespace
-#endif
 
 Expected<LoadedModel> LoadModel(const engine::EngineConfig& config, const std::string& chat_template_file) {
-#if REWIND_HAVE_TOKENIZER && REWIND_HAVE_CHAT && REWIND_HAVE_ENGINE
   REWIND_RETURN_IF_ERROR(config.Validate());
   LoadedModel m;
   {
@@ -131,20 +132,10 @@ Expected<LoadedModel> LoadModel(const engine::EngineConfig& config, const std::s
   if (!engine.ok()) return engine.error();
   m.engine = std::move(*engine);
   return m;
-#else
-  (void)config;
-  (void)chat_template_file;
-  return Error::Unavailable("this build of rewind has no engine, tokenizer or chat library yet");
-#endif
 }
 
 Expected<std::string> DemoModelPath(const std::string& cache_dir) {
-#if REWIND_HAVE_MODELGEN
   return modelgen::EnsureDemoModel(cache_dir);
-#else
-  (void)cache_dir;
-  return Error::Unavailable("this build has no built-in demo model (modelgen missing); pass -m MODEL.gguf");
-#endif
 }
 
 int64_t ResidentBytes() {
@@ -162,4 +153,4 @@ int64_t ResidentBytes() {
   return kb * 1024;
 }
 
-}  // namespace rw::server
+}  // namespace rw::apps
