@@ -179,7 +179,8 @@ void LlamaServerFlags::Declare(FlagSet& flags) {
       "JSON object of chat template variables for every request (requests' own chat_template_kwargs win), "
       "e.g. '{\"enable_thinking\": false}'");
   flags.Add("reasoning-format", 0, &reasoning_format_,
-            "none: thoughts stay in the content; deepseek | auto: they go to reasoning_content");
+            "none: thoughts stay in the content; deepseek | auto: they go to reasoning_content; "
+            "deepseek-legacy: to reasoning_content and, as <think>...</think>, to the content as well");
   flags.Add("reasoning", 0, &reasoning_, "thinking on | off | auto (auto: the chat template's default)");
   flags.Alias("-rea", "reasoning");
   flags.Add(
@@ -276,11 +277,9 @@ Status LlamaServerFlags::Apply(const FlagSet& flags, engine::EngineConfig* ec, s
                                     chat_template_kwargs_ + "'");
     sc->chat_template_kwargs = kw;
   }
-  if (reasoning_format_ == "deepseek-legacy")
-    return Error::InvalidArgument(
-        "--reasoning-format deepseek-legacy is not supported (none | deepseek | auto)");
-  if (reasoning_format_ != "none" && reasoning_format_ != "deepseek" && reasoning_format_ != "auto")
-    return Error::InvalidArgument("--reasoning-format must be none, deepseek or auto");
+  if (reasoning_format_ != "none" && reasoning_format_ != "deepseek" && reasoning_format_ != "auto" &&
+      reasoning_format_ != "deepseek-legacy")
+    return Error::InvalidArgument("--reasoning-format must be none, deepseek, deepseek-legacy or auto");
   sc->reasoning_format = reasoning_format_;
   if (reasoning_budget_ < -1) return Error::InvalidArgument("--reasoning-budget must be -1 or more");
   sc->reasoning_budget = reasoning_budget_;

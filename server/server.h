@@ -40,7 +40,7 @@ struct ServerConfig {
   // llama-server compatible defaults for chat requests.
   nlohmann::ordered_json chat_template_kwargs =
       nlohmann::ordered_json::object();  // --chat-template-kwargs, under each request's own
-  std::string reasoning_format = "auto";  // none | deepseek | auto
+  std::string reasoning_format = "auto";  // none | deepseek | deepseek-legacy | auto
   int reasoning_budget = -1;              // -1 unrestricted, 0 thinking off (llama-server semantics)
   bool cors = true;                       // Access-Control-* headers for browser clients
   bool props_endpoint = false;            // POST /props allowed (llama-server's --props)
