@@ -88,7 +88,6 @@ const std::vector<NoEffect>& NoEffectFlags() {
       {{"--sleep-idle-seconds"}, true, "the model stays loaded"},
       {{"--warmup"}, false, "no warm-up run is needed"},
       {{"--reasoning-preserve"}, false, "the chat template decides which reasoning is kept"},
-      {{"--reasoning-budget-message"}, true, "the budget ends the thoughts with the end tag alone"},
       {{"--reasoning-effort"}, true, "use --reasoning on|off"},
       {{"--webui", "--ui"}, false, "rewind has no web UI"},
       {{"--ui-config", "--webui-config"}, true, "rewind has no web UI"},
@@ -187,6 +186,9 @@ void LlamaServerFlags::Declare(FlagSet& flags) {
       "reasoning-budget", 0, &reasoning_budget_,
       "thinking token budget as llama-server: -1 unrestricted, 0 thinking off, N: the thoughts are ended "
       "after N tokens");
+  flags.Add(
+      "reasoning-budget-message", 0, &reasoning_budget_message_,
+      "text inserted before the forced end of thinking when the reasoning budget runs out (default: none)");
   flags.Add("timeout", 0, &timeout_, "HTTP read/write timeout in seconds");
   flags.Alias("-to", "timeout");
   flags.Add("api-key-file", 0, &api_key_file_, "file whose first line is the API key");
@@ -283,6 +285,7 @@ Status LlamaServerFlags::Apply(const FlagSet& flags, engine::EngineConfig* ec, s
   sc->reasoning_format = reasoning_format_;
   if (reasoning_budget_ < -1) return Error::InvalidArgument("--reasoning-budget must be -1 or more");
   sc->reasoning_budget = reasoning_budget_;
+  sc->reasoning_budget_message = reasoning_budget_message_;
   if (reasoning_ != "on" && reasoning_ != "off" && reasoning_ != "auto")
     return Error::InvalidArgument("--reasoning must be on, off or auto");
   if (reasoning_ != "auto" && !sc->chat_template_kwargs.contains("enable_thinking"))
