@@ -44,6 +44,23 @@ std::vector<json> Events(const httplib::Result& r) {
   return out;
 }
 
+// A chat answer's reasoning_content and content, streamed (the deltas put together) or not.
+std::pair<std::string, std::string> ReasoningAndContent(const httplib::Result& r, bool stream) {
+  std::string reasoning, content;
+  if (stream) {
+    for (const auto& e : Events(r)) {
+      if (e["choices"].empty()) continue;
+      reasoning += e["choices"][0]["delta"].value("reasoning_content", "");
+      content += e["choices"][0]["delta"].value("content", "");
+    }
+  } else {
+    json j = json::parse(r->body);
+    reasoning = j["choices"][0]["message"]["reasoning_content"];
+    content = j["choices"][0]["message"]["content"];
+  }
+  return {reasoning, content};
+}
+
 TEST(ServerChat, ReturnsContentReasoningUsageTimingsAndCacheReport) {
   TestServer ts;
   auto r = ts.Post("/v1/chat/completions", UserChat("hi"));
@@ -127,18 +144,7 @@ TEST(ServerChat, ReasoningBudgetEndsTheThoughtsAndContinuesFromThem) {
     auto r = ts.Post("/v1/chat/completions", UserChat("hi", {{"reasoning_budget_tokens", 3}, {"stream", stream}}));
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
-    std::string reasoning, content;
-    if (stream) {
-      for (const auto& e : Events(r)) {
-        if (e["choices"].empty()) continue;
-        reasoning += e["choices"][0]["delta"].value("reasoning_content", "");
-        content += e["choices"][0]["delta"].value("content", "");
-      }
-    } else {
-      json j = json::parse(r->body);
-      reasoning = j["choices"][0]["message"]["reasoning_content"];
-      content = j["choices"][0]["message"]["content"];
-    }
+    auto [reasoning, content] = ReasoningAndContent(r, stream);
     // Three tokens of the fake's thoughts, then the forced "\n</think>" (the fake parser keeps the newline that
     // the real one trims).
     EXPECT_EQ(reasoning, "Let\n");
@@ -173,18 +179,7 @@ TEST(ServerChat, ReasoningBudgetMessageIsInsertedBeforeTheForcedEndOfThinking) {
         ts.Post("/v1/chat/completions", UserChat("hi", {{"reasoning_budget_tokens", 3}, {"stream", stream}}));
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
-    std::string reasoning, content;
-    if (stream) {
-      for (const auto& e : Events(r)) {
-        if (e["choices"].empty()) continue;
-        reasoning += e["choices"][0]["delta"].value("reasoning_content", "");
-        content += e["choices"][0]["delta"].value("content", "");
-      }
-    } else {
-      json j = json::parse(r->body);
-      reasoning = j["choices"][0]["message"]["reasoning_content"];
-      content = j["choices"][0]["message"]["content"];
-    }
+    auto [reasoning, content] = ReasoningAndContent(r, stream);
     EXPECT_EQ(reasoning, "Let Time to answer.\n");
     EXPECT_EQ(content, "Hello from the fake engine.");
     const std::string prompt = prompt_of_continuation();
