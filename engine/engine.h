@@ -64,6 +64,10 @@ struct GenerationRequest {
   // Prefix-cache placement hints: token positions where a checkpoint is worth keeping (chat message starts,
   // the end of the prompt before the generation header, positions a client asked for). Sorted, < prompt size.
   std::vector<int32_t> checkpoint_hints;
+  // Token position where the answer's message starts (the chat template's generation header), -1 if unknown. The
+  // next turn branches there when the answer is rewritten (reasoning stripped, tool call re-rendered), so the
+  // remote tier always shares the state at that point; other replicas find it among their message starts.
+  int32_t generation_start = -1;
   int32_t max_tokens = -1;                  // -1: until an end-of-generation token or the context is full
   SamplingParams sampling;
   bool logprobs = false;                    // report the sampled token's log-probability

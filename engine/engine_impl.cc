@@ -658,7 +658,7 @@ void EngineImpl::Finish(size_t slot, const std::string& reason, std::optional<Er
   for (auto& d : drafters_) d->End(static_cast<int32_t>(slot));
   // Keep the evaluated sequence in the cache unless the request failed or opted out.
   bool keep = reason != "error" && a->request.cache_prompt && config_.cache;
-  cache_->Release(a->seq, keep);
+  cache_->Release(a->seq, keep, a->request.generation_start);
   slot_tokens_[slot].clear();
   if (keep) {
     std::vector<int32_t>& held = slot_tokens_[slot];

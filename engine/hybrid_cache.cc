@@ -370,7 +370,7 @@ Expected<TruncateResult> HybridCache::Truncate(SeqId seq, int32_t n) {
 
 int32_t HybridCache::Position(SeqId seq) const { return impl_->mm->sequence(seq).pos(); }
 
-void HybridCache::Release(SeqId seq, bool insert) {
+void HybridCache::Release(SeqId seq, bool insert, int32_t branch) {
   Impl& im = *impl_;
   insert = insert && im.cfg.use_cache;
   im.mm->DropReservation(seq);  // the request is over: its final checkpoint is cache like any other
@@ -385,7 +385,7 @@ void HybridCache::Release(SeqId seq, bool insert) {
   im.mm->Commit(*plan);
   im.Exec(plan->ops);
   im.planned.erase(seq);
-  im.PersistPath(tokens);  // copies into the disk and remote writers' queues, before any page is reused
+  im.PersistPath(tokens, branch);  // copies into the disk and remote writers' queues, before any page is reused
   im.ReturnFreePages();
 }
 

@@ -108,8 +108,10 @@ class HybridCache {
   // Current evaluated length of a sequence.
   int32_t Position(memory::SeqId seq) const;
 
-  // Ends a sequence. insert=true leaves its tokens, pages and a final-state checkpoint in the prefix tree.
-  void Release(memory::SeqId seq, bool insert);
+  // Ends a sequence. insert=true leaves its tokens, pages and a final-state checkpoint in the prefix tree, and
+  // queues its checkpoints for the disk and remote tiers; `branch` (the answer's message start, -1 if unknown) is a
+  // point the remote tier always shares (GenerationRequest::generation_start).
+  void Release(memory::SeqId seq, bool insert, int32_t branch = -1);
 
   // Queues the in-RAM cache's checkpoints (those worth their disk bytes) and waits until the writer has written them
   // (shutdown, tests). Finished requests and evictions queue theirs without waiting; Create reads the index.

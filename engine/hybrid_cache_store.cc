@@ -110,7 +110,7 @@ bool HybridCache::Impl::ShareCheckpoint(std::span<const int32_t> prefix, memory:
   return remote->Enqueue(MakePut(prefix, ckpt, pages, remote->MissingPages(prefix), saved_tokens));
 }
 
-void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens) {
+void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens, int32_t branch) {
   if (!store && !remote) return;
   const memory::PrefixTree& tree = mm->tree();
   const auto on_path = tree.CheckpointsOnPath(tokens, static_cast<int32_t>(tokens.size()));
@@ -122,14 +122,18 @@ void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens) {
       prev = pos;
   }
   // The remote tier, deepest first: the end of the conversation (where its next turn, maybe on another replica,
-  // resumes) always, and earlier states through the same value-per-byte door, counted back from there.
+  // resumes) and the last state at or before the answer's message start (`branch`: where the next turn resumes
+  // when the answer is rewritten) always, and earlier states through the same value-per-byte door, counted back.
   int32_t next = std::numeric_limits<int32_t>::max();
+  bool branch_shared = branch < 0;
   for (auto it = on_path.rbegin(); remote && it != on_path.rend(); ++it) {
     const auto& [pos, ckpt] = *it;
     const std::span<const int32_t> prefix = tokens.subspan(0, static_cast<size_t>(pos));
     const int32_t before = std::next(it) == on_path.rend() ? 0 : std::next(it)->first;
-    if (remote->HasState(prefix) ||
-        (next - pos >= disk_min_saved_tokens && ShareCheckpoint(prefix, ckpt, tree.PathPages(tokens, pos), pos - before)))
+    const bool must = it == on_path.rbegin() || (!branch_shared && pos <= branch);
+    branch_shared = branch_shared || pos <= branch;
+    if (remote->HasState(prefix) || ((must || next - pos >= disk_min_saved_tokens) &&
+                                     ShareCheckpoint(prefix, ckpt, tree.PathPages(tokens, pos), pos - before)))
       next = pos;
   }
 }

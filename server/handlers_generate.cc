@@ -149,6 +149,10 @@ ParseResult<PreparedGeneration> Server::Impl::PrepareChat(ChatRequest& r, const 
   AddParagraphHints(*backend.codec, rendered->prompt, p.prompt, &hints);
   AddPromptEndHints(p.prompt.size(), &hints);
   p.checkpoint_hints = NormaliseHints(std::move(hints), p.prompt.size());
+  if (rendered->generation_offset < rendered->prompt.size()) {
+    const std::vector<int32_t> g = OffsetsToTokenPositions(*backend.codec, p.prompt, {rendered->generation_offset});
+    if (!g.empty()) p.generation_start = g.front();
+  }
   std::string format = r.reasoning_format.empty() ? config.reasoning_format : r.reasoning_format;
   p.parser = backend.chat->NewParser(*rendered, tools, format);
   p.gen = r.gen;
@@ -209,6 +213,7 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
   engine::GenerationRequest g;
   g.prompt = p.prompt;
   g.checkpoint_hints = p.checkpoint_hints;
+  g.generation_start = p.generation_start;
   g.max_tokens = p.gen.max_tokens;
   g.sampling = p.gen.sampling.params;
   for (const auto& [text, bias] : p.gen.sampling.logit_bias_text)

@@ -24,6 +24,7 @@ namespace rw::server {
 struct PreparedGeneration {
   std::vector<int32_t> prompt;
   std::vector<int32_t> checkpoint_hints;
+  int32_t generation_start = -1;  // token position of the chat's generation header (engine::GenerationRequest)
   GenerationParams gen;
   std::unique_ptr<OutputParser> parser;  // chat only
   std::unique_ptr<ResponseWriter> writer;
