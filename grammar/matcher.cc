@@ -8,7 +8,7 @@
 namespace rw::grammar {
 
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar, size_t memo_states)
-    : g_(std::move(grammar)), max_states_(std::max<size_t>(memo_states, 1)) {
+    : g_(std::move(grammar)), max_states_(std::clamp<size_t>(memo_states, 1, 32767)) {
   REWIND_CHECK(g_ != nullptr);
   for (uint32_t a : g_->alts[g_->root]) Expand(Stack{a}, &state_.stacks);
   std::sort(state_.stacks.begin(), state_.stacks.end());
@@ -261,7 +261,7 @@ int32_t Matcher::Transition(int32_t st, uint8_t byte) const {
   State out;
   // (Intern may grow `states`: the reference is not used after it.)
   const int32_t r = FeedByte(memo_.states[st], byte, &out) ? Intern(out) : kRejected;
-  if (r != kOverflow) memo_.next[static_cast<size_t>(st) * 256 + byte] = r;
+  if (r != kOverflow) memo_.next[static_cast<size_t>(st) * 256 + byte] = static_cast<int16_t>(r);
   return r;
 }
 

@@ -29,9 +29,9 @@ namespace rw::grammar {
 
 class Matcher {
  public:
-  static constexpr size_t kMaxStates = 4096;  // the memo's default bound: 4 MiB of transitions
+  static constexpr size_t kMaxStates = 4096;  // the memo's default bound: 2 MiB of transitions
 
-  // `memo_states` bounds the memo (tests set it small to exercise the walk without it).
+  // `memo_states` bounds the memo (at most 32767; tests set it small to exercise the walk without it).
   explicit Matcher(std::shared_ptr<const Grammar> grammar, size_t memo_states = kMaxStates);
 
   // Would these bytes, appended to the text so far, still be a prefix of some sentence of the grammar?
@@ -79,7 +79,7 @@ class Matcher {
     const TokenTrie* trie = nullptr;               // the trie the cached masks belong to
     std::unordered_map<std::string, int32_t> ids;  // Key(state) -> state number
     std::vector<State> states;                     // [state number]
-    std::vector<int32_t> next;                     // [state number][256 bytes] -> state number or kUnknown...
+    std::vector<int16_t> next;                     // [state number][256 bytes] -> state number or kUnknown...
     std::vector<std::pair<int32_t, std::vector<uint64_t>>> masks;  // (start state, its mask); ring
     size_t next_mask = 0;                                          // the ring slot to replace next
   };
