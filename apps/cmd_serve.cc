@@ -67,6 +67,9 @@ int Serve(int argc, char** argv) {
   flags.Add("remote-cache-ttl", 0, &ec.remote_cache_ttl_s,
             "expiry in seconds of what this replica writes to the remote tier (0 = none: Redis' maxmemory policy "
             "evicts)");
+  flags.Add("remote-cache-wait", 0, &ec.remote_cache_wait_ms,
+            "milliseconds a request waits for a checkpoint another replica announced but has not written yet, "
+            "instead of recomputing it (0 = never wait)");
   flags.Add("checkpoint-every", 0, &checkpoint_every,
             "checkpoint every N tokens inside long messages (0 = off)");
   flags.Add("slot-save-path", 0, &ec.slot_save_path, "folder for /slots save|restore (none: --cache-dir)");

@@ -36,6 +36,8 @@ Status EngineConfig::Validate() const {
   if (cache_ram_mib < 0) return Error::InvalidArgument("--cache-ram must be >= 0");
   if (cache_disk_mib < 0) return Error::InvalidArgument("--cache-disk must be >= 0");
   if (remote_cache_ttl_s < 0) return Error::InvalidArgument("--remote-cache-ttl must be >= 0");
+  if (remote_cache_wait_ms < 0 || remote_cache_wait_ms > 600'000)
+    return Error::InvalidArgument("--remote-cache-wait must be between 0 and 600000 ms");
   if (!remote_cache.empty()) {
     if (auto url = remote::ParseRedisUrl(remote_cache); !url.ok()) return url.error();
   }

@@ -29,6 +29,7 @@ struct EngineConfig {
   int64_t cache_disk_mib = 4096;   // disk tier bound
   std::string remote_cache;        // remote tier shared by replicas: redis://HOST:PORT[/DB] ("" = off)
   int64_t remote_cache_ttl_s = 0;  // expiry of values written there (0 = none: Redis' maxmemory policy evicts)
+  int64_t remote_cache_wait_ms = 1000;  // wait for a state another replica announced (0 = never wait)
   int32_t checkpoint_every = 1024; // checkpoint every N tokens inside long messages (0 = off)
   std::string slot_save_path;      // directory for /slots save|restore ("" = cache_dir or refuse)
   bool lazy_rollback = true;       // replay-log rollbacks fused into the next forward (false = --no-lazy-rollback)

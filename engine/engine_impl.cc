@@ -92,6 +92,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   hc.disk_bytes = config.cache_disk_mib << 20;
   hc.remote_url = config.remote_cache;
   hc.remote_ttl_s = config.remote_cache_ttl_s;
+  hc.remote_wait_ms = config.remote_cache_wait_ms;
   if (config.cache_ram_mib > 0) {
     hc.budget_bytes = config.cache_ram_mib << 20;
   } else {
@@ -195,7 +196,7 @@ Expected<uint64_t> EngineImpl::Submit(GenerationRequest request, std::shared_ptr
   // The remote tier's network round trips happen here, on the request's own thread, never on the engine's.
   std::shared_ptr<const remote::RemoteFetch> fetched;
   if (request.cache_prompt && config_.cache && cache_->has_remote())
-    fetched = cache_->FetchRemote(request.prompt, request.checkpoint_hints);
+    fetched = cache_->FetchRemote(request.prompt, request.checkpoint_hints, request.generation_start);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return Error::Unavailable("the engine is shutting down");
@@ -658,7 +659,12 @@ void EngineImpl::Finish(size_t slot, const std::string& reason, std::optional<Er
   for (auto& d : drafters_) d->End(static_cast<int32_t>(slot));
   // Keep the evaluated sequence in the cache unless the request failed or opted out.
   bool keep = reason != "error" && a->request.cache_prompt && config_.cache;
-  cache_->Release(a->seq, keep, a->request.generation_start);
+  const std::span<const int32_t> prompt(a->request.prompt);
+  const int32_t branch = a->request.generation_start;
+  cache_->Release(a->seq, keep,
+                  branch > 0 && branch < static_cast<int32_t>(prompt.size())
+                      ? prompt.first(static_cast<size_t>(branch))
+                      : std::span<const int32_t>{});
   slot_tokens_[slot].clear();
   if (keep) {
     std::vector<int32_t>& held = slot_tokens_[slot];

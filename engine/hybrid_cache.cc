@@ -370,7 +370,7 @@ Expected<TruncateResult> HybridCache::Truncate(SeqId seq, int32_t n) {
 
 int32_t HybridCache::Position(SeqId seq) const { return impl_->mm->sequence(seq).pos(); }
 
-void HybridCache::Release(SeqId seq, bool insert, int32_t branch) {
+void HybridCache::Release(SeqId seq, bool insert, std::span<const int32_t> branch) {
   Impl& im = *impl_;
   insert = insert && im.cfg.use_cache;
   im.mm->DropReservation(seq);  // the request is over: its final checkpoint is cache like any other
@@ -476,6 +476,12 @@ std::string HybridCache::MetricsText() const {
            rs.write_errors);
     metric("rewind_remote_dropped_total", "counter", "Checkpoints not queued (the writer's queue was full).",
            rs.dropped);
+    metric("rewind_remote_announced_total", "counter", "States announced to other replicas at a request's start.",
+           rs.announced);
+    metric("rewind_remote_waits_total", "counter", "Lookups that waited for a state another replica announced.",
+           rs.waits);
+    metric("rewind_remote_waits_served_total", "counter", "Waits that ended with the announced state.",
+           rs.waits_served);
   }
   return o;
 }

@@ -34,6 +34,7 @@ struct HybridCacheConfig {
   int32_t disk_min_saved_tokens = -1;  // a state goes to disk if it saves this much prefill (-1: from its size)
   std::string remote_url;         // "" = no remote tier; redis://HOST:PORT[/DB] (docs/replicas.md)
   int64_t remote_ttl_s = 0;       // expiry of values written to the remote tier (0: none)
+  int64_t remote_wait_ms = 1000;  // wait for a state another replica announced (0: never)
   int64_t remote_queue_bytes = int64_t{256} << 20;  // checkpoints waiting for the remote writer
   bool lazy_rollback = true;      // replay-log rollbacks are fused into the next forward (docs/checkpoints.md)
 };
@@ -84,9 +85,11 @@ class HybridCache {
   // The remote tier: asks it for a checkpoint of `prompt` at the positions this cache would checkpoint (the
   // hints, the regular spacing, the end of a previous turn just before a message start), deeper than the disk
   // tier holds, with the pages from there on. Blocking (network) and thread-safe: call it on the request's own
-  // thread, never on the engine thread. Null when the tier is off.
+  // thread, never on the engine thread. Null when the tier is off. `generation_start` (GenerationRequest's, -1 if
+  // unknown) is announced to other replicas as a state this request will share when it is released.
   std::shared_ptr<const remote::RemoteFetch> FetchRemote(std::span<const int32_t> prompt,
-                                                         std::span<const int32_t> checkpoint_hints) const;
+                                                         std::span<const int32_t> checkpoint_hints,
+                                                         int32_t generation_start = -1) const;
   bool has_remote() const;
 
   // The longest sequence (tokens) whose reservation fits in the budget.
@@ -109,9 +112,10 @@ class HybridCache {
   int32_t Position(memory::SeqId seq) const;
 
   // Ends a sequence. insert=true leaves its tokens, pages and a final-state checkpoint in the prefix tree, and
-  // queues its checkpoints for the disk and remote tiers; `branch` (the answer's message start, -1 if unknown) is a
-  // point the remote tier always shares (GenerationRequest::generation_start).
-  void Release(memory::SeqId seq, bool insert, int32_t branch = -1);
+  // queues its checkpoints for the disk and remote tiers. `branch` (the prompt up to the answer's message start,
+  // GenerationRequest::generation_start; empty if unknown) is a state the remote tier always shares, or withdraws
+  // the announcement of (FetchRemote) when there is none.
+  void Release(memory::SeqId seq, bool insert, std::span<const int32_t> branch = {});
 
   // Queues the in-RAM cache's checkpoints (those worth their disk bytes) and waits until the writer has written them
   // (shutdown, tests). Finished requests and evictions queue theirs without waiting; Create reads the index.

@@ -90,7 +90,7 @@ struct HybridCache::Impl {
   bool ShareCheckpoint(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
                        std::span<const memory::PageId> pages, int64_t saved_tokens);
   // Queues every checkpoint on the tree path of `tokens` that the store lacks.
-  void PersistPath(std::span<const int32_t> tokens, int32_t branch);
+  void PersistPath(std::span<const int32_t> tokens, std::span<const int32_t> branch);
   // Queues the checkpoints an eviction is about to drop.
   void Spill(const memory::EvictPlan& plan);
   // Snapshots the live state at the sequence's position (evicting if needed). Best effort: false if no room.

@@ -21,6 +21,7 @@ void HybridCache::Impl::OpenRemote() {
   rc.identity = memory::StoreIdentity(fingerprint, kv_label);
   rc.page_tokens = cfg.page_tokens;
   rc.ttl_s = cfg.remote_ttl_s;
+  rc.wait_ms = cfg.remote_wait_ms;
   rc.queue_bytes = cfg.remote_queue_bytes;
   auto r = remote::RemoteStore::Open(*url, rc);
   if (!r.ok()) {
@@ -34,8 +35,9 @@ void HybridCache::Impl::OpenRemote() {
 
 bool HybridCache::has_remote() const { return impl_->remote != nullptr; }
 
-std::shared_ptr<const remote::RemoteFetch> HybridCache::FetchRemote(
-    std::span<const int32_t> prompt, std::span<const int32_t> checkpoint_hints) const {
+std::shared_ptr<const remote::RemoteFetch> HybridCache::FetchRemote(std::span<const int32_t> prompt,
+                                                                    std::span<const int32_t> checkpoint_hints,
+                                                                    int32_t generation_start) const {
   const Impl& im = *impl_;
   if (!im.remote || !im.cfg.use_cache || prompt.size() < 2) return nullptr;
   const int32_t n = static_cast<int32_t>(prompt.size());
@@ -55,7 +57,7 @@ std::shared_ptr<const remote::RemoteFetch> HybridCache::FetchRemote(
     if (!local.empty()) after = local.front();
   }
   auto fetch = std::make_shared<remote::RemoteFetch>(
-      im.remote->Fetch(prompt, cands, after, after / im.kv->page_size()));
+      im.remote->Fetch(prompt, cands, after, after / im.kv->page_size(), std::max(generation_start, 0)));
   return fetch;
 }
 

@@ -1,7 +1,7 @@
 // The remote tier across replicas (docs/replicas.md), on the tiny fixture model and a real redis-server
 // started by the test: a conversation whose next turn lands on another replica resumes there from the
 // checkpoint the first replica wrote, with tokens and logprobs bit-identical to --no-cache (I1); a dead,
-// flushed or corrupted Redis only costs compute, never a wrong or failed answer.
+// flushed, corrupted, hung or full Redis only costs compute, never a wrong or failed answer.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -136,6 +136,35 @@ TEST(RemoteTier, ADeadFlushedOrCorruptRedisOnlyCostsCompute) {
   EXPECT_EQ(got3->tokens, want3->tokens);
   EXPECT_EQ(got3->logprobs, want3->logprobs);
   EXPECT_NE(got3->done.cache.source, "remote");
+}
+
+TEST(RemoteTier, AHungOrFullRedisOnlyCostsCompute) {
+  REWIND_REQUIRE_REDIS();
+  // Full: a maxmemory below what Redis itself uses, without eviction: every write is refused.
+  remote::testing::RedisTestServer redis({"--maxmemory", "1", "--maxmemory-policy", "noeviction"});
+  auto a = Replica(redis.url());
+  auto off = Replica("", false);
+  ASSERT_TRUE(a && off);
+  Turn t1{Prompt(200, 8), {0, 80}};
+  auto first = Ask(*a, t1);
+  auto want1 = Ask(*off, t1);
+  EXPECT_EQ(first->tokens, want1->tokens);
+  EXPECT_EQ(first->logprobs, want1->logprobs);
+  for (int i = 0; i < 200 && a->CacheJson().find("\"remote_queued_bytes\":0") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(a->MetricsText().find("rewind_remote_write_errors_total 0"), std::string::npos) << a->MetricsText();
+  // Hung (stopped, not closed): the lookup times out on the request's thread, the request is computed.
+  redis.Pause();
+  auto b = Replica(redis.url());
+  ASSERT_TRUE(b);
+  const Turn t2 = NextTurn(t1, first->tokens, 40, 9);
+  auto got = Ask(*b, t2);
+  redis.Resume();
+  auto want2 = Ask(*off, t2);
+  EXPECT_EQ(got->tokens, want2->tokens);
+  EXPECT_EQ(got->logprobs, want2->logprobs);
+  EXPECT_NE(got->done.cache.source, "remote");
+  EXPECT_EQ(b->MetricsText().find("rewind_remote_errors_total 0"), std::string::npos) << b->MetricsText();
 }
 
 }  // namespace

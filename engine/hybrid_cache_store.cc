@@ -110,7 +110,7 @@ bool HybridCache::Impl::ShareCheckpoint(std::span<const int32_t> prefix, memory:
   return remote->Enqueue(MakePut(prefix, ckpt, pages, remote->MissingPages(prefix), saved_tokens));
 }
 
-void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens, int32_t branch) {
+void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens, std::span<const int32_t> branch_prefix) {
   if (!store && !remote) return;
   const memory::PrefixTree& tree = mm->tree();
   const auto on_path = tree.CheckpointsOnPath(tokens, static_cast<int32_t>(tokens.size()));
@@ -125,6 +125,7 @@ void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens, int32_t bra
   // resumes) and the last state at or before the answer's message start (`branch`: where the next turn resumes
   // when the answer is rewritten) always, and earlier states through the same value-per-byte door, counted back.
   int32_t next = std::numeric_limits<int32_t>::max();
+  const int32_t branch = branch_prefix.empty() ? -1 : static_cast<int32_t>(branch_prefix.size());
   bool branch_shared = branch < 0;
   for (auto it = on_path.rbegin(); remote && it != on_path.rend(); ++it) {
     const auto& [pos, ckpt] = *it;
@@ -136,6 +137,8 @@ void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens, int32_t bra
                                      ShareCheckpoint(prefix, ckpt, tree.PathPages(tokens, pos), pos - before)))
       next = pos;
   }
+  // Not shared exactly there (no checkpoint at the branch, a cancelled request): replicas waiting stop waiting.
+  if (remote && !branch_prefix.empty() && !remote->HasState(branch_prefix)) remote->Withdraw(branch_prefix);
 }
 
 void HybridCache::Impl::Spill(const memory::EvictPlan& plan) {

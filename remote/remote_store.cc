@@ -70,10 +70,13 @@ std::vector<uint64_t> RemoteStore::Chains(std::span<const int32_t> tokens,
   return out;
 }
 
+std::string RemoteStore::StateKeyOf(std::span<const int32_t> prefix) const {
+  return Key(memory::StateKey(static_cast<int32_t>(prefix.size()), HashTokens(prefix, cfg_.identity)));
+}
+
 bool RemoteStore::HasState(std::span<const int32_t> prefix) const {
   if (prefix.empty()) return false;
-  const std::string key =
-      Key(memory::StateKey(static_cast<int32_t>(prefix.size()), HashTokens(prefix, cfg_.identity)));
+  const std::string key = StateKeyOf(prefix);
   std::lock_guard<std::mutex> lock(mu_);
   return known_.count(key) > 0;
 }
@@ -112,8 +115,29 @@ bool RemoteStore::Enqueue(memory::StorePut put) {
   return true;
 }
 
+void RemoteStore::Withdraw(std::span<const int32_t> prefix) {
+  if (prefix.empty()) return;
+  const std::string key = StateKeyOf(prefix);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (announced_.erase(key) == 0) return;
+  Job job;
+  job.put.tokens.assign(prefix.begin(), prefix.end());
+  job.withdraw = true;
+  queue_.push_back(std::move(job));
+  cv_.notify_all();
+}
+
 void RemoteStore::Process(Job& job) {
   memory::StorePut& put = job.put;
+  if (job.withdraw) {
+    // Not removed (Redis down): the marker expires on its own, and lookups wait for it at most cfg_.wait_ms.
+    const std::vector<Command> del{{"DEL", AnnounceKey(StateKeyOf(put.tokens))}};
+    if (auto r = writer_client_.Pipeline(del); !r.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.write_errors;
+    }
+    return;
+  }
   const int32_t end = static_cast<int32_t>(put.tokens.size());
   const std::vector<int32_t> ends = PageEnds(end);
   const std::vector<uint64_t> chains = Chains(put.tokens, ends);
@@ -153,13 +177,20 @@ void RemoteStore::Process(Job& job) {
     // The state goes last: a replica that finds it finds its pages (unless Redis evicted one: then a miss).
     const int32_t first = first_of(end);
     const std::string_view part = put.state;
+    const std::string state_key = Key(memory::StateKey(end, chains.back()));
     writes.push_back(
-        SetCommand(Key(memory::StateKey(end, chains.back())),
+        SetCommand(state_key,
                    memory::EncodeBlob(cfg_.identity, memory::BlobKind::kState, first,
                                       tokens.subspan(static_cast<size_t>(first)),
                                       ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity, {&part, 1}),
                    cfg_.ttl_s));
     sent += static_cast<int64_t>(writes.back()[2].size());
+    bool announced = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      announced = announced_.erase(state_key) > 0;
+    }
+    if (announced) writes.push_back({"DEL", AnnounceKey(state_key)});  // delivered: nobody need wait any more
     auto replies = writer_client_.Pipeline(writes);
     if (!replies.ok()) {
       st = replies.error();
@@ -209,13 +240,57 @@ void RemoteStore::Flush() {
   idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
 }
 
+void RemoteStore::WaitForAnnounced(const std::vector<std::string>& state_keys,
+                                   const std::function<bool(size_t)>& coming,
+                                   std::unique_lock<std::mutex>& read_lock, std::vector<char>& stored,
+                                   RemoteFetch& out) {
+  if (cfg_.wait_ms <= 0) return;
+  // The deepest candidate another replica announced, if deeper than every stored one.
+  size_t c = state_keys.size();
+  for (size_t i = state_keys.size(); i-- > 0 && !stored[i];) {
+    if (!coming(i)) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (announced_.count(state_keys[i]) == 0) {  // this replica's own request in flight: its RAM will have it
+      c = i;
+      break;
+    }
+  }
+  if (c == state_keys.size()) return;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(cfg_.wait_ms);
+  const std::vector<Command> poll{{"EXISTS", state_keys[c]}, {"EXISTS", AnnounceKey(state_keys[c])}};
+  auto step = std::chrono::milliseconds(2);
+  bool served = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    read_lock.unlock();  // other requests' lookups go on meanwhile
+    std::this_thread::sleep_for(step);
+    step = std::min(step * 2, std::chrono::milliseconds(50));
+    read_lock.lock();
+    auto r = reader_.Pipeline(poll);
+    if (!r.ok()) {
+      out.error = true;
+      break;
+    }
+    if ((*r)[0].type == RedisReply::kInteger && (*r)[0].integer > 0) {
+      stored[c] = 1;
+      served = true;
+      break;
+    }
+    if ((*r)[1].type != RedisReply::kInteger || (*r)[1].integer == 0) break;  // withdrawn or expired
+  }
+  out.waited_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.waits;
+  stats_.waits_served += served ? 1 : 0;
+}
+
 RemoteStats RemoteStore::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }
 
 RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const int32_t> candidates,
-                               int32_t after, int32_t first_page) {
+                               int32_t after, int32_t first_page, int32_t announce) {
   const auto t0 = std::chrono::steady_clock::now();
   RemoteFetch out;
   std::vector<int32_t> cands;
@@ -231,22 +306,45 @@ RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const 
     (hit ? stats_.hits : stats_.misses) += 1;
     stats_.fetched_bytes += static_cast<uint64_t>(out.bytes);
     stats_.fetch_seconds += out.seconds;
-    if (!hit) out = RemoteFetch{0, 0, {}, {}, out.bytes, out.seconds, out.error};
+    if (!hit) out = RemoteFetch{0, 0, {}, {}, out.bytes, out.seconds, out.error, out.waited_seconds};
     return out;
   };
-  if (cands.empty()) return finish(false);
+  // The announcement rides in the probe's round trip; a state known here (queued or written) needs none.
+  std::string announce_key;
+  if (announce > 0 && announce < static_cast<int32_t>(prompt.size())) {
+    const std::string key = StateKeyOf(prompt.subspan(0, static_cast<size_t>(announce)));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (known_.count(key) == 0 && announced_.insert(key).second) {
+      announce_key = key;
+      ++stats_.announced;
+    }
+  }
+  if (cands.empty() && announce_key.empty()) return finish(false);
   const std::vector<uint64_t> chains = Chains(prompt, cands);  // c(n) of every candidate, ascending
-  std::lock_guard<std::mutex> read_lock(read_mu_);
+  std::vector<std::string> state_keys;
+  for (size_t i = 0; i < cands.size(); ++i) state_keys.push_back(Key(memory::StateKey(cands[i], chains[i])));
+  std::unique_lock<std::mutex> read_lock(read_mu_);
   std::vector<Command> probes;
-  for (size_t i = 0; i < cands.size(); ++i)
-    probes.push_back({"EXISTS", Key(memory::StateKey(cands[i], chains[i]))});
+  for (const std::string& k : state_keys) {
+    probes.push_back({"EXISTS", k});
+    probes.push_back({"EXISTS", AnnounceKey(k)});
+  }
+  if (!announce_key.empty()) probes.push_back(SetCommand(AnnounceKey(announce_key), "1", cfg_.announce_ttl_s));
   auto found = reader_.Pipeline(probes);
   if (!found.ok()) {
+    if (!announce_key.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      announced_.erase(announce_key);
+    }
     out.error = true;
     return finish(false);
   }
+  auto yes = [&](size_t j) { return (*found)[j].type == RedisReply::kInteger && (*found)[j].integer > 0; };
+  std::vector<char> stored(cands.size());
+  for (size_t i = 0; i < cands.size(); ++i) stored[i] = yes(2 * i);
+  WaitForAnnounced(state_keys, [&](size_t i) { return yes(2 * i + 1); }, read_lock, stored, out);
   for (size_t ci = cands.size(); ci-- > 0;) {
-    if ((*found)[ci].type != RedisReply::kInteger || (*found)[ci].integer == 0) continue;
+    if (!stored[ci]) continue;
     const int32_t end = cands[ci];
     const std::vector<int32_t> ends = PageEnds(end);
     const std::vector<uint64_t> page_chains = Chains(prompt.subspan(0, static_cast<size_t>(end)), ends);

@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -39,6 +40,9 @@ struct RemoteStoreConfig {
   int64_t ttl_s = 0;  // expiry of written values (0: none; Redis' maxmemory policy evicts)
   int64_t queue_bytes = int64_t{256} << 20;  // bound on bytes waiting for the writer (beyond: not written)
   std::string key_prefix = "rewind:";        // namespace inside a shared Redis
+  // How long a lookup waits for a state another replica announced but has not written yet (0: never waits).
+  int64_t wait_ms = 1000;
+  int64_t announce_ttl_s = 120;  // expiry of an announcement (a replica killed before writing leaves one)
 };
 
 // What a lookup brought back: the state after prompt[0, end) and the pages [first_page, ceil(end / P)).
@@ -50,6 +54,7 @@ struct RemoteFetch {
   int64_t bytes = 0;               // fetched from Redis (all values read)
   double seconds = 0;              // lookup + fetch time
   bool error = false;              // Redis failed (down, slow, refused): the lookup counted as an error
+  double waited_seconds = 0;       // part of `seconds` spent waiting for an announced state
 };
 
 struct RemoteStats {
@@ -57,6 +62,7 @@ struct RemoteStats {
   uint64_t fetched_bytes = 0;
   double fetch_seconds = 0;
   uint64_t written = 0, written_bytes = 0, dropped = 0, write_errors = 0;
+  uint64_t announced = 0, waits = 0, waits_served = 0;  // announcements set; lookups that waited; and got the state
   int64_t queued_bytes = 0;
 };
 
@@ -77,8 +83,15 @@ class RemoteStore {
 
   // The deepest state among `candidates` (positions in (after, prompt.size())) that Redis holds, with the
   // pages from first_page on. Blocking: call off the engine thread. Thread-safe.
+  // Announcements: `announce` (0: none) is where this request promises to share its state when it ends (its
+  // answer's message start); a marker says so to other replicas, in the probe's round trip. A lookup that finds
+  // another replica's marker deeper than any stored state waits for that state (cfg.wait_ms at most) instead of
+  // recomputing what it is about to receive: the next turn of a conversation often arrives before the previous
+  // replica's asynchronous write has landed.
   RemoteFetch Fetch(std::span<const int32_t> prompt, std::span<const int32_t> candidates, int32_t after,
-                    int32_t first_page);
+                    int32_t first_page, int32_t announce = 0);
+  // The request that announced the state at `prefix` ended without sharing it: its marker is removed (queued).
+  void Withdraw(std::span<const int32_t> prefix);
 
   void Flush();  // waits until the queue is written (tests, shutdown)
   RemoteStats Stats() const;
@@ -88,11 +101,18 @@ class RemoteStore {
   struct Job {
     memory::StorePut put;
     int64_t bytes = 0;
+    bool withdraw = false;  // only remove the announcement of put.tokens
   };
   RemoteStore(const RedisUrl& url, const RemoteStoreConfig& config, RedisOptions options);
   std::vector<int32_t> PageEnds(int32_t end) const;
   std::vector<uint64_t> Chains(std::span<const int32_t> tokens, std::span<const int32_t> ends) const;
   std::string Key(const std::string& name) const { return cfg_.key_prefix + name; }
+  std::string StateKeyOf(std::span<const int32_t> prefix) const;
+  std::string AnnounceKey(const std::string& state_key) const { return state_key + ":coming"; }
+  // Waits (cfg_.wait_ms at most) for the deepest candidate another replica announced (`coming`) when it is
+  // deeper than every `stored` one; marks it stored when it lands. `read_lock` is released while sleeping.
+  void WaitForAnnounced(const std::vector<std::string>& state_keys, const std::function<bool(size_t)>& coming,
+                        std::unique_lock<std::mutex>& read_lock, std::vector<char>& stored, RemoteFetch& out);
   void WriterLoop();
   void Process(Job& job);
 
@@ -106,6 +126,7 @@ class RemoteStore {
   std::condition_variable cv_, idle_cv_;
   std::deque<Job> queue_;
   std::unordered_set<std::string> known_;  // page and state keys written, queued or seen
+  std::unordered_set<std::string> announced_;  // state keys this replica announced and has not written
   bool busy_ = false, stop_ = false;
   RemoteStats stats_;
   std::thread writer_;

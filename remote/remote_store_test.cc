@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -162,6 +163,83 @@ TEST(RemoteStore, AFlushedRedisIsAMiss) {
   RemoteFetch f = a->Fetch(t, cands, 0, 0);
   EXPECT_EQ(f.end, 0);
   EXPECT_FALSE(f.error);
+}
+
+RemoteStoreConfig Waiting(int64_t wait_ms) {
+  RemoteStoreConfig c = Config();
+  c.wait_ms = wait_ms;
+  return c;
+}
+
+// A request on `store` starts: its lookup (no candidates here) announces the state at `at` of `prompt`.
+void Announce(RemoteStore& store, std::span<const int32_t> prompt, int32_t at) {
+  EXPECT_EQ(store.Fetch(prompt, {}, 0, 0, at).end, 0);
+}
+
+// Runs `f` on another thread 100 ms from now, while the caller waits in a lookup.
+std::thread Soon(std::function<void()> f) {
+  return std::thread([f = std::move(f)] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    f();
+  });
+}
+
+// The next turn of a conversation often reaches another replica before the previous replica's write has landed:
+// the announcement makes it wait for the state instead of recomputing.
+TEST(RemoteStore, ALookupWaitsForAStateAnotherReplicaAnnounced) {
+  REWIND_REQUIRE_REDIS();
+  RedisTestServer server;
+  auto a = OpenStore(server.url());
+  auto b = OpenStore(server.url(), Waiting(60'000));  // ends when the state lands, long before
+  std::vector<int32_t> t = Tokens(30);
+  Announce(*a, std::span(t).first(12), 9);
+  EXPECT_EQ(a->Stats().announced, 1u);
+  std::thread writer = Soon([&] { EXPECT_TRUE(a->Enqueue(Put(t, 9, *a))); });  // a's request ends
+  std::vector<int32_t> cands{5, 9, 17};
+  RemoteFetch f = b->Fetch(t, cands, 0, 0);
+  writer.join();
+  EXPECT_EQ(f.end, 9);
+  EXPECT_EQ(f.state, "state 9");
+  EXPECT_GT(f.waited_seconds, 0);
+  EXPECT_EQ(b->Stats().waits, 1u);
+  EXPECT_EQ(b->Stats().waits_served, 1u);
+  a->Flush();  // the writer removed the announcement with the write: nobody waits for it any more
+  auto c = OpenStore(server.url(), Waiting(60'000));
+  std::vector<int32_t> deeper{9, 13};
+  EXPECT_EQ(c->Fetch(t, deeper, 0, 0).end, 9);
+  EXPECT_EQ(c->Stats().waits, 0u);
+}
+
+TEST(RemoteStore, AWithdrawnAnnouncementEndsTheWaitWithAMiss) {
+  REWIND_REQUIRE_REDIS();
+  RedisTestServer server;
+  auto a = OpenStore(server.url());
+  auto b = OpenStore(server.url(), Waiting(60'000));
+  std::vector<int32_t> t = Tokens(30);
+  Announce(*a, std::span(t).first(12), 9);
+  // a's request was cancelled before its state existed.
+  std::thread withdraw = Soon([&] { a->Withdraw(std::span(t).first(9)); });
+  std::vector<int32_t> cands{9};
+  RemoteFetch f = b->Fetch(t, cands, 0, 0);
+  withdraw.join();
+  EXPECT_EQ(f.end, 0);
+  EXPECT_EQ(b->Stats().waits, 1u);
+  EXPECT_EQ(b->Stats().waits_served, 0u);
+}
+
+TEST(RemoteStore, AReplicaNeverWaitsForItsOwnAnnouncementOrPastItsBound) {
+  REWIND_REQUIRE_REDIS();
+  RedisTestServer server;
+  auto a = OpenStore(server.url(), Waiting(60'000));
+  std::vector<int32_t> t = Tokens(30);
+  std::vector<int32_t> cands{9};
+  Announce(*a, std::span(t).first(12), 9);
+  EXPECT_EQ(a->Fetch(t, cands, 0, 0).end, 0);  // its own request in flight: its RAM will serve it
+  EXPECT_EQ(a->Stats().waits, 0u);
+  auto b = OpenStore(server.url(), Waiting(50));  // an announcer killed before writing: the wait ends at the bound
+  EXPECT_EQ(b->Fetch(t, cands, 0, 0).end, 0);
+  EXPECT_EQ(b->Stats().waits, 1u);
+  EXPECT_EQ(b->Stats().waits_served, 0u);
 }
 
 }  // namespace

@@ -2,18 +2,19 @@
 # Replicas behind a proxy that spreads requests at random (affinity off: the worst case), with and without the remote tier, against
 # one replica: the public replay traces (../shared/bench) through each setup, Σprocessed/Σminimum side by side,
 # and what the remote tier moved: bytes per reused token and the time to fetch a checkpoint.
-#   scripts/bench-replicas.sh [--model M.gguf] [--traces DIR] [--replicas N]
+#   scripts/bench-replicas.sh [--model M.gguf] [--traces DIR] [--replicas N] [--only "single remote noremote"]
 # Without --traces, the traces are made with make_traces.py (seed 1); the restart trace is left out (it needs a
 # restart command per replica). Replicas run with -c 65536, like scripts/replay-traces.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bench="$(cd ../shared/bench 2>/dev/null && pwd || true)"
-model=() traces="" n=3
+model=() traces="" n=3 only="single remote noremote"
 while (($#)); do
   case "$1" in
     --model|-m) model=(--model "$2"); shift 2 ;;
     --traces) traces="$2"; shift 2 ;;
     --replicas) n="$2"; shift 2 ;;
+    --only) only="$2"; shift 2 ;;  # the setups to run (a long replay each); the others print as not run
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -30,6 +31,7 @@ measure='python3 '"$bench"'/replay.py --url "$REWIND_FRONT" --out "$OUT" '"$file
   for u in $REWIND_REPLICAS; do curl -s "$u/metrics"; done | awk "/^rewind_remote_(fetched_bytes|fetch_microseconds|loaded)_total /{s[\$1]+=\$2} END{for(k in s) print k, s[k]}" >"$OUT.remote"'
 run() {  # label, try-replicas flags...
   local label="$1"; shift
+  [[ " $only " == *" $label "* ]] || return 0
   OUT="$work/$label.jsonl" deploy/try-replicas.sh "${model[@]}" "$@" --front "$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')" --run "$measure" -- -c 65536 2>/dev/null
   # replay.py's own summary (and its error, if a request failed).
   echo "== $label"; grep -E "processed/minimum|Error" "$work/$label.jsonl.log" | sed 's/^/   /'
@@ -43,7 +45,8 @@ python3 - "$work" <<'PY'
 import json, sys, os
 work = sys.argv[1]
 def load(label):
-    rows = [json.loads(l) for l in open(os.path.join(work, label + '.jsonl')) if l.strip()]
+    p = os.path.join(work, label + '.jsonl')
+    rows = [json.loads(l) for l in open(p) if l.strip()] if os.path.exists(p) else []
     proc = sum(r.get('processed') or 0 for r in rows)
     mini = sum(r.get('minimum') or 0 for r in rows)
     reused = sum(r.get('cached') or 0 for r in rows)
@@ -61,7 +64,8 @@ for l, (proc, mini, reused, rows, _) in res.items():
     print(f"{names[l]:<34} {len(rows):>8} {proc:>10} {mini:>9} {proc / max(mini, 1):>7.3f}")
 r1 = res['single'][0] / max(res['single'][1], 1)
 rr = res['remote'][0] / max(res['remote'][1], 1)
-print(f"remote tier / single replica: {rr / r1:.3f} (goal <= 1.05)")
+if res['single'][3] and res['remote'][3]:
+    print(f"remote tier / single replica: {rr / r1:.3f} (goal <= 1.05)")
 rem = res['remote'][4]
 loaded = rem.get('rewind_remote_loaded_total', 0)
 fetched = rem.get('rewind_remote_fetched_bytes_total', 0)
