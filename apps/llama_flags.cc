@@ -88,7 +88,6 @@ const std::vector<NoEffect>& NoEffectFlags() {
       {{"--sleep-idle-seconds"}, true, "the model stays loaded"},
       {{"--warmup"}, false, "no warm-up run is needed"},
       {{"--reasoning-preserve"}, false, "the chat template decides which reasoning is kept"},
-      {{"--reasoning-budget-message"}, true, "the budget ends the thoughts with the end tag alone"},
       {{"--reasoning-effort"}, true, "use --reasoning on|off"},
       {{"--ui-config", "--webui-config"}, true, "the built-in web page has no such settings"},
       {{"--ui-config-file", "--webui-config-file"}, true, "the built-in web page has no such settings"},
@@ -178,13 +177,17 @@ void LlamaServerFlags::Declare(FlagSet& flags) {
       "JSON object of chat template variables for every request (requests' own chat_template_kwargs win), "
       "e.g. '{\"enable_thinking\": false}'");
   flags.Add("reasoning-format", 0, &reasoning_format_,
-            "none: thoughts stay in the content; deepseek | auto: they go to reasoning_content");
+            "none: thoughts stay in the content; deepseek | auto: they go to reasoning_content; "
+            "deepseek-legacy: to reasoning_content and, as <think>...</think>, to the content as well");
   flags.Add("reasoning", 0, &reasoning_, "thinking on | off | auto (auto: the chat template's default)");
   flags.Alias("-rea", "reasoning");
   flags.Add(
       "reasoning-budget", 0, &reasoning_budget_,
       "thinking token budget as llama-server: -1 unrestricted, 0 thinking off, N: the thoughts are ended "
       "after N tokens");
+  flags.Add(
+      "reasoning-budget-message", 0, &reasoning_budget_message_,
+      "text inserted before the forced end of thinking when the reasoning budget runs out (default: none)");
   flags.Add("timeout", 0, &timeout_, "HTTP read/write timeout in seconds");
   flags.Alias("-to", "timeout");
   flags.Add("api-key-file", 0, &api_key_file_, "file whose first line is the API key");
@@ -275,14 +278,13 @@ Status LlamaServerFlags::Apply(const FlagSet& flags, engine::EngineConfig* ec, s
                                     chat_template_kwargs_ + "'");
     sc->chat_template_kwargs = kw;
   }
-  if (reasoning_format_ == "deepseek-legacy")
-    return Error::InvalidArgument(
-        "--reasoning-format deepseek-legacy is not supported (none | deepseek | auto)");
-  if (reasoning_format_ != "none" && reasoning_format_ != "deepseek" && reasoning_format_ != "auto")
-    return Error::InvalidArgument("--reasoning-format must be none, deepseek or auto");
+  if (reasoning_format_ != "none" && reasoning_format_ != "deepseek" && reasoning_format_ != "auto" &&
+      reasoning_format_ != "deepseek-legacy")
+    return Error::InvalidArgument("--reasoning-format must be none, deepseek, deepseek-legacy or auto");
   sc->reasoning_format = reasoning_format_;
   if (reasoning_budget_ < -1) return Error::InvalidArgument("--reasoning-budget must be -1 or more");
   sc->reasoning_budget = reasoning_budget_;
+  sc->reasoning_budget_message = reasoning_budget_message_;
   if (reasoning_ != "on" && reasoning_ != "off" && reasoning_ != "auto")
     return Error::InvalidArgument("--reasoning must be on, off or auto");
   if (reasoning_ != "auto" && !sc->chat_template_kwargs.contains("enable_thinking"))

@@ -91,6 +91,7 @@ class TemplateChat : public ChatFormatter {
                                           const std::string& reasoning_format) const override {
     chat::ParserOptions po;
     po.parse_reasoning = reasoning_format != "none";
+    po.reasoning_in_content = reasoning_format == "deepseek-legacy";
     po.starts_in_reasoning = rendered.thinking_open;
     po.parse_tool_calls = tools.is_array() && !tools.empty();
     if (po.parse_tool_calls) po.tools = tools;

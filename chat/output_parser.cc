@@ -92,6 +92,20 @@ void OutputParser::EmitReasoning(std::string_view s, ParserDelta* d) {
   pending_ws_.assign(s.substr(e));
   d->reasoning += out;
   message_.reasoning_content += out;
+  if (opt_.reasoning_in_content) {
+    if (!think_tag_in_content_) out.insert(0, kThinkOpen);
+    think_tag_in_content_ = true;
+    d->content += out;
+    message_.content += out;
+  }
+}
+
+void OutputParser::EndReasoning(bool closed, ParserDelta* d) {
+  pending_ws_.clear();
+  if (closed && think_tag_in_content_) {
+    d->content += kThinkClose;
+    message_.content += kThinkClose;
+  }
 }
 
 void OutputParser::BeginToolCall(size_t tag_at) {
@@ -144,7 +158,7 @@ void OutputParser::Process(bool final, ParserDelta* d) {
         size_t call = opt_.parse_tool_calls ? buf_.find(kCallOpen) : std::string::npos;
         if (close != std::string::npos && (call == std::string::npos || close < call)) {
           EmitReasoning(std::string_view(buf_).substr(0, close), d);
-          pending_ws_.clear();
+          EndReasoning(true, d);
           buf_.erase(0, close + kThinkClose.size());
           state_ = State::kContent;
           content_started_ = false;
@@ -152,13 +166,13 @@ void OutputParser::Process(bool final, ParserDelta* d) {
         }
         if (call != std::string::npos) {
           EmitReasoning(std::string_view(buf_).substr(0, call), d);
-          pending_ws_.clear();
+          EndReasoning(false, d);
           BeginToolCall(call);
           continue;
         }
         if (final) {
           EmitReasoning(buf_, d);
-          pending_ws_.clear();
+          EndReasoning(false, d);
           buf_.clear();
           return;
         }

@@ -26,6 +26,10 @@ namespace rw::chat {
 struct ParserOptions {
   bool parse_reasoning = true;       // split <think>...</think> into reasoning_content
   bool starts_in_reasoning = false;  // the prompt ended inside an open <think> block (Qwen3.5, thinking on)
+  // llama-server's deepseek-legacy: the reasoning also stays in the content, as "<think>" REASONING
+  // "</think>" (the reasoning as reasoning_content has it; "</think>" only if the model closed it; nothing
+  // for empty reasoning), followed by the answer.
+  bool reasoning_in_content = false;
   bool parse_tool_calls = true;
   // The request's tools (OpenAI format). A parameter whose schema type is string stays a string; integer,
   // number, boolean, object, array and null values are parsed from their JSON text, falling back to a string.
@@ -66,6 +70,7 @@ class OutputParser {
   void Process(bool final, ParserDelta* d);
   void EmitContent(std::string_view s, ParserDelta* d);
   void EmitReasoning(std::string_view s, ParserDelta* d);
+  void EndReasoning(bool closed, ParserDelta* d);  // closed: the model wrote </think>
   void FlushPendingWs(ParserDelta* d);
   void BeginToolCall(size_t tag_at);
   void TakeCalls(std::vector<ToolCallDelta>& calls, ParserDelta* d);
@@ -77,6 +82,7 @@ class OutputParser {
   std::string ws_before_call_;  // content whitespace dropped before a tool call (restored if malformed)
   bool content_started_ = false;
   bool reasoning_started_ = false;
+  bool think_tag_in_content_ = false;  // reasoning_in_content: "<think>" was emitted as content
   ParsedMessage message_;
   std::unique_ptr<ToolCallBlockParser> block_;  // the tool-call block being parsed
   std::string malformed_;                       // a malformed block, up to its closing tag

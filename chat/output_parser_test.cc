@@ -90,7 +90,8 @@ TEST(OutputParser, DetectsPromptsThatOpenTheThinkBlock) {
   EXPECT_TRUE(PromptEndsInsideThinking("<|im_start|>assistant\n<think>\n"));
   EXPECT_FALSE(PromptEndsInsideThinking("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
   EXPECT_FALSE(PromptEndsInsideThinking("<|im_start|>assistant\n"));
-  EXPECT_TRUE(PromptEndsInsideThinking("<think>\nold\n</think>\n\nA<|im_end|>\n<|im_start|>assistant\n<think>\n"));
+  EXPECT_TRUE(
+      PromptEndsInsideThinking("<think>\nold\n</think>\n\nA<|im_end|>\n<|im_start|>assistant\n<think>\n"));
 }
 
 TEST(OutputParser, ThinkingDisabledOutputIsAllContent) {
@@ -103,6 +104,31 @@ TEST(OutputParser, UnfinishedReasoningStaysReasoning) {
   ParsedMessage m = ParseOutput("still thinking when the budget ran out", Thinking());
   EXPECT_EQ(m.reasoning_content, "still thinking when the budget ran out");
   EXPECT_EQ(m.content, "");
+}
+
+ParserOptions Legacy(ParserOptions o) {
+  o.reasoning_in_content = true;
+  return o;
+}
+
+TEST(OutputParser, DeepseekLegacyKeepsTheThinkBlockInTheContentAsWell) {
+  ParsedMessage m = ParseOutput("<think>\nLet me think.\n</think>\n\nThe answer is 4.", Legacy({}));
+  EXPECT_EQ(m.reasoning_content, "Let me think.");
+  EXPECT_EQ(m.content, "<think>Let me think.</think>The answer is 4.");
+  // A block the prompt opened gets its opening tag back; the one before a tool call is unclosed.
+  m = ParseOutput("Adding.\n</think>\n\n2+2 = 4.", Legacy(Thinking()));
+  EXPECT_EQ(m.content, "<think>Adding.</think>2+2 = 4.");
+  m = ParseOutput(kToolCallOutput, Legacy(Thinking()));
+  EXPECT_EQ(m.reasoning_content, "I should check.");
+  EXPECT_EQ(m.content, "<think>I should check.</think>Let me look that up.");
+  EXPECT_EQ(m.tool_calls.size(), 2u);
+  m = ParseOutput("cut off mid-thought", Legacy(Thinking()));
+  EXPECT_EQ(m.content, "<think>cut off mid-thought");
+  EXPECT_EQ(m.reasoning_content, "cut off mid-thought");
+  // Empty reasoning leaves no tags.
+  m = ParseOutput("<think>\n\n</think>\n\nHi", Legacy({}));
+  EXPECT_EQ(m.content, "Hi");
+  EXPECT_EQ(m.reasoning_content, "");
 }
 
 TEST(OutputParser, ParsesQwenToolCallsWithValuesTypedByTheSchema) {
@@ -153,14 +179,15 @@ TEST(OutputParser, MalformedToolCallsDegradeToContent) {
 }
 
 TEST(OutputParser, CallsWhoseStructureWasConfirmedAreCompletedWhenTheirEndIsMissing) {
-  ParsedMessage a = ParseOutput("<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</tool_call>",
-                                ParserOptions{});
+  ParsedMessage a =
+      ParseOutput("<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</tool_call>", ParserOptions{});
   ASSERT_EQ(a.tool_calls.size(), 1u);
   EXPECT_EQ(a.tool_calls[0].arguments, R"({"x":"1"})");
   ParsedMessage b = ParseOutput("<tool_call>\n<function=f>\n<parameter=x>\nnever closed", ParserOptions{});
   ASSERT_EQ(b.tool_calls.size(), 1u);
   EXPECT_EQ(b.tool_calls[0].arguments, R"({"x":"never closed"})");
-  ParsedMessage c = ParseOutput("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, \"x", ParserOptions{});
+  ParsedMessage c =
+      ParseOutput("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, \"x", ParserOptions{});
   ASSERT_EQ(c.tool_calls.size(), 1u);
   EXPECT_EQ(c.tool_calls[0].arguments, R"({"a": [1, "x"]})");
   EXPECT_TRUE(Json::parse(c.tool_calls[0].arguments).is_object());
@@ -257,6 +284,9 @@ TEST(OutputParser, StreamingSplitAtEveryByteMatchesOneShot) {
        "x\n</parameter>\n</function>\n</tool_call>",
        plain},
       {"<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"unterminated", plain},
+      {kToolCallOutput, Legacy(Thinking())},
+      {"<think>\nr1\n\nr2\n</think>\n\ncontent  with  spaces \n", Legacy(plain)},
+      {"<think>\nunterminated reasoning <tool_ca", Legacy(plain)},
   };
   for (const auto& s : samples) {
     ParsedMessage one = ParseOutput(s.text, s.opt);

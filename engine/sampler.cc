@@ -121,24 +121,34 @@ void Sampler::Load(std::span<const float> logits) {
 }
 
 void Sampler::MaskAll() {
-  allowed_ids_.clear();
-  if (!matcher_->MustEnd()) matcher_->AllowedTokens(*vocab_->trie, &allowed_ids_);
-  if (matcher_->CanEnd()) allowed_ids_.insert(allowed_ids_.end(), vocab_->eog.begin(), vocab_->eog.end());
+  const size_t words = (static_cast<size_t>(n_vocab_) + 63) / 64;
+  if (matcher_->MustEnd()) {
+    mask_.assign(words, 0);
+  } else {
+    matcher_->AllowedMask(*vocab_->trie, &mask_);
+    mask_.resize(std::max(mask_.size(), words), 0);
+  }
+  if (matcher_->CanEnd())
+    for (int32_t t : vocab_->eog)
+      if (t >= 0 && t < n_vocab_) mask_[t >> 6] |= uint64_t{1} << (t & 63);
+  const auto allowed = [&](int32_t id) {
+    return id >= 0 && id < n_vocab_ && (mask_[id >> 6] >> (id & 63) & 1) != 0;
+  };
   auto& d = cand_.data;
   const auto usable = [](const Candidate& c) { return c.logit != -std::numeric_limits<float>::infinity(); };
   if (cand_.identity) {
-    // The untouched vocabulary: gather the allowed tokens, O(allowed) rather than O(vocabulary).
-    std::sort(allowed_ids_.begin(), allowed_ids_.end());
+    // The untouched vocabulary (d[id].id == id): gather the allowed tokens in id order, a word at a time.
     size_t n = 0;
-    for (int32_t id : allowed_ids_)
-      if (id >= 0 && id < n_vocab_ && (n == 0 || d[n - 1].id != id) && usable(d[id])) d[n++] = d[id];
+    for (size_t w = 0; w < words; ++w) {
+      for (uint64_t bits = mask_[w]; bits != 0; bits &= bits - 1) {
+        const int32_t id = static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+        if (id < n_vocab_ && usable(d[id])) d[n++] = d[id];
+      }
+    }
     d.resize(n);
   } else {
-    allowed_.assign(static_cast<size_t>(n_vocab_), 0);
-    for (int32_t id : allowed_ids_)
-      if (id >= 0 && id < n_vocab_) allowed_[id] = 1;
     auto last = std::stable_partition(d.begin(), d.end(),
-                                      [&](const Candidate& c) { return allowed_[c.id] && usable(c); });
+                                      [&](const Candidate& c) { return allowed(c.id) && usable(c); });
     d.erase(last, d.end());
   }
   cand_.identity = false;
@@ -147,23 +157,18 @@ void Sampler::MaskAll() {
 void Sampler::GrammarTopK(int32_t k) {
   auto& d = cand_.data;
   const size_t want = static_cast<size_t>(k);
-  // Check tokens in logit order until k are allowed. The best m are selected into a copy (the candidates stay
-  // in id order for the fallback); a state that allows few tokens would make this scan far, so past a budget
-  // the trie mask (cheap in exactly that case) takes over.
-  const size_t budget = std::min(d.size(), 4 * want + 1024);
+  // Check the best m tokens one by one (selected into a copy: the candidates stay in id order for the
+  // fallback). If fewer than k of them are allowed, the state allows few tokens, where the trie mask is cheap
+  // (it prunes at the first rejected byte, and the matcher keeps recent masks): mask, then take the top k.
+  const size_t m = std::min(d.size(), std::max<size_t>(64, 2 * want));
+  top_.resize(m);
+  std::partial_sort_copy(d.begin(), d.end(), top_.begin(), top_.end(), Better);
   std::vector<Candidate> kept;
-  size_t checked = 0, m = std::min(d.size(), std::max<size_t>(64, 2 * want));
-  while (true) {
-    top_.resize(m);
-    std::partial_sort_copy(d.begin(), d.end(), top_.begin(), top_.end(), Better);
-    for (; checked < m && checked < budget && kept.size() < want; ++checked) {
-      const Candidate& c = top_[checked];
-      if (c.logit != -std::numeric_limits<float>::infinity() && Allowed(c.id)) kept.push_back(c);
-    }
-    if (kept.size() == want || checked >= budget || m == d.size()) break;
-    m = std::min(d.size(), m * 4);
+  for (size_t i = 0; i < m && kept.size() < want; ++i) {
+    const Candidate& c = top_[i];
+    if (c.logit != -std::numeric_limits<float>::infinity() && Allowed(c.id)) kept.push_back(c);
   }
-  if (kept.size() < want && checked < d.size()) {
+  if (kept.size() < want && m < d.size()) {
     MaskAll();
     TopK(&cand_, k);
     return;

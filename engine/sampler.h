@@ -98,8 +98,7 @@ class Sampler {
   std::vector<std::pair<int32_t, double>> last_;  // the last Distribution (mirostat's observed surprise)
   Candidates cand_;                               // scratch [n_vocab]
   std::vector<Candidate> top_;                    // scratch: the best candidates, in order
-  std::vector<int32_t> allowed_ids_;              // scratch: the grammar's allowed tokens
-  std::vector<uint8_t> allowed_;                  // scratch [n_vocab]
+  std::vector<uint64_t> mask_;  // scratch [ceil(n_vocab / 64)]: the grammar's allowed tokens
 };
 
 }  // namespace rw::engine

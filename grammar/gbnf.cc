@@ -19,21 +19,35 @@ bool CharClass::Matches(uint32_t cp) const {
   return in != negated;
 }
 
-bool CharClass::MatchesSome(uint32_t lo, uint32_t hi) const {
-  if (!negated)
-    return std::any_of(ranges.begin(), ranges.end(),
-                       [&](const auto& r) { return r.first <= hi && r.second >= lo; });
-  // Negated: some code point of [lo, hi] lies outside every range.
+namespace {
+
+bool Intersects(const std::vector<std::pair<uint32_t, uint32_t>>& ranges, uint32_t lo, uint32_t hi) {
+  return std::any_of(ranges.begin(), ranges.end(),
+                     [&](const auto& r) { return r.first <= hi && r.second >= lo; });
+}
+
+// Every code point of [lo, hi] lies in some range.
+bool Covers(const std::vector<std::pair<uint32_t, uint32_t>>& ranges, uint32_t lo, uint32_t hi) {
   std::vector<std::pair<uint32_t, uint32_t>> rs = ranges;
   std::sort(rs.begin(), rs.end());
   uint64_t next = lo;
   for (const auto& r : rs) {
     if (r.second < next) continue;
-    if (r.first > next) return next <= hi;
+    if (r.first > next) return next > hi;
     next = static_cast<uint64_t>(r.second) + 1;
-    if (next > hi) return false;
+    if (next > hi) return true;
   }
-  return next <= hi;
+  return next > hi;
+}
+
+}  // namespace
+
+bool CharClass::MatchesSome(uint32_t lo, uint32_t hi) const {
+  return negated ? !Covers(ranges, lo, hi) : Intersects(ranges, lo, hi);
+}
+
+bool CharClass::MatchesAll(uint32_t lo, uint32_t hi) const {
+  return negated ? !Intersects(ranges, lo, hi) : Covers(ranges, lo, hi);
 }
 
 namespace {

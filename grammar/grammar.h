@@ -34,6 +34,8 @@ struct CharClass {
   bool Matches(uint32_t cp) const;
   // Whether some code point in [lo, hi] matches (a partly decoded UTF-8 character).
   bool MatchesSome(uint32_t lo, uint32_t hi) const;
+  // Whether every code point in [lo, hi] matches.
+  bool MatchesAll(uint32_t lo, uint32_t hi) const;
 };
 
 struct Grammar {

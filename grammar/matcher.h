@@ -2,50 +2,37 @@
 // the state is a set of stacks of grammar positions plus a partly decoded UTF-8 character. Feeding a token's
 // bytes advances every stack; an empty set means the text can never match.
 //
-// AllowedTokens walks a trie of the whole vocabulary, advancing the state one byte per edge and pruning a
+// AllowedMask walks a trie of the whole vocabulary, advancing the state one byte per edge and pruning a
 // subtree as soon as its prefix is rejected, so a state that allows few tokens costs little. Checking single
 // tokens (Accepts) is cheaper still when only the most likely tokens matter (the sampler's top-k path).
+//
+// Both run over a memo: the states they meet are numbered and each (state, byte) transition is computed once,
+// so a walk costs a table lookup per trie edge, and the masks of the last few start states are kept (inside
+// an unbounded JSON string every character leads back to the same state). The memo is a cache of pure
+// functions of the grammar: results are exactly those of the plain walk (AllowedTokensReference), and it is
+// bounded (cleared when full, and a walk that meets too many states finishes that subtree without it). A
+// Matcher is used by one thread at a time, const calls included.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "grammar/token_trie.h"
 
 namespace rw::grammar {
 
-// A byte trie over token texts. Tokens with empty text (control tokens) are left out.
-class TokenTrie {
- public:
-  explicit TokenTrie(const std::vector<std::string>& pieces);
-
-  struct Node {
-    uint32_t first_child = 0, n_children = 0;  // range in edges_
-    uint32_t first_token = 0, n_tokens = 0;    // range in tokens_
-  };
-  struct Edge {
-    uint8_t byte = 0;
-    uint32_t node = 0;
-  };
-  const Node& node(uint32_t i) const { return nodes_[i]; }
-  const Edge& edge(uint32_t i) const { return edges_[i]; }
-  int32_t token(uint32_t i) const { return tokens_[i]; }
-  size_t n_nodes() const { return nodes_.size(); }
-  int32_t n_vocab() const { return n_vocab_; }
-
- private:
-  std::vector<Node> nodes_;  // [0] = root
-  std::vector<Edge> edges_;  // children of each node, by byte
-  std::vector<int32_t> tokens_;
-  int32_t n_vocab_ = 0;
-};
-
 class Matcher {
  public:
-  explicit Matcher(std::shared_ptr<const Grammar> grammar);
+  static constexpr size_t kMaxStates = 4096;  // the memo's default bound: 2 MiB of transitions
+
+  // `memo_states` bounds the memo (at most 32767; tests set it small to exercise the walk without it).
+  explicit Matcher(std::shared_ptr<const Grammar> grammar, size_t memo_states = kMaxStates);
 
   // Would these bytes, appended to the text so far, still be a prefix of some sentence of the grammar?
   bool Accepts(std::string_view bytes) const;
@@ -55,8 +42,14 @@ class Matcher {
   bool CanEnd() const;
   // Nothing but the end may follow.
   bool MustEnd() const;
-  // Appends every trie token the grammar accepts next (in trie order).
+  // Sets to 1 exactly the bits of the trie tokens the grammar accepts next: `mask` becomes
+  // [ceil(trie.n_vocab() / 64)] words, token t at bit t % 64 of word t / 64.
+  void AllowedMask(const TokenTrie& trie, std::vector<uint64_t>* mask) const;
+  // Appends every trie token the grammar accepts next, ascending (from AllowedMask).
   void AllowedTokens(const TokenTrie& trie, std::vector<int32_t>* allowed) const;
+  // The same set by the plain walk with full states at every node and no memo (trie order); the reference
+  // the memoized walk is tested against.
+  void AllowedTokensReference(const TokenTrie& trie, std::vector<int32_t>* allowed) const;
 
   using Stack = std::vector<uint32_t>;  // grammar positions; back() = the next element to match
   struct State {
@@ -75,10 +68,36 @@ class Matcher {
   bool ByteOk(const State& st, uint8_t byte) const;
   void AdvanceChar(const std::vector<Stack>& in, uint32_t cp, std::vector<Stack>* out) const;
   bool PartialFeasible(const State& st) const;
-  void Walk(const TokenTrie& trie, uint32_t node, const State& st, std::vector<int32_t>* allowed) const;
+  // The plain walk below `node` in state `st`; `take(token)` for each accepted token.
+  template <typename Take>
+  void Walk(const TokenTrie& trie, uint32_t node, const State& st, Take&& take) const;
+
+  // Memo state numbers, and the transition table's other values.
+  static constexpr int32_t kUnknown = -1, kRejected = -2, kOverflow = -3;
+  static constexpr size_t kMaxMasks = 16;
+  struct Memo {
+    const TokenTrie* trie = nullptr;               // the trie the cached masks belong to
+    std::unordered_map<std::string, int32_t> ids;  // Key(state) -> state number
+    std::vector<State> states;                     // [state number]
+    std::vector<int16_t> next;                     // [state number][256 bytes] -> state number or kUnknown...
+    std::vector<std::pair<int32_t, std::vector<uint64_t>>> masks;  // (start state, its mask); ring
+    size_t next_mask = 0;                                          // the ring slot to replace next
+  };
+  std::string Key(const State& st) const;
+  // Clears the memo when it is 3/4 full (between calls, when no state numbers are held).
+  void MakeRoom() const;
+  // The state's number, or kOverflow when the memo is full.
+  int32_t Intern(const State& st) const;
+  int32_t Current() const;  // state_'s number (cached until Advance)
+  int32_t Transition(int32_t st, uint8_t byte) const;
+  void WalkMemo(const TokenTrie& trie, int32_t start, uint64_t* mask) const;
 
   std::shared_ptr<const Grammar> g_;
   State state_;
+  size_t max_states_;
+  mutable Memo memo_;
+  mutable int32_t current_ = kUnknown;
+  mutable std::vector<int32_t> walk_states_;  // scratch [trie depth + 1]
 };
 
 }  // namespace rw::grammar

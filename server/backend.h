@@ -73,7 +73,8 @@ class ChatFormatter {
                                         const nlohmann::ordered_json& tools,
                                         const ChatOptions& options) const = 0;
   // `tools`: the request's tools (null: no tool-call parsing).
-  // `reasoning_format`: none (thoughts stay in the content) | deepseek | auto (split into reasoning).
+  // `reasoning_format`: none (thoughts stay in the content) | deepseek | auto (split into reasoning) |
+  // deepseek-legacy (split into reasoning, and kept in the content as <think>...</think> as well).
   virtual std::unique_ptr<OutputParser> NewParser(const RenderedChat& rendered,
                                                   const nlohmann::ordered_json& tools,
                                                   const std::string& reasoning_format) const = 0;

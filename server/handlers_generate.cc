@@ -165,6 +165,9 @@ ParseResult<PreparedGeneration> Server::Impl::PrepareChat(ChatRequest& r, const 
   if (budget > 0 && format != "none") {
     p.reasoning_budget.tokens = budget;
     p.reasoning_budget.starts_in_reasoning = rendered->thinking_open;
+    // llama-server puts the message before the end tag it forces.
+    p.reasoning_budget.forced =
+        r.reasoning_budget_message.value_or(config.reasoning_budget_message) + p.reasoning_budget.forced;
   }
   return p;
 }

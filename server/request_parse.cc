@@ -410,11 +410,17 @@ ParseResult<ChatRequest> ParseChatImpl(const json& body, bool generation, const 
   RETURN_IF_ERR(ParseTemplateKwargs(body, &r.template_kwargs, &r.add_generation_prompt));
   RETURN_IF_ERR(GetString(body, "reasoning_format", &r.reasoning_format));
   if (!r.reasoning_format.empty() && r.reasoning_format != "none" && r.reasoning_format != "deepseek" &&
-      r.reasoning_format != "auto") {
-    return ApiError::BadRequest("'reasoning_format' must be none, deepseek or auto", "reasoning_format");
+      r.reasoning_format != "deepseek-legacy" && r.reasoning_format != "auto") {
+    return ApiError::BadRequest("'reasoning_format' must be none, deepseek, deepseek-legacy or auto",
+                                "reasoning_format");
   }
   RETURN_IF_ERR(GetInt32(body, "thinking_budget_tokens", -1, 1 << 30, &r.reasoning_budget));
   RETURN_IF_ERR(GetInt32(body, "reasoning_budget_tokens", -1, 1 << 30, &r.reasoning_budget));
+  if (Field(body, "reasoning_budget_message")) {
+    std::string message;
+    RETURN_IF_ERR(GetString(body, "reasoning_budget_message", &message));
+    r.reasoning_budget_message = std::move(message);
+  }
   if (generation) {
     RETURN_IF_ERR(ParseGeneration(body, /*chat=*/true, defaults, &r.gen));
     RETURN_IF_ERR(ParseCheckpoints(body, static_cast<int64_t>(r.messages.size()), &r.checkpoint_messages,

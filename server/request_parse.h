@@ -43,6 +43,7 @@ struct ChatRequest {
   bool add_generation_prompt = true;     // /apply-template only
   std::string reasoning_format;          // llama-server's per-request reasoning_format ("" = server's)
   int32_t reasoning_budget = -2;         // reasoning_budget_tokens / thinking_budget_tokens (-2 = server's)
+  std::optional<std::string> reasoning_budget_message;  // llama-server's per-request one (unset = server's)
   GenerationParams gen;
   // `checkpoints`: message indices (ints, negative from the end) and token positions ({"position": N}).
   std::vector<int32_t> checkpoint_messages;

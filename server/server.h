@@ -40,8 +40,9 @@ struct ServerConfig {
   // llama-server compatible defaults for chat requests.
   nlohmann::ordered_json chat_template_kwargs =
       nlohmann::ordered_json::object();  // --chat-template-kwargs, under each request's own
-  std::string reasoning_format = "auto";  // none | deepseek | auto
+  std::string reasoning_format = "auto";  // none | deepseek | deepseek-legacy | auto
   int reasoning_budget = -1;              // -1 unrestricted, 0 thinking off (llama-server semantics)
+  std::string reasoning_budget_message;   // put before the forced end of thinking when the budget runs out
   bool cors = true;                       // Access-Control-* headers for browser clients
   bool props_endpoint = false;            // POST /props allowed (llama-server's --props)
   bool slots_endpoint = true;             // GET /slots (llama-server's --slots / --no-slots)

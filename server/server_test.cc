@@ -44,6 +44,23 @@ std::vector<json> Events(const httplib::Result& r) {
   return out;
 }
 
+// A chat answer's reasoning_content and content, streamed (the deltas put together) or not.
+std::pair<std::string, std::string> ReasoningAndContent(const httplib::Result& r, bool stream) {
+  std::string reasoning, content;
+  if (stream) {
+    for (const auto& e : Events(r)) {
+      if (e["choices"].empty()) continue;
+      reasoning += e["choices"][0]["delta"].value("reasoning_content", "");
+      content += e["choices"][0]["delta"].value("content", "");
+    }
+  } else {
+    json j = json::parse(r->body);
+    reasoning = j["choices"][0]["message"]["reasoning_content"];
+    content = j["choices"][0]["message"]["content"];
+  }
+  return {reasoning, content};
+}
+
 TEST(ServerChat, ReturnsContentReasoningUsageTimingsAndCacheReport) {
   TestServer ts;
   auto r = ts.Post("/v1/chat/completions", UserChat("hi"));
@@ -127,18 +144,7 @@ TEST(ServerChat, ReasoningBudgetEndsTheThoughtsAndContinuesFromThem) {
     auto r = ts.Post("/v1/chat/completions", UserChat("hi", {{"reasoning_budget_tokens", 3}, {"stream", stream}}));
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
-    std::string reasoning, content;
-    if (stream) {
-      for (const auto& e : Events(r)) {
-        if (e["choices"].empty()) continue;
-        reasoning += e["choices"][0]["delta"].value("reasoning_content", "");
-        content += e["choices"][0]["delta"].value("content", "");
-      }
-    } else {
-      json j = json::parse(r->body);
-      reasoning = j["choices"][0]["message"]["reasoning_content"];
-      content = j["choices"][0]["message"]["content"];
-    }
+    auto [reasoning, content] = ReasoningAndContent(r, stream);
     // Three tokens of the fake's thoughts, then the forced "\n</think>" (the fake parser keeps the newline that
     // the real one trims).
     EXPECT_EQ(reasoning, "Let\n");
@@ -155,6 +161,47 @@ TEST(ServerChat, ReasoningBudgetEndsTheThoughtsAndContinuesFromThem) {
                                           {"messages", {{{"role", "user"}, {"content", "hi"}}}}}));
   EXPECT_EQ(m["content"][0]["thinking"], "Let m\n");
   EXPECT_EQ(m["content"][1]["text"], "Hello from the fake engine.");
+}
+
+// llama-server's --reasoning-budget-message / reasoning_budget_message: the text goes before the forced end
+// of thinking, so the thoughts end with it and the answer follows.
+TEST(ServerChat, ReasoningBudgetMessageIsInsertedBeforeTheForcedEndOfThinking) {
+  ServerConfig config;
+  config.reasoning_budget_message = " Time to answer.";
+  TestServer ts({}, config);
+  auto prompt_of_continuation = [&] {
+    std::string prompt;
+    for (int32_t t : ts.fake().engine.last_request().prompt) prompt += ts.fake().codec.TokenToPiece(t, true);
+    return prompt;
+  };
+  for (bool stream : {false, true}) {
+    auto r =
+        ts.Post("/v1/chat/completions", UserChat("hi", {{"reasoning_budget_tokens", 3}, {"stream", stream}}));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    auto [reasoning, content] = ReasoningAndContent(r, stream);
+    EXPECT_EQ(reasoning, "Let Time to answer.\n");
+    EXPECT_EQ(content, "Hello from the fake engine.");
+    const std::string prompt = prompt_of_continuation();
+    EXPECT_TRUE(prompt.ends_with("<think>\nLet Time to answer.\n</think>\n\n")) << prompt;
+  }
+  // A request's own message wins; an empty one forces the end tag alone.
+  json j = Parse(ts.Post("/v1/chat/completions", UserChat("hi", {{"reasoning_budget_tokens", 3},
+                                                                 {"reasoning_budget_message", " Enough."}})));
+  EXPECT_EQ(j["choices"][0]["message"]["reasoning_content"], "Let Enough.\n");
+  j = Parse(ts.Post("/v1/chat/completions",
+                    UserChat("hi", {{"reasoning_budget_tokens", 3}, {"reasoning_budget_message", ""}})));
+  EXPECT_EQ(j["choices"][0]["message"]["reasoning_content"], "Let\n");
+  EXPECT_TRUE(prompt_of_continuation().ends_with("<think>\nLet\n</think>\n\n"));
+  // Without a budget the message changes nothing.
+  j = Parse(ts.Post("/v1/chat/completions", UserChat("hi")));
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "Hello from the fake engine.");
+  EXPECT_EQ(j["choices"][0]["message"]["reasoning_content"].get<std::string>().find("Time to answer"),
+            std::string::npos);
+  // A message that is not a string is a 400.
+  auto bad = ts.Post("/v1/chat/completions", UserChat("hi", {{"reasoning_budget_message", 5}}));
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
 }
 
 TEST(ServerChat, ReturnsToolCallsAsOpenAIToolCalls) {

@@ -19,6 +19,7 @@ const commonLine = [
   '--jinja', '--chat-template-kwargs', '{"enable_thinking": false}', '--no-mmap', '--mlock', '--api-key', 'sk-test',
   '--reasoning-format', 'deepseek', '--ctx-checkpoints', '8', '--cache-ram', '1024', '--metrics', '--slots',
   '-a', 'my-model', '--props', '--no-webui', '-cb', '--threads-http', '8', '-to', '300',
+  '--reasoning-budget', '512', '--reasoning-budget-message', 'Enough thinking.',
 ];
 
 async function chatOk(srv, headers = {}) {
@@ -51,6 +52,7 @@ test('a llama-server command line with its usual flags serves with their meaning
   const srv = await startServer(commonLine);
   try {
     assert.match(srv.log(), /-ngl.*-fa|-fa.*-ngl/);  // one line for the GPU-only flags
+    assert.doesNotMatch(srv.log(), /--reasoning-budget-message/);  // applied, not warned about
     const unauth = await fetch(`${srv.base}/v1/chat/completions`, { method: 'POST', body: '{}' });
     assert.equal(unauth.status, 401);
     const j = await chatOk(srv, { authorization: 'Bearer sk-test' });

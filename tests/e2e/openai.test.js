@@ -140,6 +140,22 @@ test('reasoning_format none leaves the thoughts in the content', async () => {
   if (FAKE) assert.match(r.json.choices[0].message.content, /Let me think about it\.<\/think>/);
 });
 
+// llama-server's deepseek-legacy: the thoughts in reasoning_content and, as <think>...</think>, in the content.
+test('reasoning_format deepseek-legacy keeps the think block in the content as well', { skip: FAKE }, async () => {
+  const body = { model: 'm', messages: user('Hi'), max_tokens: 40, temperature: 0, seed: 1 };
+  const split = (await srv.client.chat.completions.create(body)).choices[0].message;
+  const legacy = (await srv.client.chat.completions.create({ ...body, reasoning_format: 'deepseek-legacy' })).choices[0].message;
+  const reasoning = split.reasoning_content;
+  assert.ok(reasoning, 'the demo template thinks by default');
+  assert.equal(legacy.reasoning_content, reasoning);
+  // "</think>" only when the model closed its thoughts within max_tokens.
+  const closed = legacy.content.startsWith(`<think>${reasoning}</think>`);
+  assert.equal(legacy.content, closed ? `<think>${reasoning}</think>${split.content ?? ''}` : `<think>${reasoning}`);
+  const s = await collect(await srv.client.chat.completions.create({ ...body, reasoning_format: 'deepseek-legacy', stream: true }));
+  assert.equal(s.content, legacy.content);
+  assert.equal(s.reasoning, reasoning);
+});
+
 test('logprobs list every generated token with sorted alternatives', async () => {
   const r = await srv.client.chat.completions.create({
     model: 'm', messages: user('Hi'), max_tokens: 6, temperature: 0, logprobs: true, top_logprobs: 3,

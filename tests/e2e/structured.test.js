@@ -1,20 +1,27 @@
 // Constrained decoding end to end: random JSON schemas (a seeded generator, so every run asks the same ones) sent
 // as response_format / json_schema; every answer must parse and validate with ajv. Also GBNF grammars, forced
-// tool calls validated against their parameter schemas, unsupported schema features (400), llama-server's
+// tool calls in both formats (Qwen3.5 XML, Hermes JSON), streamed and not, validated against their parameter
+// schemas, unsupported schema features (400), llama-server's
 // sampling fields, and a grammar with speculative decoding giving the same tokens as without.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Ajv from 'ajv';
+import { fileURLToPath } from 'node:url';
 import { startServer, postJson, FAKE } from './harness.js';
 
-let srv, spec;
+// Qwen3's template asks for Hermes JSON tool calls (<tool_call>{"name": ..., "arguments": ...}</tool_call>),
+// the demo model's own (Qwen3.5) for XML ones.
+const qwen3Template = fileURLToPath(new URL('../data/chat/qwen3.jinja', import.meta.url));
+
+let srv, spec, hermes;
 before(async () => {
   if (FAKE) return;  // the scripted fake engine does not sample
   srv = await startServer();
   spec = await startServer(['--spec', 'mtp,ngram', '--draft-max', '4']);
+  hermes = await startServer(['--chat-template-file', qwen3Template]);
 });
 after(async () => {
-  for (const s of [srv, spec]) if (s) await s.stop();
+  for (const s of [srv, spec, hermes]) if (s) await s.stop();
 });
 
 // mulberry32: a small deterministic PRNG.
@@ -130,36 +137,79 @@ test('json_object gives a JSON object, a GBNF grammar is followed', { skip: FAKE
   assert.match(g.json.choices[0].text, /^(red|green|blue) [0-9]{1,3}$/);
 });
 
-test('forced tool calls produce arguments that validate against the tool schema', { skip: FAKE }, async () => {
-  const parameters = {
-    type: 'object',
-    properties: {
-      city: { type: 'string', maxLength: 12 },
-      days: { type: 'integer', minimum: 1, maximum: 7 },
-      unit: { type: 'string', enum: ['C', 'F'] },
-    },
-    required: ['city', 'days'],
-  };
-  const tools = [
-    { type: 'function', function: { name: 'get_weather', parameters } },
-    { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { tz: { type: 'string', maxLength: 5 } }, required: ['tz'] } } },
-  ];
-  for (const [choice, name] of [['required', null], [{ type: 'function', function: { name: 'get_weather' } }, 'get_weather']]) {
-    for (let seed = 0; seed < 4; seed++) {
-      const res = await chat(srv, { tools, tool_choice: choice, seed, max_tokens: 600 });
-      assert.equal(res.status, 200, res.text);
-      const c = res.json.choices[0];
-      assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c.message));
-      assert.ok(c.message.tool_calls.length >= 1);
-      for (const call of c.message.tool_calls) {
-        if (name) assert.equal(call.function.name, name);
-        const tool = tools.find((t) => t.function.name === call.function.name);
-        assert.ok(tool, call.function.name);
-        assertValid(tool.function.parameters, call.function.arguments, `${call.function.name} seed ${seed}`);
+const weatherParameters = {
+  type: 'object',
+  properties: {
+    city: { type: 'string', maxLength: 12 },
+    days: { type: 'integer', minimum: 1, maximum: 7 },
+    unit: { type: 'string', enum: ['C', 'F'] },
+  },
+  required: ['city', 'days'],
+};
+const forcedTools = [
+  { type: 'function', function: { name: 'get_weather', parameters: weatherParameters } },
+  { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { tz: { type: 'string', maxLength: 5 } }, required: ['tz'] } } },
+];
+const forcedChoices = [['required', null], [{ type: 'function', function: { name: 'get_weather' } }, 'get_weather']];
+
+function assertForcedCalls(calls, name, what) {
+  assert.ok(calls.length >= 1, what);
+  for (const call of calls) {
+    if (name) assert.equal(call.function.name, name, what);
+    const tool = forcedTools.find((t) => t.function.name === call.function.name);
+    assert.ok(tool, `${what}: ${call.function.name}`);
+    assertValid(tool.function.parameters, call.function.arguments, `${what}: ${call.function.name}`);
+  }
+}
+
+// The streamed tool calls put together as OpenAI clients do: id, type and name in the first delta of each
+// index, `arguments` appended.
+async function streamedCalls(server, body) {
+  const stream = await server.client.chat.completions.create({
+    model: 'm', messages: [{ role: 'user', content: 'Answer in JSON.' }], max_tokens: 600, ...noThinking, ...body,
+    stream: true,
+  });
+  const calls = [];
+  let finish = null, content = '';
+  for await (const chunk of stream) {
+    for (const ch of chunk.choices) {
+      content += ch.delta?.content ?? '';
+      for (const tc of ch.delta?.tool_calls ?? []) {
+        if (!calls[tc.index]) calls[tc.index] = { id: tc.id, type: tc.type, function: { name: tc.function?.name, arguments: '' } };
+        calls[tc.index].function.arguments += tc.function?.arguments ?? '';
       }
+      if (ch.finish_reason) finish = ch.finish_reason;
     }
   }
-});
+  return { calls, finish, content };
+}
+
+for (const [format, server] of [['Qwen3.5 XML', () => srv], ['Hermes JSON (Qwen3 template)', () => hermes]]) {
+  test(`forced ${format} tool calls produce arguments that validate against the tool schema`, { skip: FAKE }, async () => {
+    // The format the server constrains to follows the template's tool instructions.
+    const t = await postJson(server().base, '/apply-template', { messages: [{ role: 'user', content: 'hi' }], tools: forcedTools });
+    assert.equal(t.status, 200, t.text);
+    assert.equal(t.json.prompt.includes('<function='), format.includes('XML'), t.json.prompt);
+    for (const [choice, name] of forcedChoices) {
+      for (let seed = 0; seed < 4; seed++) {
+        const what = `${JSON.stringify(choice)} seed ${seed}`;
+        const res = await chat(server(), { tools: forcedTools, tool_choice: choice, seed, max_tokens: 600 });
+        assert.equal(res.status, 200, res.text);
+        const c = res.json.choices[0];
+        assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c.message));
+        assertForcedCalls(c.message.tool_calls, name, what);
+        // Streamed: the same calls, every one with an id, as the deltas put together.
+        const s = await streamedCalls(server(), { tools: forcedTools, tool_choice: choice, seed });
+        assert.equal(s.finish, 'tool_calls', what);
+        assert.equal(s.content, '', what);
+        for (const call of s.calls) assert.ok(call.id && call.type === 'function', what);
+        assertForcedCalls(s.calls, name, `${what} streamed`);
+        assert.deepEqual(s.calls.map((x) => [x.function.name, x.function.arguments]),
+          c.message.tool_calls.map((x) => [x.function.name, x.function.arguments]), what);
+      }
+    }
+  });
+}
 
 test('unsupported schema features and bad grammars are a 400 naming the problem', { skip: FAKE }, async () => {
   for (const [body, word] of [
