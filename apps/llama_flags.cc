@@ -187,7 +187,7 @@ void LlamaServerFlags::Declare(FlagSet& flags) {
       "after N tokens");
   flags.Add(
       "reasoning-budget-message", 0, &reasoning_budget_message_,
-      "text inserted before the forced end of thinking when the reasoning budget runs out (default: none)");
+      "text inserted before the forced end of thinking when the reasoning budget runs out");
   flags.Add("timeout", 0, &timeout_, "HTTP read/write timeout in seconds");
   flags.Alias("-to", "timeout");
   flags.Add("api-key-file", 0, &api_key_file_, "file whose first line is the API key");
