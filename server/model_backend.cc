@@ -6,6 +6,7 @@
 #if REWIND_HAVE_TOKENIZER && REWIND_HAVE_CHAT
 #include "chat/chat_render.h"
 #include "chat/output_parser.h"
+#include "chat/tool_format.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 #endif
@@ -58,7 +59,10 @@ class ChatParserAdapter : public OutputParser {
 class TemplateChat : public ChatFormatter {
  public:
   TemplateChat(chat::Template tmpl, std::string bos, std::string eos)
-      : tmpl_(std::move(tmpl)), bos_(std::move(bos)), eos_(std::move(eos)) {}
+      : tmpl_(std::move(tmpl)),
+        bos_(std::move(bos)),
+        eos_(std::move(eos)),
+        format_(chat::DetectToolCallFormat(tmpl_.source())) {}
 
   Expected<RenderedChat> Render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                 const ChatOptions& options) const override {
@@ -76,6 +80,7 @@ class TemplateChat : public ChatFormatter {
     out.prompt = std::move(r->text);
     out.message_offsets = r->spans.message_start;
     out.generation_offset = r->spans.generation_start;
+    out.tool_format = GrammarFormat(format_);
     // Thinking is open when the generation header opened a <think> block it did not close.
     size_t open = out.prompt.rfind("<think>");
     size_t close = out.prompt.rfind("</think>");
@@ -90,13 +95,27 @@ class TemplateChat : public ChatFormatter {
     po.parse_reasoning = reasoning_format != "none";
     po.starts_in_reasoning = rendered.thinking_open;
     po.parse_tool_calls = tools.is_array() && !tools.empty();
+    po.format = format_;
     if (po.parse_tool_calls) po.tools = tools;
     return std::make_unique<ChatParserAdapter>(std::move(po));
   }
 
  private:
+  static grammar::ToolCallFormat GrammarFormat(chat::ToolCallFormat f) {
+    switch (f) {
+      case chat::ToolCallFormat::kQwenXml:
+        return grammar::ToolCallFormat::kQwenXml;
+      case chat::ToolCallFormat::kNemotronArray:
+        return grammar::ToolCallFormat::kNemotronArray;
+      case chat::ToolCallFormat::kHermesJson:
+        break;
+    }
+    return grammar::ToolCallFormat::kHermesJson;
+  }
+
   chat::Template tmpl_;
   std::string bos_, eos_;
+  chat::ToolCallFormat format_;
 };
 
 std::string TokenTextOrEmpty(const tokenizer::Tokenizer& tok, int32_t id) {
