@@ -5,6 +5,7 @@
 
 #include "chat/chat_render.h"
 #include "chat/output_parser.h"
+#include "chat/tool_format.h"
 #include "engine/engine_config.h"
 #include "gguf/gguf.h"
 #include "modelgen/demo_model.h"
@@ -61,7 +62,10 @@ class ChatParserAdapter : public OutputParser {
 class TemplateChat : public ChatFormatter {
  public:
   TemplateChat(chat::Template tmpl, std::string bos, std::string eos)
-      : tmpl_(std::move(tmpl)), bos_(std::move(bos)), eos_(std::move(eos)) {}
+      : tmpl_(std::move(tmpl)),
+        bos_(std::move(bos)),
+        eos_(std::move(eos)),
+        format_(chat::DetectToolCallFormat(tmpl_.source())) {}
 
   Expected<RenderedChat> Render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                 const ChatOptions& options) const override {
@@ -79,6 +83,7 @@ class TemplateChat : public ChatFormatter {
     out.prompt = std::move(r->text);
     out.message_offsets = r->spans.message_start;
     out.generation_offset = r->spans.generation_start;
+    out.tool_format = GrammarFormat(format_);
     // Thinking is open when the generation header opened a <think> block it did not close.
     size_t open = out.prompt.rfind("<think>");
     size_t close = out.prompt.rfind("</think>");
@@ -94,13 +99,27 @@ class TemplateChat : public ChatFormatter {
     po.reasoning_in_content = reasoning_format == "deepseek-legacy";
     po.starts_in_reasoning = rendered.thinking_open;
     po.parse_tool_calls = tools.is_array() && !tools.empty();
+    po.format = format_;
     if (po.parse_tool_calls) po.tools = tools;
     return std::make_unique<ChatParserAdapter>(std::move(po));
   }
 
  private:
+  static grammar::ToolCallFormat GrammarFormat(chat::ToolCallFormat f) {
+    switch (f) {
+      case chat::ToolCallFormat::kQwenXml:
+        return grammar::ToolCallFormat::kQwenXml;
+      case chat::ToolCallFormat::kNemotronArray:
+        return grammar::ToolCallFormat::kNemotronArray;
+      case chat::ToolCallFormat::kHermesJson:
+        break;
+    }
+    return grammar::ToolCallFormat::kHermesJson;
+  }
+
   chat::Template tmpl_;
   std::string bos_, eos_;
+  chat::ToolCallFormat format_;
 };
 
 std::string TokenTextOrEmpty(const tokenizer::Tokenizer& tok, int32_t id) {

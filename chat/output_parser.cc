@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "chat/text_scan.h"
+#include "chat/tool_call_array.h"
 
 namespace rw::chat {
 namespace {
@@ -11,8 +12,6 @@ using Json = nlohmann::ordered_json;
 
 constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
-constexpr std::string_view kCallOpen = "<tool_call>";
-constexpr std::string_view kCallClose = "</tool_call>";
 
 }  // namespace
 
@@ -51,7 +50,8 @@ Json ParameterValue(const std::string& raw, const Json* schema) {
   return raw;
 }
 
-OutputParser::OutputParser(ParserOptions options) : opt_(std::move(options)) {
+OutputParser::OutputParser(ParserOptions options)
+    : opt_(std::move(options)), call_open_(TagsOf(opt_.format).open), call_close_(TagsOf(opt_.format).close) {
   if (!opt_.parse_reasoning)
     state_ = State::kContent;
   else
@@ -109,8 +109,12 @@ void OutputParser::EndReasoning(bool closed, ParserDelta* d) {
 }
 
 void OutputParser::BeginToolCall(size_t tag_at) {
-  buf_.erase(0, tag_at + kCallOpen.size());
-  block_ = std::make_unique<ToolCallBlockParser>(&opt_.tools, message_.tool_calls.size());
+  buf_.erase(0, tag_at + call_open_.size());
+  if (opt_.format == ToolCallFormat::kNemotronArray) {
+    block_ = std::make_unique<ToolCallArrayParser>(&opt_.tools, message_.tool_calls.size(), call_close_);
+  } else {
+    block_ = std::make_unique<ToolCallBlockParser>(&opt_.tools, message_.tool_calls.size());
+  }
   state_ = State::kToolCall;
 }
 
@@ -155,7 +159,7 @@ void OutputParser::Process(bool final, ParserDelta* d) {
           reasoning_started_ = true;
         }
         size_t close = buf_.find(kThinkClose);
-        size_t call = opt_.parse_tool_calls ? buf_.find(kCallOpen) : std::string::npos;
+        size_t call = opt_.parse_tool_calls ? buf_.find(call_open_) : std::string::npos;
         if (close != std::string::npos && (call == std::string::npos || close < call)) {
           EmitReasoning(std::string_view(buf_).substr(0, close), d);
           EndReasoning(true, d);
@@ -177,7 +181,7 @@ void OutputParser::Process(bool final, ParserDelta* d) {
           return;
         }
         size_t hold = PartialTagSuffix(buf_, kThinkClose);
-        if (opt_.parse_tool_calls) hold = std::max(hold, PartialTagSuffix(buf_, kCallOpen));
+        if (opt_.parse_tool_calls) hold = std::max(hold, PartialTagSuffix(buf_, call_open_));
         EmitReasoning(std::string_view(buf_).substr(0, buf_.size() - hold), d);
         buf_.erase(0, buf_.size() - hold);
         return;
@@ -187,7 +191,7 @@ void OutputParser::Process(bool final, ParserDelta* d) {
           buf_.erase(0, SkipWs(buf_, 0));
           if (buf_.empty()) return;
         }
-        size_t call = opt_.parse_tool_calls ? buf_.find(kCallOpen) : std::string::npos;
+        size_t call = opt_.parse_tool_calls ? buf_.find(call_open_) : std::string::npos;
         if (call != std::string::npos) {
           EmitContent(std::string_view(buf_).substr(0, call), d);
           ws_before_call_ = std::move(pending_ws_);
@@ -195,7 +199,7 @@ void OutputParser::Process(bool final, ParserDelta* d) {
           BeginToolCall(call);
           continue;
         }
-        size_t hold = (final || !opt_.parse_tool_calls) ? 0 : PartialTagSuffix(buf_, kCallOpen);
+        size_t hold = (final || !opt_.parse_tool_calls) ? 0 : PartialTagSuffix(buf_, call_open_);
         EmitContent(std::string_view(buf_).substr(0, buf_.size() - hold), d);
         buf_.erase(0, buf_.size() - hold);
         if (final) FlushPendingWs(d);
@@ -206,13 +210,13 @@ void OutputParser::Process(bool final, ParserDelta* d) {
         auto r = block_->Feed(buf_, final, &calls);
         buf_.clear();
         TakeCalls(calls, d);
-        if (r == ToolCallBlockParser::Result::kNeedMore) return;
-        if (r == ToolCallBlockParser::Result::kDone) {
+        if (r == ToolCallBlock::Result::kNeedMore) return;
+        if (r == ToolCallBlock::Result::kDone) {
           buf_ = block_->leftover();
           content_started_ = false;
           ws_before_call_.clear();
         } else {
-          malformed_ = std::string(kCallOpen) + block_->text();
+          malformed_ = std::string(call_open_) + block_->text();
           state_ = State::kMalformedCall;
           block_.reset();
           continue;
@@ -225,9 +229,9 @@ void OutputParser::Process(bool final, ParserDelta* d) {
         // Malformed: the block up to its closing tag is content after all.
         malformed_ += buf_;
         buf_.clear();
-        size_t close = malformed_.find(kCallClose);
+        size_t close = malformed_.find(call_close_);
         if (close == std::string::npos && !final) return;
-        size_t len = close == std::string::npos ? malformed_.size() : close + kCallClose.size();
+        size_t len = close == std::string::npos ? malformed_.size() : close + call_close_.size();
         std::string text = ws_before_call_ + malformed_.substr(0, len);
         buf_ = malformed_.substr(len);
         malformed_.clear();

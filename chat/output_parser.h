@@ -1,4 +1,5 @@
-// Model output -> OpenAI message parts, for the Qwen3.5 / Qwen3-Coder conventions:
+// Model output -> OpenAI message parts, for the Qwen3.5 / Qwen3-Coder conventions (and the other formats of
+// chat/tool_format.h: Nemotron Nano v2's <TOOLCALL>[...]</TOOLCALL>, selected by ParserOptions::format):
 //   [<think>] reasoning </think> content <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n
 //   </function>\n</tool_call> ...
 //   or, inside the same <tool_call> tags, Hermes JSON {"name": ..., "arguments": {...}} (Qwen3, Qwen3-Next);
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "chat/tool_call_stream.h"
+#include "chat/tool_format.h"
 
 namespace rw::chat {
 
@@ -31,6 +33,9 @@ struct ParserOptions {
   // for empty reasoning), followed by the answer.
   bool reasoning_in_content = false;
   bool parse_tool_calls = true;
+  // The template's format (chat/tool_format.h): which tags delimit a call. kQwenXml and kHermesJson both read
+  // either <tool_call> body; kNemotronArray reads <TOOLCALL>[...]</TOOLCALL>.
+  ToolCallFormat format = ToolCallFormat::kQwenXml;
   // The request's tools (OpenAI format). A parameter whose schema type is string stays a string; integer,
   // number, boolean, object, array and null values are parsed from their JSON text, falling back to a string.
   nlohmann::ordered_json tools;
@@ -84,8 +89,9 @@ class OutputParser {
   bool reasoning_started_ = false;
   bool think_tag_in_content_ = false;  // reasoning_in_content: "<think>" was emitted as content
   ParsedMessage message_;
-  std::unique_ptr<ToolCallBlockParser> block_;  // the tool-call block being parsed
-  std::string malformed_;                       // a malformed block, up to its closing tag
+  std::string_view call_open_, call_close_;  // the format's tags
+  std::unique_ptr<ToolCallBlock> block_;     // the tool-call block being parsed
+  std::string malformed_;                    // a malformed block, up to its closing tag
 };
 
 ParsedMessage ParseOutput(std::string_view text, const ParserOptions& options);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "base/file.h"
+
 namespace rw::chat {
 namespace {
 
@@ -297,6 +299,148 @@ TEST(OutputParser, StreamingSplitAtEveryByteMatchesOneShot) {
     std::vector<size_t> every;
     for (size_t i = 1; i < s.text.size(); ++i) every.push_back(i);
     ExpectSame(Stream(s.text, s.opt, every), one, "byte by byte: " + s.text);
+  }
+}
+
+// --- The hybrid families' formats, each selected from its published template (tests/data/chat). ---
+
+ToolCallFormat FormatOfTemplate(const std::string& name) {
+  auto src = ReadFileToString(std::string(REWIND_TEST_DATA) + "/chat/" + name);
+  EXPECT_TRUE(src.ok()) << name;
+  return DetectToolCallFormat(src.ok() ? *src : "");
+}
+
+ParserOptions NemotronV2(bool thinking) {
+  ParserOptions o;
+  o.format = ToolCallFormat::kNemotronArray;
+  o.starts_in_reasoning = thinking;
+  o.tools = WeatherTools();
+  return o;
+}
+
+const char* kNemotronV2Output =
+    "The user wants two cities.\n</think>\n\nChecking both.\n<TOOLCALL>[{\"name\": \"get_weather\", "
+    "\"arguments\": {\"city\": \"Oslo\", \"days\": 2}}, {\"name\": \"get_weather\", \"arguments\": "
+    "{\"city\": "
+    "\"Rome\", \"tags\": [\"a\", {\"k\": \"]}\"}]}}]</TOOLCALL>";
+
+TEST(ToolCallFormats, EachFamilyTemplateSelectsItsFormat) {
+  EXPECT_EQ(FormatOfTemplate("nemotron-nano-v2.jinja"), ToolCallFormat::kNemotronArray);
+  EXPECT_EQ(FormatOfTemplate("nemotron-3-nano.jinja"), ToolCallFormat::kQwenXml);
+  EXPECT_EQ(FormatOfTemplate("granite-4.0.jinja"), ToolCallFormat::kHermesJson);
+  EXPECT_EQ(FormatOfTemplate("qwen3.5.jinja"), ToolCallFormat::kQwenXml);
+  EXPECT_EQ(FormatOfTemplate("qwen3.jinja"), ToolCallFormat::kHermesJson);
+}
+
+TEST(ToolCallFormats, ParsesNemotronNanoV2ToolCallArraysAsParallelCalls) {
+  ParsedMessage m = ParseOutput(kNemotronV2Output, NemotronV2(true));
+  EXPECT_EQ(m.reasoning_content, "The user wants two cities.");
+  EXPECT_EQ(m.content, "Checking both.");
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(m.tool_calls[0].arguments, R"({"city": "Oslo", "days": 2})");
+  EXPECT_EQ(m.tool_calls[1].arguments, R"({"city": "Rome", "tags": ["a", {"k": "]}"}]})");
+  // Thinking off: the prompt closed the block ("<think></think>"); text after the calls is content.
+  ParsedMessage off = ParseOutput("<TOOLCALL>[{\"name\": \"ping\"}]</TOOLCALL> done", NemotronV2(false));
+  ASSERT_EQ(off.tool_calls.size(), 1u);
+  EXPECT_EQ(off.tool_calls[0].arguments, "{}");
+  EXPECT_EQ(off.content, "done");  // leading whitespace after a call is dropped, as after </think>
+  // In this format <tool_call> is just text.
+  ParsedMessage other = ParseOutput("<tool_call>\n{\"name\": \"f\"}\n</tool_call>", NemotronV2(false));
+  EXPECT_TRUE(other.tool_calls.empty());
+}
+
+TEST(ToolCallFormats, NemotronArraysAreLenientAboutBracketsAndEndsButNeverInventCalls) {
+  ParsedMessage lone =
+      ParseOutput("<TOOLCALL>{\"name\": \"f\", \"arguments\": {\"a\": 1}}</TOOLCALL>", NemotronV2(false));
+  ASSERT_EQ(lone.tool_calls.size(), 1u);
+  EXPECT_EQ(lone.tool_calls[0].arguments, R"({"a": 1})");
+  ParsedMessage cut =
+      ParseOutput("<TOOLCALL>[{\"name\": \"f\", \"arguments\": {\"a\": \"x", NemotronV2(false));
+  ASSERT_EQ(cut.tool_calls.size(), 1u);
+  EXPECT_EQ(cut.tool_calls[0].arguments, R"({"a": "x"})");
+  const char* bad[] = {"see <TOOLCALL>not json</TOOLCALL> here", "<TOOLCALL>[]</TOOLCALL>",
+                       "<TOOLCALL>[{\"arguments\": {}}]</TOOLCALL>", "<TOOLCALL>[\"f\"]</TOOLCALL>"};
+  for (const char* text : bad) {
+    ParsedMessage m = ParseOutput(text, NemotronV2(false));
+    EXPECT_TRUE(m.tool_calls.empty()) << text;
+    EXPECT_NE(m.content.find("<TOOLCALL>"), std::string::npos) << text;
+  }
+  // A broken second element ends the block after the first call; its text is content, not lost.
+  ParsedMessage half = ParseOutput("<TOOLCALL>[{\"name\": \"f\"}, oops]</TOOLCALL>", NemotronV2(false));
+  ASSERT_EQ(half.tool_calls.size(), 1u);
+  EXPECT_NE(half.content.find("oops"), std::string::npos);
+}
+
+TEST(ToolCallFormats, NemotronArraysStreamArgumentsAsTheyAreWritten) {
+  OutputParser p(NemotronV2(false));
+  ParserDelta d1 = p.Feed("<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Os");
+  ASSERT_EQ(d1.tool_calls.size(), 1u);
+  EXPECT_EQ(d1.tool_calls[0].index, 0u);
+  EXPECT_EQ(d1.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(d1.tool_calls[0].arguments, R"({"city": "Os)");
+  ParserDelta d2 = p.Feed("lo\"}}, {\"name\": \"get_weather\", \"arguments\": {\"ci");
+  ASSERT_EQ(d2.tool_calls.size(), 2u);
+  EXPECT_EQ(d2.tool_calls[0].arguments, R"(lo"})");
+  EXPECT_EQ(d2.tool_calls[1].index, 1u);
+  EXPECT_EQ(d2.tool_calls[1].name, "get_weather");
+  EXPECT_EQ(d2.tool_calls[1].arguments, R"({"ci)");
+  ParserDelta d3 = p.Feed("ty\": \"Rome\"}}]</TOOL");
+  EXPECT_EQ(d3.tool_calls.at(0).arguments, R"(ty": "Rome"})");
+  EXPECT_TRUE(d3.content.empty());
+  ParserDelta d4 = p.Feed("CALL>");
+  EXPECT_TRUE(d4.empty());
+  EXPECT_TRUE(p.Finish().empty());
+  EXPECT_EQ(p.message().tool_calls.size(), 2u);
+}
+
+// Output parsed with the format `tmpl` selects (the server's TemplateChat does the same).
+ParsedMessage ParseFor(const std::string& tmpl, const std::string& text, bool thinking) {
+  ParserOptions o;
+  o.format = FormatOfTemplate(tmpl);
+  o.starts_in_reasoning = thinking;
+  o.tools = WeatherTools();
+  return ParseOutput(text, o);
+}
+
+// Nemotron 3 Nano writes Qwen3-Coder XML after its reasoning; Granite 4.0 Hermes JSON without reasoning.
+TEST(ToolCallFormats, NemotronThreeAndGraniteOutputsParseWithTheirTemplatesFormats) {
+  ParsedMessage a = ParseFor(
+      "nemotron-3-nano.jinja",
+      "Need weather.\n</think>\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n"
+      "<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>\n",
+      true);
+  EXPECT_EQ(a.reasoning_content, "Need weather.");
+  ASSERT_EQ(a.tool_calls.size(), 1u);
+  EXPECT_EQ(a.tool_calls[0].arguments, R"({"city":"Oslo","days":2})");
+  ParsedMessage b = ParseFor(
+      "granite-4.0.jinja",
+      "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>",
+      false);
+  EXPECT_EQ(b.content, "Sure.");
+  ASSERT_EQ(b.tool_calls.size(), 2u);
+  EXPECT_EQ(b.tool_calls[1].arguments, R"({"city": "Rome"})");
+}
+
+TEST(ToolCallFormats, NemotronArrayStreamingSplitAtEveryByteMatchesOneShot) {
+  const std::vector<std::pair<std::string, ParserOptions>> samples = {
+      {kNemotronV2Output, NemotronV2(true)},
+      {"a <TOOLCALL>broken</TOOLCALL> b <TOOLCALL>[{\"name\": \"f\"}]</TOOLCALL> c <TOOLCAL",
+       NemotronV2(false)},
+      {"<TOOLCALL>[{\"name\": \"f\", \"arguments\": \"{\\\"x\\\": 1}\"}, {\"name\": \"g\"} ]\n</TOOLCALL>\n",
+       NemotronV2(false)},
+      {"<TOOLCALL> [ {\"name\": \"f\", \"arguments\": {\"a\": [1, \"un", NemotronV2(false)},
+      {"<TOOLCALL>[{\"name\": \"f\"}, oops]</TOOLCALL>", NemotronV2(false)},
+  };
+  for (const auto& [text, opt] : samples) {
+    ParsedMessage one = ParseOutput(text, opt);
+    for (size_t cut = 0; cut <= text.size(); ++cut) {
+      ExpectSame(Stream(text, opt, {cut}), one, "cut " + std::to_string(cut) + ": " + text);
+    }
+    std::vector<size_t> every;
+    for (size_t i = 1; i < text.size(); ++i) every.push_back(i);
+    ExpectSame(Stream(text, opt, every), one, "byte by byte: " + text);
   }
 }
 

@@ -16,6 +16,11 @@ inline size_t SkipWs(std::string_view s, size_t i) {
 
 inline bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
+// True when `rest` could still become `tag` (a proper prefix of it).
+inline bool MayBecome(std::string_view rest, std::string_view tag) {
+  return rest.size() < tag.size() && StartsWith(tag, rest);
+}
+
 // Length of the longest suffix of s that is a proper prefix of tag.
 inline size_t PartialTagSuffix(std::string_view s, std::string_view tag) {
   size_t max = std::min(s.size(), tag.size() - 1);

@@ -18,11 +18,6 @@ constexpr std::string_view kParamOpen = "<parameter=";
 constexpr std::string_view kParamClose = "</parameter>";
 constexpr std::string_view kCallClose = "</tool_call>";
 
-// True when `rest` could still become `tag` (a proper prefix of it).
-bool MayBecome(std::string_view rest, std::string_view tag) {
-  return rest.size() < tag.size() && StartsWith(tag, rest);
-}
-
 // End (exclusive) of the JSON string starting at s[i] == '"', or npos when it is not closed yet.
 size_t StringEnd(std::string_view s, size_t i) {
   for (size_t k = i + 1; k < s.size(); ++k) {
@@ -175,19 +170,22 @@ void ToolCallBlockParser::CloseCall(std::vector<ToolCallDelta>* out) {
   }
 }
 
-Result ToolCallBlockParser::Feed(std::string_view text, bool final, std::vector<ToolCallDelta>* out) {
+Result ToolCallBlock::Feed(std::string_view text, bool final, std::vector<ToolCallDelta>* out) {
   buf_.append(text);
   while (true) {
     bool progressed = false;
     Result r = Step(final, out, &progressed);
     if (r != Result::kNeedMore) return r;
     if (progressed) continue;
-    if (!final) return r;
-    if (!committed_ && !(phase_ == Phase::kEnd)) return Result::kMalformed;
-    CloseCall(out);
-    pos_ = buf_.size();
-    return Result::kDone;
+    return final ? EndOfOutput(out) : r;
   }
+}
+
+Result ToolCallBlockParser::EndOfOutput(std::vector<ToolCallDelta>* out) {
+  if (!committed_ && !(phase_ == Phase::kEnd)) return Result::kMalformed;
+  CloseCall(out);
+  pos_ = buf_.size();
+  return Result::kDone;
 }
 
 Result ToolCallBlockParser::Step(bool final, std::vector<ToolCallDelta>* out, bool* progressed) {

@@ -28,20 +28,37 @@ struct ToolCallDelta {
   std::string arguments;  // argument text to append
 };
 
-class ToolCallBlockParser {
+// A tool-call block after its opening tag, parsed incrementally: ToolCallBlockParser (one call, the Qwen
+// family's <tool_call> bodies) or ToolCallArrayParser (chat/tool_call_array.h, a JSON array of calls).
+class ToolCallBlock {
  public:
   enum class Result { kNeedMore, kDone, kMalformed };
-
-  // `tools`: the request's tools (OpenAI format) for parameter types; may be null. `index`: the call's index.
-  ToolCallBlockParser(const nlohmann::ordered_json* tools, size_t index) : tools_(tools), index_(index) {}
-
-  // Appends text (what follows "<tool_call>") and parses as far as possible. `final`: no more text will come.
-  // kDone: the block ended; leftover() is the text after it. kMalformed: only before commitment.
+  virtual ~ToolCallBlock() = default;
+  // Appends text (what follows the opening tag) and parses as far as possible. `final`: no more text will
+  // come. kDone: the block ended; leftover() is the text after it. kMalformed: the block is content after
+  // all.
   Result Feed(std::string_view text, bool final, std::vector<ToolCallDelta>* out);
-  bool committed() const { return committed_; }
   // Everything fed so far (for the malformed fallback).
   const std::string& text() const { return buf_; }
   std::string leftover() const { return buf_.substr(pos_); }
+
+ protected:
+  // One parsing step from pos_; sets *progressed when it consumed text or changed state.
+  virtual Result Step(bool final, std::vector<ToolCallDelta>* out, bool* progressed) = 0;
+  // The output ended where no step can progress: kDone (closing what is open) or kMalformed.
+  virtual Result EndOfOutput(std::vector<ToolCallDelta>* out) = 0;
+
+  std::string buf_;  // the block text fed so far
+  size_t pos_ = 0;   // parsed up to here
+};
+
+class ToolCallBlockParser : public ToolCallBlock {
+ public:
+  // `tools`: the request's tools (OpenAI format) for parameter types; may be null. `index`: the call's index.
+  ToolCallBlockParser(const nlohmann::ordered_json* tools, size_t index) : tools_(tools), index_(index) {}
+
+  // Feed() gives kMalformed only before commitment.
+  bool committed() const { return committed_; }
 
  private:
   enum class Phase {
@@ -57,7 +74,8 @@ class ToolCallBlockParser {
     kJsonAfterValue,
     kEnd,
   };
-  Result Step(bool final, std::vector<ToolCallDelta>* out, bool* progressed);
+  Result Step(bool final, std::vector<ToolCallDelta>* out, bool* progressed) override;
+  Result EndOfOutput(std::vector<ToolCallDelta>* out) override;
   Result XmlValue(bool final, std::vector<ToolCallDelta>* out, bool* progressed);
   Result JsonArgs(bool final, std::vector<ToolCallDelta>* out, bool* progressed);
   void Emit(std::vector<ToolCallDelta>* out, std::string args);
@@ -70,8 +88,6 @@ class ToolCallBlockParser {
 
   const nlohmann::ordered_json* tools_;
   size_t index_;
-  std::string buf_;  // the block text fed so far
-  size_t pos_ = 0;   // parsed up to here
   Phase phase_ = Phase::kDetect;
   bool xml_ = false;
   bool committed_ = false;

@@ -168,6 +168,21 @@ TEST(ToolGrammar, ForcedXmlCallMatchesTheParsedFormat) {
   EXPECT_TRUE(Matches(*h,
                       "Let me look.</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
                       "{\"city\": \"Oslo\"}}\n</tool_call>"));
+  ToolGrammarOptions nemotron;
+  nemotron.format = ToolCallFormat::kNemotronArray;
+  auto n = ParseGbnf(*ToolCallGbnf(tools, nemotron));
+  ASSERT_TRUE(n.ok());
+  EXPECT_TRUE(
+      Matches(*n,
+              "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, "
+              "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\", \"days\": 2}}]</TOOLCALL>"));
+  EXPECT_FALSE(Matches(*n, "<TOOLCALL>[]</TOOLCALL>"));
+  nemotron.parallel = false;
+  auto one = ParseGbnf(*ToolCallGbnf(tools, nemotron));
+  ASSERT_TRUE(one.ok());
+  EXPECT_FALSE(Matches(*one,
+                       "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, "
+                       "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]</TOOLCALL>"));
 }
 
 }  // namespace

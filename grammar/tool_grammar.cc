@@ -104,11 +104,15 @@ Expected<std::string> ToolCallGbnf(const json& tools, const ToolGrammarOptions& 
                                       : "tool_choice names '" + o.function + "', which is not in 'tools'");
   }
   std::string fns = c.Add("tool-fn", alts);
-  std::string call = o.format == ToolCallFormat::kQwenXml
-                         ? c.Add("tool-call", "\"<tool_call>\\n\" " + fns + " \"</tool_call>\"")
-                         : c.Add("tool-call", "\"<tool_call>\\n\" " + fns + " \"\\n</tool_call>\"");
-  std::string calls = o.parallel ? call + " ( \"\\n\" " + call + " )*" : call;
-  c.Add("root", calls);
+  if (o.format == ToolCallFormat::kNemotronArray) {  // one block holding every call
+    std::string list = o.parallel ? fns + " ( \", \" " + fns + " )*" : fns;
+    c.Add("root", "\"<TOOLCALL>[\" " + list + " \"]</TOOLCALL>\"");
+  } else {
+    std::string call = o.format == ToolCallFormat::kQwenXml
+                           ? c.Add("tool-call", "\"<tool_call>\\n\" " + fns + " \"</tool_call>\"")
+                           : c.Add("tool-call", "\"<tool_call>\\n\" " + fns + " \"\\n</tool_call>\"");
+    c.Add("root", o.parallel ? call + " ( \"\\n\" " + call + " )*" : call);
+  }
   return o.thinking_open ? AfterReasoning(c.Gbnf()) : c.Gbnf();
 }
 

@@ -13,6 +13,7 @@ namespace rw::grammar {
 enum class ToolCallFormat {
   kQwenXml,     // <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n</function>\n</tool_call>
   kHermesJson,  // <tool_call>\n{"name": "NAME", "arguments": {...}}\n</tool_call>
+  kNemotronArray,  // <TOOLCALL>[{"name": "NAME", "arguments": {...}}, ...]</TOOLCALL> (Nemotron Nano v2)
 };
 
 struct ToolGrammarOptions {

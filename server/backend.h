@@ -12,6 +12,7 @@
 
 #include "base/expected.h"
 #include "engine/engine.h"
+#include "grammar/tool_grammar.h"
 
 namespace rw::server {
 
@@ -36,6 +37,9 @@ struct RenderedChat {
   std::vector<size_t> message_offsets;  // byte offset where each message starts in `prompt` (may be empty)
   size_t generation_offset = 0;         // byte offset of the generation header (prompt size if none)
   bool thinking_open = false;           // the prompt ends inside an open <think> block
+  // The tool-call format the template teaches (forced calls are constrained to it);
+  // chat::DetectToolCallFormat.
+  grammar::ToolCallFormat tool_format = grammar::ToolCallFormat::kHermesJson;
 };
 
 // One tool call as OpenAI reports it (`arguments` is JSON text), or a fragment of one while streaming: a

@@ -1,0 +1,61 @@
+// The published chat templates of the hybrid families (Nemotron Nano v2, Nemotron 3 Nano, Granite 4.0, LFM2)
+// against Python's jinja2 renderings (tests/data/chat/make_hybrid_cases.py), byte for byte.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "base/file.h"
+#include "chat/chat_render.h"
+
+namespace rw::chat {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string Data(const std::string& name) { return std::string(REWIND_TEST_DATA) + "/chat/" + name; }
+
+Json LoadCases() {
+  auto text = ReadFileToString(Data("hybrid_cases.json"));
+  EXPECT_TRUE(text.ok());
+  return text.ok() ? Json::parse(*text) : Json::object();
+}
+
+TEST(HybridTemplates, EveryCaseRendersLikeJinja2OrFailsWithAClearError) {
+  Json all = LoadCases();
+  ASSERT_GE(all["cases"].size(), 100u);
+  std::map<std::string, Template> templates;
+  int rendered = 0;
+  for (const auto& c : all["cases"]) {
+    const std::string name = c["template"];
+    SCOPED_TRACE(name + " " + c["conversation"].get<std::string>() +
+                 " agp=" + c["add_generation_prompt"].dump() + " " + c["kwargs"].dump());
+    if (!templates.count(name)) {
+      auto src = ReadFileToString(Data(name));
+      ASSERT_TRUE(src.ok());
+      auto t = Template::Parse(*src);
+      ASSERT_TRUE(t.ok()) << t.error().message;
+      templates.emplace(name, *t);
+    }
+    const Json& conv = all["conversations"][c["conversation"].get<std::string>()];
+    RenderOptions o;
+    o.add_generation_prompt = c["add_generation_prompt"];
+    o.bos_token = "<s>";
+    o.eos_token = "</s>";
+    o.chat_template_kwargs = c["kwargs"];
+    auto r = RenderChat(templates.at(name), conv["messages"], conv["tools"], o);
+    if (c.contains("error")) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.error().kind, ErrorKind::kInvalidArgument);
+      EXPECT_FALSE(r.error().message.empty());
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->text, c["expected"].get<std::string>());
+    ++rendered;
+  }
+  EXPECT_GE(rendered, 100);
+}
+
+}  // namespace
+}  // namespace rw::chat

@@ -1,0 +1,28 @@
+// Which tool-call format a chat template teaches its model, read from the template's own text:
+//   kQwenXml <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n</function>\n</tool_call>
+//                  (Qwen3.5, Qwen3-Coder, Nemotron 3 Nano)
+//   kHermesJson    <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>
+//                  (Qwen3, Qwen3-2507, Qwen3-Next, Granite 4.0; the default)
+//   kNemotronArray <TOOLCALL>[{"name": NAME, "arguments": {...}}, ...]</TOOLCALL>  (Nemotron Nano v2)
+// The output parser reads both <tool_call> bodies whichever of the first two is selected (it detects the
+// body); the format matters for the tags it looks for and for the grammar of forced calls.
+#pragma once
+
+#include <string_view>
+
+namespace rw::chat {
+
+enum class ToolCallFormat { kQwenXml, kHermesJson, kNemotronArray };
+
+// `text`: a template's source (or a prompt it rendered with tools: it contains the same instructions).
+ToolCallFormat DetectToolCallFormat(std::string_view text);
+
+struct ToolCallTags {
+  std::string_view open;
+  std::string_view close;
+};
+ToolCallTags TagsOf(ToolCallFormat format);
+
+const char* ToolCallFormatName(ToolCallFormat format);
+
+}  // namespace rw::chat
