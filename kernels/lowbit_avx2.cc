@@ -14,6 +14,7 @@
 #include "gguf/quant_grids.h"
 #include "gguf/quants_lowbit.h"
 #include "kernels/avx2_blocks.h"
+#include "kernels/lowbit_few_avx2.h"
 
 namespace rw::kernels::lowbit_avx2 {
 namespace {
@@ -111,15 +112,7 @@ void DecodeQ3_K(const uint8_t* blk, Unpacked* out) {
   const auto* x = reinterpret_cast<const BlockQ3_K*>(blk);
   NoMins(out);
   out->d = H2F(x->d);
-  // Scale g: low 4 bits from byte g % 8 (nibble g / 8), high 2 bits from byte 8 + g % 4 (bits 2 (g / 4)).
-  uint32_t a[3];
-  std::memcpy(a, x->scales, 12);
-  constexpr uint32_t k2 = 0x0F0F0F0F, k1 = 0x03030303;
-  const __m128i s6 = _mm_setr_epi32(static_cast<int>((a[0] & k2) | ((a[2] & k1) << 4)),
-                                    static_cast<int>((a[1] & k2) | (((a[2] >> 2) & k1) << 4)),
-                                    static_cast<int>(((a[0] >> 4) & k2) | (((a[2] >> 4) & k1) << 4)),
-                                    static_cast<int>(((a[1] >> 4) & k2) | (((a[2] >> 6) & k1) << 4)));
-  out->sc = Scales16(s6, 1, -32);
+  out->sc = Q3KScales(x);
   const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), four = _mm256_set1_epi8(4);
   const __m256i h = Load256(x->hmask);
   for (int c = 0; c < 8; ++c) {
@@ -136,12 +129,7 @@ void DecodeIQ4_XS(const uint8_t* blk, Unpacked* out) {
   NoMins(out);
   out->d = H2F(x->d);
   const __m256i values = Iq4Values();
-  uint64_t ls = 0;
-  for (int ib = 0; ib < 8; ++ib) {
-    const uint64_t l = ((x->scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((x->scales_h >> (2 * ib)) & 3) << 4);
-    ls |= l << (8 * ib);
-  }
-  out->sc = Scales8(ls, 1, -32);
+  out->sc = Iq4xsScales(x);
   for (int ib = 0; ib < 8; ++ib) {
     Store(out->q + 32 * ib, _mm256_shuffle_epi8(values, UnpackNibbles16(x->qs + 16 * ib)));
   }
@@ -447,8 +435,10 @@ using RowFn = void (*)(int64_t nb, const uint8_t* w, const uint8_t* const* act, 
 
 template <TT kType, DecodeFn kDecode>
 void RowOf(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, float* out, int64_t out_stride) {
-  RowK<kDecode, kType == TT::kQ2_K>(nb, static_cast<size_t>(GetTypeInfo(kType)->block_bytes), DotFactorK(kType), w,
-                                    act, n_tok, out, out_stride);
+  const float factor = DotFactorK(kType);
+  if (RowFew(kType, nb, factor, w, act, n_tok, out, out_stride)) return;  // decode path of some types
+  RowK<kDecode, kType == TT::kQ2_K>(nb, static_cast<size_t>(GetTypeInfo(kType)->block_bytes), factor, w, act,
+                                    n_tok, out, out_stride);
 }
 
 RowFn RowKernel(TT t) {
