@@ -263,7 +263,7 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
     case TensorType::kBF16: return run.operator()<KFloat<LoadBF16, ScalarBF16>>(n);
     default:
       if (gguf::IsLowbitType(t))
-        return lowbit_avx2::GemmRows(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride);
+        return lowbit_avx2::GemmRows(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride, wide);
       break;
   }
 }

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "gguf/quant_grids.h"
 #include "gguf/quants_lowbit.h"
@@ -336,6 +337,48 @@ inline void DotDecoded(const Unpacked& dec, float factor, const BlockQ8_K* const
   }
 }
 
+// The same products with 512-bit registers (CPUs with AVX-512 BW; GemmRows' `wide`): chunks 2k and 2k + 1 side by
+// side (64 bytes of weights and of each token's activations), |q| times the activations negated where q < 0 (the
+// sign trick without vpsignb), folded into the twin's 8 int32 lanes before the float operations (exact integer
+// sums), so the bits are DotDecoded's.
+#define REWIND_LOWBIT_WIDE __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl")))
+// GCC 12's AVX-512 headers start broadcasts from _mm512_undefined_*(), which -Wmaybe-uninitialized flags.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+template <int T, bool kMins>
+REWIND_LOWBIT_WIDE inline void DotDecodedWide(const Unpacked& dec, float factor, const BlockQ8_K* const* y,
+                                              __m256* acc) {
+  __m512i sumi[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    const __m512i q = _mm512_loadu_si512(dec.q + 64 * k);
+    const __m512i aq = _mm512_abs_epi8(q);
+    const __mmask64 neg = _mm512_movepi8_mask(q);
+    const __m512i s = PairI(ChunkScales(dec.sc, 2 * k), ChunkScales(dec.sc, 2 * k + 1));
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m512i a = _mm512_loadu_si512(y[t]->qs + 64 * k);
+      const __m512i sa = _mm512_mask_sub_epi8(a, neg, _mm512_setzero_si512(), a);
+      sumi[t] = _mm512_add_epi32(sumi[t], _mm512_madd_epi16(_mm512_maddubs_epi16(aq, sa), s));
+    }
+  }
+  const float dw = dec.d * factor;
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
+    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y[t]->d), _mm256_cvtepi32_ps(s8), acc[t]);
+    if constexpr (kMins) {
+      const __m256i bsums = Load256(reinterpret_cast<const uint8_t*>(y[t]) + offsetof(BlockQ8_K, bsums));
+      const __m256i m = _mm256_madd_epi16(bsums, dec.mins);
+      acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(dec.dmin * y[t]->d), _mm256_cvtepi32_ps(m), acc[t]);
+    }
+  }
+}
+
 // One weight row against n_tok tokens (act[t] = token t's Q8_K blocks): out[t * out_stride]. Up to 3 tokens
 // (decode, short verify batches) the accumulators stay in registers; from 4 on they live in memory, where the
 // independent tokens hide the latency of the load-FMA-store chains. Same operations either way.
@@ -360,9 +403,44 @@ void RowKFew(int64_t nb, size_t block_bytes, float factor, const uint8_t* w, con
   for (int t = 0; t < T; ++t) out[t * out_stride] = Hsum(acc[t]);
 }
 
+// T tokens against a decoded weight row, their sums in registers.
+template <int T, bool kMins>
+REWIND_LOWBIT_WIDE void TokensWide(const Unpacked* row, int64_t nb, float factor, const uint8_t* const* act,
+                                   float* out, int64_t out_stride) {
+  __m256 acc[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const BlockQ8_K* y[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
+    DotDecodedWide<T, kMins>(row[i], factor, y, acc);
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) out[t * out_stride] = Hsum(acc[t]);
+}
+
+// 4 or more tokens: the row decoded once (L1-sized buffer), then 8 tokens at a time (32 registers hold them).
+template <DecodeFn kDecode, bool kMins>
+REWIND_LOWBIT_WIDE void RowKWide(int64_t nb, size_t block_bytes, float factor, const uint8_t* w,
+                                 const uint8_t* const* act, int n_tok, float* out, int64_t out_stride) {
+  thread_local std::vector<Unpacked> row;  // [nb]
+  if (static_cast<int64_t>(row.size()) < nb) row.resize(static_cast<size_t>(nb));
+  for (int64_t i = 0; i < nb; ++i) {
+    _mm_prefetch(reinterpret_cast<const char*>(w + (i + 4) * block_bytes), _MM_HINT_T0);
+    kDecode(w + i * block_bytes, &row[i]);
+  }
+  int t = 0;
+  for (; t + 8 <= n_tok; t += 8) TokensWide<8, kMins>(row.data(), nb, factor, act + t, out + t * out_stride, out_stride);
+  for (; t + 4 <= n_tok; t += 4) TokensWide<4, kMins>(row.data(), nb, factor, act + t, out + t * out_stride, out_stride);
+  for (; t < n_tok; ++t) TokensWide<1, kMins>(row.data(), nb, factor, act + t, out + t * out_stride, out_stride);
+}
+#pragma GCC diagnostic pop
+
 template <DecodeFn kDecode, bool kMins>
 void RowK(int64_t nb, size_t block_bytes, float factor, const uint8_t* w, const uint8_t* const* act, int n_tok,
-          float* out, int64_t out_stride) {
+          float* out, int64_t out_stride, bool wide) {
+  if (wide && n_tok >= 4) return RowKWide<kDecode, kMins>(nb, block_bytes, factor, w, act, n_tok, out, out_stride);
   switch (n_tok) {
     case 1: return RowKFew<kDecode, kMins, 1>(nb, block_bytes, factor, w, act, out, out_stride);
     case 2: return RowKFew<kDecode, kMins, 2>(nb, block_bytes, factor, w, act, out, out_stride);
@@ -419,7 +497,8 @@ void Row32N(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, 
 }
 
 template <bool kMx>
-void Row32(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, float* out, int64_t out_stride) {
+void Row32(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, float* out, int64_t out_stride,
+           bool /*wide*/) {
   switch (n_tok) {
     case 1: return Row32N<kMx, 1>(nb, w, act, n_tok, out, out_stride);
     case 2: return Row32N<kMx, 2>(nb, w, act, n_tok, out, out_stride);
@@ -431,14 +510,15 @@ void Row32(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, f
 // ---- Dispatch ---------------------------------------------------------------------------------------------
 
 using RowFn = void (*)(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, float* out,
-                       int64_t out_stride);
+                       int64_t out_stride, bool wide);
 
 template <TT kType, DecodeFn kDecode>
-void RowOf(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, float* out, int64_t out_stride) {
+void RowOf(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, float* out, int64_t out_stride,
+           bool wide) {
   const float factor = DotFactorK(kType);
   if (RowFew(kType, nb, factor, w, act, n_tok, out, out_stride)) return;  // decode path of some types
   RowK<kDecode, kType == TT::kQ2_K>(nb, static_cast<size_t>(GetTypeInfo(kType)->block_bytes), factor, w, act,
-                                    n_tok, out, out_stride);
+                                    n_tok, out, out_stride, wide);
 }
 
 RowFn RowKernel(TT t) {
@@ -475,7 +555,7 @@ bool HasMinus128Act(TT t, const void* act, int64_t nb) {
 }  // namespace
 
 void GemmRows(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act, size_t act_stride,
-              int64_t n_tok, float* out, int64_t out_stride) {
+              int64_t n_tok, float* out, int64_t out_stride, bool wide) {
   const RowFn row_fn = RowKernel(t);
   const int64_t nb = n / BlockSize(t);
   const auto* wb = static_cast<const uint8_t*>(w);
@@ -493,7 +573,7 @@ void GemmRows(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, c
     for (int64_t r = 0; r < n_rows; ++r) {
       const uint8_t* row = wb + r * w_stride;
       float* o = out + t0 * out_stride + r;
-      row_fn(nb, row, at, tn, o, out_stride);
+      row_fn(nb, row, at, tn, o, out_stride, wide);
       if (!any) continue;
       for (int k = 0; k < tn; ++k)
         if (minus128[k]) o[k * out_stride] = DotLowbitRef(t, row, at[k], nb);
@@ -502,7 +582,7 @@ void GemmRows(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, c
 }
 
 void VecDotRows(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act, float* out) {
-  GemmRows(t, n, w, w_stride, n_rows, act, 0, 1, out, 1);
+  GemmRows(t, n, w, w_stride, n_rows, act, 0, 1, out, 1, false);
 }
 
 }  // namespace rw::kernels::lowbit_avx2

@@ -14,7 +14,8 @@ namespace rw::kernels::lowbit_avx2 {
 
 void VecDotRows(gguf::TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act,
                 float* out);
+// wide: the caller checked AVX-512 F/BW/DQ/VL; 512-bit products from 4 tokens on (same bits).
 void GemmRows(gguf::TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act,
-              size_t act_stride, int64_t n_tok, float* out, int64_t out_stride);
+              size_t act_stride, int64_t n_tok, float* out, int64_t out_stride, bool wide);
 
 }  // namespace rw::kernels::lowbit_avx2
