@@ -308,6 +308,18 @@ inline __m256i ChunkScales(__m256i sc16, int c) {
                                                     3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3));
 }
 
+// The float operations of one block for one token: its 8 int32 lane sums times d * d_act (dw = d * factor), and
+// for Q2_K minus dmin * d_act * (mins . bsums).
+template <bool kMins>
+inline void AddBlock(const Unpacked& dec, float dw, const BlockQ8_K* y, __m256i sumi, __m256* acc) {
+  *acc = _mm256_fmadd_ps(_mm256_set1_ps(dw * y->d), _mm256_cvtepi32_ps(sumi), *acc);
+  if constexpr (kMins) {
+    const __m256i bsums = Load256(reinterpret_cast<const uint8_t*>(y) + offsetof(BlockQ8_K, bsums));
+    const __m256i m = _mm256_madd_epi16(bsums, dec.mins);
+    *acc = _mm256_fnmadd_ps(_mm256_set1_ps(dec.dmin * y->d), _mm256_cvtepi32_ps(m), *acc);
+  }
+}
+
 template <int T, bool kMins>
 inline void DotDecoded(const Unpacked& dec, float factor, const BlockQ8_K* const* y, __m256* acc) {
   const __m256i sc16 = dec.sc;
@@ -327,14 +339,7 @@ inline void DotDecoded(const Unpacked& dec, float factor, const BlockQ8_K* const
   }
   const float dw = dec.d * factor;
 #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) {
-    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y[t]->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-    if constexpr (kMins) {
-      const __m256i bsums = Load256(reinterpret_cast<const uint8_t*>(y[t]) + offsetof(BlockQ8_K, bsums));
-      const __m256i m = _mm256_madd_epi16(bsums, dec.mins);
-      acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(dec.dmin * y[t]->d), _mm256_cvtepi32_ps(m), acc[t]);
-    }
-  }
+  for (int t = 0; t < T; ++t) AddBlock<kMins>(dec, dw, y[t], sumi[t], &acc[t]);
 }
 
 // The same products with 512-bit registers (CPUs with AVX-512 BW; GemmRows' `wide`): chunks 2k and 2k + 1 side by
@@ -370,12 +375,7 @@ REWIND_LOWBIT_WIDE inline void DotDecodedWide(const Unpacked& dec, float factor,
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
     const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
-    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y[t]->d), _mm256_cvtepi32_ps(s8), acc[t]);
-    if constexpr (kMins) {
-      const __m256i bsums = Load256(reinterpret_cast<const uint8_t*>(y[t]) + offsetof(BlockQ8_K, bsums));
-      const __m256i m = _mm256_madd_epi16(bsums, dec.mins);
-      acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(dec.dmin * y[t]->d), _mm256_cvtepi32_ps(m), acc[t]);
-    }
+    AddBlock<kMins>(dec, dw, y[t], s8, &acc[t]);
   }
 }
 

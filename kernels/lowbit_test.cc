@@ -131,12 +131,11 @@ TEST(LowbitKernels, Avx512BatchKernelsGiveThePlainAvx2Bits) {
   if (!HasAvx512()) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/DQ/VL/VNNI (or REWIND_NO_AVX512 is set)";
   std::mt19937 rng(13);
   for (TT t : kLowbitTypes) {
-    const int64_t n = 3 * 256, R = 3, T = 13;
-    const TT at = gguf::VecDotType(t);
-    const size_t wb = gguf::RowBytes(t, n), ab = gguf::RowBytes(at, n);
+    constexpr int64_t n = 3 * 256, R = 3, T = 13;
+    const size_t wb = gguf::RowBytes(t, n), ab = gguf::RowBytes(gguf::VecDotType(t), n);
     const auto w = Weights(t, n, R, rng);
     auto a = Acts(t, n, T, rng);
-    a[5 * ab + (at == TT::kQ8_K ? 4 : 2)] = 0x80;  // token 5 holds a -128
+    a[5 * ab + (gguf::VecDotType(t) == TT::kQ8_K ? 4 : 2)] = 0x80;  // token 5 holds a -128
     std::vector<float> wide(T * R), plain(T * R);
     GemmAllowAvx512(true);
     GemmRows(t, n, w.data(), wb, R, a.data(), ab, T, wide.data(), R);
