@@ -38,13 +38,15 @@ run_rewind() {
   "$rewind" bench -m "$1" -t "$threads" -p "$n_prompt" -n "$n_gen" -r 1 $extra 2>/dev/null |
     awk -v m="$1" '/^pp[0-9]+.* tok\/s$/ { print "rewind", m, "pp", $(NF-1) }
                    /^tg[0-9]+.* tok\/s$/ { print "rewind", m, "tg", $(NF-1) }
-                   /decode bandwidth/ { print "rewind", m, "bw", $(NF-1) }' >>"$results"
+                   /decode bandwidth/ { print "rewind", m, "bw", $(NF-1) }' >>"$results" ||
+    echo "rewind bench failed on $1" >&2
 }
 run_llama() {
   # shellcheck disable=SC2086
   "$llama_bench" -m "$1" -t "$threads" -p "$n_prompt" -n "$n_gen" -r 1 -o csv $extra 2>/dev/null |
     awk -F, -v m="$1" 'NR == 1 { for (i = 1; i <= NF; ++i) { gsub(/"/, "", $i); col[$i] = i } next }
-      { gsub(/"/, ""); t = ($col["n_prompt"] > 0) ? "pp" : "tg"; print "llama", m, t, $col["avg_ts"] }' >>"$results"
+      { gsub(/"/, ""); t = ($col["n_prompt"] > 0) ? "pp" : "tg"; print "llama", m, t, $col["avg_ts"] }' >>"$results" ||
+    echo "llama-bench failed on $1" >&2
 }
 
 for ((rep = 0; rep < reps; ++rep)); do
