@@ -239,13 +239,15 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
             DriveRowPairsK<PairQx_K<false>, T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
           }))
         return;
-      return wide ? run.operator()<KQx_KZmm<false>>(nb) : run.operator()<KQx_K<false>>(nb);
+      if (wide) return lowbit_avx2::GemmRowsQx_KWide(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride);
+      return run.operator()<KQx_K<false>>(nb);
     case TensorType::kQ5_K:
       if (wide && ForTokenCount<2, 8>(n_tok, [&]<int T>() {
             DriveRowPairsK<PairQx_K<true>, T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
           }))
         return;
-      return wide ? run.operator()<KQx_KZmm<true>>(nb) : run.operator()<KQx_K<true>>(nb);
+      if (wide) return lowbit_avx2::GemmRowsQx_KWide(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride);
+      return run.operator()<KQx_K<true>>(nb);
     case TensorType::kQ6_K:
       // (2 tokens: KQ6_KZmm's token pairs are as fast.)
       if (wide && ForTokenCount<3, 8>(n_tok, [&]<int T>() {
@@ -263,7 +265,7 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
     case TensorType::kBF16: return run.operator()<KFloat<LoadBF16, ScalarBF16>>(n);
     default:
       if (gguf::IsLowbitType(t))
-        return lowbit_avx2::GemmRows(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride);
+        return lowbit_avx2::GemmRows(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride, wide);
       break;
   }
 }

@@ -11,6 +11,7 @@
 #include "base/cpu_features_testing.h"
 #include "gguf/quants_lowbit.h"
 #include "gguf/quants_lowbit_testing.h"
+#include "kernels/dot.h"
 #include "kernels/gemm.h"
 #include "kernels/ref/vec_dot_ref.h"
 #include "kernels/vec_dot.h"
@@ -118,6 +119,33 @@ TEST(LowbitKernels, MinusOneTwentyEightActivationsKeepTheTwinsBits) {
         ASSERT_TRUE(SameBits(y[tok * R + r], twin)) << gguf::TypeName(t) << " batch tok " << tok << " row " << r;
       }
     }
+  }
+}
+
+// The 512-bit batch kernels (from 4 tokens on) and the decode-path kernels (1-3 tokens) against the plain AVX2
+// batch kernels and the twin: 13 tokens cover the groups of 8, 4 and 1, with and without -128 activations.
+TEST(LowbitKernels, Avx512BatchKernelsGiveThePlainAvx2Bits) {
+  SKIP_WITHOUT_AVX2();
+  if (!HasAvx512()) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/DQ/VL/VNNI (or REWIND_NO_AVX512 is set)";
+  std::mt19937 rng(13);
+  for (TT t : kLowbitTypes) {
+    constexpr int64_t n = 3 * 256, R = 3, T = 13;
+    const size_t wb = gguf::RowBytes(t, n), ab = gguf::RowBytes(gguf::VecDotType(t), n);
+    const auto w = Weights(t, n, R, rng);
+    auto a = Acts(t, n, T, rng);
+    a[5 * ab + (gguf::VecDotType(t) == TT::kQ8_K ? 4 : 2)] = 0x80;  // token 5 holds a -128
+    std::vector<float> wide(T * R), plain(T * R);
+    GemmAllowAvx512(true);
+    GemmRows(t, n, w.data(), wb, R, a.data(), ab, T, wide.data(), R);
+    GemmAllowAvx512(false);
+    GemmRows(t, n, w.data(), wb, R, a.data(), ab, T, plain.data(), R);
+    GemmAllowAvx512(true);
+    for (int64_t tok = 0; tok < T; ++tok)
+      for (int64_t r = 0; r < R; ++r) {
+        const float twin = ref::VecDot(t, n, w.data() + r * wb, a.data() + tok * ab);
+        ASSERT_TRUE(SameBits(wide[tok * R + r], twin)) << gguf::TypeName(t) << " tok " << tok << " row " << r;
+        ASSERT_TRUE(SameBits(plain[tok * R + r], twin)) << gguf::TypeName(t) << " tok " << tok << " row " << r;
+      }
   }
 }
 

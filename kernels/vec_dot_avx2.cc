@@ -329,23 +329,23 @@ inline float ScalarF16(const void* p, int64_t i) { return gguf::Fp16ToFp32(stati
 inline float ScalarBF16(const void* p, int64_t i) { return gguf::Bf16ToFp32(static_cast<const uint16_t*>(p)[i]); }
 
 // R rows share each activation load; every row has its own single accumulator (one dependency chain per row,
-// so single-row calls are FMA-latency bound while the usual 4-row groups are not).
+// so single-row calls are FMA-latency bound; groups of 8 rows keep 8 FMAs in flight).
 template <int R, __m256 (*Load)(const void*, int64_t), float (*Scalar)(const void*, int64_t), int kElemBytes>
 void RowsFloat(int64_t n, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out) {
   constexpr int64_t kLineElems = 64 / kElemBytes;
   __m256 acc[R];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 a = Load(act, i);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       if ((i & (kLineElems - 1)) == 0) _mm_prefetch(reinterpret_cast<const char*>(w[r]) + i * kElemBytes + ahead, _MM_HINT_T0);
       acc[r] = _mm256_fmadd_ps(Load(w[r], i), a, acc[r]);
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     float sum = Hsum(acc[r]);
     for (int64_t k = i; k < n; ++k) sum += Scalar(w[r], k) * Scalar(act, k);
@@ -358,14 +358,15 @@ void RowsFloat(int64_t n, const uint8_t* const* w, ptrdiff_t ahead, const void* 
 // nb: blocks for the quantised formats, elements for F32/F16/BF16.
 using RowsFn = void (*)(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out);
 
-// Runs kernel K<4> over groups of 4 rows and K<1> over the rest (each row's bits are the same either way).
-template <RowsFn kFour, RowsFn kOne>
+// Runs kernel K<G> over groups of G rows (4, or 8 for the float formats, whose one accumulator per row makes a
+// group of 4 FMA-latency bound) and K<1> over the rest (each row's bits are the same either way).
+template <RowsFn kGroup, RowsFn kOne, int G = 4>
 void DriveRows(int64_t nb, const uint8_t* base, size_t stride, int64_t n_rows, const void* act, float* out) {
   int64_t r = 0;
-  for (; r + 4 <= n_rows; r += 4) {
-    const uint8_t* rows[4] = {base + r * stride, base + (r + 1) * stride, base + (r + 2) * stride,
-                              base + (r + 3) * stride};
-    kFour(nb, rows, static_cast<ptrdiff_t>(4 * stride), act, out + r);
+  for (; r + G <= n_rows; r += G) {
+    const uint8_t* rows[G];
+    for (int k = 0; k < G; ++k) rows[k] = base + (r + k) * stride;
+    kGroup(nb, rows, static_cast<ptrdiff_t>(G * stride), act, out + r);
   }
   for (; r < n_rows; ++r) {
     const uint8_t* row = base + r * stride;
@@ -400,13 +401,13 @@ void VecDotRows(TensorType t, int64_t n, const void* w, size_t stride, int64_t n
       return DriveRows<RowsQx_K<4, true>, RowsQx_K<1, true>>(nb, base, stride, n_rows, act, out);
     case TensorType::kQ6_K: return DriveRows<RowsQ6_K<4>, RowsQ6_K<1>>(nb, base, stride, n_rows, act, out);
     case TensorType::kF32:
-      return DriveRows<RowsFloat<4, LoadF32, ScalarF32, 4>, RowsFloat<1, LoadF32, ScalarF32, 4>>(
+      return DriveRows<RowsFloat<8, LoadF32, ScalarF32, 4>, RowsFloat<1, LoadF32, ScalarF32, 4>, 8>(
           n, base, stride, n_rows, act, out);
     case TensorType::kF16:
-      return DriveRows<RowsFloat<4, LoadF16, ScalarF16, 2>, RowsFloat<1, LoadF16, ScalarF16, 2>>(
+      return DriveRows<RowsFloat<8, LoadF16, ScalarF16, 2>, RowsFloat<1, LoadF16, ScalarF16, 2>, 8>(
           n, base, stride, n_rows, act, out);
     case TensorType::kBF16:
-      return DriveRows<RowsFloat<4, LoadBF16, ScalarBF16, 2>, RowsFloat<1, LoadBF16, ScalarBF16, 2>>(
+      return DriveRows<RowsFloat<8, LoadBF16, ScalarBF16, 2>, RowsFloat<1, LoadBF16, ScalarBF16, 2>, 8>(
           n, base, stride, n_rows, act, out);
     default:
       if (gguf::IsLowbitType(t)) return lowbit_avx2::VecDotRows(t, n, w, stride, n_rows, act, out);
