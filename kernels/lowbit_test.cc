@@ -125,8 +125,8 @@ TEST(LowbitKernels, MinusOneTwentyEightActivationsKeepTheTwinsBits) {
 // The 512-bit batch kernels (from 4 tokens on) and the decode-path kernels (1-3 tokens) against the plain AVX2
 // batch kernels and the twin: 13 tokens cover the groups of 8, 4 and 1, with and without -128 activations.
 TEST(LowbitKernels, Avx512BatchKernelsGiveThePlainAvx2Bits) {
-  SKIP_WITHOUT_AVX2();
-  if (!HasAvx512()) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/DQ/VL/VNNI (or REWIND_NO_AVX512 is set)";
+  REWIND_SKIP_WITHOUT_AVX2();
+  REWIND_SKIP_WITHOUT_AVX512();
   std::mt19937 rng(13);
   for (TT t : kLowbitTypes) {
     constexpr int64_t n = 3 * 256, R = 3, T = 13;
