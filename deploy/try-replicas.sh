@@ -53,6 +53,7 @@ cfg = open('deploy/haproxy.cfg').read()
 open(out, 'w').write(cfg.replace('@FRONT@', front).replace('@BALANCE@', balance).replace('@SERVERS@\n', servers))
 PY
 haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 & pids+=($!)
+proxy_pid=$!
 i=0
 for u in "${urls[@]}"; do
   i=$((i + 1)) up=0
@@ -66,4 +67,4 @@ if [ -n "$run" ]; then
   exit $?
 fi
 echo "Ctrl-C stops everything." >&2
-wait -n "${pids[@]}"
+wait "$proxy_pid"  # a replica or Redis that dies (kill -9 it to try) leaves the others serving

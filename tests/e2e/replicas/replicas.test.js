@@ -4,7 +4,9 @@
 //  - a conversation's next turn on another replica resumes there from the remote tier ("source": "remote") with
 //    the reference's exact tokens and logprobs;
 //  - haproxy (deploy/haproxy.cfg) sends one X-Session-Id to one replica;
-//  - with Redis killed mid-conversation every request is still answered, identically.
+//  - with Redis killed mid-conversation every request is still answered, identically;
+//  - with the replica serving a session killed (-9), haproxy sends the session elsewhere and every request is
+//    still answered, identically.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -144,4 +146,38 @@ test('with Redis killed mid-conversation every request is answered identically',
   await sleep(300);
   const again = await ask(replicas[0].base, turn2);
   assert.deepEqual(tokensOf(again), tokensOf(await ask(reference.base, turn2)));
+});
+
+test('with a replica killed mid-conversation every request through haproxy is answered identically', { skip }, async () => {
+  const proxied = `http://127.0.0.1:${front}`;
+  const session = { 'X-Session-Id': 'conv-killed-replica' };
+  const chats = async () => Promise.all(replicas.map(async (r) => {
+    const m = await (await fetch(r.base + '/metrics')).text();
+    const hit = m.match(/rewind_server_http_requests_total\{route="\/v1\/chat\/completions",status="200"\} (\d+)/);
+    return hit ? Number(hit[1]) : 0;
+  }));
+  const earlier = await chats();
+  let turn = [{ role: 'system', content: long(30) }, { role: 'user', content: 'Which line mentions a fox?' }];
+  const first = await ask(proxied, turn, session);
+  const later = await chats();
+  const victim = later.findIndex((n, i) => n > earlier[i]);
+  assert.ok(victim >= 0);
+  await drained(replicas[victim]);
+  replicas[victim].proc.kill('SIGKILL');
+  replicas[victim] = null;
+  // The pooled keep-alive connection to the proxy may be dropped with the dead replica's: a client retries a
+  // dropped connection once, as the OpenAI and Anthropic SDKs do; haproxy redispatches the request itself.
+  const askRetrying = async (messages) => {
+    try { return await ask(proxied, messages, session); } catch (e) {
+      if (!(e instanceof TypeError)) throw e;  // fetch's connection error, not an answer
+      return ask(proxied, messages, session);
+    }
+  };
+  let answer = first;
+  for (let i = 0; i < 3; i++) {
+    turn = [...turn, { role: 'assistant', content: answer.choices[0].message.content },
+      { role: 'user', content: `And line ${i}?` }];
+    answer = await askRetrying(turn);
+    assert.deepEqual(tokensOf(answer), tokensOf(await ask(reference.base, turn)));
+  }
 });
