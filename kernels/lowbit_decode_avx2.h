@@ -44,7 +44,8 @@ inline __m256i ApplySigns(__m256i v, uint32_t signs) {
   return _mm256_sub_epi8(_mm256_xor_si256(v, m), m);
 }
 
-// The 7 stored sign bits of IQ2_XXS / IQ2_XS / IQ3_XXS (plus the parity bit) as an 8-byte mask, 0xFF = negative.
+// The 7 stored sign bits of IQ2_XXS / IQ2_XS / IQ3_XXS (plus the parity bit) as an 8-byte mask, 0xFF =
+// negative.
 struct SignMasks {
   uint64_t m[128];
   constexpr SignMasks() : m() {
@@ -64,7 +65,6 @@ inline __m256i SignMask4(uint32_t aux) {
 }
 inline __m256i Negate(__m256i v, __m256i mask) { return _mm256_sub_epi8(_mm256_xor_si256(v, mask), mask); }
 
-
 inline void NoMins(Unpacked* out) {
   out->dmin = 0.0f;
   out->mins = _mm256_setzero_si256();
@@ -79,8 +79,9 @@ inline __m256i Scales8(uint64_t bytes, int mul, int add) {
 }
 // 16 unsigned bytes (one per group of 16) -> 16 int16 times `mul` plus `add`.
 inline __m256i Scales16(__m128i bytes, int mul, int add) {
-  return _mm256_add_epi16(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(bytes), _mm256_set1_epi16(static_cast<short>(mul))),
-                          _mm256_set1_epi16(static_cast<short>(add)));
+  return _mm256_add_epi16(
+      _mm256_mullo_epi16(_mm256_cvtepu8_epi16(bytes), _mm256_set1_epi16(static_cast<short>(mul))),
+      _mm256_set1_epi16(static_cast<short>(add)));
 }
 // The 4-bit scales of IQ2_XS / IQ2_S: byte ib holds groups 2 ib (low nibble) and 2 ib + 1 (high nibble).
 inline __m128i NibblePairs(const uint8_t* p) {
@@ -100,7 +101,8 @@ inline void DecodeQ2_K(const uint8_t* blk, Unpacked* out) {
   const __m256i m3 = _mm256_set1_epi8(3);
   for (int n = 0; n < 2; ++n) {
     const __m256i q = Load256(x->qs + 32 * n);
-    for (int j = 0; j < 4; ++j) Store(out->q + 32 * (4 * n + j), _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3));
+    for (int j = 0; j < 4; ++j)
+      Store(out->q + 32 * (4 * n + j), _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3));
   }
 }
 
@@ -174,8 +176,9 @@ inline void DecodeIQ2_XS(const uint8_t* blk, Unpacked* out) {
   for (int ib = 0; ib < 8; ++ib) {
     uint16_t v[4];
     std::memcpy(v, x->qs + 8 * ib, 8);
-    const __m256i g = _mm256_set_epi64x(G64(grids::kIq2xsGrid, v[3] & 511), G64(grids::kIq2xsGrid, v[2] & 511),
-                                        G64(grids::kIq2xsGrid, v[1] & 511), G64(grids::kIq2xsGrid, v[0] & 511));
+    const __m256i g =
+        _mm256_set_epi64x(G64(grids::kIq2xsGrid, v[3] & 511), G64(grids::kIq2xsGrid, v[2] & 511),
+                          G64(grids::kIq2xsGrid, v[1] & 511), G64(grids::kIq2xsGrid, v[0] & 511));
     const __m256i m = _mm256_set_epi64x(
         static_cast<int64_t>(kSignMasks.m[v[3] >> 9]), static_cast<int64_t>(kSignMasks.m[v[2] >> 9]),
         static_cast<int64_t>(kSignMasks.m[v[1] >> 9]), static_cast<int64_t>(kSignMasks.m[v[0] >> 9]));
@@ -203,7 +206,8 @@ inline void DecodeIQ3_S(const uint8_t* blk, Unpacked* out) {
   NoMins(out);
   out->d = H2F(x->d);
   uint64_t ls = 0;
-  for (int ib = 0; ib < 8; ++ib) ls |= static_cast<uint64_t>((x->scales[ib / 2] >> (4 * (ib % 2))) & 0xF) << (8 * ib);
+  for (int ib = 0; ib < 8; ++ib)
+    ls |= static_cast<uint64_t>((x->scales[ib / 2] >> (4 * (ib % 2))) & 0xF) << (8 * ib);
   out->sc = Scales8(ls, 2, 1);
   for (int ib = 0; ib < 8; ++ib) {
     const uint8_t* qs = x->qs + 8 * ib;
@@ -261,8 +265,8 @@ inline void DecodeIQ1_M(const uint8_t* blk, Unpacked* out) {
     const auto idx = [&](int l) { return qs[l] | ((h(l) & 7) << 8); };
     const __m256i g = _mm256_set_epi64x(G64(grids::kIq1sGrid, idx(3)), G64(grids::kIq1sGrid, idx(2)),
                                         G64(grids::kIq1sGrid, idx(1)), G64(grids::kIq1sGrid, idx(0)));
-    const __m256i shifts = _mm256_set_epi64x(Shift64(h(3) & 8), Shift64(h(2) & 8), Shift64(h(1) & 8),
-                                             Shift64(h(0) & 8));
+    const __m256i shifts =
+        _mm256_set_epi64x(Shift64(h(3) & 8), Shift64(h(2) & 8), Shift64(h(1) & 8), Shift64(h(0) & 8));
     Store(out->q + 32 * ib, ShiftedGrid(g, shifts));
   }
 }
@@ -276,12 +280,13 @@ inline void DecodeTQ2_0(const uint8_t* blk, Unpacked* out) {
   for (int n = 0; n < 2; ++n) {
     const __m256i q = Load256(x->qs + 32 * n);
     for (int j = 0; j < 4; ++j)
-      Store(out->q + 32 * (4 * n + j), _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3), one));
+      Store(out->q + 32 * (4 * n + j),
+            _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3), one));
   }
 }
 
-// Q4_K / Q5_K (for the 512-bit batch path only): unsigned values 0..15 / 0..31, one 6-bit scale and min per 32
-// elements, each repeated for both groups of 16 so that the lanes and the mins product are those of
+// Q4_K / Q5_K (for the 512-bit batch path only): unsigned values 0..15 / 0..31, one 6-bit scale and min per
+// 32 elements, each repeated for both groups of 16 so that the lanes and the mins product are those of
 // kernels/vec_dot_avx2.cc's RowsQx_K.
 template <bool kFive>
 inline void DecodeQx_K(const uint8_t* blk, Unpacked* out) {

@@ -358,8 +358,9 @@ void RowsFloat(int64_t n, const uint8_t* const* w, ptrdiff_t ahead, const void* 
 // nb: blocks for the quantised formats, elements for F32/F16/BF16.
 using RowsFn = void (*)(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act, float* out);
 
-// Runs kernel K<G> over groups of G rows (4, or 8 for the float formats, whose one accumulator per row makes a
-// group of 4 FMA-latency bound) and K<1> over the rest (each row's bits are the same either way).
+// Runs kernel K<G> over groups of G rows (4; 8 for the float formats, whose one accumulator per row makes a group of
+// 4 FMA-latency bound; 1 for Q4_K and Q6_K, which stream from memory faster one row at a time) and K<1> over the
+// rest (each row's bits are the same either way).
 template <RowsFn kGroup, RowsFn kOne, int G = 4>
 void DriveRows(int64_t nb, const uint8_t* base, size_t stride, int64_t n_rows, const void* act, float* out) {
   int64_t r = 0;
@@ -396,10 +397,10 @@ void VecDotRows(TensorType t, int64_t n, const void* w, size_t stride, int64_t n
     case TensorType::kQ5_1:
       return DriveRows<RowsQx_1<4, true>, RowsQx_1<1, true>>(nb, base, stride, n_rows, act, out);
     case TensorType::kQ4_K:
-      return DriveRows<RowsQx_K<4, false>, RowsQx_K<1, false>>(nb, base, stride, n_rows, act, out);
+      return DriveRows<RowsQx_K<1, false>, RowsQx_K<1, false>, 1>(nb, base, stride, n_rows, act, out);
     case TensorType::kQ5_K:
       return DriveRows<RowsQx_K<4, true>, RowsQx_K<1, true>>(nb, base, stride, n_rows, act, out);
-    case TensorType::kQ6_K: return DriveRows<RowsQ6_K<4>, RowsQ6_K<1>>(nb, base, stride, n_rows, act, out);
+    case TensorType::kQ6_K: return DriveRows<RowsQ6_K<1>, RowsQ6_K<1>, 1>(nb, base, stride, n_rows, act, out);
     case TensorType::kF32:
       return DriveRows<RowsFloat<8, LoadF32, ScalarF32, 4>, RowsFloat<1, LoadF32, ScalarF32, 4>, 8>(
           n, base, stride, n_rows, act, out);
