@@ -125,14 +125,14 @@ void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens, std::span<c
   // resumes) and the last state at or before the answer's message start (`branch`: where the next turn resumes
   // when the answer is rewritten) always, and earlier states through the same value-per-byte door, counted back.
   int32_t next = std::numeric_limits<int32_t>::max();
-  const int32_t branch = branch_prefix.empty() ? -1 : static_cast<int32_t>(branch_prefix.size());
-  bool branch_shared = branch < 0;
+  int32_t branch_pos = -1;  // the deepest state of the path at or before the branch
+  for (const auto& [pos, ckpt] : on_path)
+    if (!branch_prefix.empty() && pos <= static_cast<int32_t>(branch_prefix.size())) branch_pos = pos;
   for (auto it = on_path.rbegin(); remote && it != on_path.rend(); ++it) {
     const auto& [pos, ckpt] = *it;
     const std::span<const int32_t> prefix = tokens.subspan(0, static_cast<size_t>(pos));
     const int32_t before = std::next(it) == on_path.rend() ? 0 : std::next(it)->first;
-    const bool must = it == on_path.rbegin() || (!branch_shared && pos <= branch);
-    branch_shared = branch_shared || pos <= branch;
+    const bool must = it == on_path.rbegin() || pos == branch_pos;
     if (remote->HasState(prefix) || ((must || next - pos >= disk_min_saved_tokens) &&
                                      ShareCheckpoint(prefix, ckpt, tree.PathPages(tokens, pos), pos - before)))
       next = pos;

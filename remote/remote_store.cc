@@ -306,7 +306,11 @@ RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const 
     (hit ? stats_.hits : stats_.misses) += 1;
     stats_.fetched_bytes += static_cast<uint64_t>(out.bytes);
     stats_.fetch_seconds += out.seconds;
-    if (!hit) out = RemoteFetch{0, 0, {}, {}, out.bytes, out.seconds, out.error, out.waited_seconds};
+    if (!hit) {  // what was read stays counted; nothing of it is usable
+      out.end = out.first_page = 0;
+      out.state.clear();
+      out.pages.clear();
+    }
     return out;
   };
   // The announcement rides in the probe's round trip; a state known here (queued or written) needs none.
