@@ -129,18 +129,6 @@ struct KQ8_0Zmm {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-// sumi += scale_lo * (4-product sums of w_lo . a_lo) + scale_hi * (4-product sums of w_hi . a_hi), per int32
-// lane: vpdpbusd makes each lane's sum of the 4 products of bytes 4j..4j+3 (the lane layout of maddubs + madd),
-// the two sums are packed as the low and high int16 of the lane (each must fit int16), and one vpdpwssd
-// multiplies them by the int16 pair in `scales` (low: scale_lo, high: scale_hi) and adds both: exact int32.
-__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) inline __m512i PackedPairDot(
-    __m512i sumi, __m512i w_lo, __m512i a_lo, __m512i w_hi, __m512i a_hi, __m512i scales) {
-  const __m512i zero = _mm512_setzero_si512();
-  const __m512i lo = _mm512_dpbusd_epi32(zero, w_lo, a_lo);
-  const __m512i hi = _mm512_dpbusd_epi32(zero, w_hi, a_hi);
-  return _mm512_dpwssd_epi32(sumi, _mm512_mask_mov_epi16(lo, 0xAAAAAAAA, _mm512_slli_epi32(hi, 16)), scales);
-}
-
 // out[t] = row A's sum for token t, out[T + t] = row B's: Hsum of each half.
 template <int T>
 __attribute__((target("avx2,avx512f,avx512dq"), always_inline)) inline void StoreRowPair(const __m512* acc,

@@ -106,6 +106,54 @@ REWIND_LOWBIT_WIDE inline void DotDecodedWide(const Unpacked& dec, float factor,
   }
 }
 
+// The same lanes with AVX-512 VNNI (the CPUs of `wide` have it), for the types whose values have |q| <= 63 (all
+// but IQ4_XS): vpdpbusd makes each int32 lane's sum of the 4 products |q| * sign(a, q) (|sum| <= 4 * 63 * 128
+// fits int16), PackedPairDot packs the sums of registers k and k + 2 (chunks 2k, 2k + 1 and 2k + 4, 2k + 5) as
+// int16 halves and one vpdpwssd applies both groups' scales: the same exact int32 after the fold, so the bits
+// are DotDecoded's. kUnsigned (Q2_K, Q4_K, Q5_K: values >= 0) skips the sign trick.
+#define REWIND_LOWBIT_VNNI \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni")))
+
+// The int16 scales of registers k (low half) and k + 2 (high half) of a block, k = 0 or 1: the 128-bit lane L of
+// register k holds group 4k + L, so lane L gets the pair (sc[4k + L], sc[4k + 8 + L]).
+REWIND_LOWBIT_VNNI inline __m512i ScalePairs(__m256i sc, int k) {
+  const __m128i lo = _mm256_castsi256_si128(sc), hi = _mm256_extracti128_si256(sc, 1);
+  const __m128i p = _mm_unpacklo_epi16(k ? _mm_srli_si128(lo, 8) : lo, k ? _mm_srli_si128(hi, 8) : hi);
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                  _mm512_castsi128_si512(p));
+}
+
+template <int T, bool kMins, bool kUnsigned>
+REWIND_LOWBIT_VNNI inline void DotDecodedVnni(const Unpacked& dec, float factor, const BlockQ8_K* const* y,
+                                              __m256* acc) {
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i q[4];
+  __mmask64 neg[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    q[k] = _mm512_loadu_si512(dec.q + 64 * k);
+    if constexpr (!kUnsigned) {
+      neg[k] = _mm512_movepi8_mask(q[k]);
+      q[k] = _mm512_abs_epi8(q[k]);
+    }
+  }
+  const __m512i s0 = ScalePairs(dec.sc, 0), s1 = ScalePairs(dec.sc, 1);
+  const float dw = dec.d * factor;
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    __m512i a[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      a[k] = _mm512_loadu_si512(y[t]->qs + 64 * k);
+      if constexpr (!kUnsigned) a[k] = _mm512_mask_sub_epi8(a[k], neg[k], zero, a[k]);
+    }
+    __m512i sumi = PackedPairDot(zero, q[0], a[0], q[2], a[2], s0);
+    sumi = PackedPairDot(sumi, q[1], a[1], q[3], a[3], s1);
+    const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
+    AddBlock<kMins>(dec, dw, y[t], s8, &acc[t]);
+  }
+}
+
 // One weight row against n_tok tokens (act[t] = token t's Q8_K blocks): out[t * out_stride]. Up to 3 tokens
 // (decode, short verify batches) the accumulators stay in registers; from 4 on they live in memory, where the
 // independent tokens hide the latency of the load-FMA-store chains. Same operations either way.
@@ -130,9 +178,12 @@ void RowKFew(int64_t nb, size_t block_bytes, float factor, const uint8_t* w, con
   for (int t = 0; t < T; ++t) out[t * out_stride] = Hsum(acc[t]);
 }
 
+// How the 512-bit path makes a block's int32 lanes: DotDecodedWide (IQ4_XS: |q| up to 127) or DotDecodedVnni.
+enum class WideDot { kSignTrick, kVnni, kVnniUnsigned };
+
 // T tokens against a decoded weight row, their sums in registers.
-template <int T, bool kMins>
-REWIND_LOWBIT_WIDE void TokensWide(const Unpacked* row, int64_t nb, float factor, const uint8_t* const* act,
+template <int T, bool kMins, WideDot kDot>
+REWIND_LOWBIT_VNNI void TokensWide(const Unpacked* row, int64_t nb, float factor, const uint8_t* const* act,
                                    float* out, int64_t out_stride) {
   __m256 acc[T];
 #pragma GCC unroll 8
@@ -141,15 +192,19 @@ REWIND_LOWBIT_WIDE void TokensWide(const Unpacked* row, int64_t nb, float factor
     const BlockQ8_K* y[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
-    DotDecodedWide<T, kMins>(row[i], factor, y, acc);
+    if constexpr (kDot == WideDot::kSignTrick) {
+      DotDecodedWide<T, kMins>(row[i], factor, y, acc);
+    } else {
+      DotDecodedVnni<T, kMins, kDot == WideDot::kVnniUnsigned>(row[i], factor, y, acc);
+    }
   }
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) out[t * out_stride] = Hsum(acc[t]);
 }
 
 // 4 or more tokens: the row decoded once (L1-sized buffer), then 8 tokens at a time (32 registers hold them).
-template <DecodeFn kDecode, bool kMins>
-REWIND_LOWBIT_WIDE void RowKWide(int64_t nb, size_t block_bytes, float factor, const uint8_t* w,
+template <DecodeFn kDecode, bool kMins, WideDot kDot>
+REWIND_LOWBIT_VNNI void RowKWide(int64_t nb, size_t block_bytes, float factor, const uint8_t* w,
                                  const uint8_t* const* act, int n_tok, float* out, int64_t out_stride) {
   thread_local std::vector<Unpacked> row;  // [nb]
   if (static_cast<int64_t>(row.size()) < nb) row.resize(static_cast<size_t>(nb));
@@ -158,16 +213,18 @@ REWIND_LOWBIT_WIDE void RowKWide(int64_t nb, size_t block_bytes, float factor, c
     kDecode(w + i * block_bytes, &row[i]);
   }
   int t = 0;
-  for (; t + 8 <= n_tok; t += 8) TokensWide<8, kMins>(row.data(), nb, factor, act + t, out + t * out_stride, out_stride);
-  for (; t + 4 <= n_tok; t += 4) TokensWide<4, kMins>(row.data(), nb, factor, act + t, out + t * out_stride, out_stride);
-  for (; t < n_tok; ++t) TokensWide<1, kMins>(row.data(), nb, factor, act + t, out + t * out_stride, out_stride);
+  for (; t + 8 <= n_tok; t += 8)
+    TokensWide<8, kMins, kDot>(row.data(), nb, factor, act + t, out + t * out_stride, out_stride);
+  for (; t + 4 <= n_tok; t += 4)
+    TokensWide<4, kMins, kDot>(row.data(), nb, factor, act + t, out + t * out_stride, out_stride);
+  for (; t < n_tok; ++t) TokensWide<1, kMins, kDot>(row.data(), nb, factor, act + t, out + t * out_stride, out_stride);
 }
 #pragma GCC diagnostic pop
 
-template <DecodeFn kDecode, bool kMins>
+template <DecodeFn kDecode, bool kMins, WideDot kDot>
 void RowK(int64_t nb, size_t block_bytes, float factor, const uint8_t* w, const uint8_t* const* act, int n_tok,
           float* out, int64_t out_stride, bool wide) {
-  if (wide && n_tok >= 4) return RowKWide<kDecode, kMins>(nb, block_bytes, factor, w, act, n_tok, out, out_stride);
+  if (wide && n_tok >= 4) return RowKWide<kDecode, kMins, kDot>(nb, block_bytes, factor, w, act, n_tok, out, out_stride);
   switch (n_tok) {
     case 1: return RowKFew<kDecode, kMins, 1>(nb, block_bytes, factor, w, act, out, out_stride);
     case 2: return RowKFew<kDecode, kMins, 2>(nb, block_bytes, factor, w, act, out, out_stride);
@@ -244,7 +301,10 @@ void RowOf(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, f
            bool wide) {
   const float factor = DotFactorK(kType);
   if (RowFew(kType, nb, factor, w, act, n_tok, out, out_stride)) return;  // decode path of some types
-  RowK<kDecode, kType == TT::kQ2_K>(nb, static_cast<size_t>(GetTypeInfo(kType)->block_bytes), factor, w, act,
+  constexpr WideDot kDot = kType == TT::kIQ4_XS  ? WideDot::kSignTrick
+                           : kType == TT::kQ2_K ? WideDot::kVnniUnsigned
+                                                : WideDot::kVnni;
+  RowK<kDecode, kType == TT::kQ2_K, kDot>(nb, static_cast<size_t>(GetTypeInfo(kType)->block_bytes), factor, w, act,
                                     n_tok, out, out_stride, wide);
 }
 
@@ -321,9 +381,9 @@ void GemmRowsQx_KWide(TT t, int64_t n, const void* w, size_t w_stride, int64_t n
       const uint8_t* row = static_cast<const uint8_t*>(w) + r * w_stride;
       float* o = out + t0 * out_stride + r;
       if (five) {
-        RowKWide<DecodeQx_K<true>, true>(nb, block_bytes, 1.0f, row, at, tn, o, out_stride);
+        RowKWide<DecodeQx_K<true>, true, WideDot::kVnniUnsigned>(nb, block_bytes, 1.0f, row, at, tn, o, out_stride);
       } else {
-        RowKWide<DecodeQx_K<false>, true>(nb, block_bytes, 1.0f, row, at, tn, o, out_stride);
+        RowKWide<DecodeQx_K<false>, true, WideDot::kVnniUnsigned>(nb, block_bytes, 1.0f, row, at, tn, o, out_stride);
       }
     }
   }

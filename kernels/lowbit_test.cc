@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "base/cpu_features_testing.h"
+#include "gguf/quant_grids.h"
 #include "gguf/quants_lowbit.h"
 #include "gguf/quants_lowbit_testing.h"
 #include "kernels/dot.h"
@@ -145,6 +147,73 @@ TEST(LowbitKernels, Avx512BatchKernelsGiveThePlainAvx2Bits) {
         const float twin = ref::VecDot(t, n, w.data() + r * wb, a.data() + tok * ab);
         ASSERT_TRUE(SameBits(wide[tok * R + r], twin)) << gguf::TypeName(t) << " tok " << tok << " row " << r;
         ASSERT_TRUE(SameBits(plain[tok * R + r], twin)) << gguf::TypeName(t) << " tok " << tok << " row " << r;
+      }
+  }
+}
+
+// The 512-bit batch path (AVX-512 VNNI products for every type but IQ4_XS; Q4_K / Q5_K through
+// GemmRowsQx_KWide) against the plain AVX2 batch kernels and the AVX2 decode kernel, for token counts around its
+// groups of 8 and 4 and the 32-token chunks, 1-5 rows, with a -128 activation, all-+127 and all--127 tokens, and
+// (IQ3_XXS, the largest |q| the int16 packing takes) a row of the grid's largest 4-value sums.
+TEST(LowbitKernels, Avx512VnniBatchesGiveTheAvx2BitsForEveryTokenAndRowCount) {
+  REWIND_SKIP_WITHOUT_AVX2();
+  REWIND_SKIP_WITHOUT_AVX512();
+  std::vector<TT> types(std::begin(kLowbitTypes), std::end(kLowbitTypes));
+  types.insert(types.end(), {TT::kQ4_K, TT::kQ5_K});
+  std::mt19937 rng(41);
+  for (TT t : types) {
+    constexpr int64_t n = 2 * 256, R = 5, T = 40;
+    const TT at = gguf::VecDotType(t);
+    const size_t wb = gguf::RowBytes(t, n), ab = gguf::RowBytes(at, n);
+    std::vector<uint8_t> w;
+    if (gguf::IsLowbitType(t)) {
+      w = Weights(t, n, R, rng);
+    } else {
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      std::vector<float> x(n * R);
+      for (auto& v : x) v = dist(rng);
+      w.resize(wb * R);
+      for (int64_t r = 0; r < R; ++r) gguf::QuantizeRow(t, x.data() + r * n, w.data() + r * wb, n);
+    }
+    if (t == TT::kIQ3_XXS) {  // row 4: every group the grid entry of the largest sum, largest scale, no signs
+      const auto sum4 = [](uint32_t g) { return (g & 255) + (g >> 8 & 255) + (g >> 16 & 255) + (g >> 24); };
+      int top = 0;
+      for (int k = 1; k < 256; ++k)
+        if (sum4(gguf::grids::kIq3xxsGrid[k]) > sum4(gguf::grids::kIq3xxsGrid[top])) top = k;
+      for (int64_t i = 0; i < n / 256; ++i) {
+        auto* b = reinterpret_cast<gguf::BlockIQ3_XXS*>(w.data() + 4 * wb) + i;
+        std::memset(b->qs, top, 64);
+        for (int k = 0; k < 8; ++k) {
+          const uint32_t aux = 0xF0000000u;
+          std::memcpy(b->qs + 64 + 4 * k, &aux, 4);
+        }
+      }
+    }
+    auto a = Acts(t, n, T, rng);
+    a[3 * ab + (at == TT::kQ8_K ? 4 : 2) + 9] = 0x80;  // token 3 holds a -128
+    for (int64_t tok : {10, 20}) {  // all +127 / all -127
+      const std::vector<float> x(n, tok == 10 ? 1.0f : -1.0f);
+      gguf::QuantizeActivationRow(at, x.data(), a.data() + tok * ab, n);
+    }
+    std::vector<float> decode(T * R);
+    for (int64_t tok = 0; tok < T; ++tok)
+      for (int64_t r = 0; r < R; ++r)
+        VecDotRowsWith(VecDotImpl::kAvx2, t, n, w.data() + r * wb, 0, 1, a.data() + tok * ab, &decode[tok * R + r]);
+    for (int64_t nt : {4, 5, 7, 8, 9, 12, 13, 16, 17, 24, 31, 32, 33, 40})
+      for (int64_t nr : {1, 2, 3, 5}) {
+        std::vector<float> wide(nt * nr), plain(nt * nr);
+        GemmRows(t, n, w.data(), wb, nr, a.data(), ab, nt, wide.data(), nr);
+        GemmAllowAvx512(false);
+        GemmRows(t, n, w.data(), wb, nr, a.data(), ab, nt, plain.data(), nr);
+        GemmAllowAvx512(true);
+        for (int64_t tok = 0; tok < nt; ++tok)
+          for (int64_t r = 0; r < nr; ++r) {
+            const float d = decode[tok * R + r];
+            ASSERT_TRUE(SameBits(wide[tok * nr + r], d))
+                << gguf::TypeName(t) << " tokens " << nt << " rows " << nr << " tok " << tok << " row " << r;
+            ASSERT_TRUE(SameBits(plain[tok * nr + r], d))
+                << gguf::TypeName(t) << " plain tokens " << nt << " rows " << nr << " tok " << tok << " row " << r;
+          }
       }
   }
 }
