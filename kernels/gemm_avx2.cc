@@ -239,14 +239,14 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
             DriveRowPairsK<PairQx_K<false>, T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
           }))
         return;
-      if (wide) return lowbit_avx2::GemmRowsQx_KWide(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride);
+      if (wide) return lowbit_avx2::GemmRowsKWide(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride);
       return run.operator()<KQx_K<false>>(nb);
     case TensorType::kQ5_K:
       if (wide && ForTokenCount<2, 8>(n_tok, [&]<int T>() {
             DriveRowPairsK<PairQx_K<true>, T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
           }))
         return;
-      if (wide) return lowbit_avx2::GemmRowsQx_KWide(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride);
+      if (wide) return lowbit_avx2::GemmRowsKWide(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride);
       return run.operator()<KQx_K<true>>(nb);
     case TensorType::kQ6_K:
       // (2 tokens: KQ6_KZmm's token pairs are as fast.)
@@ -254,6 +254,8 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
             DriveRowPairsK<PairQ6_K, T>(nb, wb, w_stride, n_rows, ab, act_stride, out, out_stride);
           }))
         return;
+      if (wide && n_tok > 2)
+        return lowbit_avx2::GemmRowsKWide(t, n, w, w_stride, n_rows, act, act_stride, n_tok, out, out_stride);
       return wide ? run.operator()<KQ6_KZmm>(nb) : run.operator()<KQ6_K>(nb);
     case TensorType::kQ4_0: return run.operator()<KLegacy<TensorType::kQ4_0>>(nb);
     case TensorType::kQ4_1: return run.operator()<KLegacy<TensorType::kQ4_1>>(nb);

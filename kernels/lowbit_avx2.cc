@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/check.h"
 #include "gguf/quant_grids.h"
 #include "gguf/quants_lowbit.h"
 #include "kernels/avx2_blocks.h"
@@ -123,7 +124,7 @@ REWIND_LOWBIT_VNNI inline __m512i ScalePairs(__m256i sc, int k) {
                                   _mm512_castsi128_si512(p));
 }
 
-template <int T, bool kMins, bool kUnsigned>
+template <int T, bool kMins, bool kUnsigned, bool kQ6Start = false>
 REWIND_LOWBIT_VNNI inline void DotDecodedVnni(const Unpacked& dec, float factor, const BlockQ8_K* const* y,
                                               __m256* acc) {
   const __m512i zero = _mm512_setzero_si512();
@@ -149,7 +150,11 @@ REWIND_LOWBIT_VNNI inline void DotDecodedVnni(const Unpacked& dec, float factor,
     }
     __m512i sumi = PackedPairDot(zero, q[0], a[0], q[2], a[2], s0);
     sumi = PackedPairDot(sumi, q[1], a[1], q[3], a[3], s1);
-    const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
+    __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
+    if constexpr (kQ6Start) {  // Q6_K's -32 offset: RowsQ6_K's start value, added last (exact integers)
+      const __m256i bsums = Load256(reinterpret_cast<const uint8_t*>(y[t]) + offsetof(BlockQ8_K, bsums));
+      s8 = _mm256_sub_epi32(s8, _mm256_slli_epi32(_mm256_madd_epi16(bsums, dec.sc), 5));
+    }
     AddBlock<kMins>(dec, dw, y[t], s8, &acc[t]);
   }
 }
@@ -179,7 +184,7 @@ void RowKFew(int64_t nb, size_t block_bytes, float factor, const uint8_t* w, con
 }
 
 // How the 512-bit path makes a block's int32 lanes: DotDecodedWide (IQ4_XS: |q| up to 127) or DotDecodedVnni.
-enum class WideDot { kSignTrick, kVnni, kVnniUnsigned };
+enum class WideDot { kSignTrick, kVnni, kVnniUnsigned, kVnniQ6 };
 
 // T tokens against a decoded weight row, their sums in registers.
 template <int T, bool kMins, WideDot kDot>
@@ -195,7 +200,7 @@ REWIND_LOWBIT_VNNI void TokensWide(const Unpacked* row, int64_t nb, float factor
     if constexpr (kDot == WideDot::kSignTrick) {
       DotDecodedWide<T, kMins>(row[i], factor, y, acc);
     } else {
-      DotDecodedVnni<T, kMins, kDot == WideDot::kVnniUnsigned>(row[i], factor, y, acc);
+      DotDecodedVnni<T, kMins, kDot != WideDot::kVnni, kDot == WideDot::kVnniQ6>(row[i], factor, y, acc);
     }
   }
 #pragma GCC unroll 8
@@ -368,10 +373,9 @@ void GemmRows(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, c
   }
 }
 
-void GemmRowsQx_KWide(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act,
-                      size_t act_stride, int64_t n_tok, float* out, int64_t out_stride) {
-  const bool five = t == TT::kQ5_K;
-  const size_t block_bytes = five ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+void GemmRowsKWide(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act,
+                   size_t act_stride, int64_t n_tok, float* out, int64_t out_stride) {
+  const size_t block_bytes = static_cast<size_t>(GetTypeInfo(t)->block_bytes);
   const int64_t nb = n / 256;
   for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
     const int tn = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
@@ -380,10 +384,17 @@ void GemmRowsQx_KWide(TT t, int64_t n, const void* w, size_t w_stride, int64_t n
     for (int64_t r = 0; r < n_rows; ++r) {
       const uint8_t* row = static_cast<const uint8_t*>(w) + r * w_stride;
       float* o = out + t0 * out_stride + r;
-      if (five) {
-        RowKWide<DecodeQx_K<true>, true, WideDot::kVnniUnsigned>(nb, block_bytes, 1.0f, row, at, tn, o, out_stride);
-      } else {
-        RowKWide<DecodeQx_K<false>, true, WideDot::kVnniUnsigned>(nb, block_bytes, 1.0f, row, at, tn, o, out_stride);
+      switch (t) {
+        case TT::kQ4_K:
+          RowKWide<DecodeQx_K<false>, true, WideDot::kVnniUnsigned>(nb, block_bytes, 1.0f, row, at, tn, o, out_stride);
+          break;
+        case TT::kQ5_K:
+          RowKWide<DecodeQx_K<true>, true, WideDot::kVnniUnsigned>(nb, block_bytes, 1.0f, row, at, tn, o, out_stride);
+          break;
+        case TT::kQ6_K:
+          RowKWide<DecodeQ6_K, false, WideDot::kVnniQ6>(nb, block_bytes, 1.0f, row, at, tn, o, out_stride);
+          break;
+        default: REWIND_CHECK_MSG(false, "GemmRowsKWide: %s", TypeName(t));
       }
     }
   }

@@ -18,10 +18,10 @@ void VecDotRows(gguf::TensorType t, int64_t n, const void* w, size_t w_stride, i
 void GemmRows(gguf::TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act,
               size_t act_stride, int64_t n_tok, float* out, int64_t out_stride, bool wide);
 
-// Q4_K / Q5_K batches of 4 or more tokens on 512-bit registers (caller checked AVX-512 F/BW/DQ/VL): the same
-// int32 lanes and float operations as kernels/vec_dot_avx2.cc's RowsQx_K, so the same bits. Their values are
-// unsigned, so -128 activations need no special case.
-void GemmRowsQx_KWide(gguf::TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n_rows,
-                      const void* act, size_t act_stride, int64_t n_tok, float* out, int64_t out_stride);
+// Q4_K / Q5_K / Q6_K batches of 4 or more tokens on 512-bit registers (caller checked AVX-512 F/BW/DQ/VL/VNNI):
+// the same int32 lanes and float operations as kernels/vec_dot_avx2.cc's RowsQx_K / RowsQ6_K, so the same bits.
+// Their values are unsigned, so -128 activations need no special case.
+void GemmRowsKWide(gguf::TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act,
+                   size_t act_stride, int64_t n_tok, float* out, int64_t out_stride);
 
 }  // namespace rw::kernels::lowbit_avx2

@@ -319,6 +319,21 @@ inline void DecodeQx_K(const uint8_t* blk, Unpacked* out) {
   }
 }
 
+// Q6_K (for the 512-bit batch path only): the unsigned six-bit values 0..63 and the signed 8-bit scale of
+// each group of 16; the -32 offset is the integer start -32 * (scales . bsums) of kernels/vec_dot_avx2.cc's
+// RowsQ6_K, which the batch kernel adds per token (DotDecodedVnni's kQ6Start).
+inline void DecodeQ6_K(const uint8_t* blk, Unpacked* out) {
+  const auto* x = reinterpret_cast<const BlockQ6_K*>(blk);
+  NoMins(out);
+  out->d = H2F(x->d);
+  out->sc = _mm256_cvtepi8_epi16(Load128(x->scales));
+  for (int n = 0; n < 2; ++n) {
+    __m256i q[4];
+    UnpackQ6Half(x, n, q);
+    for (int k = 0; k < 4; ++k) Store(out->q + 128 * n + 32 * k, q[k]);
+  }
+}
+
 // TQ1_0 (base-3 packing, rare): the scalar decoder of gguf (same integers).
 template <TT kType>
 inline void DecodeScalar(const uint8_t* blk, Unpacked* out) {

@@ -151,15 +151,16 @@ TEST(LowbitKernels, Avx512BatchKernelsGiveThePlainAvx2Bits) {
   }
 }
 
-// The 512-bit batch path (AVX-512 VNNI products for every type but IQ4_XS; Q4_K / Q5_K through
-// GemmRowsQx_KWide) against the plain AVX2 batch kernels and the AVX2 decode kernel, for token counts around its
-// groups of 8 and 4 and the 32-token chunks, 1-5 rows, with a -128 activation, all-+127 and all--127 tokens, and
-// (IQ3_XXS, the largest |q| the int16 packing takes) a row of the grid's largest 4-value sums.
+// The 512-bit batch path (AVX-512 VNNI products for every type but IQ4_XS; Q4_K / Q5_K / Q6_K through
+// GemmRowsKWide) against the plain AVX2 batch kernels and the AVX2 decode kernel, for token counts around its
+// groups of 8 and 4 and the 32-token chunks, 1-5 rows, with a -128 activation, all-+127, all--127 and all--128
+// tokens, and rows of the largest values the int16 packing takes (IQ3_XXS: the grid's largest 4-value sums;
+// Q6_K: every value 63).
 TEST(LowbitKernels, Avx512VnniBatchesGiveTheAvx2BitsForEveryTokenAndRowCount) {
   REWIND_SKIP_WITHOUT_AVX2();
   REWIND_SKIP_WITHOUT_AVX512();
   std::vector<TT> types(std::begin(kLowbitTypes), std::end(kLowbitTypes));
-  types.insert(types.end(), {TT::kQ4_K, TT::kQ5_K});
+  types.insert(types.end(), {TT::kQ4_K, TT::kQ5_K, TT::kQ6_K});
   std::mt19937 rng(41);
   for (TT t : types) {
     constexpr int64_t n = 2 * 256, R = 5, T = 40;
@@ -189,8 +190,23 @@ TEST(LowbitKernels, Avx512VnniBatchesGiveTheAvx2BitsForEveryTokenAndRowCount) {
         }
       }
     }
+    if (t == TT::kQ6_K) {  // row 4: every value 63, scales +127 / -128
+      for (int64_t i = 0; i < n / 256; ++i) {
+        auto* b = reinterpret_cast<gguf::BlockQ6_K*>(w.data() + 4 * wb) + i;
+        std::memset(b->ql, 0xFF, sizeof(b->ql));
+        std::memset(b->qh, 0xFF, sizeof(b->qh));
+        for (int k = 0; k < 16; ++k) b->scales[k] = static_cast<int8_t>(k % 2 ? -128 : 127);
+      }
+    }
     auto a = Acts(t, n, T, rng);
-    a[3 * ab + (at == TT::kQ8_K ? 4 : 2) + 9] = 0x80;  // token 3 holds a -128
+    const size_t qs0 = at == TT::kQ8_K ? 4 : 2;
+    a[3 * ab + qs0 + 9] = 0x80;  // token 3 holds a -128
+    if (at == TT::kQ8_K)  // token 30: every activation -128 (planted; bsums as they would be)
+      for (int64_t i = 0; i < n / 256; ++i) {
+        auto* y = reinterpret_cast<gguf::BlockQ8_K*>(a.data() + 30 * ab) + i;
+        std::memset(y->qs, 0x80, sizeof(y->qs));
+        for (int k = 0; k < 16; ++k) y->bsums[k] = -128 * 16;
+      }
     for (int64_t tok : {10, 20}) {  // all +127 / all -127
       const std::vector<float> x(n, tok == 10 ? 1.0f : -1.0f);
       gguf::QuantizeActivationRow(at, x.data(), a.data() + tok * ab, n);
