@@ -11,11 +11,13 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "base/cpu_features.h"
 #include "gguf/quants.h"
 #include "gguf/quants_lowbit.h"
 #include "kernels/alloc_tuning.h"
+#include "kernels/f16_row.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_tiles_avx2.h"
 #include "kernels/gemm_tiles_avx512.h"
@@ -182,6 +184,22 @@ void DriveRowPairsK(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_row
   }
 }
 
+// F16 on AVX-512: each block of kTokBlock tokens' activations converted to F32 once (half -> float is exact),
+// then KF16Zmm on them.
+void DriveF16Wide(int64_t n, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t a_stride,
+                  int64_t n_tok, float* out, int64_t out_stride) {
+  thread_local std::vector<float> buf;
+  const int64_t block = std::min(n_tok, kTokBlock);
+  if (static_cast<int64_t>(buf.size()) < block * n) buf.resize(static_cast<size_t>(block * n));
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kTokBlock) {
+    const int64_t tn = std::min(kTokBlock, n_tok - t0);
+    for (int64_t t = 0; t < tn; ++t)
+      HalfToFloatRow(reinterpret_cast<const uint16_t*>(act + (t0 + t) * a_stride), buf.data() + t * n, n);
+    Drive<KF16Zmm>(n, w, w_stride, n_rows, reinterpret_cast<const uint8_t*>(buf.data()), n * sizeof(float), tn,
+                   out + t0 * out_stride, out_stride);
+  }
+}
+
 // f.operator()<n>() when kFirst <= n <= kLast (a template argument from a runtime token count); false otherwise.
 template <int kFirst, int kLast, class F>
 bool ForTokenCount(int64_t n, F&& f) {
@@ -263,7 +281,8 @@ void GemmRows(TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n
     case TensorType::kQ5_1: return run.operator()<KLegacy<TensorType::kQ5_1>>(nb);
     case TensorType::kF32: return run.operator()<KFloat<LoadF32, ScalarF32>>(n);
     case TensorType::kF16:
-      return wide ? run.operator()<KF16Zmm>(n) : run.operator()<KFloat<LoadF16, ScalarF16>>(n);
+      if (wide) return DriveF16Wide(n, wb, w_stride, n_rows, ab, act_stride, n_tok, out, out_stride);
+      return run.operator()<KFloat<LoadF16, ScalarF16>>(n);
     case TensorType::kBF16: return run.operator()<KFloat<LoadBF16, ScalarBF16>>(n);
     default:
       if (gguf::IsLowbitType(t))

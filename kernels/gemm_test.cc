@@ -108,6 +108,38 @@ TEST(Gemm, FloatTailElementsMatchSingleVecDot) {
   }
 }
 
+// F16 on AVX-512 (activations converted to F32 per block of 48 tokens, tiles of 6 rows x 8 tokens): every row
+// count 1..13 and token counts across the tile, remainder and block boundaries, with a 5-element scalar tail,
+// against the plain AVX2 kernels and the decode kernel.
+TEST(Gemm, F16Avx512TilesMatchPlainAvx2AndVecDotForEveryRowAndTokenCount) {
+  REWIND_SKIP_WITHOUT_AVX512();
+  std::mt19937 rng(61);
+  const int64_t n = 261, R = 13, T = 100;
+  const auto w = Rows(TT::kF16, R, n, rng, 1.0f, false);
+  const auto a = Rows(TT::kF16, T, n, rng, 1.0f, true);
+  const uint64_t rb = gguf::RowBytes(TT::kF16, n);
+  std::vector<float> single(T * R);
+  for (int64_t tok = 0; tok < T; ++tok)
+    for (int64_t r = 0; r < R; ++r) single[tok * R + r] = VecDot(TT::kF16, n, w.data() + r * rb, a.data() + tok * rb);
+  for (int64_t nt : {1, 2, 3, 5, 7, 8, 9, 13, 16, 17, 47, 48, 49, 100})
+    for (int64_t nr = 1; nr <= R; ++nr) {
+      const int64_t t0 = rng() % (T - nt + 1);
+      std::vector<float> y(nt * nr), plain(nt * nr);
+      GemmRows(TT::kF16, n, w.data(), rb, nr, a.data() + t0 * rb, rb, nt, y.data(), nr);
+      {
+        PlainAvx2Kernels scope;
+        GemmRows(TT::kF16, n, w.data(), rb, nr, a.data() + t0 * rb, rb, nt, plain.data(), nr);
+      }
+      for (int64_t tok = 0; tok < nt; ++tok)
+        for (int64_t r = 0; r < nr; ++r) {
+          ASSERT_EQ(std::memcmp(&y[tok * nr + r], &single[(t0 + tok) * R + r], 4), 0)
+              << "tokens " << nt << " rows " << nr << " tok " << tok << " row " << r;
+          ASSERT_EQ(std::memcmp(&plain[tok * nr + r], &single[(t0 + tok) * R + r], 4), 0)
+              << "plain: tokens " << nt << " rows " << nr << " tok " << tok << " row " << r;
+        }
+    }
+}
+
 TEST(Gemm, Q8_0ActivationsOfMinus128KeepTheBitsOfVecDot) {
   if (!GemmSupports(TT::kQ8_0)) GTEST_SKIP() << "no tiled kernels for this type: " << CpuAvx2OffReason();
   std::mt19937 rng(5);

@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -545,50 +546,49 @@ struct KQ6_KZmm {
 };
 #pragma GCC diagnostic pop
 
-// F16 with two tokens per 512-bit register (lanes 0-7: token t, lanes 8-15: token t+1) and each weight vector
-// in both halves: the FMAs are lane-wise, so every element gets exactly KFloat's operations (same FMA order,
-// same Hsum per 256-bit half, same scalar tail). Odd token counts use KFloat.
+// F16 weights against activations already converted to F32 (exactly: DriveF16Wide in gemm_avx2.cc converts
+// each token block once instead of once per row group), two tokens per 512-bit register (lanes 0-7: token t,
+// lanes 8-15: token t+1; an odd last token fills both halves and only the first is kept) and each weight vector
+// in both halves: the FMAs are lane-wise on the same values, so every element gets exactly KFloat<LoadF16>'s
+// operations (same FMA order, same Hsum per 256-bit half, same scalar tail). 6 rows x 4 token pairs keep 24
+// accumulators in registers.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 struct KF16Zmm {
-  static constexpr int kR = 4, kT = 8;
+  static constexpr int kR = 6, kT = 8;
   template <int R, int T>
   __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512vl"))) static void Run(
       int64_t n, const uint8_t* const* w, const uint8_t* const* act, float* out) {
-    if constexpr (T % 2 != 0) {
-      KFloat<LoadF16, ScalarF16>::Run<R, T>(n, w, act, out);
-    } else {
-      constexpr int P = T / 2;
-      __m512 acc[R][P];
-      for (int r = 0; r < R; ++r)
-        for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
-      int64_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        __m512 a[P];
+    constexpr int P = (T + 1) / 2;
+    const float* a32[T];
+    for (int t = 0; t < T; ++t) a32[t] = reinterpret_cast<const float*>(act[t]);
+    __m512 acc[R][P];
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      __m512 a[P];
 #pragma GCC unroll 8
-        for (int p = 0; p < P; ++p) {
-          const __m128i h0 = Load128(reinterpret_cast<const uint16_t*>(act[2 * p]) + i);
-          const __m128i h1 = Load128(reinterpret_cast<const uint16_t*>(act[2 * p + 1]) + i);
-          a[p] = _mm512_cvtph_ps(_mm256_set_m128i(h1, h0));
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const __m512 wv =
-              _mm512_cvtph_ps(_mm256_broadcastsi128_si256(Load128(reinterpret_cast<const uint16_t*>(w[r]) + i)));
-#pragma GCC unroll 8
-          for (int p = 0; p < P; ++p) acc[r][p] = _mm512_fmadd_ps(wv, a[p], acc[r][p]);
-        }
+      for (int p = 0; p < P; ++p) {
+        const float* second = a32[std::min(2 * p + 1, T - 1)] + i;
+        a[p] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(a32[2 * p] + i)), _mm256_loadu_ps(second), 1);
       }
-      for (int r = 0; r < R; ++r)
-        for (int p = 0; p < P; ++p)
-          for (int h = 0; h < 2; ++h) {
-            const int t = 2 * p + h;
-            float sum = Hsum(h == 0 ? _mm512_castps512_ps256(acc[r][p]) : _mm512_extractf32x8_ps(acc[r][p], 1));
-            for (int64_t k = i; k < n; ++k) sum += ScalarF16(w[r], k) * ScalarF16(act[t], k);
-            out[r * T + t] = sum;
-          }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512 wv =
+            _mm512_cvtph_ps(_mm256_broadcastsi128_si256(Load128(reinterpret_cast<const uint16_t*>(w[r]) + i)));
+#pragma GCC unroll 8
+        for (int p = 0; p < P; ++p) acc[r][p] = _mm512_fmadd_ps(wv, a[p], acc[r][p]);
+      }
     }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) {
+        const __m512 v = acc[r][t / 2];
+        float sum = Hsum(t % 2 == 0 ? _mm512_castps512_ps256(v) : _mm512_extractf32x8_ps(v, 1));
+        for (int64_t k = i; k < n; ++k) sum += ScalarF16(w[r], k) * a32[t][k];
+        out[r * T + t] = sum;
+      }
   }
 };
 #pragma GCC diagnostic pop
