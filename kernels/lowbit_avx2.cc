@@ -124,10 +124,30 @@ REWIND_LOWBIT_VNNI inline __m512i ScalePairs(__m256i sc, int k) {
                                   _mm512_castsi128_si512(p));
 }
 
-template <int T, bool kMins, bool kUnsigned, bool kQ6Start = false>
-REWIND_LOWBIT_VNNI inline void DotDecodedVnni(const Unpacked& dec, float factor, const BlockQ8_K* const* y,
-                                              __m256* acc) {
+// A token's 16 int32 lanes of a block (two halves to fold) against the decoded registers q (|q| and the mask of
+// q < 0 unless kUnsigned) and the scale pairs s0, s1.
+template <bool kUnsigned>
+REWIND_LOWBIT_VNNI __attribute__((always_inline)) inline __m512i TokenLanes(const __m512i* q, const __mmask64* neg,
+                                                                           __m512i s0, __m512i s1,
+                                                                           const BlockQ8_K* y) {
   const __m512i zero = _mm512_setzero_si512();
+  __m512i a[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    a[k] = _mm512_loadu_si512(y->qs + 64 * k);
+    if constexpr (!kUnsigned) a[k] = _mm512_mask_sub_epi8(a[k], neg[k], zero, a[k]);
+  }
+  return PackedPairDot(PackedPairDot(zero, q[0], a[0], q[2], a[2], s0), q[1], a[1], q[3], a[3], s1);
+}
+
+inline __m256i Bsums(const BlockQ8_K* y) { return Load256(reinterpret_cast<const uint8_t*>(y) + offsetof(BlockQ8_K, bsums)); }
+
+// Tokens in pairs: the float steps of token y0[p] in lanes 0-7 of acc[p], of y1[p] in lanes 8-15 (both folds by
+// two shuffles and one add, the scale products dw * da and dmin * da lane-wise the scalar ones of AddBlock, then
+// its FMA and FNMA lane-wise); Hsum per half at the end.
+template <int P, bool kMins, bool kUnsigned, bool kQ6Start>
+REWIND_LOWBIT_VNNI inline void DotDecodedVnni(const Unpacked& dec, float factor, const BlockQ8_K* const* y0,
+                                              const BlockQ8_K* const* y1, __m512* acc) {
   __m512i q[4];
   __mmask64 neg[4];
 #pragma GCC unroll 4
@@ -139,23 +159,21 @@ REWIND_LOWBIT_VNNI inline void DotDecodedVnni(const Unpacked& dec, float factor,
     }
   }
   const __m512i s0 = ScalePairs(dec.sc, 0), s1 = ScalePairs(dec.sc, 1);
-  const float dw = dec.d * factor;
-#pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) {
-    __m512i a[4];
+  const __m512 dw = _mm512_set1_ps(dec.d * factor);
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      a[k] = _mm512_loadu_si512(y[t]->qs + 64 * k);
-      if constexpr (!kUnsigned) a[k] = _mm512_mask_sub_epi8(a[k], neg[k], zero, a[k]);
-    }
-    __m512i sumi = PackedPairDot(zero, q[0], a[0], q[2], a[2], s0);
-    sumi = PackedPairDot(sumi, q[1], a[1], q[3], a[3], s1);
-    __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
+  for (int p = 0; p < P; ++p) {
+    const __m512i l0 = TokenLanes<kUnsigned>(q, neg, s0, s1, y0[p]), l1 = TokenLanes<kUnsigned>(q, neg, s0, s1, y1[p]);
+    __m512i sumi = _mm512_add_epi32(_mm512_shuffle_i64x2(l0, l1, 0x44), _mm512_shuffle_i64x2(l0, l1, 0xEE));
+    const __m512 da = PairF(y0[p]->d, y1[p]->d);
     if constexpr (kQ6Start) {  // Q6_K's -32 offset: RowsQ6_K's start value, added last (exact integers)
-      const __m256i bsums = Load256(reinterpret_cast<const uint8_t*>(y[t]) + offsetof(BlockQ8_K, bsums));
-      s8 = _mm256_sub_epi32(s8, _mm256_slli_epi32(_mm256_madd_epi16(bsums, dec.sc), 5));
+      const __m512i m = _mm512_madd_epi16(PairI(Bsums(y0[p]), Bsums(y1[p])), _mm512_broadcast_i64x4(dec.sc));
+      sumi = _mm512_sub_epi32(sumi, _mm512_slli_epi32(m, 5));
     }
-    AddBlock<kMins>(dec, dw, y[t], s8, &acc[t]);
+    acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(sumi), acc[p]);
+    if constexpr (kMins) {
+      const __m512i m = _mm512_madd_epi16(PairI(Bsums(y0[p]), Bsums(y1[p])), _mm512_broadcast_i64x4(dec.mins));
+      acc[p] = _mm512_fnmadd_ps(_mm512_mul_ps(_mm512_set1_ps(dec.dmin), da), _mm512_cvtepi32_ps(m), acc[p]);
+    }
   }
 }
 
@@ -186,25 +204,42 @@ void RowKFew(int64_t nb, size_t block_bytes, float factor, const uint8_t* w, con
 // How the 512-bit path makes a block's int32 lanes: DotDecodedWide (IQ4_XS: |q| up to 127) or DotDecodedVnni.
 enum class WideDot { kSignTrick, kVnni, kVnniUnsigned, kVnniQ6 };
 
-// T tokens against a decoded weight row, their sums in registers.
+// T tokens against a decoded weight row, their sums in registers (VNNI: in pairs; an odd last token is paired
+// with itself and its second result dropped).
 template <int T, bool kMins, WideDot kDot>
 REWIND_LOWBIT_VNNI void TokensWide(const Unpacked* row, int64_t nb, float factor, const uint8_t* const* act,
                                    float* out, int64_t out_stride) {
-  __m256 acc[T];
+  if constexpr (kDot == WideDot::kSignTrick) {
+    __m256 acc[T];
 #pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < nb; ++i) {
-    const BlockQ8_K* y[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      const BlockQ8_K* y[T];
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
-    if constexpr (kDot == WideDot::kSignTrick) {
+      for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(act[t]) + i;
       DotDecodedWide<T, kMins>(row[i], factor, y, acc);
-    } else {
-      DotDecodedVnni<T, kMins, kDot != WideDot::kVnni, kDot == WideDot::kVnniQ6>(row[i], factor, y, acc);
     }
-  }
 #pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) out[t * out_stride] = Hsum(acc[t]);
+    for (int t = 0; t < T; ++t) out[t * out_stride] = Hsum(acc[t]);
+  } else {
+    constexpr int P = (T + 1) / 2;
+    __m512 acc[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      const BlockQ8_K *y0[P], *y1[P];
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) {
+        y0[p] = reinterpret_cast<const BlockQ8_K*>(act[2 * p]) + i;
+        y1[p] = reinterpret_cast<const BlockQ8_K*>(act[std::min(2 * p + 1, T - 1)]) + i;
+      }
+      DotDecodedVnni<P, kMins, kDot != WideDot::kVnni, kDot == WideDot::kVnniQ6>(row[i], factor, y0, y1, acc);
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t)
+      out[t * out_stride] =
+          Hsum(t % 2 == 0 ? _mm512_castps512_ps256(acc[t / 2]) : _mm512_extractf32x8_ps(acc[t / 2], 1));
+  }
 }
 
 // 4 or more tokens: the row decoded once (L1-sized buffer), then 8 tokens at a time (32 registers hold them).
