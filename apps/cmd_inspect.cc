@@ -46,8 +46,11 @@ int InspectPreset(const std::string& name) {
   std::printf("preset:          %s (%s; shape only, no weights)\n", name.c_str(), c.arch.c_str());
   if (c.is_mamba2()) {
     if (c.arch == "granitehybrid") {
-      std::printf("layers:          %lld: %lld Mamba-2, %lld attention, each + SwiGLU FFN (%s)\n", (long long)c.n_layer,
-                  (long long)n_rec, (long long)n_attn, c.layer_pattern.c_str());
+      std::printf("layers:          %lld: %lld Mamba-2, %lld attention, each + SwiGLU %s (%s)\n", (long long)c.n_layer,
+                  (long long)n_rec, (long long)n_attn, c.n_expert > 0 ? "MoE" : "FFN", c.layer_pattern.c_str());
+      if (c.n_expert > 0)
+        std::printf("moe:             %lld experts, top %lld (softmax router), expert width %lld, shared expert %lld\n",
+                    (long long)c.n_expert, (long long)c.n_expert_used, (long long)c.n_ff_exp, (long long)c.n_ff_shexp);
     } else {
       std::printf("layers:          %lld: %lld Mamba-2, %lld attention, %lld %s (%s)\n", (long long)c.n_layer,
                   (long long)n_rec, (long long)n_attn, (long long)(c.n_layer - n_rec - n_attn),
@@ -127,9 +130,9 @@ int Inspect(int argc, char** argv) {
                 c.n_expert, c.n_expert_used, c.n_ff_exp, c.n_ff_shexp);
   } else if (c.arch == model::Arch::kNemotronH) {
     std::printf("ffn:             ReLU² MLP layers, width %d\n", c.n_ff);
-  } else if (c.is_moe()) {
-    std::printf("ffn:             MoE %d experts, top %d, expert width %d, shared expert width %d\n", c.n_expert,
-                c.n_expert_used, c.n_ff_exp, c.n_ff_shexp);
+  } else if (c.softmax_moe()) {
+    std::printf("ffn:             MoE %d experts, top %d (softmax router), expert width %d, shared expert width %d%s\n",
+                c.n_expert, c.n_expert_used, c.n_ff_exp, c.n_ff_shexp, c.is_granite_moe() ? " (ungated)" : "");
   } else {
     std::printf("ffn:             dense SwiGLU, width %d\n", c.n_ff);
   }

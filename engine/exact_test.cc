@@ -396,6 +396,9 @@ TEST(Exact, RandomScriptsOnNemotronHMoeMatchAStraightPrefillBitForBit) {
 TEST(Exact, RandomScriptsOnGraniteHybridMatchAStraightPrefillBitForBit) {
   RunScripts("tiny-granite-h", 60, 47000, false);
 }
+TEST(Exact, RandomScriptsOnGraniteHybridMoeMatchAStraightPrefillBitForBit) {
+  RunScripts("tiny-granite-h-moe", 40, 67000, false);
+}
 
 HybridCacheConfig SmallConfig(const std::string& dir = "") {
   HybridCacheConfig c;

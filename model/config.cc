@@ -272,6 +272,8 @@ Status ModelConfig::Validate() const {
       if (n_expert_used <= 0 || n_expert_used > n_expert) return bad("expert_used_count must be in 1..expert_count");
       if (n_ff_exp <= 0 || n_ff_shexp <= 0) return bad("expert and shared-expert feed-forward lengths must be > 0");
     }
+    if (is_granite_moe() && (n_expert_used <= 0 || n_expert_used > n_expert))
+      return bad("expert_used_count must be in 1..expert_count");
     if (arch == Arch::kGraniteHybrid && ssm_inner != 2 * n_embd)
       return bad("ssm.inner_size must be 2 * embedding_length (llama.cpp supports only this expansion)");
     return Status::Ok();

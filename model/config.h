@@ -90,6 +90,11 @@ struct ModelConfig {
   // Weights named and bound like the Qwen family (weights.cc); else the Mamba-2 hybrids (nemotron_weights.cc).
   bool qwen_blocks() const { return !is_mamba2(); }
   bool is_moe() const { return arch == Arch::kQwen35Moe || arch == Arch::kQwen3Next; }
+  // Granite 4.0-H-Tiny / -Small: a softmax-routed MoE of SwiGLU experts (feed_forward_length wide) plus an
+  // ungated SwiGLU shared expert (expert_shared_feed_forward_length; 0: none) in every block.
+  bool is_granite_moe() const { return arch == Arch::kGraniteHybrid && n_expert > 0; }
+  // The softmax router, top-k, renormalised weights and SwiGLU experts of the Qwen MoE (ffn.cc).
+  bool softmax_moe() const { return is_moe() || is_granite_moe(); }
   // Value head h uses key head KeyHead(h): h mod Hk (qwen35*, tiled) or floor(h / r) (qwen3next, grouped).
   int32_t KeyHead(int32_t h) const {
     return arch == Arch::kQwen3Next ? h / (ssm_heads / ssm_group) : h % ssm_group;

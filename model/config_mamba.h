@@ -23,7 +23,8 @@ Expected<int32_t> OptU32OrArr(const gguf::File& f, const std::string& key, int32
 // Everything after general.architecture / general.name for a Mamba-2 hybrid (c->arch already set), as
 // llama.cpp v0.5.0 reads it. nemotron_h: a layer is Mamba-2 iff its attention.head_count_kv and
 // feed_forward_length are both 0, attention iff only feed_forward_length is 0, otherwise an MLP.
-// granitehybrid: Mamba-2 iff attention.head_count_kv is 0, else attention; every block also has a SwiGLU FFN.
+// granitehybrid: Mamba-2 iff attention.head_count_kv is 0, else attention; every block also has a SwiGLU FFN,
+// dense or (expert_count > 0) a softmax-routed MoE with an optional shared expert.
 Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* c);
 
 }  // namespace rw::model::internal

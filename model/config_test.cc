@@ -54,6 +54,23 @@ TEST(ModelConfig, ReadsMamba2HybridLayerKindsAndSizes) {
   EXPECT_FLOAT_EQ(d->attn_scale, 0.03125f);
   EXPECT_FLOAT_EQ(d->logit_scale, 0.5f);
   EXPECT_EQ(d->n_ff, 128);
+  EXPECT_FALSE(d->softmax_moe());
+  // Granite MoE: experts feed_forward_length wide, an ungated shared expert; 4 Mamba-2 layers.
+  auto gm = gguf::File::Open(kDir + "tiny-granite-h-moe-f32.gguf");
+  ASSERT_TRUE(gm.ok()) << gm.error().ToString();
+  auto m = ModelConfig::FromGguf(**gm);
+  ASSERT_TRUE(m.ok()) << m.error().ToString();
+  EXPECT_EQ(kinds(*m), "MMAMAM");
+  EXPECT_TRUE(m->is_granite_moe());
+  EXPECT_TRUE(m->softmax_moe());
+  EXPECT_FALSE(m->is_moe());
+  EXPECT_EQ(m->n_expert, 8);
+  EXPECT_EQ(m->n_expert_used, 2);
+  EXPECT_EQ(m->n_ff_exp, 16);
+  EXPECT_EQ(m->n_ff_shexp, 64);
+  // conv [320][3] + state [8][32][16] per Mamba-2 layer; replay row 320 + 8 dt.
+  EXPECT_EQ(m->StateBytesPerSeq(), 4u * 4 * (320 * 3 + 8 * 32 * 16));
+  EXPECT_EQ(m->ReplayBytesPerToken(), 4u * 4 * (320 + 8));
 }
 
 TEST(ModelConfig, ReadsTinyQwen35Hyperparameters) {

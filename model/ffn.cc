@@ -1,4 +1,5 @@
-// Dense SwiGLU FFN (spec 7.5) and the MoE FFN with a gated shared expert (spec 7.6). A token's output depends on
+// Dense SwiGLU FFN (spec 7.5) and the softmax-routed MoE FFN with a gated shared expert (spec 7.6; Granite 4.0-H:
+// the same MoE, its shared expert ungated). A token's output depends on
 // that token alone: experts multiply the gathered rows of the tokens routed to them, one dot product per output
 // element, so which other tokens share an expert does not change any bit.
 #include <algorithm>
@@ -52,7 +53,7 @@ void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int
     ReluSqrFfn(w.up, w.down, t, N, out, pool);
     return;
   }
-  if (!cfg.is_moe()) {
+  if (!cfg.softmax_moe()) {
     SwiGluFfn(w.gate, w.up, w.down, t, N, out, pool);
     return;
   }
@@ -101,9 +102,14 @@ void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int
                 down, xs, n, ys, pool);
     }
   });
-  // Shared expert, gated by one scalar per token.
+  if (w.shexp_gate.data == nullptr) return;  // Granite without a shared expert
+  // Shared expert: gated by one scalar per token (Qwen) or added as it is (Granite).
   std::vector<float> sh(static_cast<size_t>(N) * E), sg(N);  // [N][E], [N]
   SwiGluFfn(w.shexp_gate, w.shexp_up, w.shexp_down, t, N, sh.data(), pool);
+  if (w.shexp_gate_inp.data == nullptr) {
+    for (size_t i = 0; i < sh.size(); ++i) out[i] = out[i] + sh[i];
+    return;
+  }
   kernels::MatMul(w.shexp_gate_inp, t, N, sg.data(), pool);
   ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {

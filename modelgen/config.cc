@@ -179,6 +179,37 @@ ModelConfig TinyGraniteH() {
   return c;
 }
 
+// Granite 4.0-H MoE (granitehybrid with experts): a softmax-routed MoE of SwiGLU experts (feed_forward_length =
+// expert width) and an ungated SwiGLU shared expert in every block.
+ModelConfig GraniteHybridMoe(ModelConfig c, int64_t experts, int64_t used, int64_t ff_shexp) {
+  c.n_expert = experts;
+  c.n_expert_used = used;
+  c.n_ff_exp = c.n_ff;
+  c.n_ff_shexp = ff_shexp;
+  return c;
+}
+
+// The tiny-granite-h-moe test fixture: tiny-granite-h's mixers on 6 layers MM*M*M, 8 experts top-2 of width 16,
+// shared expert 64.
+ModelConfig TinyGraniteHMoe() {
+  ModelConfig c = TinyGraniteH();
+  c.preset = c.name = "tiny-granite-h-moe";
+  c.layer_pattern = "MM*M*M";
+  c.n_layer = static_cast<int64_t>(c.layer_pattern.size());
+  c.n_ff = 16;
+  c.default_seed = 2401;
+  return GraniteHybridMoe(c, 8, 2, 64);
+}
+
+// Granite-4.0-H-Tiny (best guess from the published config): E 1536, 40 layers with attention at 5, 15, 25, 35,
+// 12 q / 4 kv heads of 128, Mamba-2 48 heads of 64, 64 experts top-6 of width 512, shared expert 1024.
+ModelConfig GraniteHTiny() {
+  ModelConfig c = GraniteHybrid("granite-4.0-h-tiny", "MMMMM*MMMMMMMMM*MMMMMMMMM*MMMMMMMMM*MMMM", 1536, 12, 4, 48, 512);
+  c.residual_scale = 0.22f;
+  c.logit_scale = 6.0f;
+  return GraniteHybridMoe(c, 64, 6, 1024);
+}
+
 // Nemotron 3 Nano family (nemotron_h_moe): MoE layers (E) with a sigmoid router and selection bias, ReLU² experts
 // and shared expert; renormalised top-k weights scaled by 2.5.
 ModelConfig NemotronHMoe(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads,
@@ -247,6 +278,14 @@ std::vector<Preset> MakePresets() {
   p.push_back({"granite-4.0-h-micro",
                "Granite-4.0-H-Micro shape (granitehybrid, E 2048, 40 layers: 36 Mamba-2, 4 attention, dense FFN)",
                GraniteHybrid("granite-4.0-h-micro", "MMMMMMMMM*MMMMMMMMM*MMMMMMMMM*MMMMMMMMM*", 2048, 16, 4, 64, 8192)});
+  p.push_back({"tiny-granite-h-moe",
+               "the tiny-granite-h-moe test fixture shape (granitehybrid MoE: 8 experts top-2 + shared expert, E 128, "
+               "6 layers)",
+               TinyGraniteHMoe()});
+  p.push_back({"granite-4.0-h-tiny",
+               "Granite-4.0-H-Tiny shape (granitehybrid MoE, E 1536, 40 layers: 36 Mamba-2, 4 attention, 64 experts "
+               "top-6 + shared expert)",
+               GraniteHTiny()});
   return p;
 }
 
