@@ -79,11 +79,14 @@ const char* ArchName(Arch a) {
     case Arch::kNemotronH: return "nemotron_h";
     case Arch::kNemotronHMoe: return "nemotron_h_moe";
     case Arch::kGraniteHybrid: return "granitehybrid";
+    case Arch::kLfm2: return "lfm2";
   }
   return "?";
 }
 
-std::string SupportedArchs() { return "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid"; }
+std::string SupportedArchs() {
+  return "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid, lfm2";
+}
 
 int32_t ModelConfig::n_recurrent_layers() const {
   int32_t n = 0;
@@ -125,6 +128,8 @@ Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
     c.arch = Arch::kNemotronHMoe;
   } else if (c.arch_name == "granitehybrid") {
     c.arch = Arch::kGraniteHybrid;
+  } else if (c.arch_name == "lfm2") {
+    c.arch = Arch::kLfm2;
   } else {
     return Error::Unsupported("architecture '" + c.arch_name + "' is not supported (supported: " +
                               SupportedArchs() + ")");
@@ -134,8 +139,8 @@ Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
     auto n = f.GetString("general.name");
     if (n.ok()) c.name = *n;
   }
-  if (c.is_mamba2()) {  // per-layer kinds from per-layer head / FFN counts (config_mamba.cc)
-    REWIND_RETURN_IF_ERROR(internal::ReadMamba2Hybrid(f, &c));
+  if (c.is_mamba2() || c.is_lfm2()) {  // per-layer kinds from per-layer head / FFN counts (config_mamba.cc)
+    REWIND_RETURN_IF_ERROR(c.is_lfm2() ? internal::ReadLfm2(f, &c) : internal::ReadMamba2Hybrid(f, &c));
     REWIND_RETURN_IF_ERROR(c.Validate());
     return c;
   }
@@ -252,6 +257,15 @@ Status ModelConfig::Validate() const {
     if (n_head % n_head_kv != 0) return bad("head_count must be a multiple of head_count_kv");
     if (head_dim <= 0 || head_dim > 1024) return bad("attention.key_length must be in 1..1024");
     if (n_rot <= 0 || n_rot > head_dim || n_rot % 2 != 0) return bad("rope.dimension_count must be even, 1..key_length");
+  }
+  if (is_lfm2()) {
+    for (LayerKind k : kinds)
+      if (k != LayerKind::kShortConv && k != LayerKind::kAttention) return bad("LFM2 layers are short-conv or attention");
+    if (n_recurrent_layers() > 0 && (ssm_conv_kernel < 2 || ssm_conv_kernel > 64))
+      return bad("shortconv.l_cache must be in 2..64");
+    if (n_attn_layers() > 0 && n_head * head_dim != n_embd) return bad("head_count * head size must be embedding_length");
+    if (n_ff <= 0) return bad("feed_forward_length must be > 0");
+    return Status::Ok();
   }
   if (n_recurrent_layers() > 0) {
     if (ssm_conv_kernel < 1 || ssm_conv_kernel > 64) return bad("ssm.conv_kernel must be in 1..64");

@@ -22,7 +22,7 @@ const std::string kDir = std::string(REWIND_TEST_DATA) + "/golden/models/";
 TEST(ModelConfig, ReadsMamba2HybridLayerKindsAndSizes) {
   auto kinds = [](const ModelConfig& c) {
     std::string k;
-    for (LayerKind x : c.kinds) k += "GAMF"[static_cast<int>(x)];
+    for (LayerKind x : c.kinds) k += KindLetter(x);
     return k;
   };
   auto f = gguf::File::Open(kDir + "tiny-nemotron-h-f32.gguf");
@@ -71,6 +71,33 @@ TEST(ModelConfig, ReadsMamba2HybridLayerKindsAndSizes) {
   // conv [320][3] + state [8][32][16] per Mamba-2 layer; replay row 320 + 8 dt.
   EXPECT_EQ(m->StateBytesPerSeq(), 4u * 4 * (320 * 3 + 8 * 32 * 16));
   EXPECT_EQ(m->ReplayBytesPerToken(), 4u * 4 * (320 + 8));
+}
+
+// LFM2: short-conv layers where head_count_kv is 0, q/k-normed NeoX attention, l_cache 3; the state is the conv
+// window alone ([E][2] per short-conv layer), the replay row one B·x row.
+TEST(ModelConfig, ReadsLfm2ShortConvLayersAndSizes) {
+  auto f = gguf::File::Open(kDir + "tiny-lfm2-f32.gguf");
+  ASSERT_TRUE(f.ok()) << f.error().ToString();
+  auto c = ModelConfig::FromGguf(**f);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->arch, Arch::kLfm2);
+  std::string k;
+  for (LayerKind x : c->kinds) k += KindLetter(x);
+  EXPECT_EQ(k, "CCACAC");
+  EXPECT_EQ(c->kind_index, (std::vector<int32_t>{0, 1, 0, 2, 1, 3}));
+  EXPECT_EQ(c->ssm_conv_kernel, 3);
+  EXPECT_EQ(c->ssm_conv_dim(), 128);
+  EXPECT_EQ(c->n_head_kv, 2);
+  EXPECT_EQ(c->head_dim, 32);
+  EXPECT_TRUE(c->attn_rope);
+  EXPECT_FALSE(c->attn_gated);
+  EXPECT_FALSE(c->rope_adjacent);
+  EXPECT_EQ(c->n_gdn_layers(), 0);
+  EXPECT_EQ(c->StateBytesPerSeq(), 4u * 4 * 128 * 2);
+  EXPECT_EQ(c->ReplayBytesPerToken(), 4u * 4 * 128);
+  auto m = Model::Load(kDir + "tiny-lfm2-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.error().ToString();
+  EXPECT_EQ((*m)->MakeStateShape().bytes_per_state(), c->StateBytesPerSeq());
 }
 
 TEST(ModelConfig, ReadsTinyQwen35Hyperparameters) {

@@ -142,6 +142,7 @@ TEST(Forward, Qwen3NextIsSplitInvariant) { CheckSplitsAndThreads("tiny-qwen3next
 TEST(Forward, NemotronHIsSplitInvariant) { CheckSplitsAndThreads("tiny-nemotron-h-f32.gguf", KvType::kF16, 16); }
 TEST(Forward, NemotronHMoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-nemotron-h-moe-f32.gguf", KvType::kF16, 32); }
 TEST(Forward, GraniteHybridIsSplitInvariant) { CheckSplitsAndThreads("tiny-granite-h-f32.gguf", KvType::kF32, 8); }
+TEST(Forward, Lfm2ShortConvHybridIsSplitInvariant) { CheckSplitsAndThreads("tiny-lfm2-f32.gguf", KvType::kF16, 8); }
 TEST(Forward, GraniteHybridMoeIsSplitInvariant) {
   CheckSplitsAndThreads("tiny-granite-h-moe-f32.gguf", KvType::kF16, 16);
 }
@@ -231,6 +232,7 @@ TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQwen3Next) { CheckRepla
 TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQuantised) { CheckReplay("tiny-qwen35-q8_0.gguf"); }
 TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixNemotronH) { CheckReplay("tiny-nemotron-h-f32.gguf"); }
 TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixGraniteHybrid) { CheckReplay("tiny-granite-h-f32.gguf"); }
+TEST(Replay, RebuildsTheShortConvStateBitwiseForEveryPrefixLfm2) { CheckReplay("tiny-lfm2-f32.gguf"); }
 TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixGraniteHybridMoe) {
   CheckReplay("tiny-granite-h-moe-f32.gguf");
 }
@@ -291,6 +293,7 @@ TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsNemotronHMoe) {
   CheckFusedReplay("tiny-nemotron-h-moe-f32.gguf");
 }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsGraniteHybrid) { CheckFusedReplay("tiny-granite-h-f32.gguf"); }
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsLfm2) { CheckFusedReplay("tiny-lfm2-f32.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsGraniteHybridMoe) {
   CheckFusedReplay("tiny-granite-h-moe-f32.gguf");
 }

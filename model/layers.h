@@ -62,6 +62,14 @@ void Mamba2Update(const ModelConfig& cfg, const Mamba2Weights& w, const Mamba2In
                   float* ssm_state, float* y, kernels::ThreadPool* pool, const float* conv_in = nullptr,
                   const float* ssm_in = nullptr, int32_t out_from = 0);
 
+// LFM2 short convolution of T consecutive tokens of one sequence: bx [T][stride] (first E values: B ⊙ x, the
+// replay-log row) through the conv window, strictly token by token. Writes the conv output u [T - out_from][E]
+// (before the C gate) when u is not null. The only code that changes a short-conv state; conv_in / out_from as
+// for GdnUpdate.
+void ShortConvUpdate(const ModelConfig& cfg, const ShortConvWeights& w, const float* bx, int64_t stride, int32_t T,
+                     float* conv_state, float* u, kernels::ThreadPool* pool, const float* conv_in = nullptr,
+                     int32_t out_from = 0);
+
 // A part of each batch row that goes into a recurrent layer's replay-log row: row i is base + i·stride, width
 // floats. A replay row is the concatenation of the pieces.
 struct RowPiece {
@@ -89,6 +97,9 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
 void Mamba2Forward(const ModelConfig& cfg, const Mamba2Weights& w, int32_t rec_index, const float* t, int32_t N,
                    std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
                    kernels::ThreadPool* pool);
+void ShortConvForward(const ModelConfig& cfg, const ShortConvWeights& w, int32_t rec_index, const float* t,
+                      int32_t N, std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
+                      kernels::ThreadPool* pool);
 // Mixture of experts over N rows t [N][E]: sel, wt [N][K] the chosen experts and their weights; expert(e, xs, n,
 // ys) writes ys [n][E], expert e on its gathered rows xs [n][E]. out[i] = Σ_k wt[i][k]·y_k (each product
 // rounded, summed in k order): a token's output depends on that token alone.

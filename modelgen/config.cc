@@ -210,6 +210,30 @@ ModelConfig GraniteHTiny() {
   return GraniteHybridMoe(c, 64, 6, 1024);
 }
 
+// LFM2 (lfm2): short-conv layers (l_cache 3) and attention layers with q/k norms and NeoX RoPE (base 1e6), a
+// SwiGLU FFN in every block, tied, eps 1e-5 (docs/make-model.md).
+ModelConfig Lfm2(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads, int64_t ff) {
+  ModelConfig c;
+  c.preset = c.name = preset;
+  c.arch = "lfm2";
+  c.layer_pattern = pattern;
+  c.n_layer = static_cast<int64_t>(c.layer_pattern.size());
+  c.n_nextn = 0;
+  c.n_embd = embd;
+  c.n_head = heads;
+  c.n_head_kv = kv_heads;
+  c.head_dim = c.n_rot = embd / heads;
+  c.rope_base = 1e6f;
+  c.ssm_conv = 3;
+  c.ssm_state = c.ssm_groups = c.ssm_dt_rank = 0;
+  c.n_ff = ff;
+  c.tied = true;
+  c.eps = 1e-5f;
+  c.n_ctx_train = 128000;
+  c.default_seed = 1;
+  return c;
+}
+
 // Nemotron 3 Nano family (nemotron_h_moe): MoE layers (E) with a sigmoid router and selection bias, ReLU² experts
 // and shared expert; renormalised top-k weights scaled by 2.5.
 ModelConfig NemotronHMoe(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads,
@@ -286,6 +310,14 @@ std::vector<Preset> MakePresets() {
                "Granite-4.0-H-Tiny shape (granitehybrid MoE, E 1536, 40 layers: 36 Mamba-2, 4 attention, 64 experts "
                "top-6 + shared expert)",
                GraniteHTiny()});
+  {
+    ModelConfig lfm = Lfm2("tiny-lfm2", "CC*C*C", 128, 4, 2, 256);
+    lfm.default_seed = 2501;
+    lfm.n_ctx_train = 8192;
+    p.push_back({"tiny-lfm2", "the tiny-lfm2 test fixture shape (lfm2: short conv + attention, E 128, 6 layers)", lfm});
+  }
+  p.push_back({"lfm2-1.2b", "LFM2-1.2B shape (lfm2, E 2048, 16 layers: 10 short conv, 6 attention)",
+               Lfm2("lfm2-1.2b", "CC*CC*CC*C*C*C*C", 2048, 32, 8, 8192)});
   return p;
 }
 
@@ -334,6 +366,13 @@ std::string PresetNames() {
 Status ModelConfig::Validate() const {
   auto bad = [&](const std::string& m) { return Error::InvalidArgument("preset " + preset + ": " + m); };
   if (n_vocab <= 0) return bad("vocabulary is empty");
+  if (is_lfm2()) {
+    if (n_embd <= 0 || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv != 0 || head_dim * n_head != n_embd ||
+        n_ff <= 0 || ssm_conv < 2 || n_nextn != 0 || static_cast<int64_t>(layer_pattern.size()) != n_layer ||
+        layer_pattern.find_first_not_of("C*") != std::string::npos)
+      return bad("lfm2 needs C / * layers, heads of E / head_count, an FFN, l_cache >= 2 and no MTP block");
+    return Status::Ok();
+  }
   if (n_embd <= 0 || n_layer <= 0 || n_head <= 0 || n_head_kv <= 0 || head_dim <= 0 || ssm_state <= 0 ||
       ssm_groups <= 0 || ssm_dt_rank <= 0 || ssm_conv <= 0 || full_attention_interval <= 0) {
     return bad("a dimension is not positive");
