@@ -1,5 +1,6 @@
-// Hyperparameters of LFM2 (LiquidAI), read like llama.cpp v0.5.0's llama_model_lfm2::load_arch_hparams and the
-// generic loader: attention.head_count_kv per layer (0: short convolution), shortconv.l_cache, one FFN width.
+// Hyperparameters of LFM2 (LiquidAI), read like llama.cpp v0.5.0's llama_model_lfm2::load_arch_hparams and
+// the generic loader: attention.head_count_kv per layer (0: short convolution), shortconv.l_cache, one FFN
+// width.
 #include <vector>
 
 #include "model/config_mamba.h"
@@ -14,7 +15,8 @@ Status ReadLfm2(const gguf::File& f, ModelConfig* out) {
   REWIND_ASSIGN_OR_RETURN(c.n_layer_all, ReqU32(f, Key(a, "block_count")));
   c.n_layer = c.n_layer_all;
   if (!f.Has(Key(a, "attention.layer_norm_rms_epsilon")))
-    return Error::NotFound("required metadata key '" + Key(a, "attention.layer_norm_rms_epsilon") + "' is missing");
+    return Error::NotFound("required metadata key '" + Key(a, "attention.layer_norm_rms_epsilon") +
+                           "' is missing");
   REWIND_ASSIGN_OR_RETURN(c.eps, f.GetF32(Key(a, "attention.layer_norm_rms_epsilon")));
   REWIND_ASSIGN_OR_RETURN(c.ssm_conv_kernel, ReqU32(f, Key(a, "shortconv.l_cache")));
   REWIND_ASSIGN_OR_RETURN(c.n_ff, OptU32OrArr(f, Key(a, "feed_forward_length"), 0, c.n_layer_all));
@@ -29,7 +31,8 @@ Status ReadLfm2(const gguf::File& f, ModelConfig* out) {
   if (!f.Has(Key(a, "attention.head_count")))
     return Error::NotFound("required metadata key '" + Key(a, "attention.head_count") + "' is missing");
   REWIND_ASSIGN_OR_RETURN(c.n_head, OptU32OrArr(f, Key(a, "attention.head_count"), 0, c.n_layer_all));
-  REWIND_ASSIGN_OR_RETURN(std::vector<int32_t> kv, PerLayer(f, Key(a, "attention.head_count_kv"), c.n_layer_all));
+  REWIND_ASSIGN_OR_RETURN(std::vector<int32_t> kv,
+                          PerLayer(f, Key(a, "attention.head_count_kv"), c.n_layer_all));
   if (!f.Has(Key(a, "attention.head_count_kv"))) kv.assign(c.n_layer_all, c.n_head);  // default: head_count
   c.kinds.resize(c.n_layer);
   c.kind_index.resize(c.n_layer);
@@ -48,8 +51,8 @@ Status ReadLfm2(const gguf::File& f, ModelConfig* out) {
     REWIND_ASSIGN_OR_RETURN(c.head_dim, OptU32(f, Key(a, "attention.key_length"), c.n_embd / c.n_head));
     REWIND_ASSIGN_OR_RETURN(int32_t value_len, OptU32(f, Key(a, "attention.value_length"), c.head_dim));
     if (value_len != c.head_dim)
-      return Error::Unsupported(a + ".attention.value_length (" + std::to_string(value_len) + ") != key_length (" +
-                                std::to_string(c.head_dim) + ")");
+      return Error::Unsupported(a + ".attention.value_length (" + std::to_string(value_len) +
+                                ") != key_length (" + std::to_string(c.head_dim) + ")");
     REWIND_ASSIGN_OR_RETURN(c.n_rot, OptU32(f, Key(a, "rope.dimension_count"), c.head_dim));
     REWIND_ASSIGN_OR_RETURN(c.rope_freq_base, OptF32(f, Key(a, "rope.freq_base"), 10000.0f));
     if (f.Has(Key(a, "rope.scaling.type")) || f.Has(Key(a, "rope.scaling.factor")))

@@ -16,7 +16,8 @@ Status BindLfm2Block(const TensorBinder& b, const ModelConfig& c, int32_t il, La
   } else {
     AttnWeights& a = L->attn;
     if (b.Has("attn_qkv.weight"))
-      return Error::Unsupported(b.what() + " '" + b.Name("attn_qkv.weight") + "': fused attention qkv is not supported");
+      return Error::Unsupported(b.what() + " '" + b.Name("attn_qkv.weight") +
+                                "': fused attention qkv is not supported");
     REWIND_ASSIGN_OR_RETURN(a.q, b.Mat("attn_q.weight", {E, E}));
     REWIND_ASSIGN_OR_RETURN(a.k, b.Mat("attn_k.weight", {E, D * Hkv}));
     REWIND_ASSIGN_OR_RETURN(a.v, b.Mat("attn_v.weight", {E, D * Hkv}));
