@@ -47,6 +47,10 @@ int InspectPreset(const std::string& name) {
   if (c.is_lfm2()) {
     std::printf("layers:          %lld: %lld short conv, %lld attention, each + SwiGLU FFN %lld (%s)\n",
                 (long long)c.n_layer, (long long)n_rec, (long long)n_attn, (long long)c.n_ff, c.layer_pattern.c_str());
+    if (c.n_expert > 0)
+      std::printf("moe:             after %lld dense blocks: %lld experts, top %lld (sigmoid router), width %lld\n",
+                  (long long)c.n_dense_lead, (long long)c.n_expert, (long long)c.n_expert_used,
+                  (long long)c.n_ff_exp);
     std::printf("short conv:      conv kernel (l_cache) %lld  channels %lld\n", (long long)c.ssm_conv,
                 (long long)c.ssm_conv_dim());
   } else if (c.is_mamba2()) {
@@ -137,6 +141,10 @@ int Inspect(int argc, char** argv) {
   if (c.arch == model::Arch::kNemotronHMoe) {
     std::printf("ffn:             MoE layers: %d experts, top %d (sigmoid router), expert width %d, shared expert width %d\n",
                 c.n_expert, c.n_expert_used, c.n_ff_exp, c.n_ff_shexp);
+  } else if (c.arch == model::Arch::kLfm2Moe) {
+    std::printf("ffn:             %d dense SwiGLU blocks (width %d), then MoE: %d experts, top %d (sigmoid router), "
+                "expert width %d\n",
+                c.n_layer_dense_lead, c.n_ff, c.n_expert, c.n_expert_used, c.n_ff_exp);
   } else if (c.arch == model::Arch::kNemotronH) {
     std::printf("ffn:             ReLU² MLP layers, width %d\n", c.n_ff);
   } else if (c.softmax_moe()) {

@@ -80,12 +80,13 @@ const char* ArchName(Arch a) {
     case Arch::kNemotronHMoe: return "nemotron_h_moe";
     case Arch::kGraniteHybrid: return "granitehybrid";
     case Arch::kLfm2: return "lfm2";
+    case Arch::kLfm2Moe: return "lfm2moe";
   }
   return "?";
 }
 
 std::string SupportedArchs() {
-  return "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid, lfm2";
+  return "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid, lfm2, lfm2moe";
 }
 
 int32_t ModelConfig::n_recurrent_layers() const {
@@ -130,6 +131,8 @@ Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
     c.arch = Arch::kGraniteHybrid;
   } else if (c.arch_name == "lfm2") {
     c.arch = Arch::kLfm2;
+  } else if (c.arch_name == "lfm2moe") {
+    c.arch = Arch::kLfm2Moe;
   } else {
     return Error::Unsupported("architecture '" + c.arch_name + "' is not supported (supported: " +
                               SupportedArchs() + ")");
@@ -264,7 +267,12 @@ Status ModelConfig::Validate() const {
     if (n_recurrent_layers() > 0 && (ssm_conv_kernel < 2 || ssm_conv_kernel > 64))
       return bad("shortconv.l_cache must be in 2..64");
     if (n_attn_layers() > 0 && n_head * head_dim != n_embd) return bad("head_count * head size must be embedding_length");
-    if (n_ff <= 0) return bad("feed_forward_length must be > 0");
+    if (n_ff <= 0 && n_layer_dense_lead > 0) return bad("feed_forward_length must be > 0");
+    if (arch == Arch::kLfm2Moe && n_layer_dense_lead < n_layer) {
+      if (n_expert <= 0) return bad("expert_count must be > 0");
+      if (n_expert_used <= 0 || n_expert_used > n_expert) return bad("expert_used_count must be in 1..expert_count");
+      if (n_ff_exp <= 0) return bad("expert_feed_forward_length must be > 0");
+    }
     return Status::Ok();
   }
   if (n_recurrent_layers() > 0) {

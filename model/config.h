@@ -13,10 +13,10 @@
 
 namespace rw::model {
 
-enum class Arch { kQwen35, kQwen35Moe, kQwen3Next, kNemotronH, kNemotronHMoe, kGraniteHybrid, kLfm2 };
+enum class Arch { kQwen35, kQwen35Moe, kQwen3Next, kNemotronH, kNemotronHMoe, kGraniteHybrid, kLfm2, kLfm2Moe };
 const char* ArchName(Arch a);
-// "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid, lfm2": the architectures this build
-// runs.
+// "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid, lfm2, lfm2moe": the architectures
+// this build runs.
 std::string SupportedArchs();
 
 // Qwen, Granite and LFM2 blocks are [mixer (kGdn, kMamba2, kShortConv or kAttention) + FFN]; nemotron_h has one
@@ -76,7 +76,8 @@ struct ModelConfig {
   int32_t n_expert_used = 0;
   int32_t n_ff_exp = 0;         // F
   int32_t n_ff_shexp = 0;       // Fs
-  bool expert_weights_norm = false;   // nemotron_h_moe: renormalise the top-k sigmoid weights
+  int32_t n_layer_dense_lead = 0;     // lfm2moe: the first blocks have a dense FFN, the others a MoE
+  bool expert_weights_norm = false;   // nemotron_h_moe, lfm2moe: renormalise the top-k sigmoid weights
   float expert_weights_scale = 0.0f;  // nemotron_h_moe: then multiply them (0 or 1: none)
 
   std::vector<LayerKind> kinds;       // [n_layer]
@@ -97,7 +98,10 @@ struct ModelConfig {
   // Weights named and bound like the Qwen family (weights.cc); else the Mamba-2 hybrids (nemotron_weights.cc) or
   // LFM2 (lfm2_weights.cc).
   bool qwen_blocks() const { return !is_mamba2() && !is_lfm2(); }
-  bool is_lfm2() const { return arch == Arch::kLfm2; }
+  bool is_lfm2() const { return arch == Arch::kLfm2 || arch == Arch::kLfm2Moe; }
+  // The sigmoid-routed MoE with a selection bias (experts.cc): nemotron_h_moe (ReLU² experts, shared expert),
+  // lfm2moe (SwiGLU experts, no shared expert).
+  bool sigmoid_moe() const { return arch == Arch::kNemotronHMoe || arch == Arch::kLfm2Moe; }
   bool is_moe() const { return arch == Arch::kQwen35Moe || arch == Arch::kQwen3Next; }
   // Granite 4.0-H-Tiny / -Small: a softmax-routed MoE of SwiGLU experts (feed_forward_length wide) plus an
   // ungated SwiGLU shared expert (expert_shared_feed_forward_length; 0: none) in every block.

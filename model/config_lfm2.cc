@@ -20,8 +20,26 @@ Status ReadLfm2(const gguf::File& f, ModelConfig* out) {
   REWIND_ASSIGN_OR_RETURN(c.eps, f.GetF32(Key(a, "attention.layer_norm_rms_epsilon")));
   REWIND_ASSIGN_OR_RETURN(c.ssm_conv_kernel, ReqU32(f, Key(a, "shortconv.l_cache")));
   REWIND_ASSIGN_OR_RETURN(c.n_ff, OptU32OrArr(f, Key(a, "feed_forward_length"), 0, c.n_layer_all));
-  if (f.Has(Key(a, "expert_count")))
+  c.n_layer_dense_lead = c.n_layer;  // lfm2: every block dense
+  if (c.arch == Arch::kLfm2Moe) {
+    // llama_model_lfm2moe: leading dense blocks, then build_moe_ffn with exp_probs_b, renormalised top-k
+    // weights (expert_weights_scale is not read), SwiGLU experts, no shared expert.
+    REWIND_ASSIGN_OR_RETURN(c.n_layer_dense_lead, OptU32(f, Key(a, "leading_dense_block_count"), 0));
+    REWIND_ASSIGN_OR_RETURN(c.n_expert, OptU32(f, Key(a, "expert_count"), 0));
+    REWIND_ASSIGN_OR_RETURN(c.n_expert_used, OptU32OrArr(f, Key(a, "expert_used_count"), 0, c.n_layer_all));
+    REWIND_ASSIGN_OR_RETURN(c.n_ff_exp,
+                            OptU32OrArr(f, Key(a, "expert_feed_forward_length"), 0, c.n_layer_all));
+    REWIND_ASSIGN_OR_RETURN(int32_t gating, ReqU32(f, Key(a, "expert_gating_func")));
+    if (gating != 2)
+      return Error::Unsupported(a + ".expert_gating_func " + std::to_string(gating) +
+                                ": only sigmoid routing (2) is supported");
+    REWIND_ASSIGN_OR_RETURN(int32_t groups, OptU32(f, Key(a, "expert_group_count"), 0));
+    if (groups > 1)
+      return Error::Unsupported(a + ": expert groups (expert_group_count > 1) are not supported");
+    c.expert_weights_norm = true;
+  } else if (f.Has(Key(a, "expert_count"))) {
     return Error::Unsupported(a + ": mixture-of-experts layers are not supported for this architecture");
+  }
   REWIND_ASSIGN_OR_RETURN(int32_t swa, OptU32(f, Key(a, "attention.sliding_window"), 0));
   if (swa > 0) return Error::Unsupported(a + ": sliding-window attention is not supported");
   if (const gguf::Value* v = f.Find(Key(a, "attention.causal"));

@@ -29,7 +29,7 @@ Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* c);
 
 // Everything after general.architecture / general.name for LFM2 (llama.cpp v0.5.0 llama_model_lfm2): a layer is a
 // short convolution iff its attention.head_count_kv is 0, else attention (q/k norms, NeoX RoPE); every block
-// has a dense SwiGLU FFN (config_lfm2.cc).
+// has a dense SwiGLU FFN (lfm2moe: after n_layer_dense_lead blocks, a sigmoid-routed MoE) (config_lfm2.cc).
 Status ReadLfm2(const gguf::File& f, ModelConfig* c);
 
 }  // namespace rw::model::internal

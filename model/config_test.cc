@@ -98,6 +98,20 @@ TEST(ModelConfig, ReadsLfm2ShortConvLayersAndSizes) {
   auto m = Model::Load(kDir + "tiny-lfm2-f32.gguf");
   ASSERT_TRUE(m.ok()) << m.error().ToString();
   EXPECT_EQ((*m)->MakeStateShape().bytes_per_state(), c->StateBytesPerSeq());
+  // lfm2moe: two leading dense blocks, then sigmoid-routed MoE blocks (renormalised, no shared expert).
+  auto fm = gguf::File::Open(kDir + "tiny-lfm2-moe-f32.gguf");
+  ASSERT_TRUE(fm.ok()) << fm.error().ToString();
+  auto moe = ModelConfig::FromGguf(**fm);
+  ASSERT_TRUE(moe.ok()) << moe.error().ToString();
+  EXPECT_EQ(moe->arch, Arch::kLfm2Moe);
+  EXPECT_TRUE(moe->is_lfm2());
+  EXPECT_TRUE(moe->sigmoid_moe());
+  EXPECT_EQ(moe->n_layer_dense_lead, 2);
+  EXPECT_EQ(moe->n_expert, 8);
+  EXPECT_EQ(moe->n_expert_used, 2);
+  EXPECT_EQ(moe->n_ff_exp, 16);
+  EXPECT_TRUE(moe->expert_weights_norm);
+  EXPECT_EQ(moe->StateBytesPerSeq(), c->StateBytesPerSeq());
 }
 
 TEST(ModelConfig, ReadsTinyQwen35Hyperparameters) {

@@ -16,8 +16,6 @@ namespace rw::model::internal {
 
 using kernels::ParallelFor;
 
-namespace {
-
 void SwiGluFfn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
                kernels::ThreadPool* pool) {
   const int64_t F = gate.n_rows;
@@ -29,8 +27,6 @@ void SwiGluFfn(const Matrix& gate, const Matrix& up, const Matrix& down, const f
   kernels::SwiGlu(g, u, static_cast<int64_t>(N) * F, g);
   kernels::MatMul(down, g, N, out, pool);
 }
-
-}  // namespace
 
 // nemotron_h MLP: down · relu(up · x)².
 void ReluSqrFfn(const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
@@ -48,8 +44,8 @@ void ReluSqrFfn(const Matrix& up, const Matrix& down, const float* x, int32_t N,
 
 void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
                 kernels::ThreadPool* pool) {
+  if (cfg.sigmoid_moe() && w.router.data != nullptr) return SigmoidMoeForward(cfg, w, t, N, out, pool);
   if (cfg.is_nemotron()) {
-    if (w.router.data != nullptr) return SigmoidMoeForward(cfg, w, t, N, out, pool);
     ReluSqrFfn(w.up, w.down, t, N, out, pool);
     return;
   }

@@ -143,6 +143,7 @@ TEST(Forward, NemotronHIsSplitInvariant) { CheckSplitsAndThreads("tiny-nemotron-
 TEST(Forward, NemotronHMoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-nemotron-h-moe-f32.gguf", KvType::kF16, 32); }
 TEST(Forward, GraniteHybridIsSplitInvariant) { CheckSplitsAndThreads("tiny-granite-h-f32.gguf", KvType::kF32, 8); }
 TEST(Forward, Lfm2ShortConvHybridIsSplitInvariant) { CheckSplitsAndThreads("tiny-lfm2-f32.gguf", KvType::kF16, 8); }
+TEST(Forward, Lfm2MoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-lfm2-moe-f32.gguf", KvType::kF16, 16); }
 TEST(Forward, GraniteHybridMoeIsSplitInvariant) {
   CheckSplitsAndThreads("tiny-granite-h-moe-f32.gguf", KvType::kF16, 16);
 }
@@ -294,6 +295,7 @@ TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsNemotronHMoe) {
 }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsGraniteHybrid) { CheckFusedReplay("tiny-granite-h-f32.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsLfm2) { CheckFusedReplay("tiny-lfm2-f32.gguf"); }
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsLfm2Moe) { CheckFusedReplay("tiny-lfm2-moe-f32.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsGraniteHybridMoe) {
   CheckFusedReplay("tiny-granite-h-moe-f32.gguf");
 }

@@ -105,11 +105,14 @@ void ShortConvForward(const ModelConfig& cfg, const ShortConvWeights& w, int32_t
 // rounded, summed in k order): a token's output depends on that token alone.
 void RunExperts(int32_t N, int32_t K, int32_t X, int32_t E, const int32_t* sel, const float* wt, const float* t,
                 float* out, const std::function<void(int32_t, const float*, int32_t, float*)>& expert);
+// down · (silu(gate · x) ⊙ (up · x)) (dense FFN and experts).
+void SwiGluFfn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
+               kernels::ThreadPool* pool);
 // down · relu(up · x)² (nemotron_h MLP and experts).
 void ReluSqrFfn(const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
                 kernels::ThreadPool* pool);
-// nemotron_h_moe: sigmoid router with a selection bias, top-k, optional renormalisation and scale, ReLU² experts
-// plus a ReLU² shared expert (experts.cc).
+// nemotron_h_moe / lfm2moe: sigmoid router with a selection bias, top-k, optional renormalisation and scale,
+// ReLU² experts plus a ReLU² shared expert (nemotron_h_moe) or SwiGLU experts (lfm2moe) (experts.cc).
 void SigmoidMoeForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
                        kernels::ThreadPool* pool);
 // Dense SwiGLU / MoE (Qwen) or the ReLU² MLP / sigmoid MoE (nemotron_h, nemotron_h_moe).

@@ -1,6 +1,7 @@
 // Binding of one LFM2 block (llama.cpp v0.5.0 llama_model_lfm2::load_arch_tensors): attn_norm, then a short
 // convolution (shortconv.in_proj / conv / out_proj) or an attention (attn_q/k/v/output, attn_q_norm,
-// attn_k_norm), then ffn_norm and a dense SwiGLU FFN.
+// attn_k_norm), then ffn_norm and a dense SwiGLU FFN (lfm2moe after the leading dense blocks: a
+// sigmoid-routed MoE of SwiGLU experts).
 #include "model/binder.h"
 
 namespace rw::model::internal {
@@ -26,7 +27,15 @@ Status BindLfm2Block(const TensorBinder& b, const ModelConfig& c, int32_t il, La
     REWIND_ASSIGN_OR_RETURN(a.k_norm, b.F32("attn_k_norm.weight", {D}));
   }
   REWIND_ASSIGN_OR_RETURN(L->post_norm, b.F32("ffn_norm.weight", {E}));
-  return BindFfn(b, c, &L->ffn);
+  if (il < c.n_layer_dense_lead) return BindFfn(b, c, &L->ffn);
+  FfnWeights& f = L->ffn;  // lfm2moe: sigmoid router with a selection bias, SwiGLU experts
+  const int64_t X = c.n_expert, F = c.n_ff_exp;
+  REWIND_ASSIGN_OR_RETURN(f.router, b.Mat("ffn_gate_inp.weight", {E, X}));
+  REWIND_ASSIGN_OR_RETURN(f.exp_probs_b, b.F32("exp_probs_b.bias", {X}));
+  REWIND_ASSIGN_OR_RETURN(f.gate_exps, b.Mat("ffn_gate_exps.weight", {E, F, X}));
+  REWIND_ASSIGN_OR_RETURN(f.up_exps, b.Mat("ffn_up_exps.weight", {E, F, X}));
+  REWIND_ASSIGN_OR_RETURN(f.down_exps, b.Mat("ffn_down_exps.weight", {F, E, X}));
+  return Status::Ok();
 }
 
 }  // namespace rw::model::internal

@@ -234,6 +234,16 @@ ModelConfig Lfm2(const char* preset, const char* pattern, int64_t embd, int64_t 
   return c;
 }
 
+// LFM2-MoE (lfm2moe): `dense_lead` blocks with the dense FFN, then sigmoid-routed MoE blocks of SwiGLU experts.
+ModelConfig Lfm2Moe(ModelConfig c, int64_t dense_lead, int64_t experts, int64_t used, int64_t ff_exp) {
+  c.arch = "lfm2moe";
+  c.n_dense_lead = dense_lead;
+  c.n_expert = experts;
+  c.n_expert_used = used;
+  c.n_ff_exp = ff_exp;
+  return c;
+}
+
 // Nemotron 3 Nano family (nemotron_h_moe): MoE layers (E) with a sigmoid router and selection bias, ReLU² experts
 // and shared expert; renormalised top-k weights scaled by 2.5.
 ModelConfig NemotronHMoe(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads,
@@ -316,6 +326,17 @@ std::vector<Preset> MakePresets() {
     lfm.n_ctx_train = 8192;
     p.push_back({"tiny-lfm2", "the tiny-lfm2 test fixture shape (lfm2: short conv + attention, E 128, 6 layers)", lfm});
   }
+  {
+    ModelConfig moe = Lfm2Moe(Lfm2("tiny-lfm2-moe", "CC*C*C", 128, 4, 2, 256), 2, 8, 2, 16);
+    moe.default_seed = 2601;
+    moe.n_ctx_train = 8192;
+    p.push_back({"tiny-lfm2-moe",
+                 "the tiny-lfm2-moe test fixture shape (lfm2moe: 2 dense blocks, then 8 experts top-2, E 128, 6 layers)",
+                 moe});
+  }
+  p.push_back({"lfm2-8b-a1b",
+               "LFM2-8B-A1B shape (lfm2moe, E 2048, 24 layers: 18 short conv, 6 attention; 32 experts top-4)",
+               Lfm2Moe(Lfm2("lfm2-8b-a1b", "CC*CCC*CCC*CCC*CCC*CC*CC", 2048, 32, 8, 7168), 2, 32, 4, 1792)});
   p.push_back({"lfm2-1.2b", "LFM2-1.2B shape (lfm2, E 2048, 16 layers: 10 short conv, 6 attention)",
                Lfm2("lfm2-1.2b", "CC*CC*CC*C*C*C*C", 2048, 32, 8, 8192)});
   return p;
@@ -371,6 +392,9 @@ Status ModelConfig::Validate() const {
         n_ff <= 0 || ssm_conv < 2 || n_nextn != 0 || static_cast<int64_t>(layer_pattern.size()) != n_layer ||
         layer_pattern.find_first_not_of("C*") != std::string::npos)
       return bad("lfm2 needs C / * layers, heads of E / head_count, an FFN, l_cache >= 2 and no MTP block");
+    if (arch == "lfm2moe" && (n_dense_lead < 0 || n_dense_lead > n_layer || n_expert <= 0 || n_expert_used <= 0 ||
+                              n_expert_used > n_expert || n_ff_exp <= 0))
+      return bad("lfm2moe needs experts (count, top-k, width) and at most n_layer leading dense blocks");
     return Status::Ok();
   }
   if (n_embd <= 0 || n_layer <= 0 || n_head <= 0 || n_head_kv <= 0 || head_dim <= 0 || ssm_state <= 0 ||

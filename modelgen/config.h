@@ -47,10 +47,11 @@ struct ModelConfig {
   float expert_weights_scale = 0;  // nemotron_h_moe (renormalised top-k weights times this)
   bool granite_rope = false;
 
-  bool is_moe() const { return n_expert > 0 && !is_mamba2(); }  // the Qwen MoE FFN in every block
+  bool is_moe() const { return n_expert > 0 && layer_pattern.empty(); }  // the Qwen MoE FFN in every block
   bool is_mamba2() const { return !layer_pattern.empty() && !is_lfm2(); }
   // LFM2: pattern C = short convolution, * = attention (q/k norms, NeoX RoPE); a SwiGLU FFN in every block.
-  bool is_lfm2() const { return arch == "lfm2"; }
+  bool is_lfm2() const { return arch == "lfm2" || arch == "lfm2moe"; }
+  int64_t n_dense_lead = 0;  // lfm2moe: leading blocks with a dense FFN (the others: sigmoid-routed MoE)
   bool has_rope_sections() const { return arch != "qwen3next"; }
   int64_t n_layer_all() const { return n_layer + n_nextn; }
   int64_t ssm_head_dim() const { return is_mamba2() ? mamba_head_dim : ssm_state; }  // rows of a head's state

@@ -1,5 +1,6 @@
-// LFM2 generator: llama.cpp v0.5.0 names and shapes (llama_model_lfm2::load_arch_tensors), metadata as
-// conversion/lfm2.py writes it: per-layer attention.head_count_kv (0 = short convolution), shortconv.l_cache,
+// LFM2 / LFM2-MoE generator: llama.cpp v0.5.0 names and shapes (llama_model_lfm2 / lfm2moe
+// load_arch_tensors), metadata as conversion/lfm2.py writes it (lfm2moe: leading dense blocks, then
+// sigmoid-routed MoE blocks): per-layer attention.head_count_kv (0 = short convolution), shortconv.l_cache,
 // the final norm named token_embd_norm.
 #include "modelgen/planner.h"
 
@@ -20,6 +21,13 @@ void Lfm2Metadata(const ModelConfig& c, gguf::Writer* w) {
   w->SetU32(a + "vocab_size", static_cast<uint32_t>(c.n_vocab));
   w->SetU32(a + "shortconv.l_cache", static_cast<uint32_t>(c.ssm_conv));
   w->SetU32(a + "feed_forward_length", static_cast<uint32_t>(c.n_ff));
+  if (c.arch == "lfm2moe") {  // conversion/lfm2.py LFM2MoeModel
+    w->SetU32(a + "expert_count", static_cast<uint32_t>(c.n_expert));
+    w->SetU32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
+    w->SetU32(a + "expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
+    w->SetU32(a + "leading_dense_block_count", static_cast<uint32_t>(c.n_dense_lead));
+    w->SetU32(a + "expert_gating_func", 2);  // sigmoid
+  }
 }
 
 std::vector<TensorSpec> Lfm2Plan(const ModelConfig& c) {
@@ -49,6 +57,15 @@ std::vector<TensorSpec> Lfm2Plan(const ModelConfig& c) {
       p.Gain(il, "attn_k_norm", D);
     }
     p.Gain(il, "ffn_norm", E);
+    if (c.arch == "lfm2moe" && il >= c.n_dense_lead) {
+      const int64_t X = c.n_expert, Fe = c.n_ff_exp;
+      p.Add(il, "ffn_gate_inp", {E, X}, Init::kNormal, 0, 2.5 / std::sqrt(static_cast<double>(E)), true);
+      p.Add(il, "exp_probs_b", {X}, Init::kNormal, 0, 0.1, true, ".bias");
+      p.Matrix(il, "ffn_gate_exps", {E, Fe, X}, InStd(E));
+      p.Matrix(il, "ffn_up_exps", {E, Fe, X}, InStd(E));
+      p.Matrix(il, "ffn_down_exps", {Fe, E, X}, ResidualStd(Fe));
+      continue;
+    }
     p.Matrix(il, "ffn_gate", {E, F}, InStd(E));
     p.Matrix(il, "ffn_up", {E, F}, InStd(E));
     p.Matrix(il, "ffn_down", {F, E}, ResidualStd(F));

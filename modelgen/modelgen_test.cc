@@ -316,9 +316,15 @@ TEST(MakeModel, PlansEveryPresetWithConsistentShapes) {
       }
     }
     const bool granite_moe = c.arch == "granitehybrid" && c.n_expert > 0;  // experts in every block
-    EXPECT_EQ(experts, c.is_moe() ? c.n_layer_all() : granite_moe ? c.n_layer : 0) << p.name;
-    const int64_t want_dense = granite_moe                                 ? 0
-                               : c.arch == "granitehybrid" || c.is_lfm2() ? c.n_layer
+    const int64_t lfm2_dense = c.arch == "lfm2moe" ? c.n_dense_lead : c.n_layer;  // then MoE blocks
+    EXPECT_EQ(experts, c.is_moe()      ? c.n_layer_all()
+                       : granite_moe   ? c.n_layer
+                       : c.is_lfm2()   ? c.n_layer - lfm2_dense
+                                       : 0)
+        << p.name;
+    const int64_t want_dense = granite_moe                  ? 0
+                               : c.is_lfm2()                ? lfm2_dense
+                               : c.arch == "granitehybrid"  ? c.n_layer
                                : c.arch == "nemotron_h_moe" ? 0
                                : c.is_mamba2()             ? c.n_layer - want_attn - want_rec
                                : c.is_moe()             ? 0

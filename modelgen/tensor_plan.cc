@@ -129,6 +129,7 @@ const ArchSpec kArchs[] = {
     {"nemotron_h_moe", NemotronHMetadata, NemotronHPlan},
     {"granitehybrid", GraniteHybridMetadata, NemotronHPlan},
     {"lfm2", Lfm2Metadata, Lfm2Plan},
+    {"lfm2moe", Lfm2Metadata, Lfm2Plan},
 };
 
 }  // namespace
