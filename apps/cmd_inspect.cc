@@ -44,10 +44,22 @@ int InspectPreset(const std::string& name) {
   }
   const uint64_t state = c.StateBytesPerSeq(), replay = c.ReplayBytesPerToken();
   std::printf("preset:          %s (%s; shape only, no weights)\n", name.c_str(), c.arch.c_str());
-  if (c.is_mamba2()) {
+  if (c.is_lfm2()) {
+    std::printf("layers:          %lld: %lld short conv, %lld attention, each + SwiGLU FFN %lld (%s)\n",
+                (long long)c.n_layer, (long long)n_rec, (long long)n_attn, (long long)c.n_ff, c.layer_pattern.c_str());
+    if (c.n_expert > 0)
+      std::printf("moe:             after %lld dense blocks: %lld experts, top %lld (sigmoid router), width %lld\n",
+                  (long long)c.n_dense_lead, (long long)c.n_expert, (long long)c.n_expert_used,
+                  (long long)c.n_ff_exp);
+    std::printf("short conv:      conv kernel (l_cache) %lld  channels %lld\n", (long long)c.ssm_conv,
+                (long long)c.ssm_conv_dim());
+  } else if (c.is_mamba2()) {
     if (c.arch == "granitehybrid") {
-      std::printf("layers:          %lld: %lld Mamba-2, %lld attention, each + SwiGLU FFN (%s)\n", (long long)c.n_layer,
-                  (long long)n_rec, (long long)n_attn, c.layer_pattern.c_str());
+      std::printf("layers:          %lld: %lld Mamba-2, %lld attention, each + SwiGLU %s (%s)\n", (long long)c.n_layer,
+                  (long long)n_rec, (long long)n_attn, c.n_expert > 0 ? "MoE" : "FFN", c.layer_pattern.c_str());
+      if (c.n_expert > 0)
+        std::printf("moe:             %lld experts, top %lld (softmax router), expert width %lld, shared expert %lld\n",
+                    (long long)c.n_expert, (long long)c.n_expert_used, (long long)c.n_ff_exp, (long long)c.n_ff_shexp);
     } else {
       std::printf("layers:          %lld: %lld Mamba-2, %lld attention, %lld %s (%s)\n", (long long)c.n_layer,
                   (long long)n_rec, (long long)n_attn, (long long)(c.n_layer - n_rec - n_attn),
@@ -106,7 +118,8 @@ int Inspect(int argc, char** argv) {
   std::printf("embedding:       %d   vocab: %d   context (train): %d   rms eps: %g\n", c.n_embd, c.n_vocab,
               c.n_ctx_train, c.eps);
   std::printf("layers:          %d trunk (+%d MTP, not run): %d recurrent (%s), %d attention, %d MLP-only\n",
-              c.n_layer, c.n_nextn, c.n_recurrent_layers(), c.is_mamba2() ? "Mamba-2" : "GDN", c.n_attn_layers(),
+              c.n_layer, c.n_nextn, c.n_recurrent_layers(),
+              c.is_mamba2() ? "Mamba-2" : c.is_lfm2() ? "short conv" : "GDN", c.n_attn_layers(),
               c.n_layer - c.n_recurrent_layers() - c.n_attn_layers());
   std::printf("attention:       Hq %d  Hkv %d  head dim %d  rope dims %d  base %g  scale %g%s", c.n_head,
               c.n_head_kv, c.head_dim, c.n_rot, c.rope_freq_base, c.rope_freq_scale, c.rope_yarn ? "  yarn" : "");
@@ -114,7 +127,10 @@ int Inspect(int argc, char** argv) {
     std::printf("  imrope sections [%d, %d, %d, %d]", c.rope_sections[0], c.rope_sections[1], c.rope_sections[2],
                 c.rope_sections[3]);
   std::printf("\n");
-  if (c.is_mamba2()) {
+  if (c.is_lfm2()) {
+    std::printf("short conv:      conv kernel (l_cache) %d  channels %d (state: the last %d B·x rows)\n",
+                c.ssm_conv_kernel, c.ssm_conv_dim(), c.ssm_conv_kernel - 1);
+  } else if (c.is_mamba2()) {
     std::printf("mamba-2:         conv kernel %d  heads %d x %d  groups %d  state %d  conv channels %d\n",
                 c.ssm_conv_kernel, c.ssm_heads, c.ssm_head_dim(), c.ssm_group, c.ssm_state, c.ssm_conv_dim());
   } else {
@@ -125,17 +141,22 @@ int Inspect(int argc, char** argv) {
   if (c.arch == model::Arch::kNemotronHMoe) {
     std::printf("ffn:             MoE layers: %d experts, top %d (sigmoid router), expert width %d, shared expert width %d\n",
                 c.n_expert, c.n_expert_used, c.n_ff_exp, c.n_ff_shexp);
+  } else if (c.arch == model::Arch::kLfm2Moe) {
+    std::printf("ffn:             %d dense SwiGLU blocks (width %d), then MoE: %d experts, top %d (sigmoid router), "
+                "expert width %d\n",
+                c.n_layer_dense_lead, c.n_ff, c.n_expert, c.n_expert_used, c.n_ff_exp);
   } else if (c.arch == model::Arch::kNemotronH) {
     std::printf("ffn:             ReLU² MLP layers, width %d\n", c.n_ff);
-  } else if (c.is_moe()) {
-    std::printf("ffn:             MoE %d experts, top %d, expert width %d, shared expert width %d\n", c.n_expert,
-                c.n_expert_used, c.n_ff_exp, c.n_ff_shexp);
+  } else if (c.softmax_moe()) {
+    std::printf("ffn:             MoE %d experts, top %d (softmax router), expert width %d, shared expert width %d%s\n",
+                c.n_expert, c.n_expert_used, c.n_ff_exp, c.n_ff_shexp, c.is_granite_moe() ? " (ungated)" : "");
   } else {
     std::printf("ffn:             dense SwiGLU, width %d\n", c.n_ff);
   }
   std::string kinds;
-  for (auto k : c.kinds) kinds += "GAMF"[static_cast<int>(k)];
-  std::printf("layer kinds:     %s  (G = gated deltanet, A = attention, M = Mamba-2, F = MLP)\n", kinds.c_str());
+  for (auto k : c.kinds) kinds += model::KindLetter(k);
+  std::printf("layer kinds:     %s  (G = gated deltanet, A = attention, M = Mamba-2, F = MLP, C = short conv)\n",
+              kinds.c_str());
   std::printf("output head:     %s\n", m.weights().tied ? "tied to token_embd" : "output.weight");
   std::printf("\nmemory:\n");
   PrintKvBytesPerToken(c.n_attn_layers(), c.n_head_kv, c.head_dim);

@@ -111,6 +111,8 @@ class TemplateChat : public ChatFormatter {
         return grammar::ToolCallFormat::kQwenXml;
       case chat::ToolCallFormat::kNemotronArray:
         return grammar::ToolCallFormat::kNemotronArray;
+      case chat::ToolCallFormat::kLfm2Pythonic:
+        return grammar::ToolCallFormat::kLfm2Pythonic;
       case chat::ToolCallFormat::kHermesJson:
         break;
     }

@@ -1,5 +1,6 @@
 // Model output -> OpenAI message parts, for the Qwen3.5 / Qwen3-Coder conventions (and the other formats of
-// chat/tool_format.h: Nemotron Nano v2's <TOOLCALL>[...]</TOOLCALL>, selected by ParserOptions::format):
+// chat/tool_format.h: Nemotron Nano v2's <TOOLCALL>[...]</TOOLCALL>, LFM2's Python-style
+// <|tool_call_start|>[f(a=1)]<|tool_call_end|>, selected by ParserOptions::format):
 //   [<think>] reasoning </think> content <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n
 //   </function>\n</tool_call> ...
 //   or, inside the same <tool_call> tags, Hermes JSON {"name": ..., "arguments": {...}} (Qwen3, Qwen3-Next);
@@ -34,7 +35,8 @@ struct ParserOptions {
   bool reasoning_in_content = false;
   bool parse_tool_calls = true;
   // The template's format (chat/tool_format.h): which tags delimit a call. kQwenXml and kHermesJson both read
-  // either <tool_call> body; kNemotronArray reads <TOOLCALL>[...]</TOOLCALL>.
+  // either <tool_call> body; kNemotronArray reads <TOOLCALL>[...]</TOOLCALL>, kLfm2Pythonic
+  // <|tool_call_start|>[NAME(ARG=VALUE, ...)]<|tool_call_end|>.
   ToolCallFormat format = ToolCallFormat::kQwenXml;
   // The request's tools (OpenAI format). A parameter whose schema type is string stays a string; integer,
   // number, boolean, object, array and null values are parsed from their JSON text, falling back to a string.

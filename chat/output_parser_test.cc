@@ -330,6 +330,7 @@ TEST(ToolCallFormats, EachFamilyTemplateSelectsItsFormat) {
   EXPECT_EQ(FormatOfTemplate("granite-4.0.jinja"), ToolCallFormat::kHermesJson);
   EXPECT_EQ(FormatOfTemplate("qwen3.5.jinja"), ToolCallFormat::kQwenXml);
   EXPECT_EQ(FormatOfTemplate("qwen3.jinja"), ToolCallFormat::kHermesJson);
+  EXPECT_EQ(FormatOfTemplate("lfm2-8b-a1b.jinja"), ToolCallFormat::kLfm2Pythonic);
 }
 
 TEST(ToolCallFormats, ParsesNemotronNanoV2ToolCallArraysAsParallelCalls) {
@@ -441,6 +442,106 @@ TEST(ToolCallFormats, NemotronArrayStreamingSplitAtEveryByteMatchesOneShot) {
     std::vector<size_t> every;
     for (size_t i = 1; i < text.size(); ++i) every.push_back(i);
     ExpectSame(Stream(text, opt, every), one, "byte by byte: " + text);
+  }
+}
+
+// --- LFM2: Python-style calls between <|tool_call_start|> and <|tool_call_end|>. ---
+
+ParserOptions Lfm2() {
+  ParserOptions o;
+  o.format = ToolCallFormat::kLfm2Pythonic;
+  o.tools = WeatherTools();
+  return o;
+}
+
+const char* kLfm2Output =
+    "Checking both.<|tool_call_start|>[get_weather(city=\"Oslo\", days=2), get_weather(city='Rome', "
+    "tags=['a', {'k': ']}', \"n\": (1, -2.5e3)}], ok=True, none=None, esc=\"q\\\"\\u00e9\\n\")]"
+    "<|tool_call_end|>";
+
+TEST(ToolCallFormats, ParsesLfm2PythonStyleCallsAsParallelCalls) {
+  ParsedMessage m = ParseOutput(kLfm2Output, Lfm2());
+  EXPECT_EQ(m.content, "Checking both.");
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(m.tool_calls[0].arguments, R"({"city":"Oslo","days":2})");
+  EXPECT_EQ(m.tool_calls[1].arguments,
+            "{\"city\":\"Rome\",\"tags\":[\"a\",{\"k\":\"]}\",\"n\":[1,-2500.0]}],\"ok\":true,"
+            "\"none\":null,\"esc\":\"q\\\"\u00e9\\n\"}");
+  // JSON spellings, no arguments, a lone call without brackets, text after the block.
+  ParsedMessage j = ParseOutput("<|tool_call_start|>[ping(), f(a=true, b=null)]<|tool_call_end|> done", Lfm2());
+  ASSERT_EQ(j.tool_calls.size(), 2u);
+  EXPECT_EQ(j.tool_calls[0].arguments, "{}");
+  EXPECT_EQ(j.tool_calls[1].arguments, R"({"a":true,"b":null})");
+  EXPECT_EQ(j.content, "done");
+  ParsedMessage lone = ParseOutput("<|tool_call_start|>f(a=1,)<|tool_call_end|>", Lfm2());
+  ASSERT_EQ(lone.tool_calls.size(), 1u);
+  EXPECT_EQ(lone.tool_calls[0].arguments, R"({"a":1})");
+  // In this format <tool_call> is just text.
+  EXPECT_TRUE(ParseOutput("<tool_call>\n{\"name\": \"f\"}\n</tool_call>", Lfm2()).tool_calls.empty());
+}
+
+TEST(ToolCallFormats, Lfm2CallsAreLenientAboutEndsButNeverInventCalls) {
+  ParsedMessage cut = ParseOutput("<|tool_call_start|>[f(a=1, b=\"unfinish", Lfm2());
+  ASSERT_EQ(cut.tool_calls.size(), 1u);
+  EXPECT_EQ(cut.tool_calls[0].arguments, R"({"a":1})");  // an incomplete value is left out
+  ParsedMessage no_paren = ParseOutput("<|tool_call_start|>[f(a=1]<|tool_call_end|>", Lfm2());
+  ASSERT_EQ(no_paren.tool_calls.size(), 1u);
+  EXPECT_TRUE(no_paren.content.empty());
+  const char* bad[] = {"see <|tool_call_start|>not a call<|tool_call_end|> here",
+                       "<|tool_call_start|>[]<|tool_call_end|>", "<|tool_call_start|>[\"f\"]<|tool_call_end|>",
+                       "<|tool_call_start|>[42(a=1)]<|tool_call_end|>"};
+  for (const char* text : bad) {
+    ParsedMessage m = ParseOutput(text, Lfm2());
+    EXPECT_TRUE(m.tool_calls.empty()) << text;
+    EXPECT_NE(m.content.find("<|tool_call_start|>"), std::string::npos) << text;
+  }
+  // A broken argument ends the call and the block; the rest is content, not lost.
+  ParsedMessage half = ParseOutput("<|tool_call_start|>[f(a=1, b=oops)]<|tool_call_end|>", Lfm2());
+  ASSERT_EQ(half.tool_calls.size(), 1u);
+  EXPECT_EQ(half.tool_calls[0].arguments, R"({"a":1})");
+  EXPECT_NE(half.content.find("oops"), std::string::npos);
+}
+
+TEST(ToolCallFormats, Lfm2CallsStreamTheNameFirstThenEachArgument) {
+  OutputParser p(Lfm2());
+  ParserDelta d1 = p.Feed("Sure.<|tool_call_start|>[get_weather(ci");
+  EXPECT_EQ(d1.content, "Sure.");
+  ASSERT_EQ(d1.tool_calls.size(), 1u);
+  EXPECT_EQ(d1.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(d1.tool_calls[0].arguments, "");
+  ParserDelta d2 = p.Feed("ty=\"Os");
+  EXPECT_TRUE(d2.empty());
+  ParserDelta d3 = p.Feed("lo\", days=3), get_weather(city=\"Rome\")]<|tool_");
+  ASSERT_EQ(d3.tool_calls.size(), 6u);
+  EXPECT_EQ(d3.tool_calls[0].arguments, R"({"city":"Oslo")");
+  EXPECT_EQ(d3.tool_calls[1].arguments, R"(,"days":3)");
+  EXPECT_EQ(d3.tool_calls[2].arguments, "}");
+  EXPECT_EQ(d3.tool_calls[3].index, 1u);
+  EXPECT_EQ(d3.tool_calls[3].name, "get_weather");
+  EXPECT_EQ(d3.tool_calls[4].arguments, R"({"city":"Rome")");
+  EXPECT_EQ(d3.tool_calls[5].arguments, "}");
+  EXPECT_TRUE(p.Feed("call_end|>").empty());
+  EXPECT_TRUE(p.Finish().empty());
+  EXPECT_EQ(p.message().tool_calls.size(), 2u);
+}
+
+TEST(ToolCallFormats, Lfm2StreamingSplitAtEveryByteMatchesOneShot) {
+  const std::vector<std::string> samples = {
+      kLfm2Output,
+      "a <|tool_call_start|>broken<|tool_call_end|> b <|tool_call_start|>[f()]<|tool_call_end|> c <|tool_ca",
+      "<|tool_call_start|> [ f(a = [1, \"un",
+      "<|tool_call_start|>[f(a=1, b=oops)]<|tool_call_end|>",
+      "<|tool_call_start|>[f(a=1), g(s='\\ud83d\\ude00', t=1.)]\n<|tool_call_end|>\n",
+  };
+  for (const auto& text : samples) {
+    ParsedMessage one = ParseOutput(text, Lfm2());
+    for (size_t cut = 0; cut <= text.size(); ++cut) {
+      ExpectSame(Stream(text, Lfm2(), {cut}), one, "cut " + std::to_string(cut) + ": " + text);
+    }
+    std::vector<size_t> every;
+    for (size_t i = 1; i < text.size(); ++i) every.push_back(i);
+    ExpectSame(Stream(text, Lfm2(), every), one, "byte by byte: " + text);
   }
 }
 

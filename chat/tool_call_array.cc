@@ -6,12 +6,6 @@ namespace rw::chat {
 
 using Result = ToolCallBlock::Result;
 
-Result ToolCallArrayParser::EndAt(size_t at) {
-  if (n_calls_ == 0) return Result::kMalformed;
-  pos_ = at;
-  return Result::kDone;
-}
-
 Result ToolCallArrayParser::Step(bool final, std::vector<ToolCallDelta>* out, bool* progressed) {
   std::string_view all(buf_);
   size_t i = SkipWs(all, pos_);
@@ -25,24 +19,11 @@ Result ToolCallArrayParser::Step(bool final, std::vector<ToolCallDelta>* out, bo
       pos_ = bracketed_ ? i + 1 : i;
       phase_ = Phase::kElement;
       break;
-    case Phase::kAfterElement:
-      if (bracketed_ && rest[0] == ',') {
-        pos_ = i + 1;
-        phase_ = Phase::kElement;
-      } else if (bracketed_ && rest[0] == ']') {
-        pos_ = i + 1;
-        phase_ = Phase::kClose;
-      } else {
-        phase_ = Phase::kClose;  // no "]": the closing tag may follow directly
-      }
+    case Phase::kAfterElement:  // no "]": the closing tag may follow directly
+      phase_ = NextElement(i, rest) ? Phase::kElement : Phase::kClose;
       break;
     case Phase::kClose:
-      if (StartsWith(rest, close_tag_)) {
-        pos_ = i + close_tag_.size();
-        return Result::kDone;
-      }
-      if (!final && MayBecome(rest, close_tag_)) return Result::kNeedMore;
-      return EndAt(pos_);  // anything else after the calls is the caller's
+      return ClosingTag(i, rest, final);
     case Phase::kElement:
       break;
   }

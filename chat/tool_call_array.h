@@ -13,14 +13,15 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/tool_call_list.h"
 #include "chat/tool_call_stream.h"
 
 namespace rw::chat {
 
-class ToolCallArrayParser : public ToolCallBlock {
+class ToolCallArrayParser : public ToolCallList {
  public:
   ToolCallArrayParser(const nlohmann::ordered_json* tools, size_t first_index, std::string_view close_tag)
-      : tools_(tools), first_index_(first_index), close_tag_(close_tag) {}
+      : ToolCallList(close_tag), tools_(tools), first_index_(first_index) {}
 
  private:
   enum class Phase { kOpen, kElement, kAfterElement, kClose };
@@ -28,15 +29,10 @@ class ToolCallArrayParser : public ToolCallBlock {
   // The end of output inside the array: what was parsed stands.
   Result EndOfOutput(std::vector<ToolCallDelta>*) override { return EndAt(buf_.size()); }
   Result Element(bool final, std::vector<ToolCallDelta>* out, bool* progressed);
-  // The block ends at `at`; before any call it is malformed instead.
-  Result EndAt(size_t at);
 
   const nlohmann::ordered_json* tools_;
   size_t first_index_;
-  std::string_view close_tag_;
   Phase phase_ = Phase::kOpen;
-  bool bracketed_ = true;
-  size_t n_calls_ = 0;
   std::unique_ptr<ToolCallBlockParser> element_;  // the element being parsed
   size_t element_start_ = 0;                      // offset in buf_ of the element's text
 };

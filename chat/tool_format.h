@@ -4,6 +4,8 @@
 //   kHermesJson    <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>
 //                  (Qwen3, Qwen3-2507, Qwen3-Next, Granite 4.0; the default)
 //   kNemotronArray <TOOLCALL>[{"name": NAME, "arguments": {...}}, ...]</TOOLCALL>  (Nemotron Nano v2)
+//   kLfm2Pythonic  <|tool_call_start|>[NAME(ARG=VALUE, ...), ...]<|tool_call_end|>  (LFM2: Python-style calls;
+//                  its template names only <|tool_list_start|>, as llama.cpp's is_lfm2_template checks)
 // The output parser reads both <tool_call> bodies whichever of the first two is selected (it detects the
 // body); the format matters for the tags it looks for and for the grammar of forced calls.
 #pragma once
@@ -12,7 +14,7 @@
 
 namespace rw::chat {
 
-enum class ToolCallFormat { kQwenXml, kHermesJson, kNemotronArray };
+enum class ToolCallFormat { kQwenXml, kHermesJson, kNemotronArray, kLfm2Pythonic };
 
 // `text`: a template's source (or a prompt it rendered with tools: it contains the same instructions).
 ToolCallFormat DetectToolCallFormat(std::string_view text);

@@ -134,24 +134,33 @@ TEST(DrafterEngine, SelfDraftingIsAlwaysAccepted) {
   }
 }
 
-// A Mamba-2 hybrid (nemotron_h): n-gram drafts (mostly rejected: rollbacks through the Mamba-2 replay log)
+// A hybrid with another recurrent layer kind: n-gram drafts (mostly rejected: rollbacks through its replay log)
 // and the model drafting for itself keep the plain greedy tokens and logprobs.
-TEST(DrafterEngine, NemotronHKeepsGreedyOutputWithNgramAndDraftModel) {
-  const std::string nemotron = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-nemotron-h-f32.gguf";
-  auto plain = MakeEngine("", 4, true, nemotron, nemotron);
+void CheckGreedyOutputWithNgramAndDraftModel(const std::string& fixture) {
+  const std::string path = std::string(REWIND_TEST_DATA) + "/golden/models/" + fixture;
+  auto plain = MakeEngine("", 4, true, path, path);
   ASSERT_TRUE(plain);
   const auto ref = RunAll(*plain);
   for (const std::string spec : {"ngram", "draft"}) {
     int64_t drafted = 0, accepted = 0;
     for (int draft : {1, 3, 8}) {
-      auto e = MakeEngine(spec, draft, true, nemotron, nemotron);
+      auto e = MakeEngine(spec, draft, true, path, path);
       ASSERT_TRUE(e);
       ExpectPlainOutput(ref, RunAll(*e), spec + " draft " + std::to_string(draft), &drafted, &accepted);
     }
-    std::printf("nemotron_h --spec %s: %lld drafted, %lld accepted\n", spec.c_str(),
+    std::printf("%s --spec %s: %lld drafted, %lld accepted\n", fixture.c_str(), spec.c_str(),
                 static_cast<long long>(drafted), static_cast<long long>(accepted));
     EXPECT_GT(drafted, 0) << spec;
   }
+}
+
+// Mamba-2 (nemotron_h).
+TEST(DrafterEngine, NemotronHKeepsGreedyOutputWithNgramAndDraftModel) {
+  CheckGreedyOutputWithNgramAndDraftModel("tiny-nemotron-h-f32.gguf");
+}
+// LFM2's short convolutions: the replay log holds the B·x rows.
+TEST(DrafterEngine, Lfm2KeepsGreedyOutputWithNgramAndDraftModel) {
+  CheckGreedyOutputWithNgramAndDraftModel("tiny-lfm2-f32.gguf");
 }
 
 }  // namespace

@@ -177,6 +177,23 @@ TEST(ToolGrammar, ForcedXmlCallMatchesTheParsedFormat) {
               "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, "
               "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\", \"days\": 2}}]</TOOLCALL>"));
   EXPECT_FALSE(Matches(*n, "<TOOLCALL>[]</TOOLCALL>"));
+  ToolGrammarOptions lfm2;
+  lfm2.format = ToolCallFormat::kLfm2Pythonic;
+  auto l = ParseGbnf(*ToolCallGbnf(tools, lfm2));
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  EXPECT_TRUE(Matches(*l, "<|tool_call_start|>[get_weather(city=\"Oslo\"), get_weather(city=\"Rome\", days=2)]"
+                          "<|tool_call_end|>"));
+  EXPECT_FALSE(Matches(*l, "<|tool_call_start|>[get_weather(days=2)]<|tool_call_end|>"));  // city is required
+  EXPECT_FALSE(Matches(*l, "<|tool_call_start|>[get_weather(city=Oslo)]<|tool_call_end|>"));
+  // Optional parameters before and after a required one: ", " only between the ones written.
+  json opt_tools = json::parse(R"([{"type":"function","function":{"name":"f","parameters":{"type":"object",
+      "properties":{"a":{"type":"integer"},"b":{"type":"boolean"},"c":{"type":"string"}},"required":["b"]}}}])");
+  auto o = ParseGbnf(*ToolCallGbnf(opt_tools, lfm2));
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  for (const char* call : {"f(b=true)", "f(a=1, b=false)", "f(b=true, c=\"x\")", "f(a=-2, b=true, c=\"\")"})
+    EXPECT_TRUE(Matches(*o, std::string("<|tool_call_start|>[") + call + "]<|tool_call_end|>")) << call;
+  for (const char* call : {"f()", "f(a=1)", "f(, b=true)", "f(b=true, )", "f(b=true c=\"x\")"})
+    EXPECT_FALSE(Matches(*o, std::string("<|tool_call_start|>[") + call + "]<|tool_call_end|>")) << call;
   nemotron.parallel = false;
   auto one = ParseGbnf(*ToolCallGbnf(tools, nemotron));
   ASSERT_TRUE(one.ok());

@@ -1,6 +1,7 @@
 #include "grammar/tool_grammar.h"
 
 #include <set>
+#include <vector>
 
 #include "grammar/json_schema.h"
 
@@ -43,16 +44,25 @@ bool IsPlainString(const json& schema) {
   return schema.is_object() && schema.contains("type") && schema["type"] == "string";
 }
 
-Expected<std::string> XmlFunction(SchemaConverter* c, const std::string& fn, const json& params,
-                                  const json& root) {
-  const std::string base = "fn-" + fn;
-  std::string body = GbnfLiteral("<function=" + fn + ">\n");
-  const json empty = json::object();
-  const json& props = params.is_object() && params.contains("properties") ? params["properties"] : empty;
+// A function's parameter schemas (in schema order) and the names of the required ones.
+const json& Properties(const json& params) {
+  static const json empty = json::object();
+  return params.is_object() && params.contains("properties") ? params["properties"] : empty;
+}
+std::set<std::string> Required(const json& params) {
   std::set<std::string> required;
   if (params.is_object() && params.contains("required") && params["required"].is_array())
     for (const auto& r : params["required"])
       if (r.is_string()) required.insert(r.get<std::string>());
+  return required;
+}
+
+Expected<std::string> XmlFunction(SchemaConverter* c, const std::string& fn, const json& params,
+                                  const json& root) {
+  const std::string base = "fn-" + fn;
+  std::string body = GbnfLiteral("<function=" + fn + ">\n");
+  const json& props = Properties(params);
+  const std::set<std::string> required = Required(params);
   for (auto it = props.begin(); it != props.end(); ++it) {
     const std::string pname = base + "-" + it.key();
     std::string value;
@@ -77,6 +87,35 @@ Expected<std::string> HermesFunction(SchemaConverter* c, const std::string& fn, 
                 GbnfLiteral("{\"name\": " + json(fn).dump() + ", \"arguments\": ") + " " + args + " \"}\"");
 }
 
+// LFM2: NAME(KEY=VALUE, ...) with the properties in schema order, optional ones left out or written, separated
+// by ", "; values in JSON spelling (which the Python-style parser reads: chat/tool_call_pythonic.h).
+Expected<std::string> PythonicFunction(SchemaConverter* c, const std::string& fn, const json& params,
+                                       const json& root) {
+  const std::string base = "fn-" + fn;
+  const json& props = Properties(params);
+  const std::set<std::string> required = Required(params);
+  std::vector<std::string> kv;
+  std::vector<bool> req;
+  for (auto it = props.begin(); it != props.end(); ++it) {
+    const std::string pname = base + "-" + it.key();
+    REWIND_ASSIGN_OR_RETURN(std::string value, c->Rule(it.value(), pname + "-value", root));
+    kv.push_back(c->Add(pname, GbnfLiteral(it.key() + "=") + " " + value));
+    req.push_back(required.count(it.key()) > 0);
+  }
+  // rest[i]: parameters i.. after one was written (each with its ", "); args[i]: parameters i.. when none was.
+  const size_t n = kv.size();
+  std::vector<std::string> rest(n + 1), args(n + 1);
+  for (size_t i = n; i-- > 0;) {
+    const std::string tail = rest[i + 1].empty() ? "" : " " + rest[i + 1];
+    const std::string sep = "\", \" " + kv[i];
+    rest[i] = c->Add(base + "-rest" + std::to_string(i), (req[i] ? sep : "( " + sep + " )?") + tail);
+    const std::string take = kv[i] + tail;
+    args[i] = c->Add(base + "-args" + std::to_string(i),
+                     req[i] ? take : args[i + 1].empty() ? "( " + take + " )?" : "( " + take + " | " + args[i + 1] + " )");
+  }
+  return c->Add(base, GbnfLiteral(fn + "(") + (args[0].empty() ? "" : " " + args[0]) + " \")\"");
+}
+
 }  // namespace
 
 Expected<std::string> ToolCallGbnf(const json& tools, const ToolGrammarOptions& o) {
@@ -92,9 +131,9 @@ Expected<std::string> ToolCallGbnf(const json& tools, const ToolGrammarOptions& 
     if (!o.function.empty() && name != o.function) continue;
     found = true;
     const json params = f.contains("parameters") ? f["parameters"] : json::object();
-    Expected<std::string> rule = o.format == ToolCallFormat::kQwenXml
-                                     ? XmlFunction(&c, name, params, params)
-                                     : HermesFunction(&c, name, params, params);
+    Expected<std::string> rule = o.format == ToolCallFormat::kQwenXml       ? XmlFunction(&c, name, params, params)
+                                 : o.format == ToolCallFormat::kLfm2Pythonic ? PythonicFunction(&c, name, params, params)
+                                                                             : HermesFunction(&c, name, params, params);
     if (!rule.ok()) return Error::InvalidArgument("tool '" + name + "': " + rule.error().message);
     alts += (alts.empty() ? "" : " | ") + *rule;
   }
@@ -104,9 +143,12 @@ Expected<std::string> ToolCallGbnf(const json& tools, const ToolGrammarOptions& 
                                       : "tool_choice names '" + o.function + "', which is not in 'tools'");
   }
   std::string fns = c.Add("tool-fn", alts);
-  if (o.format == ToolCallFormat::kNemotronArray) {  // one block holding every call
+  if (o.format == ToolCallFormat::kNemotronArray || o.format == ToolCallFormat::kLfm2Pythonic) {
+    // one block holding every call
     std::string list = o.parallel ? fns + " ( \", \" " + fns + " )*" : fns;
-    c.Add("root", "\"<TOOLCALL>[\" " + list + " \"]</TOOLCALL>\"");
+    c.Add("root", o.format == ToolCallFormat::kNemotronArray
+                      ? "\"<TOOLCALL>[\" " + list + " \"]</TOOLCALL>\""
+                      : "\"<|tool_call_start|>[\" " + list + " \"]<|tool_call_end|>\"");
   } else {
     std::string call = o.format == ToolCallFormat::kQwenXml
                            ? c.Add("tool-call", "\"<tool_call>\\n\" " + fns + " \"</tool_call>\"")

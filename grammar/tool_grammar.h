@@ -14,6 +14,7 @@ enum class ToolCallFormat {
   kQwenXml,     // <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n</function>\n</tool_call>
   kHermesJson,  // <tool_call>\n{"name": "NAME", "arguments": {...}}\n</tool_call>
   kNemotronArray,  // <TOOLCALL>[{"name": "NAME", "arguments": {...}}, ...]</TOOLCALL> (Nemotron Nano v2)
+  kLfm2Pythonic,   // <|tool_call_start|>[NAME(KEY=VALUE, ...), ...]<|tool_call_end|> (LFM2; JSON-spelled values)
 };
 
 struct ToolGrammarOptions {

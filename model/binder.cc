@@ -58,7 +58,7 @@ Status BindAttention(const TensorBinder& b, const ModelConfig& c, AttnWeights* a
 
 Status BindFfn(const TensorBinder& b, const ModelConfig& c, FfnWeights* f) {
   const int64_t E = c.n_embd;
-  if (!c.is_moe()) {
+  if (!c.softmax_moe()) {
     const int64_t F = c.n_ff;
     REWIND_ASSIGN_OR_RETURN(f->gate, b.Mat("ffn_gate.weight", {E, F}));
     REWIND_ASSIGN_OR_RETURN(f->up, b.Mat("ffn_up.weight", {E, F}));
@@ -75,7 +75,11 @@ Status BindFfn(const TensorBinder& b, const ModelConfig& c, FfnWeights* f) {
     REWIND_ASSIGN_OR_RETURN(f->up_exps, b.Mat("ffn_up_exps.weight", {E, F, X}));
   }
   REWIND_ASSIGN_OR_RETURN(f->down_exps, b.Mat("ffn_down_exps.weight", {F, E, X}));
-  REWIND_ASSIGN_OR_RETURN(f->shexp_gate_inp, b.Mat("ffn_gate_inp_shexp.weight", {E}));
+  if (c.is_moe()) {  // Qwen: the shared expert is gated by sigmoid(ffn_gate_inp_shexp · x); Granite: ungated
+    REWIND_ASSIGN_OR_RETURN(f->shexp_gate_inp, b.Mat("ffn_gate_inp_shexp.weight", {E}));
+  } else if (Fs == 0) {
+    return Status::Ok();  // Granite without a shared expert
+  }
   REWIND_ASSIGN_OR_RETURN(f->shexp_gate, b.Mat("ffn_gate_shexp.weight", {E, Fs}));
   REWIND_ASSIGN_OR_RETURN(f->shexp_up, b.Mat("ffn_up_shexp.weight", {E, Fs}));
   REWIND_ASSIGN_OR_RETURN(f->shexp_down, b.Mat("ffn_down_shexp.weight", {Fs, E}));

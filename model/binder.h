@@ -39,5 +39,8 @@ Status BindAttention(const TensorBinder& b, const ModelConfig& c, AttnWeights* a
 Status BindFfn(const TensorBinder& b, const ModelConfig& c, FfnWeights* f);
 // One block of a Mamba-2 hybrid (nemotron_h): attn_norm and its one sub-layer (nemotron_weights.cc).
 Status BindMamba2HybridBlock(const TensorBinder& b, const ModelConfig& c, int32_t il, LayerWeights* L);
+// One LFM2 block: attn_norm, a short convolution or an attention with q/k norms, ffn_norm and a dense SwiGLU FFN
+// (lfm2_weights.cc).
+Status BindLfm2Block(const TensorBinder& b, const ModelConfig& c, int32_t il, LayerWeights* L);
 
 }  // namespace rw::model::internal

@@ -79,11 +79,15 @@ const char* ArchName(Arch a) {
     case Arch::kNemotronH: return "nemotron_h";
     case Arch::kNemotronHMoe: return "nemotron_h_moe";
     case Arch::kGraniteHybrid: return "granitehybrid";
+    case Arch::kLfm2: return "lfm2";
+    case Arch::kLfm2Moe: return "lfm2moe";
   }
   return "?";
 }
 
-std::string SupportedArchs() { return "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid"; }
+std::string SupportedArchs() {
+  return "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid, lfm2, lfm2moe";
+}
 
 int32_t ModelConfig::n_recurrent_layers() const {
   int32_t n = 0;
@@ -125,6 +129,10 @@ Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
     c.arch = Arch::kNemotronHMoe;
   } else if (c.arch_name == "granitehybrid") {
     c.arch = Arch::kGraniteHybrid;
+  } else if (c.arch_name == "lfm2") {
+    c.arch = Arch::kLfm2;
+  } else if (c.arch_name == "lfm2moe") {
+    c.arch = Arch::kLfm2Moe;
   } else {
     return Error::Unsupported("architecture '" + c.arch_name + "' is not supported (supported: " +
                               SupportedArchs() + ")");
@@ -134,8 +142,8 @@ Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
     auto n = f.GetString("general.name");
     if (n.ok()) c.name = *n;
   }
-  if (c.is_mamba2()) {  // per-layer kinds from per-layer head / FFN counts (config_mamba.cc)
-    REWIND_RETURN_IF_ERROR(internal::ReadMamba2Hybrid(f, &c));
+  if (c.is_mamba2() || c.is_lfm2()) {  // per-layer kinds from per-layer head / FFN counts (config_mamba.cc)
+    REWIND_RETURN_IF_ERROR(c.is_lfm2() ? internal::ReadLfm2(f, &c) : internal::ReadMamba2Hybrid(f, &c));
     REWIND_RETURN_IF_ERROR(c.Validate());
     return c;
   }
@@ -253,6 +261,20 @@ Status ModelConfig::Validate() const {
     if (head_dim <= 0 || head_dim > 1024) return bad("attention.key_length must be in 1..1024");
     if (n_rot <= 0 || n_rot > head_dim || n_rot % 2 != 0) return bad("rope.dimension_count must be even, 1..key_length");
   }
+  if (is_lfm2()) {
+    for (LayerKind k : kinds)
+      if (k != LayerKind::kShortConv && k != LayerKind::kAttention) return bad("LFM2 layers are short-conv or attention");
+    if (n_recurrent_layers() > 0 && (ssm_conv_kernel < 2 || ssm_conv_kernel > 64))
+      return bad("shortconv.l_cache must be in 2..64");
+    if (n_attn_layers() > 0 && n_head * head_dim != n_embd) return bad("head_count * head size must be embedding_length");
+    if (n_ff <= 0 && n_layer_dense_lead > 0) return bad("feed_forward_length must be > 0");
+    if (arch == Arch::kLfm2Moe && n_layer_dense_lead < n_layer) {
+      if (n_expert <= 0) return bad("expert_count must be > 0");
+      if (n_expert_used <= 0 || n_expert_used > n_expert) return bad("expert_used_count must be in 1..expert_count");
+      if (n_ff_exp <= 0) return bad("expert_feed_forward_length must be > 0");
+    }
+    return Status::Ok();
+  }
   if (n_recurrent_layers() > 0) {
     if (ssm_conv_kernel < 1 || ssm_conv_kernel > 64) return bad("ssm.conv_kernel must be in 1..64");
     if (ssm_state <= 0 || ssm_group <= 0 || ssm_heads <= 0) return bad("ssm sizes must be > 0");
@@ -272,6 +294,8 @@ Status ModelConfig::Validate() const {
       if (n_expert_used <= 0 || n_expert_used > n_expert) return bad("expert_used_count must be in 1..expert_count");
       if (n_ff_exp <= 0 || n_ff_shexp <= 0) return bad("expert and shared-expert feed-forward lengths must be > 0");
     }
+    if (is_granite_moe() && (n_expert_used <= 0 || n_expert_used > n_expert))
+      return bad("expert_used_count must be in 1..expert_count");
     if (arch == Arch::kGraniteHybrid && ssm_inner != 2 * n_embd)
       return bad("ssm.inner_size must be 2 * embedding_length (llama.cpp supports only this expansion)");
     return Status::Ok();

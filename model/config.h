@@ -13,16 +13,22 @@
 
 namespace rw::model {
 
-enum class Arch { kQwen35, kQwen35Moe, kQwen3Next, kNemotronH, kNemotronHMoe, kGraniteHybrid };
+enum class Arch { kQwen35, kQwen35Moe, kQwen3Next, kNemotronH, kNemotronHMoe, kGraniteHybrid, kLfm2, kLfm2Moe };
 const char* ArchName(Arch a);
-// "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid": the architectures this build runs.
+// "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid, lfm2, lfm2moe": the architectures
+// this build runs.
 std::string SupportedArchs();
 
-// Qwen and Granite blocks are [mixer (kGdn, kMamba2 or kAttention) + FFN]; nemotron_h has one sub-layer per
-// block: kMamba2, kAttention (plain, no RoPE) or kFfn (ReLU² MLP). kGdn and kMamba2 are the recurrent kinds: they own
-// state slots and replay-log rows, numbered together (kind_index) in layer order.
-enum class LayerKind { kGdn, kAttention, kMamba2, kFfn };
-inline bool IsRecurrent(LayerKind k) { return k == LayerKind::kGdn || k == LayerKind::kMamba2; }
+// Qwen, Granite and LFM2 blocks are [mixer (kGdn, kMamba2, kShortConv or kAttention) + FFN]; nemotron_h has one
+// sub-layer per block: kMamba2, kAttention (plain, no RoPE) or kFfn (ReLU² MLP). kGdn, kMamba2 and kShortConv
+// (LFM2's gated short convolution, a conv window only) are the recurrent kinds: they own state slots and
+// replay-log rows, numbered together (kind_index) in layer order.
+enum class LayerKind { kGdn, kAttention, kMamba2, kFfn, kShortConv };
+inline bool IsRecurrent(LayerKind k) {
+  return k == LayerKind::kGdn || k == LayerKind::kMamba2 || k == LayerKind::kShortConv;
+}
+// One letter per kind for layer listings: G, A, M, F, C.
+inline char KindLetter(LayerKind k) { return "GAMFC"[static_cast<int>(k)]; }
 
 struct ModelConfig {
   Arch arch = Arch::kQwen35;
@@ -56,7 +62,8 @@ struct ModelConfig {
   // residual_scale before the residual add; logits / logit_scale.
   float embedding_scale = 0.0f, residual_scale = 0.0f, logit_scale = 0.0f;
 
-  // Gated DeltaNet / Mamba-2 (the same GGUF keys).
+  // Gated DeltaNet / Mamba-2 (the same GGUF keys). LFM2: ssm_conv_kernel = shortconv.l_cache, ssm_inner = E
+  // (the conv channels), no heads.
   int32_t ssm_conv_kernel = 0;  // Kc
   int32_t ssm_state = 0;        // S (GDN head size) / N (Mamba-2 state size)
   int32_t ssm_group = 0;        // Hk (GDN key heads) / G (Mamba-2 B/C groups)
@@ -69,7 +76,8 @@ struct ModelConfig {
   int32_t n_expert_used = 0;
   int32_t n_ff_exp = 0;         // F
   int32_t n_ff_shexp = 0;       // Fs
-  bool expert_weights_norm = false;   // nemotron_h_moe: renormalise the top-k sigmoid weights
+  int32_t n_layer_dense_lead = 0;     // lfm2moe: the first blocks have a dense FFN, the others a MoE
+  bool expert_weights_norm = false;   // nemotron_h_moe, lfm2moe: renormalise the top-k sigmoid weights
   float expert_weights_scale = 0.0f;  // nemotron_h_moe: then multiply them (0 or 1: none)
 
   std::vector<LayerKind> kinds;       // [n_layer]
@@ -83,13 +91,23 @@ struct ModelConfig {
   // Replay-log floats per token and recurrent layer: raw conv input + (b, a) per GDN head / dt per Mamba-2 head.
   int32_t replay_row_floats() const { return ssm_conv_dim() + (is_mamba2() ? 1 : 2) * ssm_heads; }
   int32_t n_recurrent_layers() const;
-  int32_t n_gdn_layers() const { return is_mamba2() ? 0 : n_recurrent_layers(); }
+  int32_t n_gdn_layers() const { return qwen_blocks() ? n_recurrent_layers() : 0; }
   int32_t n_attn_layers() const;
   bool is_mamba2() const { return is_nemotron() || arch == Arch::kGraniteHybrid; }
   bool is_nemotron() const { return arch == Arch::kNemotronH || arch == Arch::kNemotronHMoe; }
-  // Weights named and bound like the Qwen family (weights.cc); else the Mamba-2 hybrids (nemotron_weights.cc).
-  bool qwen_blocks() const { return !is_mamba2(); }
+  // Weights named and bound like the Qwen family (weights.cc); else the Mamba-2 hybrids (nemotron_weights.cc) or
+  // LFM2 (lfm2_weights.cc).
+  bool qwen_blocks() const { return !is_mamba2() && !is_lfm2(); }
+  bool is_lfm2() const { return arch == Arch::kLfm2 || arch == Arch::kLfm2Moe; }
+  // The sigmoid-routed MoE with a selection bias (experts.cc): nemotron_h_moe (ReLU² experts, shared expert),
+  // lfm2moe (SwiGLU experts, no shared expert).
+  bool sigmoid_moe() const { return arch == Arch::kNemotronHMoe || arch == Arch::kLfm2Moe; }
   bool is_moe() const { return arch == Arch::kQwen35Moe || arch == Arch::kQwen3Next; }
+  // Granite 4.0-H-Tiny / -Small: a softmax-routed MoE of SwiGLU experts (feed_forward_length wide) plus an
+  // ungated SwiGLU shared expert (expert_shared_feed_forward_length; 0: none) in every block.
+  bool is_granite_moe() const { return arch == Arch::kGraniteHybrid && n_expert > 0; }
+  // The softmax router, top-k, renormalised weights and SwiGLU experts of the Qwen MoE (ffn.cc).
+  bool softmax_moe() const { return is_moe() || is_granite_moe(); }
   // Value head h uses key head KeyHead(h): h mod Hk (qwen35*, tiled) or floor(h / r) (qwen3next, grouped).
   int32_t KeyHead(int32_t h) const {
     return arch == Arch::kQwen3Next ? h / (ssm_heads / ssm_group) : h % ssm_group;

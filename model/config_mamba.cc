@@ -121,6 +121,16 @@ Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* out) {
       return Error::Unsupported(a + ": expert groups (expert_group_count > 1) are not supported");
     if (f.Has(Key(a, "moe_latent_size")))
       return Error::Unsupported(a + ": latent MoE projections (moe_latent_size) are not supported");
+  } else if (granite && f.Has(Key(a, "expert_count"))) {
+    // llama.cpp v0.5.0 llama_model_granite_hybrid: experts of feed_forward_length rows, softmax router with
+    // renormalised top-k weights (expert_weights_scale is not read), an optional ungated shared expert.
+    REWIND_ASSIGN_OR_RETURN(c.n_expert, OptU32(f, Key(a, "expert_count"), 0));
+    REWIND_ASSIGN_OR_RETURN(c.n_expert_used, OptU32OrArr(f, Key(a, "expert_used_count"), 0, c.n_layer_all));
+    c.n_ff_exp = c.n_ff;
+    REWIND_ASSIGN_OR_RETURN(c.n_ff_shexp, OptU32(f, Key(a, "expert_shared_feed_forward_length"), 0));
+    REWIND_ASSIGN_OR_RETURN(int32_t groups, OptU32(f, Key(a, "expert_group_count"), 0));
+    if (groups > 1)
+      return Error::Unsupported(a + ": expert groups (expert_group_count > 1) are not supported");
   } else if (f.Has(Key(a, "expert_count"))) {
     return Error::Unsupported(a + ": mixture-of-experts layers are not supported for this architecture");
   }

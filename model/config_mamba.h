@@ -1,5 +1,5 @@
-// Internal to model/: metadata readers shared by config.cc and config_mamba.cc, and the reader of the Mamba-2
-// hybrids (nemotron_h).
+// Internal to model/: metadata readers shared by config.cc, config_mamba.cc and config_lfm2.cc, and the readers
+// of the Mamba-2 hybrids (nemotron_h, granitehybrid) and LFM2.
 #pragma once
 
 #include <string>
@@ -23,7 +23,13 @@ Expected<int32_t> OptU32OrArr(const gguf::File& f, const std::string& key, int32
 // Everything after general.architecture / general.name for a Mamba-2 hybrid (c->arch already set), as
 // llama.cpp v0.5.0 reads it. nemotron_h: a layer is Mamba-2 iff its attention.head_count_kv and
 // feed_forward_length are both 0, attention iff only feed_forward_length is 0, otherwise an MLP.
-// granitehybrid: Mamba-2 iff attention.head_count_kv is 0, else attention; every block also has a SwiGLU FFN.
+// granitehybrid: Mamba-2 iff attention.head_count_kv is 0, else attention; every block also has a SwiGLU FFN,
+// dense or (expert_count > 0) a softmax-routed MoE with an optional shared expert.
 Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* c);
+
+// Everything after general.architecture / general.name for LFM2 (llama.cpp v0.5.0 llama_model_lfm2): a layer is a
+// short convolution iff its attention.head_count_kv is 0, else attention (q/k norms, NeoX RoPE); every block
+// has a dense SwiGLU FFN (lfm2moe: after n_layer_dense_lead blocks, a sigmoid-routed MoE) (config_lfm2.cc).
+Status ReadLfm2(const gguf::File& f, ModelConfig* c);
 
 }  // namespace rw::model::internal

@@ -22,7 +22,7 @@ const std::string kDir = std::string(REWIND_TEST_DATA) + "/golden/models/";
 TEST(ModelConfig, ReadsMamba2HybridLayerKindsAndSizes) {
   auto kinds = [](const ModelConfig& c) {
     std::string k;
-    for (LayerKind x : c.kinds) k += "GAMF"[static_cast<int>(x)];
+    for (LayerKind x : c.kinds) k += KindLetter(x);
     return k;
   };
   auto f = gguf::File::Open(kDir + "tiny-nemotron-h-f32.gguf");
@@ -54,6 +54,64 @@ TEST(ModelConfig, ReadsMamba2HybridLayerKindsAndSizes) {
   EXPECT_FLOAT_EQ(d->attn_scale, 0.03125f);
   EXPECT_FLOAT_EQ(d->logit_scale, 0.5f);
   EXPECT_EQ(d->n_ff, 128);
+  EXPECT_FALSE(d->softmax_moe());
+  // Granite MoE: experts feed_forward_length wide, an ungated shared expert; 4 Mamba-2 layers.
+  auto gm = gguf::File::Open(kDir + "tiny-granite-h-moe-f32.gguf");
+  ASSERT_TRUE(gm.ok()) << gm.error().ToString();
+  auto m = ModelConfig::FromGguf(**gm);
+  ASSERT_TRUE(m.ok()) << m.error().ToString();
+  EXPECT_EQ(kinds(*m), "MMAMAM");
+  EXPECT_TRUE(m->is_granite_moe());
+  EXPECT_TRUE(m->softmax_moe());
+  EXPECT_FALSE(m->is_moe());
+  EXPECT_EQ(m->n_expert, 8);
+  EXPECT_EQ(m->n_expert_used, 2);
+  EXPECT_EQ(m->n_ff_exp, 16);
+  EXPECT_EQ(m->n_ff_shexp, 64);
+  // conv [320][3] + state [8][32][16] per Mamba-2 layer; replay row 320 + 8 dt.
+  EXPECT_EQ(m->StateBytesPerSeq(), 4u * 4 * (320 * 3 + 8 * 32 * 16));
+  EXPECT_EQ(m->ReplayBytesPerToken(), 4u * 4 * (320 + 8));
+}
+
+// LFM2: short-conv layers where head_count_kv is 0, q/k-normed NeoX attention, l_cache 3; the state is the conv
+// window alone ([E][2] per short-conv layer), the replay row one B·x row.
+TEST(ModelConfig, ReadsLfm2ShortConvLayersAndSizes) {
+  auto f = gguf::File::Open(kDir + "tiny-lfm2-f32.gguf");
+  ASSERT_TRUE(f.ok()) << f.error().ToString();
+  auto c = ModelConfig::FromGguf(**f);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->arch, Arch::kLfm2);
+  std::string k;
+  for (LayerKind x : c->kinds) k += KindLetter(x);
+  EXPECT_EQ(k, "CCACAC");
+  EXPECT_EQ(c->kind_index, (std::vector<int32_t>{0, 1, 0, 2, 1, 3}));
+  EXPECT_EQ(c->ssm_conv_kernel, 3);
+  EXPECT_EQ(c->ssm_conv_dim(), 128);
+  EXPECT_EQ(c->n_head_kv, 2);
+  EXPECT_EQ(c->head_dim, 32);
+  EXPECT_TRUE(c->attn_rope);
+  EXPECT_FALSE(c->attn_gated);
+  EXPECT_FALSE(c->rope_adjacent);
+  EXPECT_EQ(c->n_gdn_layers(), 0);
+  EXPECT_EQ(c->StateBytesPerSeq(), 4u * 4 * 128 * 2);
+  EXPECT_EQ(c->ReplayBytesPerToken(), 4u * 4 * 128);
+  auto m = Model::Load(kDir + "tiny-lfm2-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.error().ToString();
+  EXPECT_EQ((*m)->MakeStateShape().bytes_per_state(), c->StateBytesPerSeq());
+  // lfm2moe: two leading dense blocks, then sigmoid-routed MoE blocks (renormalised, no shared expert).
+  auto fm = gguf::File::Open(kDir + "tiny-lfm2-moe-f32.gguf");
+  ASSERT_TRUE(fm.ok()) << fm.error().ToString();
+  auto moe = ModelConfig::FromGguf(**fm);
+  ASSERT_TRUE(moe.ok()) << moe.error().ToString();
+  EXPECT_EQ(moe->arch, Arch::kLfm2Moe);
+  EXPECT_TRUE(moe->is_lfm2());
+  EXPECT_TRUE(moe->sigmoid_moe());
+  EXPECT_EQ(moe->n_layer_dense_lead, 2);
+  EXPECT_EQ(moe->n_expert, 8);
+  EXPECT_EQ(moe->n_expert_used, 2);
+  EXPECT_EQ(moe->n_ff_exp, 16);
+  EXPECT_TRUE(moe->expert_weights_norm);
+  EXPECT_EQ(moe->StateBytesPerSeq(), c->StateBytesPerSeq());
 }
 
 TEST(ModelConfig, ReadsTinyQwen35Hyperparameters) {

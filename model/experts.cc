@@ -1,5 +1,6 @@
-// Expert dispatch shared by the MoE FFNs, and the nemotron_h_moe MoE (llama.cpp v0.5.0 build_moe_ffn with
-// LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID, ffn_exp_probs_b, LLM_FFN_RELU_SQR, no gate).
+// Expert dispatch shared by the MoE FFNs, and the sigmoid-routed MoE (llama.cpp v0.5.0 build_moe_ffn with
+// LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID and ffn_exp_probs_b): nemotron_h_moe (LLM_FFN_RELU_SQR, no gate, a shared
+// expert) and lfm2moe (SwiGLU experts, no shared expert).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -70,11 +71,16 @@ void SigmoidMoeForward(const ModelConfig& cfg, const FfnWeights& w, const float*
         wt[i * K + k] *= cfg.expert_weights_scale;
     }
   }
-  RunExperts(N, K, X, E, sel.data(), wt.data(), t, out,
-             [&](int32_t e, const float* xs, int32_t n, float* ys) {
-               ReluSqrFfn(RowSlice(w.up_exps, static_cast<int64_t>(e) * F, F),
-                          RowSlice(w.down_exps, static_cast<int64_t>(e) * E, E), xs, n, ys, pool);
-             });
+  RunExperts(N, K, X, E, sel.data(), wt.data(), t, out, [&](int32_t e, const float* xs, int32_t n, float* ys) {
+    const Matrix up = RowSlice(w.up_exps, static_cast<int64_t>(e) * F, F);
+    const Matrix down = RowSlice(w.down_exps, static_cast<int64_t>(e) * E, E);
+    if (w.gate_exps.data != nullptr) {  // lfm2moe
+      SwiGluFfn(RowSlice(w.gate_exps, static_cast<int64_t>(e) * F, F), up, down, xs, n, ys, pool);
+    } else {
+      ReluSqrFfn(up, down, xs, n, ys, pool);
+    }
+  });
+  if (w.shexp_up.data == nullptr) return;  // lfm2moe: no shared expert
   std::vector<float> sh(static_cast<size_t>(N) * E);  // [N][E] shared expert
   ReluSqrFfn(w.shexp_up, w.shexp_down, t, N, sh.data(), pool);
   for (size_t i = 0; i < sh.size(); ++i) out[i] = out[i] + sh[i];

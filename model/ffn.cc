@@ -1,4 +1,5 @@
-// Dense SwiGLU FFN (spec 7.5) and the MoE FFN with a gated shared expert (spec 7.6). A token's output depends on
+// Dense SwiGLU FFN (spec 7.5) and the softmax-routed MoE FFN with a gated shared expert (spec 7.6; Granite 4.0-H:
+// the same MoE, its shared expert ungated). A token's output depends on
 // that token alone: experts multiply the gathered rows of the tokens routed to them, one dot product per output
 // element, so which other tokens share an expert does not change any bit.
 #include <algorithm>
@@ -15,8 +16,6 @@ namespace rw::model::internal {
 
 using kernels::ParallelFor;
 
-namespace {
-
 void SwiGluFfn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
                kernels::ThreadPool* pool) {
   const int64_t F = gate.n_rows;
@@ -28,8 +27,6 @@ void SwiGluFfn(const Matrix& gate, const Matrix& up, const Matrix& down, const f
   kernels::SwiGlu(g, u, static_cast<int64_t>(N) * F, g);
   kernels::MatMul(down, g, N, out, pool);
 }
-
-}  // namespace
 
 // nemotron_h MLP: down · relu(up · x)².
 void ReluSqrFfn(const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
@@ -47,12 +44,12 @@ void ReluSqrFfn(const Matrix& up, const Matrix& down, const float* x, int32_t N,
 
 void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
                 kernels::ThreadPool* pool) {
+  if (cfg.sigmoid_moe() && w.router.data != nullptr) return SigmoidMoeForward(cfg, w, t, N, out, pool);
   if (cfg.is_nemotron()) {
-    if (w.router.data != nullptr) return SigmoidMoeForward(cfg, w, t, N, out, pool);
     ReluSqrFfn(w.up, w.down, t, N, out, pool);
     return;
   }
-  if (!cfg.is_moe()) {
+  if (!cfg.softmax_moe()) {
     SwiGluFfn(w.gate, w.up, w.down, t, N, out, pool);
     return;
   }
@@ -101,9 +98,14 @@ void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int
                 down, xs, n, ys, pool);
     }
   });
-  // Shared expert, gated by one scalar per token.
+  if (w.shexp_gate.data == nullptr) return;  // Granite without a shared expert
+  // Shared expert: gated by one scalar per token (Qwen) or added as it is (Granite).
   std::vector<float> sh(static_cast<size_t>(N) * E), sg(N);  // [N][E], [N]
   SwiGluFfn(w.shexp_gate, w.shexp_up, w.shexp_down, t, N, sh.data(), pool);
+  if (w.shexp_gate_inp.data == nullptr) {
+    for (size_t i = 0; i < sh.size(); ++i) out[i] = out[i] + sh[i];
+    return;
+  }
   kernels::MatMul(w.shexp_gate_inp, t, N, sg.data(), pool);
   ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {

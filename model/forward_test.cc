@@ -142,6 +142,11 @@ TEST(Forward, Qwen3NextIsSplitInvariant) { CheckSplitsAndThreads("tiny-qwen3next
 TEST(Forward, NemotronHIsSplitInvariant) { CheckSplitsAndThreads("tiny-nemotron-h-f32.gguf", KvType::kF16, 16); }
 TEST(Forward, NemotronHMoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-nemotron-h-moe-f32.gguf", KvType::kF16, 32); }
 TEST(Forward, GraniteHybridIsSplitInvariant) { CheckSplitsAndThreads("tiny-granite-h-f32.gguf", KvType::kF32, 8); }
+TEST(Forward, Lfm2ShortConvHybridIsSplitInvariant) { CheckSplitsAndThreads("tiny-lfm2-f32.gguf", KvType::kF16, 8); }
+TEST(Forward, Lfm2MoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-lfm2-moe-f32.gguf", KvType::kF16, 16); }
+TEST(Forward, GraniteHybridMoeIsSplitInvariant) {
+  CheckSplitsAndThreads("tiny-granite-h-moe-f32.gguf", KvType::kF16, 16);
+}
 
 void CheckBatchedWithOthers(const std::string& file) {
   Harness h(file, 16, KvType::kF16);
@@ -228,6 +233,10 @@ TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQwen3Next) { CheckRepla
 TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQuantised) { CheckReplay("tiny-qwen35-q8_0.gguf"); }
 TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixNemotronH) { CheckReplay("tiny-nemotron-h-f32.gguf"); }
 TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixGraniteHybrid) { CheckReplay("tiny-granite-h-f32.gguf"); }
+TEST(Replay, RebuildsTheShortConvStateBitwiseForEveryPrefixLfm2) { CheckReplay("tiny-lfm2-f32.gguf"); }
+TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixGraniteHybridMoe) {
+  CheckReplay("tiny-granite-h-moe-f32.gguf");
+}
 
 // Lazy rollback: a forward that starts from the batch-start state and re-applies the first k logged rows
 // (BatchSeq::prefix) gives the logits and state of ReplayState(k) followed by the same forward, bit for bit,
@@ -285,6 +294,11 @@ TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsNemotronHMoe) {
   CheckFusedReplay("tiny-nemotron-h-moe-f32.gguf");
 }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsGraniteHybrid) { CheckFusedReplay("tiny-granite-h-f32.gguf"); }
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsLfm2) { CheckFusedReplay("tiny-lfm2-f32.gguf"); }
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsLfm2Moe) { CheckFusedReplay("tiny-lfm2-moe-f32.gguf"); }
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsGraniteHybridMoe) {
+  CheckFusedReplay("tiny-granite-h-moe-f32.gguf");
+}
 
 TEST(Forward, BadInputIsAnErrorAndChangesNothing) {
   Harness h("tiny-qwen35-f32.gguf", 32, KvType::kF16);

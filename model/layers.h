@@ -62,6 +62,14 @@ void Mamba2Update(const ModelConfig& cfg, const Mamba2Weights& w, const Mamba2In
                   float* ssm_state, float* y, kernels::ThreadPool* pool, const float* conv_in = nullptr,
                   const float* ssm_in = nullptr, int32_t out_from = 0);
 
+// LFM2 short convolution of T consecutive tokens of one sequence: bx [T][stride] (first E values: B ⊙ x, the
+// replay-log row) through the conv window, strictly token by token. Writes the conv output u [T - out_from][E]
+// (before the C gate) when u is not null. The only code that changes a short-conv state; conv_in / out_from as
+// for GdnUpdate.
+void ShortConvUpdate(const ModelConfig& cfg, const ShortConvWeights& w, const float* bx, int64_t stride, int32_t T,
+                     float* conv_state, float* u, kernels::ThreadPool* pool, const float* conv_in = nullptr,
+                     int32_t out_from = 0);
+
 // A part of each batch row that goes into a recurrent layer's replay-log row: row i is base + i·stride, width
 // floats. A replay row is the concatenation of the pieces.
 struct RowPiece {
@@ -89,16 +97,22 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
 void Mamba2Forward(const ModelConfig& cfg, const Mamba2Weights& w, int32_t rec_index, const float* t, int32_t N,
                    std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
                    kernels::ThreadPool* pool);
+void ShortConvForward(const ModelConfig& cfg, const ShortConvWeights& w, int32_t rec_index, const float* t,
+                      int32_t N, std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
+                      kernels::ThreadPool* pool);
 // Mixture of experts over N rows t [N][E]: sel, wt [N][K] the chosen experts and their weights; expert(e, xs, n,
 // ys) writes ys [n][E], expert e on its gathered rows xs [n][E]. out[i] = Σ_k wt[i][k]·y_k (each product
 // rounded, summed in k order): a token's output depends on that token alone.
 void RunExperts(int32_t N, int32_t K, int32_t X, int32_t E, const int32_t* sel, const float* wt, const float* t,
                 float* out, const std::function<void(int32_t, const float*, int32_t, float*)>& expert);
+// down · (silu(gate · x) ⊙ (up · x)) (dense FFN and experts).
+void SwiGluFfn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
+               kernels::ThreadPool* pool);
 // down · relu(up · x)² (nemotron_h MLP and experts).
 void ReluSqrFfn(const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
                 kernels::ThreadPool* pool);
-// nemotron_h_moe: sigmoid router with a selection bias, top-k, optional renormalisation and scale, ReLU² experts
-// plus a ReLU² shared expert (experts.cc).
+// nemotron_h_moe / lfm2moe: sigmoid router with a selection bias, top-k, optional renormalisation and scale,
+// ReLU² experts plus a ReLU² shared expert (nemotron_h_moe) or SwiGLU experts (lfm2moe) (experts.cc).
 void SigmoidMoeForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int32_t N, float* out,
                        kernels::ThreadPool* pool);
 // Dense SwiGLU / MoE (Qwen) or the ReLU² MLP / sigmoid MoE (nemotron_h, nemotron_h_moe).

@@ -205,6 +205,9 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
       case LayerKind::kMamba2:
         internal::Mamba2Forward(c, L.mamba, c.kind_index[il], t, N, seqs, states, options.replay, y, pool);
         break;
+      case LayerKind::kShortConv:
+        internal::ShortConvForward(c, L.conv, c.kind_index[il], t, N, seqs, states, options.replay, y, pool);
+        break;
       case LayerKind::kAttention:
         internal::AttentionForward(c, L.attn, c.kind_index[il], t, N, seqs, kv, y, pool);
         break;
@@ -285,6 +288,11 @@ Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog&
       const float* row0 = log.rows.data() + gi * rw;
       const float* conv_in = other ? states.Conv(slot_in, gi) : nullptr;
       const float* state_in = other ? states.Delta(slot_in, gi) : nullptr;
+      if (c.kinds[il] == LayerKind::kShortConv) {
+        internal::ShortConvUpdate(c, w_.layers[il].conv, row0, n_rec * rw, k, states.Conv(slot_out, gi), nullptr,
+                                  nullptr, conv_in);
+        continue;
+      }
       if (c.kinds[il] == LayerKind::kMamba2) {
         internal::Mamba2Inputs in;
         in.xbc = row0;

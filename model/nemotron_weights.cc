@@ -1,6 +1,7 @@
 // Binding of one block of a Mamba-2 hybrid (llama.cpp v0.5.0 load_arch_tensors). nemotron_h: attn_norm and
 // one sub-layer, a Mamba-2 mixer, a plain attention (no gate, no q/k norm) or a ReLU² MLP. granitehybrid:
-// attn_norm, a Mamba-2 mixer or a plain attention, then ffn_norm and a dense SwiGLU FFN.
+// attn_norm, a Mamba-2 mixer or a plain attention, then ffn_norm and a SwiGLU FFN (dense, or a softmax MoE with
+// an ungated shared expert: binder.cc BindFfn).
 #include "model/binder.h"
 
 namespace rw::model::internal {
@@ -73,6 +74,8 @@ Status BindMamba2HybridBlock(const TensorBinder& b, const ModelConfig& c, int32_
     } else {
       REWIND_RETURN_IF_ERROR(BindPlainAttention(b, c, &L->attn));
     }
+    if (c.is_granite_moe() && !b.Has("ffn_gate_exps.weight") && !b.Has("ffn_gate_up_exps.weight"))
+      return Unsupported(b, "ffn_gate_exps.weight", "MoE experts without a gate are not supported");
     for (const char* bias : {"ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"})
       if (b.Has(bias)) return Unsupported(b, bias, "FFN biases are not supported");
     REWIND_ASSIGN_OR_RETURN(L->post_norm, b.F32("ffn_norm.weight", {c.n_embd}));

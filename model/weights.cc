@@ -11,7 +11,8 @@ Expected<Weights> BindWeights(const gguf::File& file, const ModelConfig& c) {
   Weights w;
   const int64_t E = c.n_embd, V = c.n_vocab;
   REWIND_ASSIGN_OR_RETURN(w.token_embd, b.Mat("token_embd.weight", {E, V}));
-  REWIND_ASSIGN_OR_RETURN(w.output_norm, b.F32("output_norm.weight", {E}));
+  // LFM2's final norm is stored as token_embd_norm (llama.cpp LLM_TENSOR_OUTPUT_NORM_LFM2).
+  REWIND_ASSIGN_OR_RETURN(w.output_norm, b.F32(c.is_lfm2() ? "token_embd_norm.weight" : "output_norm.weight", {E}));
   if (b.Has("output.weight")) {
     REWIND_ASSIGN_OR_RETURN(w.output, b.Mat("output.weight", {E, V}));
   } else {
@@ -24,6 +25,10 @@ Expected<Weights> BindWeights(const gguf::File& file, const ModelConfig& c) {
   for (int il = 0; il < c.n_layer; ++il) {
     LayerWeights& L = w.layers[il];
     const internal::TensorBinder lb(file, "blk." + std::to_string(il) + ".", "tensor");
+    if (c.is_lfm2()) {
+      REWIND_RETURN_IF_ERROR(internal::BindLfm2Block(lb, c, il, &L));
+      continue;
+    }
     if (!c.qwen_blocks()) {
       REWIND_RETURN_IF_ERROR(internal::BindMamba2HybridBlock(lb, c, il, &L));
       continue;

@@ -41,6 +41,13 @@ struct Mamba2Weights {
   const float* norm = nullptr;      // [G][d_inner / G] grouped RMSNorm gains (null: no norm)
 };
 
+// LFM2 gated short convolution: [B | C | x] = in · h;  y = C ⊙ conv(B ⊙ x);  out · y.
+struct ShortConvWeights {
+  Matrix in;                    // {E, 3E}: rows [B E | C E | x E]
+  Matrix out;                   // {E, E}
+  const float* conv = nullptr;  // [E][L] (shortconv.l_cache taps per channel, no bias)
+};
+
 struct AttnWeights {
   Matrix q;          // {E, 2·D·Hq}: per head [q (D) | gate (D)]  (plain attention: {E, D·Hq})
   Matrix k, v;       // {E, D·Hkv}
@@ -66,9 +73,10 @@ struct FfnWeights {
 
 struct LayerWeights {
   const float* attn_norm = nullptr;  // [E]
-  const float* post_norm = nullptr;  // [E] (null: a one-sub-layer block, nemotron_h)
+  const float* post_norm = nullptr;  // [E] FFN norm (null: a one-sub-layer block, nemotron_h)
   GdnWeights gdn;
   Mamba2Weights mamba;
+  ShortConvWeights conv;
   AttnWeights attn;
   FfnWeights ffn;
 };

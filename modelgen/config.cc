@@ -179,6 +179,71 @@ ModelConfig TinyGraniteH() {
   return c;
 }
 
+// Granite 4.0-H MoE (granitehybrid with experts): a softmax-routed MoE of SwiGLU experts (feed_forward_length =
+// expert width) and an ungated SwiGLU shared expert in every block.
+ModelConfig GraniteHybridMoe(ModelConfig c, int64_t experts, int64_t used, int64_t ff_shexp) {
+  c.n_expert = experts;
+  c.n_expert_used = used;
+  c.n_ff_exp = c.n_ff;
+  c.n_ff_shexp = ff_shexp;
+  return c;
+}
+
+// The tiny-granite-h-moe test fixture: tiny-granite-h's mixers on 6 layers MM*M*M, 8 experts top-2 of width 16,
+// shared expert 64.
+ModelConfig TinyGraniteHMoe() {
+  ModelConfig c = TinyGraniteH();
+  c.preset = c.name = "tiny-granite-h-moe";
+  c.layer_pattern = "MM*M*M";
+  c.n_layer = static_cast<int64_t>(c.layer_pattern.size());
+  c.n_ff = 16;
+  c.default_seed = 2401;
+  return GraniteHybridMoe(c, 8, 2, 64);
+}
+
+// Granite-4.0-H-Tiny (best guess from the published config): E 1536, 40 layers with attention at 5, 15, 25, 35,
+// 12 q / 4 kv heads of 128, Mamba-2 48 heads of 64, 64 experts top-6 of width 512, shared expert 1024.
+ModelConfig GraniteHTiny() {
+  ModelConfig c = GraniteHybrid("granite-4.0-h-tiny", "MMMMM*MMMMMMMMM*MMMMMMMMM*MMMMMMMMM*MMMM", 1536, 12, 4, 48, 512);
+  c.residual_scale = 0.22f;
+  c.logit_scale = 6.0f;
+  return GraniteHybridMoe(c, 64, 6, 1024);
+}
+
+// LFM2 (lfm2): short-conv layers (l_cache 3) and attention layers with q/k norms and NeoX RoPE (base 1e6), a
+// SwiGLU FFN in every block, tied, eps 1e-5 (docs/make-model.md).
+ModelConfig Lfm2(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads, int64_t ff) {
+  ModelConfig c;
+  c.preset = c.name = preset;
+  c.arch = "lfm2";
+  c.layer_pattern = pattern;
+  c.n_layer = static_cast<int64_t>(c.layer_pattern.size());
+  c.n_nextn = 0;
+  c.n_embd = embd;
+  c.n_head = heads;
+  c.n_head_kv = kv_heads;
+  c.head_dim = c.n_rot = embd / heads;
+  c.rope_base = 1e6f;
+  c.ssm_conv = 3;
+  c.ssm_state = c.ssm_groups = c.ssm_dt_rank = 0;
+  c.n_ff = ff;
+  c.tied = true;
+  c.eps = 1e-5f;
+  c.n_ctx_train = 128000;
+  c.default_seed = 1;
+  return c;
+}
+
+// LFM2-MoE (lfm2moe): `dense_lead` blocks with the dense FFN, then sigmoid-routed MoE blocks of SwiGLU experts.
+ModelConfig Lfm2Moe(ModelConfig c, int64_t dense_lead, int64_t experts, int64_t used, int64_t ff_exp) {
+  c.arch = "lfm2moe";
+  c.n_dense_lead = dense_lead;
+  c.n_expert = experts;
+  c.n_expert_used = used;
+  c.n_ff_exp = ff_exp;
+  return c;
+}
+
 // Nemotron 3 Nano family (nemotron_h_moe): MoE layers (E) with a sigmoid router and selection bias, ReLU² experts
 // and shared expert; renormalised top-k weights scaled by 2.5.
 ModelConfig NemotronHMoe(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads,
@@ -247,6 +312,33 @@ std::vector<Preset> MakePresets() {
   p.push_back({"granite-4.0-h-micro",
                "Granite-4.0-H-Micro shape (granitehybrid, E 2048, 40 layers: 36 Mamba-2, 4 attention, dense FFN)",
                GraniteHybrid("granite-4.0-h-micro", "MMMMMMMMM*MMMMMMMMM*MMMMMMMMM*MMMMMMMMM*", 2048, 16, 4, 64, 8192)});
+  p.push_back({"tiny-granite-h-moe",
+               "the tiny-granite-h-moe test fixture shape (granitehybrid MoE: 8 experts top-2 + shared expert, E 128, "
+               "6 layers)",
+               TinyGraniteHMoe()});
+  p.push_back({"granite-4.0-h-tiny",
+               "Granite-4.0-H-Tiny shape (granitehybrid MoE, E 1536, 40 layers: 36 Mamba-2, 4 attention, 64 experts "
+               "top-6 + shared expert)",
+               GraniteHTiny()});
+  {
+    ModelConfig lfm = Lfm2("tiny-lfm2", "CC*C*C", 128, 4, 2, 256);
+    lfm.default_seed = 2501;
+    lfm.n_ctx_train = 8192;
+    p.push_back({"tiny-lfm2", "the tiny-lfm2 test fixture shape (lfm2: short conv + attention, E 128, 6 layers)", lfm});
+  }
+  {
+    ModelConfig moe = Lfm2Moe(Lfm2("tiny-lfm2-moe", "CC*C*C", 128, 4, 2, 256), 2, 8, 2, 16);
+    moe.default_seed = 2601;
+    moe.n_ctx_train = 8192;
+    p.push_back({"tiny-lfm2-moe",
+                 "the tiny-lfm2-moe test fixture shape (lfm2moe: 2 dense blocks, then 8 experts top-2, E 128, 6 layers)",
+                 moe});
+  }
+  p.push_back({"lfm2-8b-a1b",
+               "LFM2-8B-A1B shape (lfm2moe, E 2048, 24 layers: 18 short conv, 6 attention; 32 experts top-4)",
+               Lfm2Moe(Lfm2("lfm2-8b-a1b", "CC*CCC*CCC*CCC*CCC*CC*CC", 2048, 32, 8, 7168), 2, 32, 4, 1792)});
+  p.push_back({"lfm2-1.2b", "LFM2-1.2B shape (lfm2, E 2048, 16 layers: 10 short conv, 6 attention)",
+               Lfm2("lfm2-1.2b", "CC*CC*CC*C*C*C*C", 2048, 32, 8, 8192)});
   return p;
 }
 
@@ -295,6 +387,16 @@ std::string PresetNames() {
 Status ModelConfig::Validate() const {
   auto bad = [&](const std::string& m) { return Error::InvalidArgument("preset " + preset + ": " + m); };
   if (n_vocab <= 0) return bad("vocabulary is empty");
+  if (is_lfm2()) {
+    if (n_embd <= 0 || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv != 0 || head_dim * n_head != n_embd ||
+        n_ff <= 0 || ssm_conv < 2 || n_nextn != 0 || static_cast<int64_t>(layer_pattern.size()) != n_layer ||
+        layer_pattern.find_first_not_of("C*") != std::string::npos)
+      return bad("lfm2 needs C / * layers, heads of E / head_count, an FFN, l_cache >= 2 and no MTP block");
+    if (arch == "lfm2moe" && (n_dense_lead < 0 || n_dense_lead > n_layer || n_expert <= 0 || n_expert_used <= 0 ||
+                              n_expert_used > n_expert || n_ff_exp <= 0))
+      return bad("lfm2moe needs experts (count, top-k, width) and at most n_layer leading dense blocks");
+    return Status::Ok();
+  }
   if (n_embd <= 0 || n_layer <= 0 || n_head <= 0 || n_head_kv <= 0 || head_dim <= 0 || ssm_state <= 0 ||
       ssm_groups <= 0 || ssm_dt_rank <= 0 || ssm_conv <= 0 || full_attention_interval <= 0) {
     return bad("a dimension is not positive");

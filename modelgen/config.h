@@ -39,6 +39,7 @@ struct ModelConfig {
   int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0, n_ff_shexp = 0;
   // Mamba-2 hybrids (nemotron_h): one character per trunk layer, M = Mamba-2, * = attention, - = MLP, E = MoE
   // (Nemotron's hybrid_override_pattern); ssm_state = N, ssm_groups = G, ssm_dt_rank = H heads of mamba_head_dim.
+  // LFM2: C = short convolution (ssm_conv = shortconv.l_cache), * = attention.
   std::string layer_pattern;
   int64_t mamba_head_dim = 0;  // P
   // granitehybrid multipliers (written when non-zero) and RoPE switch (rope.scaling.finetuned).
@@ -46,21 +47,24 @@ struct ModelConfig {
   float expert_weights_scale = 0;  // nemotron_h_moe (renormalised top-k weights times this)
   bool granite_rope = false;
 
-  bool is_moe() const { return n_expert > 0 && !is_mamba2(); }  // the Qwen MoE FFN in every block
-  bool is_mamba2() const { return !layer_pattern.empty(); }
+  bool is_moe() const { return n_expert > 0 && layer_pattern.empty(); }  // the Qwen MoE FFN in every block
+  bool is_mamba2() const { return !layer_pattern.empty() && !is_lfm2(); }
+  // LFM2: pattern C = short convolution, * = attention (q/k norms, NeoX RoPE); a SwiGLU FFN in every block.
+  bool is_lfm2() const { return arch == "lfm2" || arch == "lfm2moe"; }
+  int64_t n_dense_lead = 0;  // lfm2moe: leading blocks with a dense FFN (the others: sigmoid-routed MoE)
   bool has_rope_sections() const { return arch != "qwen3next"; }
   int64_t n_layer_all() const { return n_layer + n_nextn; }
   int64_t ssm_head_dim() const { return is_mamba2() ? mamba_head_dim : ssm_state; }  // rows of a head's state
   int64_t ssm_inner() const { return ssm_head_dim() * ssm_dt_rank; }  // Vd / d_inner
   int64_t ssm_key_dim() const { return ssm_state * ssm_groups; }      // Kd / G·N
-  int64_t ssm_conv_dim() const { return 2 * ssm_key_dim() + ssm_inner(); }  // C
+  int64_t ssm_conv_dim() const { return is_lfm2() ? n_embd : 2 * ssm_key_dim() + ssm_inner(); }  // C
   // GDN iff trunk layer and (i + 1) % interval != 0 (MTP blocks are attention blocks); Mamba-2 hybrids: 'M'.
   bool IsRecurrent(int64_t layer) const {
-    if (is_mamba2()) return layer < n_layer && layer_pattern[layer] == 'M';
+    if (!layer_pattern.empty()) return layer < n_layer && (layer_pattern[layer] == 'M' || layer_pattern[layer] == 'C');
     return layer < n_layer && (layer + 1) % full_attention_interval != 0;
   }
   bool IsAttention(int64_t layer) const {
-    if (is_mamba2()) return layer < n_layer && layer_pattern[layer] == '*';
+    if (!layer_pattern.empty()) return layer < n_layer && layer_pattern[layer] == '*';
     return !IsRecurrent(layer);
   }
   // Per sequence / per token sizes (F32 state and replay log, F16 KV).

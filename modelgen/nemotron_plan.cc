@@ -64,6 +64,12 @@ void GraniteHybridMetadata(const ModelConfig& c, gguf::Writer* w) {
   w->SetU32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_inner()));
   w->SetU32(a + "ssm.time_step_rank", static_cast<uint32_t>(c.ssm_dt_rank));
   w->Set(a + "rope.scaling.finetuned", gguf::MakeBool(c.granite_rope));
+  if (c.n_expert > 0) {  // conversion/granite.py GraniteMoeModel: feed_forward_length is the expert width
+    w->SetU32(a + "expert_count", static_cast<uint32_t>(c.n_expert));
+    w->SetU32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
+    if (c.n_ff_shexp > 0)
+      w->SetU32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(c.n_ff_shexp));
+  }
 }
 
 std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c) {
@@ -108,7 +114,19 @@ std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c) {
       p.Matrix(il, "ffn_down", {F, E},
                0.5 * ResidualStd(F));  // relu(N(0,1))² has E[r²] = 1.5: half the scale
     }
-    if (c.arch == "granitehybrid") {  // every block: ffn_norm + SwiGLU
+    if (c.arch == "granitehybrid" && c.n_expert > 0) {  // every block: ffn_norm + softmax MoE + shared expert
+      const int64_t X = c.n_expert, Fs = c.n_ff_shexp;
+      p.Gain(il, "ffn_norm", E);
+      p.Add(il, "ffn_gate_inp", {E, X}, Init::kNormal, 0, 2.5 / std::sqrt(static_cast<double>(E)), true);
+      p.Matrix(il, "ffn_gate_exps", {E, F, X}, InStd(E));
+      p.Matrix(il, "ffn_up_exps", {E, F, X}, InStd(E));
+      p.Matrix(il, "ffn_down_exps", {F, E, X}, ResidualStd(F));
+      if (Fs > 0) {
+        p.Matrix(il, "ffn_gate_shexp", {E, Fs}, InStd(E));
+        p.Matrix(il, "ffn_up_shexp", {E, Fs}, InStd(E));
+        p.Matrix(il, "ffn_down_shexp", {Fs, E}, ResidualStd(Fs));
+      }
+    } else if (c.arch == "granitehybrid") {  // every block: ffn_norm + SwiGLU
       p.Gain(il, "ffn_norm", E);
       p.Matrix(il, "ffn_gate", {E, F}, InStd(E));
       p.Matrix(il, "ffn_up", {E, F}, InStd(E));

@@ -48,5 +48,8 @@ class Planner {
 void NemotronHMetadata(const ModelConfig& c, gguf::Writer* w);
 std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c);  // also granitehybrid
 void GraniteHybridMetadata(const ModelConfig& c, gguf::Writer* w);
+// lfm2 (lfm2_plan.cc).
+void Lfm2Metadata(const ModelConfig& c, gguf::Writer* w);
+std::vector<TensorSpec> Lfm2Plan(const ModelConfig& c);
 
 }  // namespace rw::modelgen

@@ -128,6 +128,8 @@ const ArchSpec kArchs[] = {
     {"nemotron_h", NemotronHMetadata, NemotronHPlan},
     {"nemotron_h_moe", NemotronHMetadata, NemotronHPlan},
     {"granitehybrid", GraniteHybridMetadata, NemotronHPlan},
+    {"lfm2", Lfm2Metadata, Lfm2Plan},
+    {"lfm2moe", Lfm2Metadata, Lfm2Plan},
 };
 
 }  // namespace
