@@ -97,6 +97,34 @@ void HybridCache::Impl::Evict(const memory::EvictPlan& plan) {
   counters.evicted_bytes += static_cast<uint64_t>(plan.bytes_freed);
 }
 
+std::vector<float> HybridCache::Impl::TakeRows(size_t floats) {
+  spare_cap_floats = std::max(spare_cap_floats, 2 * floats);
+  auto best = spare_rows.end();
+  for (auto it = spare_rows.begin(); it != spare_rows.end(); ++it)
+    if (it->capacity() >= floats && (best == spare_rows.end() || it->capacity() < best->capacity())) best = it;
+  if (best == spare_rows.end()) return {};
+  std::vector<float> rows = std::move(*best);
+  spare_rows.erase(best);
+  return rows;
+}
+
+void HybridCache::Impl::RecycleRows(std::vector<float>&& rows) {
+  if (rows.capacity() == 0) return;
+  spare_rows.push_back(std::move(rows));
+  // Over the bounds, the smallest buffers go first (the large ones cost the most page faults to make again).
+  auto total = [&] {
+    size_t t = 0;
+    for (const auto& r : spare_rows) t += r.capacity();
+    return t;
+  };
+  const size_t max_count = 2 * static_cast<size_t>(cfg.n_seq_max) + 2;
+  while (!spare_rows.empty() && (spare_rows.size() > max_count || total() > spare_cap_floats)) {
+    auto smallest = std::min_element(spare_rows.begin(), spare_rows.end(),
+                                     [](const auto& a, const auto& b) { return a.capacity() < b.capacity(); });
+    spare_rows.erase(smallest);
+  }
+}
+
 void HybridCache::Impl::ReturnFreePages() {
   const memory::PagePool& pool = mm->pages();
   int32_t last_used = 0, run = -1;
@@ -330,6 +358,10 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
     }
   }
   model::ReplayLog replay;
+  replay.seqs.resize(items.size());
+  const size_t replay_per_token = im.model->ReplayBytesPerToken() / sizeof(float);
+  for (size_t i = 0; i < items.size(); ++i)
+    replay.seqs[i].rows = im.TakeRows(replay_per_token * (items[i].tokens.size() + size_t(batch[i].prefix_rows)));
   model::ForwardOptions opts;
   opts.replay = &replay;
   opts.hidden_all = hidden_all;
@@ -346,6 +378,8 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
     if (p.state_in != p.state_out) {
       im.logs[p.state_in] = std::move(log);
       if (fused > 0) im.log_offset[p.state_in] = fused;
+    } else {
+      im.RecycleRows(std::move(log.rows));
     }
     im.counters.evaluated_tokens += p.tokens.size();
   }
