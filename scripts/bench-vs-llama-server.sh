@@ -10,7 +10,8 @@
 # token each; a new text per request and per run, so nothing is reused across clients or runs) that generate
 # exactly GEN tokens (ignore_eos, temperature 0), and stopped. The engines take turns, the first alternating
 # between repetitions, so drift of a shared machine hits them alike. Prints every run, then per concurrency the
-# median (and range) of aggregate generated tokens/s and of mean time to first token, with ratios to llama-server.
+# median (and range) of aggregate generated tokens/s and of mean time to first token, with ratios to llama-server,
+# and the CPU seconds the server process used for the measured requests (steadier than wall time under load).
 # Engines: rewind (the disk tier on, in a fresh folder per run: the default), rewind-nodisk (--cache-dir ''),
 # llama (llama-server). Environment: REWIND (default build/rewind), SERVE_BENCH (build/server/serve_bench),
 # LLAMA_SERVER (default llama-server on PATH); LD_LIBRARY_PATH as llama-server needs it.
@@ -28,11 +29,11 @@ while getopts "r:t:s:c:w:n:q:e:x:h" opt; do
     q) requests=$OPTARG ;;
     e) engines=$OPTARG ;;
     x) extra=$OPTARG ;;
-    *) sed -n '2,17p' "$0"; exit 2 ;;
+    *) sed -n '2,18p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -eq 1 ] || { sed -n '2,17p' "$0"; exit 2; }
+[ $# -eq 1 ] || { sed -n '2,18p' "$0"; exit 2; }
 model=$1
 ctx=1024
 rewind=${REWIND:-build/rewind}
@@ -93,17 +94,20 @@ run_one() {
   start_server "$engine" "$port"
   "$serve_bench" --url "http://127.0.0.1:$port" --clients 1 --requests 1 --prompt-words "$words" \
     --max-tokens "$gen" --ignore-eos --seed $((seed + 7777)) >/dev/null
+  local cpu0 cpu1
+  cpu0=$(awk '{ print $14 + $15 }' "/proc/$server_pid/stat")
   out=$("$serve_bench" --url "http://127.0.0.1:$port" --clients "$clients" --requests "$requests" \
     --prompt-words "$words" --max-tokens "$gen" --ignore-eos --seed "$seed") || {
     echo "serve_bench failed against $engine:" >&2; echo "$out" >&2; stop_server; return 0; }
+  cpu1=$(awk '{ print $14 + $15 }' "/proc/$server_pid/stat")
   stop_server
   echo "$out" | awk -v e="$engine" -v c="$clients" '
     /generated_tokens\/s=/ { for (i = 1; i <= NF; ++i) if ($i ~ /^generated_tokens\/s=/) { split($i, a, "="); tps = a[2] } }
     /^ttft_ms mean=/ { split($2, a, "="); ttft = a[2] }
     /completion_tokens\/request=/ { for (i = 1; i <= NF; ++i) if ($i ~ /^completion_tokens\/request=/) { split($i, a, "="); per = a[2] } }
     /prompt_tokens\/request=/ { for (i = 1; i <= NF; ++i) if ($i ~ /^prompt_tokens\/request=/) { split($i, a, "="); pt = a[2] } }
-    END { print e, c, tps, ttft, pt, per }' >>"$results"
-  tail -n 1 "$results" | awk '{ printf "run: %-14s clients %-2s %7.1f tok/s  ttft %7.0f ms  (%s prompt, %s generated tokens per request)\n", $1, $2, $3, $4, $5, $6 }' >&2
+    END { print e, c, tps, ttft, pt, per, cpu / ticks }' cpu=$((cpu1 - cpu0)) ticks="$(getconf CLK_TCK)" >>"$results"
+  tail -n 1 "$results" | awk -v load="$(cut -d' ' -f1 /proc/loadavg)" '{ printf "run: %-14s clients %-2s %7.1f tok/s  ttft %7.0f ms  server cpu %6.1f s  load %s  (%s prompt, %s generated tokens per request)\n", $1, $2, $3, $4, $7, load, $5, $6 }' >&2
 }
 
 read -r -a engine_list <<<"$engines"
@@ -130,15 +134,18 @@ def stat(e, c, col):
 head = "| clients | " + " | ".join(f"{e} tok/s" for e in engines) + " | " + \
        " | ".join(f"{e} / {ref}" for e in engines if e != ref) + " | " + \
        " | ".join(f"{e} TTFT ms" for e in engines) + " | " + \
-       " | ".join(f"{e} / {ref} TTFT" for e in engines if e != ref) + " |"
+       " | ".join(f"{e} / {ref} TTFT" for e in engines if e != ref) + " | " + \
+       " | ".join(f"{e} server CPU s" for e in engines) + " |"
 print(head)
 print("|" + "---|" * head.count(" | ") + "---|")
 for c in conc:
     tps = {e: stat(e, c, 2) for e in engines}
+    cpu = {e: stat(e, c, 6) for e in engines}
     ttft = {e: stat(e, c, 3) for e in engines}
     fmt = lambda s, d: "-" if s is None else f"{s[0]:.{d}f} ({s[1]:.{d}f}-{s[2]:.{d}f})"
     ratio = lambda a, b: "-" if a is None or b is None or b[0] == 0 else f"{a[0] / b[0]:.2f}x"
     cells = [fmt(tps[e], 1) for e in engines] + [ratio(tps[e], tps[ref]) for e in engines if e != ref] + \
-            [fmt(ttft[e], 0) for e in engines] + [ratio(ttft[e], ttft[ref]) for e in engines if e != ref]
+            [fmt(ttft[e], 0) for e in engines] + [ratio(ttft[e], ttft[ref]) for e in engines if e != ref] + \
+            [fmt(cpu[e], 1) for e in engines]
     print(f"| {c} | " + " | ".join(cells) + " |")
 PY
