@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -152,6 +153,7 @@ EngineImpl::~EngineImpl() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  RunTasks();  // queued before the stop: their callers are waiting
   if (cache_) {
     Status s = cache_->Persist();
     if (!s.ok()) LOG_WARN("cache persist at shutdown failed: %s", s.error().ToString().c_str());
@@ -191,14 +193,26 @@ Expected<uint64_t> EngineImpl::Submit(GenerationRequest request, std::shared_ptr
   }
   uint64_t id = next_id_.fetch_add(1);
   const double submitted = NowSeconds();
-  // The remote tier's network round trips happen here, on the request's own thread, never on the engine's.
+  // The disk tier's file reads and the remote tier's network round trips happen here, on the request's own
+  // thread, never on the engine's: a read never stalls the running streams (docs/cache-budget.md). The disk
+  // tier asks the engine thread how much RAM serves (a task between two steps) only when its index holds a state
+  // on the prompt's path. A request submitted from the engine thread itself skips the disk tier.
+  std::shared_ptr<const DiskFetch> disk;
+  const bool use_cache = request.cache_prompt && config_.cache;
+  if (use_cache && cache_->has_disk() && std::this_thread::get_id() != thread_.get_id())
+    disk = cache_->FetchDisk(request.prompt, [&] {
+      int32_t ram = std::numeric_limits<int32_t>::max();  // engine stopping: read nothing
+      RunOnEngine([&] { ram = cache_->RamResume(request.prompt); });
+      return ram;
+    });
   std::shared_ptr<const remote::RemoteFetch> fetched;
-  if (request.cache_prompt && config_.cache && cache_->has_remote())
+  if (use_cache && cache_->has_remote())
     fetched = cache_->FetchRemote(request.prompt, request.checkpoint_hints, request.generation_start);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return Error::Unavailable("the engine is shutting down");
-    queue_.push_back({id, std::move(request), std::move(sink), submitted, false, std::move(grammar), std::move(fetched)});
+    queue_.push_back({id, std::move(request), std::move(sink), submitted, false, std::move(grammar), std::move(fetched),
+                      std::move(disk)});
   }
   cv_.notify_all();
   return id;
@@ -212,11 +226,12 @@ void EngineImpl::Cancel(uint64_t request_id) {
   cv_.notify_all();
 }
 
-void EngineImpl::RunOnEngine(std::function<void()> fn) {
+bool EngineImpl::RunOnEngine(std::function<void()> fn) {
   std::promise<void> done;
   auto fut = done.get_future();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return false;
     tasks_.push_back([&] {
       fn();
       done.set_value();
@@ -224,6 +239,7 @@ void EngineImpl::RunOnEngine(std::function<void()> fn) {
   }
   cv_.notify_all();
   fut.wait();
+  return true;
 }
 
 std::vector<SlotInfo> EngineImpl::Slots() {
@@ -327,7 +343,7 @@ void EngineImpl::Admit() {
         p.request.max_tokens >= 0 ? std::min<int64_t>(info_.n_ctx, prompt_n + std::max(1, p.request.max_tokens))
                                   : info_.n_ctx);
     auto acq = cache_->Acquire(p.request.prompt, p.request.checkpoint_hints, p.request.cache_prompt && config_.cache,
-                               reserve, p.remote.get());
+                               reserve, p.remote.get(), p.disk.get());
     if (!acq.ok()) {
       bool others = std::any_of(slots_.begin(), slots_.end(), [](auto& s) { return s != nullptr; });
       if (acq.error().kind == ErrorKind::kResourceExhausted && others) {

@@ -48,6 +48,7 @@ class EngineImpl final : public Engine {
     bool waited_for_memory = false;   // counted once in admission_waits
     std::shared_ptr<const grammar::Grammar> grammar;  // compiled request.sampling.grammar (null: none)
     std::shared_ptr<const remote::RemoteFetch> remote;  // what the remote tier brought (on the request's thread)
+    std::shared_ptr<const DiskFetch> disk;              // what the disk tier read (on the request's thread)
   };
   // An admitted request bound to a sequence slot (engine thread only).
   struct Active {
@@ -111,8 +112,8 @@ class EngineImpl final : public Engine {
   void UpdateDraftCost(const std::vector<DecodeCost>& costs, double seconds);
   void Finish(size_t slot, const std::string& reason, std::optional<Error> error = std::nullopt);
   Status ValidateRequest(const GenerationRequest& r) const;
-  // Runs fn on the engine thread and waits for it.
-  void RunOnEngine(std::function<void()> fn);
+  // Runs fn on the engine thread (between two steps) and waits for it; false (fn not run) once stopping.
+  bool RunOnEngine(std::function<void()> fn);
 
   EngineConfig config_;
   EngineInfo info_;

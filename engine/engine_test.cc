@@ -1,10 +1,12 @@
 // End-to-end engine tests on the tiny fixture model: greedy output and logprobs are identical with the cache on
 // or off, across concurrent requests, and with or without speculative decoding (I1).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <mutex>
 #include <random>
 
@@ -18,7 +20,8 @@ const std::string kModel = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-
 
 using testing::Collect;
 
-std::unique_ptr<Engine> MakeEngine(const std::string& spec, int draft_max, bool cache, int threads = 1) {
+std::unique_ptr<Engine> MakeEngine(const std::string& spec, int draft_max, bool cache, int threads = 1,
+                                   const std::string& cache_dir = "") {
   EngineConfig c;
   c.model_path = kModel;
   c.n_ctx = 1024;
@@ -30,6 +33,7 @@ std::unique_ptr<Engine> MakeEngine(const std::string& spec, int draft_max, bool 
   c.cache_ram_mib = 256;
   c.spec = spec;
   c.draft_max = draft_max;
+  c.cache_dir = cache_dir;
   auto e = CreateEngine(c);
   EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().ToString());
   return e.ok() ? std::move(e).value() : nullptr;
@@ -77,6 +81,40 @@ TEST(Engine, GreedyOutputIsIdenticalWithAndWithoutCache) {
     }
     EXPECT_EQ(b->done.cached_tokens, 0);
   }
+}
+
+// The value of one Prometheus line `name V` in a metrics text (-1: absent).
+long long MetricValue(const std::string& text, const std::string& name) {
+  const size_t at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stoll(text.substr(at + name.size() + 2));
+}
+
+TEST(Engine, ACheckpointOnDiskIsReadOffTheEngineThreadAndServesTheNoCacheTokens) {
+  const std::string dir = ::testing::TempDir() + "/rewind_engine_disk_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  const std::vector<int32_t> first = Prompt(300, 3);
+  {
+    auto e = MakeEngine("", 0, true, 1, dir);  // its shutdown writes the conversation's checkpoints to the folder
+    ASSERT_TRUE(e);
+    Generate(*e, first, 8, true, {150});
+  }
+  std::vector<int32_t> next = first;
+  const std::vector<int32_t> extra = Prompt(30, 4);
+  next.insert(next.end(), extra.begin(), extra.end());
+  auto restarted = MakeEngine("", 0, true, 1, dir);  // RAM empty: only the disk tier holds the prefix
+  auto off = MakeEngine("", 0, false);
+  ASSERT_TRUE(restarted && off);
+  auto a = Generate(*restarted, next, 12, true, {150, 300});
+  auto b = Generate(*off, next, 12, true, {150, 300});
+  EXPECT_EQ(a->tokens, b->tokens);
+  EXPECT_EQ(a->logprobs, b->logprobs);
+  EXPECT_GE(a->done.cached_tokens, 150) << a->done.cache.reason;
+  EXPECT_NE(a->done.cache.reason.find("disk tier"), std::string::npos) << a->done.cache.reason;
+  const std::string metrics = restarted->MetricsText();
+  EXPECT_EQ(MetricValue(metrics, "rewind_cache_disk_loaded_total"), 1) << metrics;
+  EXPECT_EQ(MetricValue(metrics, "rewind_cache_disk_reads_on_engine_thread_total"), 0) << metrics;
+  restarted.reset();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Engine, ConcurrentRequestsMatchSequentialOnes) {

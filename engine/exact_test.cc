@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <thread>
 #include <unordered_map>
 
 #include "base/check.h"
@@ -417,8 +418,12 @@ HybridCacheConfig SmallConfig(const std::string& dir = "") {
 }
 
 // Prefills `prompt` from the cache's resume point, returns the last row and the acquire report.
+// The disk tier is read on another thread first, as the engine does on the request's thread.
 std::vector<float> Prefill(HybridCache& cache, const std::vector<int32_t>& prompt, AcquireResult* acq_out) {
-  auto acq = cache.Acquire(prompt, {}, true);
+  std::shared_ptr<const DiskFetch> disk;
+  std::thread reader([&] { disk = cache.FetchDisk(prompt, [&] { return cache.RamResume(prompt); }); });
+  reader.join();
+  auto acq = cache.Acquire(prompt, {}, true, 0, nullptr, disk.get());
   EXPECT_TRUE(acq.ok()) << acq.error().ToString();
   *acq_out = *acq;
   std::span<const int32_t> rest(prompt.data() + acq->resume_pos, prompt.size() - acq->resume_pos);

@@ -97,6 +97,34 @@ void HybridCache::Impl::Evict(const memory::EvictPlan& plan) {
   counters.evicted_bytes += static_cast<uint64_t>(plan.bytes_freed);
 }
 
+std::vector<float> HybridCache::Impl::TakeRows(size_t floats) {
+  spare_cap_floats = std::max(spare_cap_floats, 2 * floats);
+  auto best = spare_rows.end();
+  for (auto it = spare_rows.begin(); it != spare_rows.end(); ++it)
+    if (it->capacity() >= floats && (best == spare_rows.end() || it->capacity() < best->capacity())) best = it;
+  if (best == spare_rows.end()) return {};
+  std::vector<float> rows = std::move(*best);
+  spare_rows.erase(best);
+  return rows;
+}
+
+void HybridCache::Impl::RecycleRows(std::vector<float>&& rows) {
+  if (rows.capacity() == 0) return;
+  spare_rows.push_back(std::move(rows));
+  // Over the bounds, the smallest buffers go first (the large ones cost the most page faults to make again).
+  auto total = [&] {
+    size_t t = 0;
+    for (const auto& r : spare_rows) t += r.capacity();
+    return t;
+  };
+  const size_t max_count = 2 * static_cast<size_t>(cfg.n_seq_max) + 2;
+  while (!spare_rows.empty() && (spare_rows.size() > max_count || total() > spare_cap_floats)) {
+    auto smallest = std::min_element(spare_rows.begin(), spare_rows.end(),
+                                     [](const auto& a, const auto& b) { return a.capacity() < b.capacity(); });
+    spare_rows.erase(smallest);
+  }
+}
+
 void HybridCache::Impl::ReturnFreePages() {
   const memory::PagePool& pool = mm->pages();
   int32_t last_used = 0, run = -1;
@@ -204,14 +232,15 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
 
 Expected<AcquireResult> HybridCache::Acquire(std::span<const int32_t> prompt,
                                              std::span<const int32_t> checkpoint_hints, bool use_cache,
-                                             int32_t reserve_tokens, const remote::RemoteFetch* remote) {
+                                             int32_t reserve_tokens, const remote::RemoteFetch* remote,
+                                             const DiskFetch* disk) {
   Impl& im = *impl_;
   if (prompt.empty()) return Error::InvalidArgument("empty prompt");
   if (static_cast<int64_t>(prompt.size()) > im.cfg.n_ctx)
     return Error::OutOfRange("prompt of " + std::to_string(prompt.size()) + " tokens exceeds the context of " +
                              std::to_string(im.cfg.n_ctx));
   use_cache = use_cache && im.cfg.use_cache;
-  const int32_t from_disk = use_cache ? im.FetchFromDisk(prompt) : 0;
+  const int32_t from_disk = use_cache && disk ? im.ImportDisk(prompt, *disk) : 0;
   const int32_t from_remote = use_cache && remote ? im.ImportRemote(prompt, *remote) : 0;
   const std::vector<int32_t> branches = use_cache ? im.mm->tree().BranchPoints(prompt) : std::vector<int32_t>{};
   auto planned = im.mm->PlanAcquire(prompt, use_cache, reserve_tokens);
@@ -329,6 +358,10 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
     }
   }
   model::ReplayLog replay;
+  replay.seqs.resize(items.size());
+  const size_t replay_per_token = im.model->ReplayBytesPerToken() / sizeof(float);
+  for (size_t i = 0; i < items.size(); ++i)
+    replay.seqs[i].rows = im.TakeRows(replay_per_token * (items[i].tokens.size() + size_t(batch[i].prefix_rows)));
   model::ForwardOptions opts;
   opts.replay = &replay;
   opts.hidden_all = hidden_all;
@@ -345,6 +378,8 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
     if (p.state_in != p.state_out) {
       im.logs[p.state_in] = std::move(log);
       if (fused > 0) im.log_offset[p.state_in] = fused;
+    } else {
+      im.RecycleRows(std::move(log.rows));
     }
     im.counters.evaluated_tokens += p.tokens.size();
   }
@@ -424,6 +459,9 @@ std::string HybridCache::StatsJson() const {
   num("disk_evicted", static_cast<int64_t>(ds.evicted));
   num("disk_write_errors", static_cast<int64_t>(ds.write_errors));
   num("disk_enqueue_ms", static_cast<int64_t>(im.counters.disk_enqueue_seconds * 1e3));
+  num("disk_loaded", static_cast<int64_t>(im.counters.disk_loaded));
+  num("disk_reads_on_engine_thread", static_cast<int64_t>(im.counters.disk_reads_on_engine));
+  num("disk_read_ms", static_cast<int64_t>(im.counters.disk_read_seconds * 1e3));
 
   const remote::RemoteStats rs = im.remote ? im.remote->Stats() : remote::RemoteStats{};
   num("remote_enabled", im.remote ? 1 : 0);
@@ -461,6 +499,16 @@ std::string HybridCache::MetricsText() const {
   metric("rewind_cache_replays_total", "counter", "States rebuilt from the replay log.", im.counters.replays);
   metric("rewind_cache_page_copies_total", "counter", "Copy-on-write page copies.", im.counters.page_copies);
   metric("rewind_cache_truncates_total", "counter", "Rollbacks.", im.counters.truncates);
+  if (im.store) {
+    metric("rewind_cache_disk_loaded_total", "counter", "Disk-tier checkpoints a request resumed from.",
+           im.counters.disk_loaded);
+    metric("rewind_cache_disk_reads_on_engine_thread_total", "counter",
+           "Of those, read on the engine thread (stalling every stream; reads happen on the request's thread).",
+           im.counters.disk_reads_on_engine);
+    metric("rewind_cache_disk_read_microseconds_total", "counter",
+           "Time spent reading them (index, files, checks), off the engine thread.",
+           static_cast<int64_t>(im.counters.disk_read_seconds * 1e6));
+  }
   if (im.remote) {
     const remote::RemoteStats rs = im.remote->Stats();
     metric("rewind_remote_lookups_total", "counter", "Remote-tier lookups.", rs.lookups);

@@ -7,9 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/expected.h"
@@ -59,6 +61,18 @@ struct TruncateResult {
   std::string source;             // "live" | "checkpoint" | "replay" | "none"
 };
 
+// What FetchDisk read from the disk tier for one prompt, on the request's thread: the state after prompt[0, end)
+// and the pages [first_page, ceil(end / P)), each [attention layer][K rows | V rows]. Acquire imports it (memory
+// copies only) when it still serves more than RAM does.
+struct DiskFetch {
+  int32_t end = 0;  // 0: nothing read
+  int32_t first_page = 0;
+  std::string state;
+  std::vector<std::string> pages;
+  std::thread::id reader;  // the thread that read it (a read on the engine thread is counted: it stalls the batch)
+  double seconds = 0;      // index lookup + reads + checks
+};
+
 // Identity of a model file for persisted caches: metadata, tensor layout and sampled weight bytes.
 uint64_t ModelFingerprint(const gguf::File& file);
 
@@ -76,11 +90,24 @@ class HybridCache {
   // while the running sequences' reservations leave too little room: retry when one ends. With no other
   // reservation the request is always admitted (without reusing the cache if pinning it would not fit).
   // kOutOfRange when reserve_tokens > MaxSequenceTokens(). 0: no reservation (appends may then fail).
-  // `remote`: what FetchRemote brought for this prompt (null: none); imported when it serves more than RAM and
-  // the disk tier do.
+  // `disk`: what FetchDisk read for this prompt, `remote`: what FetchRemote brought (null: none); each is
+  // imported when it serves more than RAM (and, for the remote tier, the disk tier) does. Acquire itself never
+  // reads the disk or the network.
   Expected<AcquireResult> Acquire(std::span<const int32_t> prompt, std::span<const int32_t> checkpoint_hints,
                                   bool use_cache, int32_t reserve_tokens = 0,
-                                  const remote::RemoteFetch* remote = nullptr);
+                                  const remote::RemoteFetch* remote = nullptr, const DiskFetch* disk = nullptr);
+
+  // The disk tier: reads the deepest stored state serving `prompt` deeper than RAM does, with its pages from
+  // RAM's resume position on. Blocking (file reads and checksums) and thread-safe: call it on the request's own
+  // thread, never on the engine thread. `ram_resume` says how much of the prompt RAM serves now (asked only when
+  // the disk index holds a state on the prompt's path; it runs on the engine thread, e.g. through a task).
+  // Null when the tier is off or holds nothing deeper; a corrupt value is dropped from the store and the next
+  // deepest tried.
+  std::shared_ptr<const DiskFetch> FetchDisk(std::span<const int32_t> prompt,
+                                             const std::function<int32_t()>& ram_resume) const;
+  bool has_disk() const;
+  // How many tokens of `prompt` RAM serves (the resume position of the hybrid hit rule). Engine thread only.
+  int32_t RamResume(std::span<const int32_t> prompt) const;
 
   // The remote tier: asks it for a checkpoint of `prompt` at the positions this cache would checkpoint (the
   // hints, the regular spacing, the end of a previous turn just before a message start), deeper than the disk

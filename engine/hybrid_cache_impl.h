@@ -50,6 +50,9 @@ struct HybridCache::Impl {
     uint64_t restores = 0, replays = 0, page_copies = 0, truncates = 0, persisted = 0, loaded = 0,
              remote_loaded = 0;
     uint64_t spilled = 0;
+    uint64_t disk_loaded = 0;           // disk-tier states a request resumed from (imported from a FetchDisk)
+    uint64_t disk_reads_on_engine = 0;  // of those, read on the engine thread (stalling every stream; expected 0)
+    double disk_read_seconds = 0;       // time FetchDisk spent reading what was imported (off the engine thread)
     double disk_enqueue_seconds = 0;  // engine-thread time spent copying checkpoints into the disk writer's queue
     uint64_t fused_replays = 0, materialized = 0;  // lazy rollbacks: fused into a forward / applied separately
   } counters;
@@ -59,8 +62,18 @@ struct HybridCache::Impl {
   void Exec(const std::vector<memory::DataOp>& ops);
   // Applies a lazy rollback's pending rows to the slot's bytes (in place); no-op when none are pending.
   void Materialize(memory::SlotId slot);
+  // Replay-log row buffers of dropped logs, kept for the next forwards (a prefill chunk's log is hundreds of MiB
+  // at the 0.8B shape, 445 KiB per token: allocated fresh, every chunk and decode step paid its page faults and
+  // the kernel's zeroing, about a tenth of a serving profile). Bounded: at most 2 * n_seq_max + 2 buffers and
+  // twice the largest log a forward needed.
+  std::vector<std::vector<float>> spare_rows;
+  size_t spare_cap_floats = 0;
+  // A buffer for a log of `floats` floats: the smallest spare that holds it (else a new, empty one).
+  std::vector<float> TakeRows(size_t floats);
+  void RecycleRows(std::vector<float>&& rows);
   // The slot's bytes are being replaced: its log and lazy-rollback records no longer apply.
   void ForgetSlot(memory::SlotId slot) {
+    if (auto it = logs.find(slot); it != logs.end()) RecycleRows(std::move(it->second.rows));
     logs.erase(slot);
     pending.erase(slot);
     log_offset.erase(slot);
@@ -99,10 +112,12 @@ struct HybridCache::Impl {
   // kv_bytes holds the pages [first_page, ceil(len/P)): the cache must already serve the prefix before them.
   Expected<int32_t> Import(std::span<const int32_t> tokens, std::span<const float> state, std::string_view kv_bytes,
                            int32_t first_page = 0);
-  // Disk tier lookup: if a stored checkpoint serves a longer prefix of `prompt` than RAM does, load it into
-  // the tree (best effort; a failure only logs, an unusable state is dropped from the store). Returns the position
-  // loaded (0: none).
-  int32_t FetchFromDisk(std::span<const int32_t> prompt);
+  // Imports a state (and pages) a tier read off the engine thread (FetchDisk, FetchRemote) when it serves more
+  // of `prompt` than RAM does now; returns the position (0: nothing to import) or the import's error (logged).
+  Expected<int32_t> ImportFetched(std::span<const int32_t> prompt, int32_t end, int32_t first_page, const std::string& state,
+                        std::span<const std::string> pages, const char* tier);
+  // Disk tier: imports what FetchDisk read (counted; an unusable state is dropped from the store).
+  int32_t ImportDisk(std::span<const int32_t> prompt, const DiskFetch& fetch);
   // Imports a stored checkpoint (a tier's values): the state's bytes and the page payloads
   // [from_page, ceil(prefix / P)), each [layer][K rows | V rows]. kCorrupt when the sizes do not fit.
   Expected<int32_t> ImportStored(std::span<const int32_t> prefix, const std::string& state,

@@ -62,20 +62,11 @@ std::shared_ptr<const remote::RemoteFetch> HybridCache::FetchRemote(std::span<co
 }
 
 int32_t HybridCache::Impl::ImportRemote(std::span<const int32_t> prompt, const remote::RemoteFetch& fetch) {
-  if (!remote || fetch.end <= 0 || fetch.end >= static_cast<int32_t>(prompt.size())) return 0;
-  const memory::TreeHit hit = mm->FindTreeResume(prompt);
-  if (hit.resume_pos >= fetch.end) return 0;  // RAM serves as much (another request brought it meanwhile)
-  const int32_t from_page = hit.resume_pos / kv->page_size();
-  if (from_page < fetch.first_page) return 0;  // RAM lost pages the fetch relied on: compute instead
-  const std::span<const std::string> pages(fetch.pages);
-  auto r = ImportStored(prompt.subspan(0, static_cast<size_t>(fetch.end)), fetch.state,
-                        pages.subspan(static_cast<size_t>(from_page - fetch.first_page)), from_page);
-  if (!r.ok()) {
-    LOG_WARN("cache: remote tier: state at %d not loaded: %s", fetch.end, r.error().ToString().c_str());
-    return 0;
-  }
-  ++counters.remote_loaded;
-  return *r;
+  if (!remote) return 0;
+  auto imported = ImportFetched(prompt, fetch.end, fetch.first_page, fetch.state, fetch.pages, "remote");
+  const int32_t r = imported.ok() ? *imported : 0;
+  counters.remote_loaded += r > 0 ? 1 : 0;
+  return r;
 }
 
 }  // namespace rw::engine

@@ -1,6 +1,7 @@
 // HybridCache's disk tier over the content-addressed store (memory/content_store.h): checkpoints of finished
 // requests and of evictions are copied (RAM to RAM) into the store's bounded queue and written by its writer
-// thread; a miss loads the deepest stored state serving the prompt, with the pages RAM lacks.
+// thread; on a miss, the request's own thread reads the deepest stored state serving the prompt, with the pages
+// RAM lacks (FetchDisk), and the engine thread copies them into the cache (ImportDisk).
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -183,24 +184,67 @@ Expected<int32_t> HybridCache::Impl::ImportStored(std::span<const int32_t> prefi
   return Import(prefix, floats, kv_bytes, from_page);
 }
 
-int32_t HybridCache::Impl::FetchFromDisk(std::span<const int32_t> prompt) {
-  if (!store || prompt.size() < 2) return 0;
+Expected<int32_t> HybridCache::Impl::ImportFetched(std::span<const int32_t> prompt, int32_t end, int32_t first_page,
+                                                   const std::string& state, std::span<const std::string> pages,
+                                                   const char* tier) {
+  if (end <= 0 || end >= static_cast<int32_t>(prompt.size())) return 0;
   const memory::TreeHit hit = mm->FindTreeResume(prompt);
-  const int32_t from_page = hit.resume_pos / kv->page_size();  // pages below are never read by Import (RAM serves them)
-  for (int32_t end : store->StatesOnPath(prompt, hit.resume_pos, static_cast<int32_t>(prompt.size()) - 1)) {
+  if (hit.resume_pos >= end) return 0;  // RAM serves as much (another request brought it meanwhile)
+  const int32_t from_page = hit.resume_pos / kv->page_size();
+  if (from_page < first_page) return 0;  // RAM lost pages the read relied on: compute instead
+  const std::span<const int32_t> prefix = prompt.subspan(0, static_cast<size_t>(end));
+  auto r = ImportStored(prefix, state, pages.subspan(static_cast<size_t>(from_page - first_page)), from_page);
+  if (!r.ok()) LOG_WARN("cache: %s tier: state at %d not loaded: %s", tier, end, r.error().ToString().c_str());
+  return r;
+}
+
+bool HybridCache::has_disk() const { return impl_->store != nullptr; }
+
+int32_t HybridCache::RamResume(std::span<const int32_t> prompt) const {
+  return impl_->mm->FindTreeResume(prompt).resume_pos;
+}
+
+std::shared_ptr<const DiskFetch> HybridCache::FetchDisk(std::span<const int32_t> prompt,
+                                                        const std::function<int32_t()>& ram_resume) const {
+  const Impl& im = *impl_;
+  if (!im.store || !im.cfg.use_cache || prompt.size() < 2) return nullptr;
+  const double t0 = NowSeconds();
+  const int32_t last = static_cast<int32_t>(prompt.size()) - 1;
+  if (im.store->StatesOnPath(prompt, 0, last).empty()) return nullptr;  // the index only: no read, no engine task
+  const int32_t ram = ram_resume();
+  const int32_t from_page = ram / im.kv->page_size();  // pages below are never read by the import (RAM has them)
+  for (int32_t end : im.store->StatesOnPath(prompt, ram, last)) {
     const std::span<const int32_t> prefix = prompt.subspan(0, static_cast<size_t>(end));
-    auto state = store->ReadState(prefix);
-    auto pages = state.ok() ? store->ReadPages(prefix, from_page) : Expected<std::vector<std::string>>(state.error());
-    auto r = pages.ok() ? ImportStored(prefix, *state, *pages, from_page) : Expected<int32_t>(pages.error());
-    if (r.ok()) return *r;
-    if (r.error().kind == ErrorKind::kResourceExhausted) {
-      LOG_WARN("cache: disk tier: state at %d not loaded: %s", end, r.error().ToString().c_str());
-      return 0;
+    auto state = im.store->ReadState(prefix);
+    auto pages = state.ok() ? im.store->ReadPages(prefix, from_page) : Expected<std::vector<std::string>>(state.error());
+    if (pages.ok()) {
+      auto fetch = std::make_shared<DiskFetch>();
+      fetch->end = end;
+      fetch->first_page = from_page;
+      fetch->state = std::move(state).value();
+      fetch->pages = std::move(pages).value();
+      fetch->reader = std::this_thread::get_id();
+      fetch->seconds = NowSeconds() - t0;
+      return fetch;
     }
-    LOG_WARN("cache: disk tier: state at %d skipped: %s", end, r.error().ToString().c_str());
-    if (r.error().kind != ErrorKind::kIo) store->Forget(prefix);  // never tried again
+    LOG_WARN("cache: disk tier: state at %d skipped: %s", end, pages.error().ToString().c_str());
+    if (pages.error().kind != ErrorKind::kIo) im.store->Forget(prefix);  // never tried again
   }
-  return 0;
+  return nullptr;
+}
+
+int32_t HybridCache::Impl::ImportDisk(std::span<const int32_t> prompt, const DiskFetch& fetch) {
+  if (!store) return 0;
+  auto imported = ImportFetched(prompt, fetch.end, fetch.first_page, fetch.state, fetch.pages, "disk");
+  if (!imported.ok() && imported.error().kind == ErrorKind::kCorrupt)  // does not fit this cache: never tried again
+    store->Forget(prompt.subspan(0, static_cast<size_t>(fetch.end)));
+  const int32_t r = imported.ok() ? *imported : 0;
+  if (r > 0) {
+    ++counters.disk_loaded;
+    counters.disk_reads_on_engine += fetch.reader == std::this_thread::get_id() ? 1 : 0;
+    counters.disk_read_seconds += fetch.seconds;
+  }
+  return r;
 }
 
 Status HybridCache::Persist() {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "base/file.h"
 #include "engine/collect_sink.h"
@@ -227,7 +228,11 @@ class DiskTier : public ::testing::Test {
   // Prefills `prompt` (chunks end at the planned checkpoints) and returns the last row's logits.
   std::vector<float> Run(HybridCache& cache, const std::vector<int32_t>& prompt, std::vector<int32_t> hints,
                          AcquireResult* acq_out, bool release = true) {
-    auto acq = cache.Acquire(prompt, hints, true);
+    // The disk tier is read off the "engine" thread (this one), as the engine does on the request's thread.
+    std::shared_ptr<const DiskFetch> disk;
+    std::thread reader([&] { disk = cache.FetchDisk(prompt, [&] { return cache.RamResume(prompt); }); });
+    reader.join();
+    auto acq = cache.Acquire(prompt, hints, true, 0, nullptr, disk.get());
     EXPECT_TRUE(acq.ok()) << acq.error().ToString();
     if (!acq.ok()) return {};
     *acq_out = *acq;
@@ -315,10 +320,13 @@ TEST_F(DiskTier, EvictedPrefixIsServedFromDiskAtTheMinimumCost) {
   EXPECT_EQ(a.report.lcp, kLen);
   EXPECT_EQ(a.report.extra_tokens, 0) << a.report.reason;  // tokens processed == the minimum (24)
   EXPECT_NE(a.report.reason.find("disk tier"), std::string::npos) << a.report.reason;
+  auto& im = HybridCacheTestPeer::impl(*cache_);
+  EXPECT_EQ(im.counters.disk_loaded, 1u);
+  EXPECT_EQ(im.counters.disk_reads_on_engine, 0u) << "the read happened on the thread that imported it";
   std::vector<float> want = Reference(next);
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << "not bit-identical";
-  HybridCacheTestPeer::impl(*cache_).mm->CheckInvariants();
+  im.mm->CheckInvariants();
 }
 
 TEST_F(DiskTier, TheFolderStaysUnderTheDiskBoundAcrossConversations) {

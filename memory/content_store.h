@@ -13,7 +13,8 @@
 // the incoming one scores lower still (then it is not kept); a page goes when no stored state needs it.
 //
 // Thread safety: every public member may be called from any thread. The backend is used by the writer thread and
-// by the Read* calls (the engine thread, on a miss): it must accept calls from two threads.
+// by the Read* calls (a request's own thread, on a miss: engine/hybrid_cache.h FetchDisk): it must accept calls
+// from several threads.
 #pragma once
 
 #include <condition_variable>

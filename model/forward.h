@@ -53,7 +53,9 @@ struct ReplayLog {
 };
 
 struct ForwardOptions {
-  ReplayLog* replay = nullptr;  // record the replay log (from state_in: a BatchSeq's prefix rows come first)
+  // Record the replay log (from state_in: a BatchSeq's prefix rows come first). Row buffers already in
+  // replay->seqs are reused (their capacity; the contents are overwritten).
+  ReplayLog* replay = nullptr;
   bool want_hidden = false;     // also return the final normed hidden rows of the output rows (for MTP)
   bool hidden_all = false;      // ForwardOutput::hidden_all: the final normed hidden row of EVERY token
 };

@@ -157,7 +157,7 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     }
   }
   if (options.replay != nullptr) {
-    options.replay->seqs.assign(batch.size(), {});
+    options.replay->seqs.resize(batch.size());  // row buffers the caller passes in are reused (assign keeps capacity)
     const uint64_t per_tok = c.ReplayBytesPerToken() / sizeof(float);
     for (size_t s = 0; s < batch.size(); ++s) {
       // With a replay prefix the log covers the whole run from state_in: the prefix rows, then the batch's.

@@ -3,11 +3,14 @@
 //   serve_bench --url http://127.0.0.1:8080 --clients 8 --requests 4 --max-tokens 64
 // --long-prompt N adds one client sending an N-word prompt while the others stream (its numbers are printed on
 // their own line), to see how a long prefill affects the running streams' inter-token latency.
+// --prompt-words N makes every request's user message N words of its own (seeded by --seed, the client and the
+// request), so no two requests share more than the chat template's first tokens: scripts/bench-vs-llama-server.sh.
 #include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -83,12 +86,40 @@ Sample OneRequest(httplib::Client& client, const json& body) {
   return s;
 }
 
+// `n` words drawn from a small English word list by a generator seeded with (seed, client, request): a prompt no
+// other request shares (about one token per word with a BPE vocabulary).
+std::string DistinctWords(int n, uint64_t seed, int client, int request) {
+  static const char* const kWords[] = {
+      "the",   "river",  "quiet",  "stone",  "light",  "under",  "garden", "morning", "carried", "window",
+      "paper", "little", "across", "bright", "house",  "winter", "people", "found",   "ocean",   "silver",
+      "road",  "before", "music",  "yellow", "forest", "simple", "answer", "number",  "market",  "travel",
+      "cold",  "village", "letter", "bridge", "summer", "engine", "table", "history", "mountain", "careful"};
+  uint64_t x = seed * 0x9E3779B97F4A7C15ULL ^ (uint64_t(client) << 32) ^ uint64_t(request) * 0xBF58476D1CE4E5B9ULL;
+  std::string text;
+  for (int w = 0; w < n; ++w) {
+    x += 0x9E3779B97F4A7C15ULL;  // splitmix64
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    if (w > 0) text += ' ';
+    text += kWords[z % (sizeof(kWords) / sizeof(kWords[0]))];
+  }
+  return text;
+}
+
+double Mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string url = "http://127.0.0.1:8080", prompt = "Write a short story about a lighthouse keeper.",
               api_key;
-  int clients = 8, requests = 4, max_tokens = 64, long_prompt = 0;
+  int clients = 8, requests = 4, max_tokens = 64, long_prompt = 0, prompt_words = 0, seed = 1;
   double temperature = 0;
   bool shared_prefix = false, ignore_eos = false;
   rw::FlagSet flags("serve_bench",
@@ -102,6 +133,9 @@ int main(int argc, char** argv) {
   flags.Add("temperature", 0, &temperature, "sampling temperature");
   flags.Add("api-key", 0, &api_key, "bearer token");
   flags.Add("ignore-eos", 0, &ignore_eos, "generate max-tokens tokens whatever the model says (rewind, llama-server)");
+  flags.Add("prompt-words", 0, &prompt_words,
+            "user message of N words distinct per request (replaces --prompt; 0 = use --prompt)");
+  flags.Add("seed", 0, &seed, "seed of the --prompt-words text (change it between runs against one cache)");
   flags.Add("long-prompt", 0, &long_prompt, "words of one extra long prompt sent while the clients stream (0 = none)");
   auto st = flags.Parse(argc, argv);
   if (!st.ok() || flags.help_requested()) {
@@ -138,9 +172,10 @@ int main(int argc, char** argv) {
       client.set_read_timeout(600);
       if (!api_key.empty()) client.set_bearer_token_auth(api_key);
       for (int i = 0; i < requests; ++i) {
-        std::string text =
-            shared_prefix ? prompt
-                          : "Client " + std::to_string(c) + ", request " + std::to_string(i) + ": " + prompt;
+        const std::string head = "Client " + std::to_string(c) + ", request " + std::to_string(i) + ": ";
+        std::string text = prompt_words > 0 ? head + DistinctWords(prompt_words, static_cast<uint64_t>(seed), c, i)
+                           : shared_prefix  ? prompt
+                                            : head + prompt;
         Sample s = OneRequest(client, request_body(text, max_tokens));
         std::lock_guard<std::mutex> lock(mu);
         samples.push_back(s);
@@ -169,6 +204,8 @@ int main(int argc, char** argv) {
               static_cast<long long>(prompt_tokens));
   std::printf("ttft_ms p50=%.1f p90=%.1f p99=%.1f  latency_ms p50=%.1f p90=%.1f p99=%.1f\n", Pct(ttft, 0.5),
               Pct(ttft, 0.9), Pct(ttft, 0.99), Pct(total, 0.5), Pct(total, 0.9), Pct(total, 0.99));
+  std::printf("ttft_ms mean=%.1f prompt_tokens/request=%.1f completion_tokens/request=%.1f\n", Mean(ttft),
+              ok ? static_cast<double>(prompt_tokens) / ok : 0.0, ok ? static_cast<double>(gen) / ok : 0.0);
   std::printf("itl_ms p50=%.1f p90=%.1f p99=%.1f max=%.1f\n", Pct(itl, 0.5), Pct(itl, 0.9), Pct(itl, 0.99),
               itl.empty() ? 0.0 : *std::max_element(itl.begin(), itl.end()));
   if (long_prompt > 0)
