@@ -2,6 +2,7 @@
 // the layout ReplaySeqLog documents ([token][recurrent layer][replay_row_floats]).
 #include <cstring>
 
+#include "base/check.h"
 #include "kernels/alloc_tuning.h"
 #include "model/layers.h"
 
@@ -20,6 +21,11 @@ void CopyRow(std::span<const RowPiece> pieces, int64_t row, float* dst) {
 void RecordReplayRows(const ModelConfig& cfg, int32_t rec_index, std::span<const SeqRun> seqs,
                       std::span<const RowPiece> pieces, ReplayLog* replay) {
   const int64_t rw = cfg.replay_row_floats(), n_rec = cfg.n_recurrent_layers();
+  // Every float of a row is written (Model::Forward hands in recycled buffers without clearing them).
+  int64_t width = 0;
+  for (const RowPiece& p : pieces) width += p.width;
+  REWIND_CHECK_MSG(width == rw, "replay row pieces cover %lld of %lld floats", static_cast<long long>(width),
+                   static_cast<long long>(rw));
   for (size_t s = 0; s < seqs.size(); ++s) {
     float* dst = replay->seqs[s].rows.data();
     const int32_t P = seqs[s].prefix != nullptr ? seqs[s].prefix_rows : 0;
