@@ -21,6 +21,17 @@ Expected<int32_t> OptU32(const gguf::File& f, const std::string& key, int32_t de
   return ReqU32(f, key);
 }
 
+Status ReadHeadDim(const gguf::File& f, const std::string& a, int32_t def, ModelConfig* c) {
+  const std::string key = Key(a, "attention.key_length");
+  if (def <= 0 && !f.Has(key)) return Error::NotFound("required metadata key '" + key + "' is missing");
+  REWIND_ASSIGN_OR_RETURN(c->head_dim, OptU32(f, key, def));
+  REWIND_ASSIGN_OR_RETURN(int32_t value_len, OptU32(f, Key(a, "attention.value_length"), c->head_dim));
+  if (value_len != c->head_dim)
+    return Error::Unsupported(a + ".attention.value_length (" + std::to_string(value_len) + ") != key_length (" +
+                              std::to_string(c->head_dim) + ")");
+  return Status::Ok();
+}
+
 Expected<float> OptF32(const gguf::File& f, const std::string& key, float def) {
   if (!f.Has(key)) return def;
   return f.GetF32(key);
@@ -161,13 +172,7 @@ Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
     return Error::NotFound("required metadata key '" + Key(a, "attention.head_count") + "' is missing");
   REWIND_ASSIGN_OR_RETURN(c.n_head, OptU32OrArr(f, Key(a, "attention.head_count"), 0, c.n_layer_all));
   REWIND_ASSIGN_OR_RETURN(c.n_head_kv, OptU32OrArr(f, Key(a, "attention.head_count_kv"), c.n_head, c.n_layer_all));
-  if (!f.Has(Key(a, "attention.key_length")))
-    return Error::NotFound("required metadata key '" + Key(a, "attention.key_length") + "' is missing");
-  REWIND_ASSIGN_OR_RETURN(c.head_dim, ReqU32(f, Key(a, "attention.key_length")));
-  REWIND_ASSIGN_OR_RETURN(int32_t value_len, OptU32(f, Key(a, "attention.value_length"), c.head_dim));
-  if (value_len != c.head_dim)
-    return Error::Unsupported(a + ".attention.value_length (" + std::to_string(value_len) +
-                              ") != key_length (" + std::to_string(c.head_dim) + ")");
+  REWIND_RETURN_IF_ERROR(internal::ReadHeadDim(f, a, 0, &c));
   REWIND_ASSIGN_OR_RETURN(c.n_rot, OptU32(f, Key(a, "rope.dimension_count"), c.head_dim));
   REWIND_ASSIGN_OR_RETURN(c.rope_freq_base, OptF32(f, Key(a, "rope.freq_base"), 10000.0f));
   std::string scaling = "linear";

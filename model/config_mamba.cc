@@ -77,11 +77,7 @@ Status ReadMamba2Hybrid(const gguf::File& f, ModelConfig* out) {
   }
   if (n_attn > 0) {
     if (c.n_head <= 0) return Error::InvalidArgument(a + ": attention layers need attention.head_count > 0");
-    REWIND_ASSIGN_OR_RETURN(c.head_dim, OptU32(f, Key(a, "attention.key_length"), c.n_embd / c.n_head));
-    REWIND_ASSIGN_OR_RETURN(int32_t value_len, OptU32(f, Key(a, "attention.value_length"), c.head_dim));
-    if (value_len != c.head_dim)
-      return Error::Unsupported(a + ".attention.value_length (" + std::to_string(value_len) +
-                                ") != key_length (" + std::to_string(c.head_dim) + ")");
+    REWIND_RETURN_IF_ERROR(ReadHeadDim(f, a, c.n_embd / c.n_head, &c));
     c.n_rot = c.head_dim - c.head_dim % 2;  // no RoPE in nemotron_h; kept valid for shared checks
     c.attn_gated = false;
     c.attn_rope = false;

@@ -20,6 +20,10 @@ Expected<std::vector<int32_t>> PerLayer(const gguf::File& f, const std::string& 
 // A UINT32 broadcast to all layers or an array of block_count values whose non-zero entries agree.
 Expected<int32_t> OptU32OrArr(const gguf::File& f, const std::string& key, int32_t def, int32_t n_layer_all);
 
+// c->head_dim from attention.key_length (absent: def, or an error when def <= 0), and attention.value_length
+// (absent: the same) checked equal to it.
+Status ReadHeadDim(const gguf::File& f, const std::string& arch, int32_t def, ModelConfig* c);
+
 // Everything after general.architecture / general.name for a Mamba-2 hybrid (c->arch already set), as
 // llama.cpp v0.5.0 reads it. nemotron_h: a layer is Mamba-2 iff its attention.head_count_kv and
 // feed_forward_length are both 0, attention iff only feed_forward_length is 0, otherwise an MLP.
