@@ -35,13 +35,7 @@ std::vector<TensorSpec> Lfm2Plan(const ModelConfig& c) {
   Planner p(&t);
   const int64_t E = c.n_embd, V = c.n_vocab, D = c.head_dim, F = c.n_ff;
   const double out_scale = 4.0 / std::sqrt(static_cast<double>(E));
-  p.Matrix(-1, "token_embd", {E, V}, 1.0);
-  if (c.tied) {
-    p.Add(-1, "token_embd_norm", {E}, Init::kNormal, 0, out_scale, true);  // zero-mean gains: logits std ~4
-  } else {
-    p.Gain(-1, "token_embd_norm", E);
-    p.Matrix(-1, "output", {E, V}, out_scale);
-  }
+  p.EmbeddingAndHead(E, V, c.tied, "token_embd_norm", out_scale);
   for (int64_t il = 0; il < c.n_layer; ++il) {
     p.Gain(il, "attn_norm", E);
     if (c.IsRecurrent(il)) {

@@ -78,13 +78,7 @@ std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c) {
   const int64_t E = c.n_embd, V = c.n_vocab, D = c.head_dim, H = c.ssm_dt_rank, G = c.ssm_groups;
   const int64_t Di = c.ssm_inner(), C = c.ssm_conv_dim(), F = c.n_ff;
   const double out_scale = 4.0 / std::sqrt(static_cast<double>(E));
-  p.Matrix(-1, "token_embd", {E, V}, 1.0);
-  if (c.tied) {
-    p.Add(-1, "output_norm", {E}, Init::kNormal, 0, out_scale, true);  // zero-mean gains: logits std ~4
-  } else {
-    p.Gain(-1, "output_norm", E);
-    p.Matrix(-1, "output", {E, V}, out_scale);
-  }
+  p.EmbeddingAndHead(E, V, c.tied, "output_norm", out_scale);
   for (int64_t il = 0; il < c.n_layer; ++il) {
     p.Gain(il, "attn_norm", E);
     if (c.IsRecurrent(il)) {

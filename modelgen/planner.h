@@ -26,6 +26,17 @@ class Planner {
   void Gain(int64_t layer, const std::string& kind, int64_t n) {
     Add(layer, kind, {n}, Init::kNormal, 1, 0.1, true);
   }
+  // token_embd, then the final norm `norm_kind` and, untied, the output matrix. A tied head gets zero-mean
+  // norm gains of std out_scale instead, which keep logits at std ~4 (README 2.1).
+  void EmbeddingAndHead(int64_t embd, int64_t vocab, bool tied, const std::string& norm_kind, double out_scale) {
+    Matrix(-1, "token_embd", {embd, vocab}, 1.0);
+    if (tied) {
+      Add(-1, norm_kind, {embd}, Init::kNormal, 0, out_scale, true);
+    } else {
+      Gain(-1, norm_kind, embd);
+      Matrix(-1, "output", {embd, vocab}, out_scale);
+    }
+  }
   void Add(int64_t layer, const std::string& kind, std::vector<int64_t> ne, Init init, double mean,
            double std, bool keep_f32, const char* suffix = ".weight") {
     TensorSpec t;

@@ -59,14 +59,7 @@ std::vector<TensorSpec> Qwen35Plan(const ModelConfig& c) {
   const int64_t Vd = c.ssm_inner(), C = c.ssm_conv_dim(), Hv = c.ssm_dt_rank, F = c.n_ff;
   const double out_scale = 4.0 / std::sqrt(static_cast<double>(E));
 
-  p.Matrix(-1, "token_embd", {E, V}, 1.0);
-  if (c.tied) {
-    // Tied head: zero-mean output-norm gains keep logits at std ~4 (README 2.1).
-    p.Add(-1, "output_norm", {E}, Init::kNormal, 0, out_scale, true);
-  } else {
-    p.Gain(-1, "output_norm", E);
-    p.Matrix(-1, "output", {E, V}, out_scale);
-  }
+  p.EmbeddingAndHead(E, V, c.tied, "output_norm", out_scale);
   for (int64_t il = 0; il < c.n_layer_all(); ++il) {
     p.Gain(il, "attn_norm", E);
     p.Gain(il, "post_attention_norm", E);
