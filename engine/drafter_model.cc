@@ -130,7 +130,7 @@ class ModelDrafter final : public Drafter {
     s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
     s.n_eval += n;
     if (speculative) {
-      const std::vector<float>& rows = replay_.seqs[0].rows;
+      const BigVector<float>& rows = replay_.seqs[0].rows;
       s.log.rows.insert(s.log.rows.end(), rows.begin(), rows.end());
       s.log.n_tokens += n;
     } else {

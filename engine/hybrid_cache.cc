@@ -58,7 +58,8 @@ void HybridCache::Impl::Exec(const std::vector<DataOp>& ops) {
         if (rows > 0) {
           pending[o->from] = rows;
         } else {
-          logs.erase(o->from);
+          RecycleRows(std::move(it->second.rows));
+          logs.erase(it);
         }
         continue;
       }
@@ -97,18 +98,23 @@ void HybridCache::Impl::Evict(const memory::EvictPlan& plan) {
   counters.evicted_bytes += static_cast<uint64_t>(plan.bytes_freed);
 }
 
-std::vector<float> HybridCache::Impl::TakeRows(size_t floats) {
+BigVector<float> HybridCache::Impl::TakeRows(size_t floats) {
   spare_cap_floats = std::max(spare_cap_floats, 2 * floats);
   auto best = spare_rows.end();
+  // A log never takes a buffer more than twice its size (a decode step's or a short chunk's the buffer of a
+  // full one): the next full prompt chunk would find none, and a fresh large buffer costs its page faults again.
+  const size_t most = 2 * std::max<size_t>(floats, internal::kBigBytes / sizeof(float));
   for (auto it = spare_rows.begin(); it != spare_rows.end(); ++it)
-    if (it->capacity() >= floats && (best == spare_rows.end() || it->capacity() < best->capacity())) best = it;
+    if (it->capacity() >= floats && it->capacity() <= most &&
+        (best == spare_rows.end() || it->capacity() < best->capacity()))
+      best = it;
   if (best == spare_rows.end()) return {};
-  std::vector<float> rows = std::move(*best);
+  BigVector<float> rows = std::move(*best);
   spare_rows.erase(best);
   return rows;
 }
 
-void HybridCache::Impl::RecycleRows(std::vector<float>&& rows) {
+void HybridCache::Impl::RecycleRows(BigVector<float>&& rows) {
   if (rows.capacity() == 0) return;
   spare_rows.push_back(std::move(rows));
   // Over the bounds, the smallest buffers go first (the large ones cost the most page faults to make again).

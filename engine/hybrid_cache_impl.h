@@ -66,11 +66,11 @@ struct HybridCache::Impl {
   // at the 0.8B shape, 445 KiB per token: allocated fresh, every chunk and decode step paid its page faults and
   // the kernel's zeroing, about a tenth of a serving profile). Bounded: at most 2 * n_seq_max + 2 buffers and
   // twice the largest log a forward needed.
-  std::vector<std::vector<float>> spare_rows;
+  std::vector<BigVector<float>> spare_rows;
   size_t spare_cap_floats = 0;
   // A buffer for a log of `floats` floats: the smallest spare that holds it (else a new, empty one).
-  std::vector<float> TakeRows(size_t floats);
-  void RecycleRows(std::vector<float>&& rows);
+  BigVector<float> TakeRows(size_t floats);
+  void RecycleRows(BigVector<float>&& rows);
   // The slot's bytes are being replaced: its log and lazy-rollback records no longer apply.
   void ForgetSlot(memory::SlotId slot) {
     if (auto it = logs.find(slot); it != logs.end()) RecycleRows(std::move(it->second.rows));

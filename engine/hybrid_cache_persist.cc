@@ -82,7 +82,7 @@ Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std
       std::memcpy(kv->V(l, page) + (q % P) * v_row, kv_bytes.data() + base + k_page + (q % P) * v_row, v_row);
     }
   }
-  Status s = states->Restore(model::StateCheckpoint::FromData(std::vector<float>(state.begin(), state.end())),
+  Status s = states->Restore(model::StateCheckpoint::FromData(state),
                              app->state_out);
   REWIND_CHECK(s.ok());
   ForgetSlot(app->state_out);

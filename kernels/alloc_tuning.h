@@ -6,7 +6,8 @@
 #pragma once
 
 #include <cstddef>
-#include <memory>
+
+#include "base/big_buffer.h"
 
 namespace rw::kernels {
 
@@ -16,16 +17,15 @@ class ScratchBuffer {
   // At least n elements, uninitialised (contents of earlier calls may remain). Invalidates earlier pointers
   // only when it grows.
   T* Get(size_t n) {
-    if (n > cap_) {
-      data_.reset(new T[n]);  // default-initialised: no zero fill
-      cap_ = n;
+    if (n > data_.size()) {
+      BigVector<T>().swap(data_);  // release first: the old and the new block are never both held
+      data_.resize(n);             // default-initialised: no zero fill (huge pages when large)
     }
-    return data_.get();
+    return data_.data();
   }
 
  private:
-  std::unique_ptr<T[]> data_;
-  size_t cap_ = 0;
+  BigVector<T> data_;
 };
 
 }  // namespace rw::kernels

@@ -343,7 +343,7 @@ void ContentStore::Process(Job& job) {
   struct Value {
     Key key;
     uint64_t parent = 0;
-    std::string bytes;
+    BigBytes bytes;
   };
   std::vector<Value> pages;
   for (auto& [e, rows] : put.pages) {
@@ -352,7 +352,7 @@ void ContentStore::Process(Job& job) {
     const uint64_t parent = i == 0 ? cfg_.identity : chains[i - 1];
     const std::string_view part = rows;
     pages.push_back({{e, chains[i]}, parent,
-                     EncodeBlob(cfg_.identity, BlobKind::kPage, first,
+                     EncodeBlobAs<BigBytes>(cfg_.identity, BlobKind::kPage, first,
                                 std::span<const int32_t>(put.tokens).subspan(static_cast<size_t>(first),
                                                                              static_cast<size_t>(e - first)),
                                 parent, {&part, 1})});
@@ -365,13 +365,13 @@ void ContentStore::Process(Job& job) {
   }();
   // A state names its whole prefix by its key (the chain) but carries only its last page span's tokens: its bytes
   // do not grow with the prefix.
-  const std::string_view state_part = put.state;
+  const std::string_view state_part = AsView(put.state);
   const int32_t state_first = FirstOf(end);
-  const std::string state = EncodeBlob(
+  const BigBytes state = EncodeBlobAs<BigBytes>(
       cfg_.identity, BlobKind::kState, state_first,
       std::span<const int32_t>(put.tokens).subspan(static_cast<size_t>(state_first)),
       ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity, {&state_part, 1});
-  std::string().swap(put.state);
+  BigBytes().swap(put.state);
   bool keep = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -407,8 +407,8 @@ void ContentStore::Process(Job& job) {
   size_t written = 0;
   if (keep) {
     for (; written < pages.size() && st.ok(); ++written)
-      st = backend_->Put(PageKey(pages[written].key.end, pages[written].key.chain), pages[written].bytes);
-    if (st.ok()) st = backend_->Put(StateKey(sk.end, sk.chain), state);
+      st = backend_->Put(PageKey(pages[written].key.end, pages[written].key.chain), AsView(pages[written].bytes));
+    if (st.ok()) st = backend_->Put(StateKey(sk.end, sk.chain), AsView(state));
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (keep && !st.ok()) {

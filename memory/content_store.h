@@ -47,7 +47,7 @@ struct ContentStoreConfig {
 // One checkpoint to store: its prefix, state, and the rows of the pages the store lacks (MissingPages).
 struct StorePut {
   std::vector<int32_t> tokens;                          // [0, end)
-  std::string state;
+  BigBytes state;  // huge pages: a state is tens of MiB (base/big_buffer.h)
   std::vector<std::pair<int32_t, std::string>> pages;   // (page end, [layer][K | V][rows][row bytes])
   int64_t saved_tokens = 0;                             // end minus the previous checkpoint on its path
 };

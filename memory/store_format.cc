@@ -32,30 +32,38 @@ uint64_t StoreIdentity(uint64_t model_fingerprint, std::string_view kv_types) {
 std::string PageKey(int32_t end, uint64_t chain) { return Key('p', end, chain); }
 std::string StateKey(int32_t end, uint64_t chain) { return Key('s', end, chain); }
 
-std::string EncodeBlob(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens,
-                       uint64_t parent, std::span<const std::string_view> payload_parts) {
+template <class Bytes>
+Bytes EncodeBlobAs(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens, uint64_t parent,
+                   std::span<const std::string_view> payload_parts) {
   uint64_t payload_bytes = 0, sum = kFnvOffset;
   for (std::string_view p : payload_parts) {
     payload_bytes += p.size();
     sum = HashBytes(p.data(), p.size(), sum);
   }
-  std::string out;
-  out.reserve(kHeaderBytes + tokens.size() * 4 + 8 + payload_bytes);
-  out.append(kBlobMagic, 8);
-  Put<uint32_t>(&out, kStoreFormatVersion);
-  Put<uint32_t>(&out, static_cast<uint32_t>(kind));
-  Put<uint64_t>(&out, identity);
-  Put<int32_t>(&out, first);
-  Put<int32_t>(&out, first + static_cast<int32_t>(tokens.size()));
-  Put<uint64_t>(&out, HashTokens(tokens, parent));
-  Put<uint64_t>(&out, parent);
-  Put<uint64_t>(&out, payload_bytes);
-  Put<uint64_t>(&out, sum);
-  for (int32_t t : tokens) Put<int32_t>(&out, t);
-  Put<uint64_t>(&out, HashBytes(out.data(), out.size()));
-  for (std::string_view p : payload_parts) out.append(p);
+  std::string head;
+  head.reserve(kHeaderBytes + tokens.size() * 4 + 8);
+  head.append(kBlobMagic, 8);
+  Put<uint32_t>(&head, kStoreFormatVersion);
+  Put<uint32_t>(&head, static_cast<uint32_t>(kind));
+  Put<uint64_t>(&head, identity);
+  Put<int32_t>(&head, first);
+  Put<int32_t>(&head, first + static_cast<int32_t>(tokens.size()));
+  Put<uint64_t>(&head, HashTokens(tokens, parent));
+  Put<uint64_t>(&head, parent);
+  Put<uint64_t>(&head, payload_bytes);
+  Put<uint64_t>(&head, sum);
+  for (int32_t t : tokens) Put<int32_t>(&head, t);
+  Put<uint64_t>(&head, HashBytes(head.data(), head.size()));
+  Bytes out;
+  out.reserve(head.size() + payload_bytes);
+  out.insert(out.end(), head.begin(), head.end());
+  for (std::string_view p : payload_parts) out.insert(out.end(), p.begin(), p.end());
   return out;
 }
+template std::string EncodeBlobAs<std::string>(uint64_t, BlobKind, int32_t, std::span<const int32_t>, uint64_t,
+                                               std::span<const std::string_view>);
+template BigBytes EncodeBlobAs<BigBytes>(uint64_t, BlobKind, int32_t, std::span<const int32_t>, uint64_t,
+                                         std::span<const std::string_view>);
 
 Expected<Blob> DecodeBlob(std::string_view b, uint64_t identity, BlobKind kind, int32_t end, uint64_t chain) {
   if (b.size() < kHeaderBytes + 8) return Error::Corrupt("store value truncated (" + std::to_string(b.size()) + " B)");

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/big_buffer.h"
 #include "base/expected.h"
 
 namespace rw::memory {
@@ -51,8 +52,14 @@ struct Blob {
   std::string payload;
 };
 
-std::string EncodeBlob(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens,
-                       uint64_t parent, std::span<const std::string_view> payload_parts);
+// Bytes: std::string or BigBytes (a large state's blob in huge pages, base/big_buffer.h).
+template <class Bytes>
+Bytes EncodeBlobAs(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens, uint64_t parent,
+                   std::span<const std::string_view> payload_parts);
+inline std::string EncodeBlob(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens,
+                              uint64_t parent, std::span<const std::string_view> payload_parts) {
+  return EncodeBlobAs<std::string>(identity, kind, first, tokens, parent, payload_parts);
+}
 // Validates everything, including that c(end) == HashTokens(tokens, parent) and that the value is the one
 // asked for (kind, end, chain). kCorrupt or kUnsupported (other version or identity).
 Expected<Blob> DecodeBlob(std::string_view bytes, uint64_t identity, BlobKind kind, int32_t end, uint64_t chain);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/big_buffer.h"
 #include "base/expected.h"
 #include "gguf/gguf.h"
 #include "kernels/thread_pool.h"
@@ -46,7 +47,7 @@ struct BatchSeq {
 // Per-token inputs of the GDN state update, recorded by Forward when ForwardOptions::replay is set.
 struct ReplaySeqLog {
   int32_t n_tokens = 0;
-  std::vector<float> rows;  // [token][gdn_layer][C (raw qkv, pre-conv) | b (Hv) | a (Hv)]
+  BigVector<float> rows;  // [token][gdn_layer][C (raw qkv, pre-conv) | b (Hv) | a (Hv)]; resize leaves it uninitialised
 };
 struct ReplayLog {
   std::vector<ReplaySeqLog> seqs;  // one per BatchSeq, in batch order

@@ -157,9 +157,9 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     }
   }
   if (options.replay != nullptr) {
-    // Row buffers the caller passes in are reused without clearing: every recurrent layer writes all of its row
-    // floats for every token (RecordReplayRows checks), and clearing a 512-token prefill's log (228 MiB at the
-    // 0.8B shape) on the engine thread cost more than a tenth of the prefill.
+    // Row buffers the caller passes in are reused, and resized without clearing (BigVector): every recurrent
+    // layer writes all of its row floats for every token (RecordReplayRows checks), and clearing a 512-token
+    // prefill's log (228 MiB at the 0.8B shape) on the engine thread cost more than a tenth of the prefill.
     options.replay->seqs.resize(batch.size());
     const uint64_t per_tok = c.ReplayBytesPerToken() / sizeof(float);
     for (size_t s = 0; s < batch.size(); ++s) {

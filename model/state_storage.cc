@@ -15,21 +15,21 @@ namespace internal {
 class StateBufferPool {
  public:
   static constexpr size_t kKeep = 2;
-  std::vector<float> Take() {
+  BigVector<float> Take() {
     std::lock_guard<std::mutex> lock(mu_);
     if (free_.empty()) return {};
-    std::vector<float> v = std::move(free_.back());
+    BigVector<float> v = std::move(free_.back());
     free_.pop_back();
     return v;
   }
-  void Give(std::vector<float>&& v) {
+  void Give(BigVector<float>&& v) {
     std::lock_guard<std::mutex> lock(mu_);
     if (free_.size() < kKeep) free_.push_back(std::move(v));
   }
 
  private:
   std::mutex mu_;
-  std::vector<std::vector<float>> free_;
+  std::vector<BigVector<float>> free_;
 };
 
 }  // namespace internal

@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "base/big_buffer.h"
 #include "base/expected.h"
 
 namespace rw::model {
@@ -48,9 +49,9 @@ class StateCheckpoint {
   StateCheckpoint& operator=(const StateCheckpoint&) = delete;
 
   // For persistence: rebuild from saved floats (size must match the storage's slot size on Restore).
-  static StateCheckpoint FromData(std::vector<float> data) {
+  static StateCheckpoint FromData(std::span<const float> data) {
     StateCheckpoint c;
-    c.data_ = std::move(data);
+    c.data_.assign(data.begin(), data.end());
     return c;
   }
   std::span<const float> data() const { return data_; }
@@ -60,7 +61,7 @@ class StateCheckpoint {
  private:
   friend class StateStorage;
   void GiveBack();
-  std::vector<float> data_;  // [gdn_layer][conv | delta]
+  BigVector<float> data_;  // [gdn_layer][conv | delta] (huge pages: base/big_buffer.h)
   std::shared_ptr<internal::StateBufferPool> pool_;  // null: not from a storage (FromData, moved from)
 };
 
@@ -96,7 +97,7 @@ class StateStorage {
 
   StateShape shape_;
   int32_t n_slots_ = 0;
-  std::vector<float> data_;  // [slot][gdn_layer][conv | delta]
+  BigVector<float> data_;  // [slot][gdn_layer][conv | delta]
   std::shared_ptr<internal::StateBufferPool> pool_;  // buffers of dropped checkpoints, for the next Snapshot
 };
 

@@ -36,7 +36,8 @@ std::unique_ptr<RemoteStore> OpenStore(const std::string& url, RemoteStoreConfig
 memory::StorePut Put(const std::vector<int32_t>& tokens, int32_t end, const RemoteStore& store) {
   memory::StorePut p;
   p.tokens.assign(tokens.begin(), tokens.begin() + end);
-  p.state = "state " + std::to_string(end);
+  const std::string state = "state " + std::to_string(end);
+  p.state.assign(state.begin(), state.end());
   for (int32_t e : store.MissingPages(p.tokens)) p.pages.emplace_back(e, "page " + std::to_string(e));
   return p;
 }
