@@ -18,6 +18,7 @@
 #include "kernels/avx2_blocks.h"
 #include "kernels/lowbit_decode_avx2.h"
 #include "kernels/lowbit_few_avx2.h"
+#include "kernels/lowbit_iq_few_avx2.h"
 
 namespace rw::kernels::lowbit_avx2 {
 namespace {
@@ -377,8 +378,10 @@ void RowsOf(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const
                                                   : WideDot::kVnni;
     return RowsWide<kDecode, kMins, kDot>(nb, block_bytes, factor, w, w_stride, n_rows, act, n_tok, out, out_stride);
   }
+  static const bool bmi2 = __builtin_cpu_supports("bmi2");  // the 512-bit IQ*_XXS decode path's pdep
   for (int64_t r = 0; r < n_rows; ++r, w += w_stride, ++out) {
     if (RowFew(kType, nb, factor, w, act, n_tok, out, out_stride)) continue;  // decode path of some types
+    if (iq_few::RowFew(kType, nb, w, act, n_tok, out, out_stride, wide && bmi2)) continue;
     RowK<kDecode, kMins>(nb, block_bytes, factor, w, act, n_tok, out, out_stride);
   }
 }
@@ -469,8 +472,9 @@ void GemmRowsKWide(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_ro
   }
 }
 
-void VecDotRows(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act, float* out) {
-  GemmRows(t, n, w, w_stride, n_rows, act, 0, 1, out, 1, false);
+void VecDotRows(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act, float* out,
+                bool wide) {
+  GemmRows(t, n, w, w_stride, n_rows, act, 0, 1, out, 1, wide);
 }
 
 }  // namespace rw::kernels::lowbit_avx2
