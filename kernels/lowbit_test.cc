@@ -154,7 +154,7 @@ TEST(LowbitKernels, Avx512BatchKernelsGiveThePlainAvx2Bits) {
 
 // The 512-bit batch path (AVX-512 VNNI products for every type but IQ4_XS; Q4_K / Q5_K / Q6_K through
 // GemmRowsKWide) against the plain AVX2 batch kernels and the AVX2 decode kernel, for token counts around its
-// groups of 8 and 4 and the 32-token chunks, 1-9 rows (groups of 4 and single rows), with a -128 activation, all-+127, all--127 and all--128
+// groups of 8 and 4, the plain path's 32-token chunks and the wide path's 128-token passes, 1-9 rows (groups of 4 and single rows), with a -128 activation, all-+127, all--127 and all--128
 // tokens, and rows of the largest values the int16 packing takes (IQ3_XXS: the grid's largest 4-value sums;
 // Q6_K: every value 63).
 TEST(LowbitKernels, Avx512VnniBatchesGiveTheAvx2BitsForEveryTokenAndRowCount) {
@@ -164,7 +164,7 @@ TEST(LowbitKernels, Avx512VnniBatchesGiveTheAvx2BitsForEveryTokenAndRowCount) {
   types.insert(types.end(), {TT::kQ4_K, TT::kQ5_K, TT::kQ6_K});
   std::mt19937 rng(41);
   for (TT t : types) {
-    constexpr int64_t n = 2 * 256, R = 9, T = 40;
+    constexpr int64_t n = 2 * 256, R = 9, T = 136;
     const TT at = gguf::VecDotType(t);
     const size_t wb = gguf::RowBytes(t, n), ab = gguf::RowBytes(at, n);
     std::vector<uint8_t> w;
@@ -216,7 +216,7 @@ TEST(LowbitKernels, Avx512VnniBatchesGiveTheAvx2BitsForEveryTokenAndRowCount) {
     for (int64_t tok = 0; tok < T; ++tok)
       for (int64_t r = 0; r < R; ++r)
         VecDotRowsWith(VecDotImpl::kAvx2, t, n, w.data() + r * wb, 0, 1, a.data() + tok * ab, &decode[tok * R + r]);
-    for (int64_t nt : {4, 5, 7, 8, 9, 12, 13, 16, 17, 24, 31, 32, 33, 40})
+    for (int64_t nt : {4, 5, 7, 8, 9, 12, 13, 16, 17, 24, 31, 32, 33, 40, 130, 136})
       for (int64_t nr : {1, 2, 3, 4, 5, 8, 9}) {
         std::vector<float> wide(nt * nr), plain(nt * nr);
         GemmRows(t, n, w.data(), wb, nr, a.data(), ab, nt, wide.data(), nr);
