@@ -383,10 +383,11 @@ void RowsOf(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const
                                                   : WideDot::kVnni;
     return RowsWide<kDecode, kMins, kDot>(nb, block_bytes, factor, w, w_stride, n_rows, act, n_tok, out, out_stride);
   }
-  static const bool bmi2 = __builtin_cpu_supports("bmi2");  // the 512-bit IQ*_XXS decode path's pdep
+  // the 512-bit IQ*_XXS decode path's pdep and vpermt2b / vpmultishiftqb
+  static const bool bmi2_vbmi = __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("avx512vbmi");
+  if (iq_few::RowsFew(kType, nb, w, w_stride, n_rows, act, n_tok, out, out_stride, wide && bmi2_vbmi)) return;
   for (int64_t r = 0; r < n_rows; ++r, w += w_stride, ++out) {
     if (RowFew(kType, nb, factor, w, act, n_tok, out, out_stride)) continue;  // decode path of some types
-    if (iq_few::RowFew(kType, nb, w, act, n_tok, out, out_stride, wide && bmi2)) continue;
     RowK<kDecode, kMins>(nb, block_bytes, factor, w, act, n_tok, out, out_stride);
   }
 }

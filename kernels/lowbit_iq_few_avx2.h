@@ -1,17 +1,21 @@
 // Internal to lowbit_avx2.cc: the decode-path kernels (1 to 3 tokens) of IQ2_XXS and IQ3_XXS, which look the
 // grid entries up in registers right before their products instead of decoding each block through the buffer
 // of the batch kernels. The grids hold magnitudes (unsigned bytes), so the stored signs go onto the
-// activations: maddubs(|q|, +-a) gives the exact int16 pair sums (|q| <= 62, |a| <= 127), madd with the chunk's
-// scale 2 ls + 1 their int32 lanes (chunk c, lane l: elements 32 c + 4 l .. + 3, the lanes of
+// activations: maddubs(|q|, +-a) gives the exact int16 pair sums (|q| <= 62, |a| <= 127), madd with the
+// chunk's scale 2 ls + 1 their int32 lanes (chunk c, lane l: elements 32 c + 4 l .. + 3, the lanes of
 // gguf::DotLowbitRef), and the block's float operations are the twin's: the bits of gguf::DotLowbitRef.
 // Tokens holding a -128 activation (which cannot be negated in int8) get their results from the twin instead
 // (lowbit_avx2.cc's GemmRows overwrites them).
 //
 // AVX2: the 7 stored sign bits of each 8 elements (plus the parity bit) come from a 128-entry table of +-1
-// bytes for vpsignb. AVX-512 (GemmRows' `wide`; the caller also checked BMI2): two chunks per 512-bit register,
-// the 56 sign bits of a chunk pair spread into the low 7 bits of 8 bytes by one pdep, each byte's parity into
-// its bit 7, and the 64-bit result is the mask of a masked negation. The grid entries are inserted one by one
-// (vpgatherqq / vpgatherdd were slower on Zen 4: IQ2_XXS 2.8 vs 5.5 GB/s).
+// bytes for vpsignb, the grid entries are inserted one by one. AVX-512 (GemmRows' `wide`; the caller also
+// checked BMI2 and VBMI): two chunks per 512-bit register; the 56 sign bits of a chunk pair spread into the
+// low 7 bits of 8 bytes by one pdep, each byte's parity into its bit 7, give the mask of a masked negation;
+// the grids are held as 16-bit codes of 2 or 3 bits per element in 8 registers, looked up for all 64 index
+// bytes of a block by vpermt2b, then each chunk pair's codes are gathered into qwords (vpermt2b), their
+// fields cut out (vpmultishiftqb) and mapped to magnitudes (vpshufb). (Grid entries by vpgatherqq /
+// vpgatherdd were slower on Zen 4 than inserting them one by one: IQ2_XXS 2.8 vs 5.5 GB/s; the codes give 8-9
+// GB/s.)
 #pragma once
 
 #include <immintrin.h>
@@ -19,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/check.h"
 #include "gguf/quant_grids.h"
 #include "gguf/quants.h"
 #include "kernels/avx2_blocks.h"
@@ -49,6 +54,7 @@ inline int64_t S64(uint32_t seven) { return static_cast<int64_t>(kSignBytes.m[se
 struct Iq2xxs {
   using Block = gguf::BlockIQ2_XXS;
   static constexpr float kFactor = 0.125f;
+  static constexpr int kBits = 2;  // per element in the grid codes of the 512-bit path
   static constexpr int kScaleLane0 = 1, kScaleStride = 2;  // aux word ib: int32 lane 2 ib + 1 of qs
   static uint32_t Aux(const Block* x, int ib) { return U32(x->qs + 8 * ib + 4); }
   static __m256i Grid(const Block* x, int ib) {
@@ -62,6 +68,7 @@ struct Iq2xxs {
 struct Iq3xxs {
   using Block = gguf::BlockIQ3_XXS;
   static constexpr float kFactor = 0.25f;
+  static constexpr int kBits = 3;
   static constexpr int kScaleLane0 = 0, kScaleStride = 1;  // aux word ib: int32 lane ib of qs + 64
   static uint32_t Aux(const Block* x, int ib) { return U32(x->qs + 64 + 4 * ib); }
   static __m256i Grid(const Block* x, int ib) {
@@ -72,12 +79,17 @@ struct Iq3xxs {
   }
 };
 
-// The loop pieces of both kernels: token t's Q8_K block i, the block's float operations (the twin's: the int32
-// lanes times (d * factor) * d_act into 8 float lanes) and the final sums.
-template <int T>
-inline void TokenBlocks(const uint8_t* const* act, int64_t i, const gguf::BlockQ8_K** y) {
+// The loop pieces of both kernels: a row's block i (prefetching ahead) and the tokens' Q8_K blocks i, the
+// block's float operations (the twin's: the int32 lanes times (d * factor) * d_act into 8 float lanes) and
+// the final sums.
+template <class Iq, int T>
+inline const typename Iq::Block* BlockAt(const uint8_t* row, int64_t i, const uint8_t* const* act,
+                                         const gguf::BlockQ8_K** y) {
+  const auto* x = reinterpret_cast<const typename Iq::Block*>(row) + i;
+  _mm_prefetch(reinterpret_cast<const char*>(x + 4), _MM_HINT_T0);
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const gguf::BlockQ8_K*>(act[t]) + i;
+  return x;
 }
 template <int T>
 inline void AddBlock(float dw, const gguf::BlockQ8_K* const* y, const __m256i* sumi, __m256* acc) {
@@ -91,37 +103,39 @@ inline void StoreSums(const __m256* acc, float* out, int64_t out_stride) {
   for (int t = 0; t < T; ++t) out[t * out_stride] = avx2_blocks::Hsum(acc[t]);
 }
 
-// One weight row (nb blocks) against T tokens (act[t]: Q8_K blocks): out[t * out_stride].
+// n_rows weight rows (nb blocks each, w_stride bytes apart) against T tokens (act[t]: Q8_K blocks):
+// out[t * out_stride + r].
 template <class Iq, int T>
-void Row(int64_t nb, const uint8_t* w, const uint8_t* const* act, float* out, int64_t out_stride) {
-  __m256 acc[T] = {};
-  const auto* blocks = reinterpret_cast<const typename Iq::Block*>(w);
-  for (int64_t i = 0; i < nb; ++i) {
-    const auto* x = blocks + i;
-    _mm_prefetch(reinterpret_cast<const char*>(x + 4), _MM_HINT_T0);
-    const gguf::BlockQ8_K* y[T];
-    TokenBlocks<T>(act, i, y);
-    __m256i sumi[T] = {};
+void Rows(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* const* act,
+          float* out, int64_t out_stride) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    __m256 acc[T] = {};
+    for (int64_t i = 0; i < nb; ++i) {
+      const gguf::BlockQ8_K* y[T];
+      const auto* x = BlockAt<Iq, T>(w + r * w_stride, i, act, y);
+      __m256i sumi[T] = {};
 #pragma GCC unroll 8
-    for (int ib = 0; ib < 8; ++ib) {
-      const uint32_t aux = Iq::Aux(x, ib);
-      const __m256i q = Iq::Grid(x, ib);
-      const __m256i s = _mm256_set_epi64x(S64(aux >> 21), S64(aux >> 14), S64(aux >> 7), S64(aux));
-      const __m256i scale = _mm256_set1_epi16(static_cast<short>(2 * (aux >> 28) + 1));
+      for (int ib = 0; ib < 8; ++ib) {
+        const uint32_t aux = Iq::Aux(x, ib);
+        const __m256i q = Iq::Grid(x, ib);
+        const __m256i s = _mm256_set_epi64x(S64(aux >> 21), S64(aux >> 14), S64(aux >> 7), S64(aux));
+        const __m256i scale = _mm256_set1_epi16(static_cast<short>(2 * (aux >> 28) + 1));
 #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const __m256i a = _mm256_sign_epi8(avx2_blocks::Load256(y[t]->qs + 32 * ib), s);
-        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), scale));
+        for (int t = 0; t < T; ++t) {
+          const __m256i a = _mm256_sign_epi8(avx2_blocks::Load256(y[t]->qs + 32 * ib), s);
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), scale));
+        }
       }
+      AddBlock<T>(avx2_blocks::H2F(x->d) * Iq::kFactor, y, sumi, acc);
     }
-    AddBlock<T>(avx2_blocks::H2F(x->d) * Iq::kFactor, y, sumi, acc);
+    StoreSums<T>(acc, out + r, out_stride);
   }
-  StoreSums<T>(acc, out, out_stride);
 }
 
 // ---- AVX-512 ---------------------------------------------------------------------------------------------
 
-#define REWIND_IQ_FEW_WIDE __attribute__((target("avx2,fma,f16c,bmi2,avx512f,avx512dq,avx512bw,avx512vl")))
+#define REWIND_IQ_FEW_WIDE \
+  __attribute__((target("avx2,fma,f16c,bmi2,avx512f,avx512dq,avx512bw,avx512vl,avx512vbmi")))
 // GCC 12's AVX-512 headers start broadcasts from _mm512_undefined_*(), which -Wmaybe-uninitialized flags.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -137,6 +151,106 @@ REWIND_IQ_FEW_WIDE inline __mmask64 SignMask64(uint32_t aux0, uint32_t aux1) {
   return _cvtu64_mask64(x | ((p & 0x0101010101010101ull) << 7));
 }
 
+// The grids as 16-bit codes (IQ2_XXS: 8 x 2 bits, IQ3_XXS: 4 x 3 bits, element j's field at bits kBits * j)
+// of positions in their table of distinct magnitudes, split into low and high byte planes for vpermt2b.
+struct GridCodes {
+  alignas(64) uint8_t lo[256];
+  alignas(64) uint8_t hi[256];
+  alignas(16) uint8_t values[16];  // the distinct magnitudes, ascending
+};
+
+template <class Iq>
+const GridCodes& Codes() {
+  static const GridCodes codes = [] {
+    GridCodes c{};
+    int n_values = 0;
+    const auto byte = [](int i, int j) {
+      return Iq::kBits == 2 ? static_cast<uint8_t>(gguf::grids::kIq2xxsGrid[i] >> (8 * j))
+                            : static_cast<uint8_t>(gguf::grids::kIq3xxsGrid[i] >> (8 * j));
+    };
+    for (int v = 1; v < 256; ++v)  // ascending distinct values
+      for (int i = 0; i < 256; ++i)
+        for (int j = 0; j < 16 / Iq::kBits; ++j)
+          if (byte(i, j) == v && (n_values == 0 || c.values[n_values - 1] != v)) c.values[n_values++] = v;
+    REWIND_CHECK(n_values == (1 << Iq::kBits) - (Iq::kBits == 2 ? 1 : 0));
+    for (int i = 0; i < 256; ++i) {
+      uint32_t code = 0;
+      for (int j = 0; j < 16 / Iq::kBits; ++j) {
+        uint32_t k = 0;
+        while (c.values[k] != byte(i, j)) ++k;
+        code |= k << (Iq::kBits * j);
+      }
+      c.lo[i] = static_cast<uint8_t>(code);
+      c.hi[i] = static_cast<uint8_t>(code >> 8);
+    }
+    return c;
+  }();
+  return codes;
+}
+
+// A 256-byte table looked up at the 64 bytes of idx (two vpermt2b, bit 7 picks between them).
+struct Plane {
+  __m512i t[4];
+  REWIND_IQ_FEW_WIDE explicit Plane(const uint8_t* p) {
+    for (int k = 0; k < 4; ++k) t[k] = _mm512_load_si512(p + 64 * k);
+  }
+  REWIND_IQ_FEW_WIDE __m512i operator()(__m512i idx, __mmask64 high) const {
+    return _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(t[0], idx, t[1]),
+                                  _mm512_permutex2var_epi8(t[2], idx, t[3]));
+  }
+};
+
+// vpermt2b patterns (into lo: 0-63, hi: 64-127) that gather the codes of chunks 2k, 2k + 1 into qwords, and
+// the vpmultishiftqb bit offsets of each element's field within its qword. IQ2_XXS: qword m = the code of
+// entry m (qs byte 8 ib + m % 4, ib = 2k + m / 4); IQ3_XXS: qword m = the codes of entries 2m, 2m + 1 (qs
+// bytes 16 k + 2m, + 1) at bits 0 and 16.
+template <class Iq>
+struct Patterns {
+  alignas(64) uint8_t gather[4][64];
+  alignas(64) uint8_t shifts[64];
+  constexpr Patterns() : gather(), shifts() {
+    for (int k = 0; k < 4; ++k)
+      for (int m = 0; m < 8; ++m) {
+        for (int e = 0; e < (Iq::kBits == 2 ? 1 : 2); ++e) {
+          const int pos = Iq::kBits == 2 ? 8 * (2 * k + m / 4) + m % 4 : 16 * k + 2 * m + e;
+          gather[k][8 * m + 2 * e] = static_cast<uint8_t>(pos);
+          gather[k][8 * m + 2 * e + 1] = static_cast<uint8_t>(64 + pos);
+        }
+      }
+    for (int m = 0; m < 8; ++m)
+      for (int j = 0; j < 8; ++j)
+        shifts[8 * m + j] = static_cast<uint8_t>(Iq::kBits == 2 ? 2 * j : 16 * (j / 4) + 3 * (j % 4));
+  }
+};
+
+// The magnitudes of a block's chunk pairs from its index bytes, with the tables in registers.
+template <class Iq>
+struct WideGrid {
+  static constexpr Patterns<Iq> kPatterns{};
+  Plane lo, hi;
+  __m512i values, field_mask, shifts;
+  REWIND_IQ_FEW_WIDE WideGrid()
+      : lo(Codes<Iq>().lo),
+        hi(Codes<Iq>().hi),
+        values(_mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(Codes<Iq>().values)))),
+        field_mask(_mm512_set1_epi8((1 << Iq::kBits) - 1)),
+        shifts(_mm512_load_si512(kPatterns.shifts)) {}
+  // The low and high code bytes of the 64 index bytes at qs (IQ2_XXS: also its sign words, unused).
+  struct Block {
+    __m512i lo, hi;
+  };
+  REWIND_IQ_FEW_WIDE Block Look(const uint8_t* qs) const {
+    const __m512i idx = _mm512_loadu_si512(qs);
+    const __mmask64 high = _mm512_movepi8_mask(idx);
+    return {lo(idx, high), hi(idx, high)};
+  }
+  REWIND_IQ_FEW_WIDE __m512i Pair(const Block& b, int k) const {
+    const __m512i codes = _mm512_permutex2var_epi8(b.lo, _mm512_load_si512(kPatterns.gather[k]), b.hi);
+    const __m512i fields = _mm512_and_si512(_mm512_multishift_epi64_epi8(shifts, codes), field_mask);
+    return _mm512_shuffle_epi8(values, fields);
+  }
+};
+
 // The 8 scales ls in int32 lanes kScaleLane0 + kScaleStride * ib (ib: chunk): the aux words, shifted.
 template <class Iq>
 REWIND_IQ_FEW_WIDE inline __m512i ScaleLanes(const typename Iq::Block* x) {
@@ -146,65 +260,79 @@ REWIND_IQ_FEW_WIDE inline __m512i ScaleLanes(const typename Iq::Block* x) {
 }
 
 template <class Iq, int T>
-REWIND_IQ_FEW_WIDE void RowWide(int64_t nb, const uint8_t* w, const uint8_t* const* act, float* out,
-                                int64_t out_stride) {
-  __m256 acc[T] = {};
-  const auto* blocks = reinterpret_cast<const typename Iq::Block*>(w);
+REWIND_IQ_FEW_WIDE void RowsWide(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows,
+                                 const uint8_t* const* act, float* out, int64_t out_stride) {
   const __m512i zero = _mm512_setzero_si512();
-  for (int64_t i = 0; i < nb; ++i) {
-    const auto* x = blocks + i;
-    _mm_prefetch(reinterpret_cast<const char*>(x + 4), _MM_HINT_T0);
-    const gguf::BlockQ8_K* y[T];
-    TokenBlocks<T>(act, i, y);
-    __m512i sumi[T] = {};
-    // 2 ls + 1 in both int16 halves of its lane.
-    __m512i sc = _mm512_or_si512(_mm512_slli_epi32(ScaleLanes<Iq>(x), 1), _mm512_set1_epi32(1));
-    sc = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16));
+  const WideGrid<Iq> grid;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    __m256 acc[T] = {};
+    for (int64_t i = 0; i < nb; ++i) {
+      const gguf::BlockQ8_K* y[T];
+      const auto* x = BlockAt<Iq, T>(w + r * w_stride, i, act, y);
+      __m512i sumi[T] = {};
+      const auto codes = grid.Look(x->qs);
+      // 2 ls + 1 in both int16 halves of its lane.
+      __m512i sc = _mm512_or_si512(_mm512_slli_epi32(ScaleLanes<Iq>(x), 1), _mm512_set1_epi32(1));
+      sc = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16));
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(Iq::Grid(x, 2 * k)), Iq::Grid(x, 2 * k + 1), 1);
-      const __mmask64 neg = SignMask64(Iq::Aux(x, 2 * k), Iq::Aux(x, 2 * k + 1));
-      constexpr int l0 = Iq::kScaleLane0, ls = Iq::kScaleStride;
-      const int lo = l0 + ls * 2 * k, hi = l0 + ls * (2 * k + 1);
-      const __m512i scale = _mm512_permutexvar_epi32(
-          _mm512_setr_epi32(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi), sc);
+      for (int k = 0; k < 4; ++k) {
+        const __m512i q = grid.Pair(codes, k);
+        const __mmask64 neg = SignMask64(Iq::Aux(x, 2 * k), Iq::Aux(x, 2 * k + 1));
+        constexpr int l0 = Iq::kScaleLane0, ls = Iq::kScaleStride;
+        const int lo = l0 + ls * 2 * k, hi = l0 + ls * (2 * k + 1);
+        const __m512i scale = _mm512_permutexvar_epi32(
+            _mm512_setr_epi32(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi), sc);
 #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const __m512i a = _mm512_loadu_si512(y[t]->qs + 64 * k);
-        const __m512i sa = _mm512_mask_sub_epi8(a, neg, zero, a);
-        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_madd_epi16(_mm512_maddubs_epi16(q, sa), scale));
+        for (int t = 0; t < T; ++t) {
+          const __m512i a = _mm512_loadu_si512(y[t]->qs + 64 * k);
+          const __m512i sa = _mm512_mask_sub_epi8(a, neg, zero, a);
+          sumi[t] = _mm512_add_epi32(sumi[t], _mm512_madd_epi16(_mm512_maddubs_epi16(q, sa), scale));
+        }
       }
-    }
-    __m256i s8[T];  // the two chunks' lanes folded: the twin's 8 int32 lanes (exact)
+      __m256i s8[T];  // the two chunks' lanes folded: the twin's 8 int32 lanes (exact)
 #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t)
-      s8[t] = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
-    AddBlock<T>(avx2_blocks::H2F(x->d) * Iq::kFactor, y, s8, acc);
+      for (int t = 0; t < T; ++t)
+        s8[t] = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
+      AddBlock<T>(avx2_blocks::H2F(x->d) * Iq::kFactor, y, s8, acc);
+    }
+    StoreSums<T>(acc, out + r, out_stride);
   }
-  StoreSums<T>(acc, out, out_stride);
 }
 #pragma GCC diagnostic pop
 
 template <class Iq>
-bool Rows(int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok, float* out, int64_t out_stride,
-          bool wide) {
+bool RowsOf(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* const* act,
+            int n_tok, float* out, int64_t out_stride, bool wide) {
+  const auto run = [&]<int T>() {
+    if (wide) return RowsWide<Iq, T>(nb, w, w_stride, n_rows, act, out, out_stride);
+    Rows<Iq, T>(nb, w, w_stride, n_rows, act, out, out_stride);
+  };
   switch (n_tok) {
-    case 1: wide ? RowWide<Iq, 1>(nb, w, act, out, out_stride) : Row<Iq, 1>(nb, w, act, out, out_stride); break;
-    case 2: wide ? RowWide<Iq, 2>(nb, w, act, out, out_stride) : Row<Iq, 2>(nb, w, act, out, out_stride); break;
-    case 3: wide ? RowWide<Iq, 3>(nb, w, act, out, out_stride) : Row<Iq, 3>(nb, w, act, out, out_stride); break;
-    default: return false;
+    case 1:
+      run.template operator()<1>();
+      return true;
+    case 2:
+      run.template operator()<2>();
+      return true;
+    case 3:
+      run.template operator()<3>();
+      return true;
+    default:
+      return false;
   }
-  return true;
 }
 
-// The kernels above for 1 to 3 tokens of IQ2_XXS / IQ3_XXS (wide: AVX-512 BW and BMI2 checked by the caller);
-// false (nothing written) otherwise.
-inline bool RowFew(gguf::TensorType t, int64_t nb, const uint8_t* w, const uint8_t* const* act, int n_tok,
-                   float* out, int64_t out_stride, bool wide) {
+// The kernels above for 1 to 3 tokens of IQ2_XXS / IQ3_XXS (wide: the caller checked AVX-512 BW/VBMI and
+// BMI2); false (nothing written) otherwise.
+inline bool RowsFew(gguf::TensorType t, int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows,
+                    const uint8_t* const* act, int n_tok, float* out, int64_t out_stride, bool wide) {
   switch (t) {
-    case gguf::TensorType::kIQ2_XXS: return Rows<Iq2xxs>(nb, w, act, n_tok, out, out_stride, wide);
-    case gguf::TensorType::kIQ3_XXS: return Rows<Iq3xxs>(nb, w, act, n_tok, out, out_stride, wide);
-    default: return false;
+    case gguf::TensorType::kIQ2_XXS:
+      return RowsOf<Iq2xxs>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride, wide);
+    case gguf::TensorType::kIQ3_XXS:
+      return RowsOf<Iq3xxs>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride, wide);
+    default:
+      return false;
   }
 }
 
