@@ -18,7 +18,7 @@
 #include "kernels/avx2_blocks.h"
 #include "kernels/lowbit_decode_avx2.h"
 #include "kernels/lowbit_few_avx2.h"
-#include "kernels/lowbit_iq_few_avx2.h"
+#include "kernels/lowbit_iq_s_few_avx2.h"
 
 namespace rw::kernels::lowbit_avx2 {
 namespace {

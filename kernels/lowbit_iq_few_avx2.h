@@ -35,6 +35,11 @@ inline uint32_t U32(const uint8_t* p) {
   std::memcpy(&v, p, 4);
   return v;
 }
+inline uint64_t U64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
 
 // SignsWithParity(i) as 8 bytes of +1 / -1 (vpsignb operands).
 struct SignBytes {
@@ -49,90 +54,7 @@ inline constexpr SignBytes kSignBytes;
 
 inline int64_t S64(uint32_t seven) { return static_cast<int64_t>(kSignBytes.m[seven & 127]); }
 
-// Per type: the magnitudes and signs of chunk ib (32 elements) and the aux word holding its sign bits (4 x 7
-// from bit 0) and its 4-bit scale (bits 28-31).
-struct Iq2xxs {
-  using Block = gguf::BlockIQ2_XXS;
-  static constexpr float kFactor = 0.125f;
-  static constexpr int kBits = 2;  // per element in the grid codes of the 512-bit path
-  static constexpr int kScaleLane0 = 1, kScaleStride = 2;  // aux word ib: int32 lane 2 ib + 1 of qs
-  static uint32_t Aux(const Block* x, int ib) { return U32(x->qs + 8 * ib + 4); }
-  static __m256i Grid(const Block* x, int ib) {
-    const uint8_t* idx = x->qs + 8 * ib;
-    const uint64_t* g = gguf::grids::kIq2xxsGrid;
-    return _mm256_set_epi64x(static_cast<int64_t>(g[idx[3]]), static_cast<int64_t>(g[idx[2]]),
-                             static_cast<int64_t>(g[idx[1]]), static_cast<int64_t>(g[idx[0]]));
-  }
-};
-
-struct Iq3xxs {
-  using Block = gguf::BlockIQ3_XXS;
-  static constexpr float kFactor = 0.25f;
-  static constexpr int kBits = 3;
-  static constexpr int kScaleLane0 = 0, kScaleStride = 1;  // aux word ib: int32 lane ib of qs + 64
-  static uint32_t Aux(const Block* x, int ib) { return U32(x->qs + 64 + 4 * ib); }
-  static __m256i Grid(const Block* x, int ib) {
-    const uint8_t* idx = x->qs + 8 * ib;
-    const uint32_t* g = gguf::grids::kIq3xxsGrid;
-    const auto e = [&](int k) { return static_cast<int>(g[idx[k]]); };
-    return _mm256_set_epi32(e(7), e(6), e(5), e(4), e(3), e(2), e(1), e(0));
-  }
-};
-
-// The loop pieces of both kernels: a row's block i (prefetching ahead) and the tokens' Q8_K blocks i, the
-// block's float operations (the twin's: the int32 lanes times (d * factor) * d_act into 8 float lanes) and
-// the final sums.
-template <class Iq, int T>
-inline const typename Iq::Block* BlockAt(const uint8_t* row, int64_t i, const uint8_t* const* act,
-                                         const gguf::BlockQ8_K** y) {
-  const auto* x = reinterpret_cast<const typename Iq::Block*>(row) + i;
-  _mm_prefetch(reinterpret_cast<const char*>(x + 4), _MM_HINT_T0);
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const gguf::BlockQ8_K*>(act[t]) + i;
-  return x;
-}
-template <int T>
-inline void AddBlock(float dw, const gguf::BlockQ8_K* const* y, const __m256i* sumi, __m256* acc) {
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y[t]->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-}
-template <int T>
-inline void StoreSums(const __m256* acc, float* out, int64_t out_stride) {
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) out[t * out_stride] = avx2_blocks::Hsum(acc[t]);
-}
-
-// n_rows weight rows (nb blocks each, w_stride bytes apart) against T tokens (act[t]: Q8_K blocks):
-// out[t * out_stride + r].
-template <class Iq, int T>
-void Rows(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* const* act,
-          float* out, int64_t out_stride) {
-  for (int64_t r = 0; r < n_rows; ++r) {
-    __m256 acc[T] = {};
-    for (int64_t i = 0; i < nb; ++i) {
-      const gguf::BlockQ8_K* y[T];
-      const auto* x = BlockAt<Iq, T>(w + r * w_stride, i, act, y);
-      __m256i sumi[T] = {};
-#pragma GCC unroll 8
-      for (int ib = 0; ib < 8; ++ib) {
-        const uint32_t aux = Iq::Aux(x, ib);
-        const __m256i q = Iq::Grid(x, ib);
-        const __m256i s = _mm256_set_epi64x(S64(aux >> 21), S64(aux >> 14), S64(aux >> 7), S64(aux));
-        const __m256i scale = _mm256_set1_epi16(static_cast<short>(2 * (aux >> 28) + 1));
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) {
-          const __m256i a = _mm256_sign_epi8(avx2_blocks::Load256(y[t]->qs + 32 * ib), s);
-          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), scale));
-        }
-      }
-      AddBlock<T>(avx2_blocks::H2F(x->d) * Iq::kFactor, y, sumi, acc);
-    }
-    StoreSums<T>(acc, out + r, out_stride);
-  }
-}
-
-// ---- AVX-512 ---------------------------------------------------------------------------------------------
+// ---- AVX-512 helpers ---------------------------------------------------------------------------------
 
 #define REWIND_IQ_FEW_WIDE \
   __attribute__((target("avx2,fma,f16c,bmi2,avx512f,avx512dq,avx512bw,avx512vl,avx512vbmi")))
@@ -141,15 +63,83 @@ void Rows(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const u
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-// The 2 x 28 sign bits of a chunk pair (bits 0-27 of each aux word) -> the 64-bit mask of negative elements.
-REWIND_IQ_FEW_WIDE inline __mmask64 SignMask64(uint32_t aux0, uint32_t aux1) {
-  const uint64_t bits = (aux0 & 0x0FFFFFFFu) | (static_cast<uint64_t>(aux1) << 28);
+// 8 x 7 sign bits (from bit 0) -> the 64-bit mask of negative elements (each byte's eighth bit: the parity).
+REWIND_IQ_FEW_WIDE inline __mmask64 SignMask56(uint64_t bits) {
   const uint64_t x = _pdep_u64(bits, 0x7F7F7F7F7F7F7F7Full);
   uint64_t p = x ^ (x >> 4);  // bit 0 of each byte: the parity of that byte's bits
   p ^= p >> 2;
   p ^= p >> 1;
   return _cvtu64_mask64(x | ((p & 0x0101010101010101ull) << 7));
 }
+// The 2 x 28 sign bits of a chunk pair (bits 0-27 of each aux word).
+REWIND_IQ_FEW_WIDE inline __mmask64 SignMask64(uint32_t aux0, uint32_t aux1) {
+  return SignMask56((aux0 & 0x0FFFFFFFu) | (static_cast<uint64_t>(aux1) << 28));
+}
+
+// Per type (the interface of the kernels below): Grid(x, c), the magnitudes of chunk c (32 elements); AVX2:
+// Signs(x, c), +-1 bytes, and ChunkScale(x, BlockScales(x), c), the int16 scale of each 16 elements; AVX-512:
+// SignMask(x, k), the negative elements of chunks 2k, 2k + 1, WideScale(WideScales(x), k) their scales, and
+// Wide, the grid lookup of a chunk pair (Look(x) once per block, then Pair(looked, k)).
+template <class Iq>
+struct WideGrid;
+
+// IQ2_XXS / IQ3_XXS: the aux word of chunk c (at qs + kAux0 + kAuxStride c) holds its sign bits (4 x 7 from
+// bit 0) and its 4-bit scale s (bits 28-31; the scale is 2 s + 1).
+template <class B, int kAux0, int kAuxStride>
+struct Xxs {
+  using Block = B;
+  static uint32_t Aux(const Block* x, int c) { return U32(x->qs + kAux0 + kAuxStride * c); }
+  static __m256i BlockScales(const Block*) { return _mm256_setzero_si256(); }
+  static __m256i Signs(const Block* x, int c) {
+    const uint32_t aux = Aux(x, c);
+    return _mm256_set_epi64x(S64(aux >> 21), S64(aux >> 14), S64(aux >> 7), S64(aux));
+  }
+  static __m256i ChunkScale(const Block* x, __m256i, int c) {
+    return _mm256_set1_epi16(static_cast<short>(2 * (Aux(x, c) >> 28) + 1));
+  }
+  REWIND_IQ_FEW_WIDE static __mmask64 SignMask(const Block* x, int k) {
+    return SignMask64(Aux(x, 2 * k), Aux(x, 2 * k + 1));
+  }
+  // 2 s + 1 in both int16 halves of int32 lane (kAux0 % 64 + kAuxStride c) / 4: the aux words, shifted.
+  REWIND_IQ_FEW_WIDE static __m512i WideScales(const Block* x) {
+    const __m512i aux =
+        kAux0 < 64
+            ? _mm512_loadu_si512(x->qs)
+            : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qs + kAux0)));
+    const __m512i sc =
+        _mm512_or_si512(_mm512_slli_epi32(_mm512_srli_epi32(aux, 28), 1), _mm512_set1_epi32(1));
+    return _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16));
+  }
+  REWIND_IQ_FEW_WIDE static __m512i WideScale(__m512i sc, int k) {
+    const int lo = (kAux0 % 64 + kAuxStride * 2 * k) / 4, hi = (kAux0 % 64 + kAuxStride * (2 * k + 1)) / 4;
+    return _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi), sc);
+  }
+};
+
+struct Iq2xxs : Xxs<gguf::BlockIQ2_XXS, 4, 8> {
+  static constexpr float kFactor = 0.125f;
+  static constexpr int kBits = 2;  // per element in the grid codes of the 512-bit path
+  using Wide = WideGrid<Iq2xxs>;
+  static __m256i Grid(const Block* x, int c) {
+    const uint8_t* idx = x->qs + 8 * c;
+    const uint64_t* g = gguf::grids::kIq2xxsGrid;
+    return _mm256_set_epi64x(static_cast<int64_t>(g[idx[3]]), static_cast<int64_t>(g[idx[2]]),
+                             static_cast<int64_t>(g[idx[1]]), static_cast<int64_t>(g[idx[0]]));
+  }
+};
+
+struct Iq3xxs : Xxs<gguf::BlockIQ3_XXS, 64, 4> {
+  static constexpr float kFactor = 0.25f;
+  static constexpr int kBits = 3;
+  using Wide = WideGrid<Iq3xxs>;
+  static __m256i Grid(const Block* x, int c) {
+    const uint8_t* idx = x->qs + 8 * c;
+    const uint32_t* g = gguf::grids::kIq3xxsGrid;
+    const auto e = [&](int k) { return static_cast<int>(g[idx[k]]); };
+    return _mm256_set_epi32(e(7), e(6), e(5), e(4), e(3), e(2), e(1), e(0));
+  }
+};
 
 // The grids as 16-bit codes (IQ2_XXS: 8 x 2 bits, IQ3_XXS: 4 x 3 bits, element j's field at bits kBits * j)
 // of positions in their table of distinct magnitudes, split into low and high byte planes for vpermt2b.
@@ -235,53 +225,90 @@ struct WideGrid {
         values(_mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(Codes<Iq>().values)))),
         field_mask(_mm512_set1_epi8((1 << Iq::kBits) - 1)),
         shifts(_mm512_load_si512(kPatterns.shifts)) {}
-  // The low and high code bytes of the 64 index bytes at qs (IQ2_XXS: also its sign words, unused).
-  struct Block {
+  // The low and high code bytes of a block's 64 index bytes (IQ2_XXS: also its sign words, unused).
+  struct Looked {
     __m512i lo, hi;
   };
-  REWIND_IQ_FEW_WIDE Block Look(const uint8_t* qs) const {
-    const __m512i idx = _mm512_loadu_si512(qs);
+  REWIND_IQ_FEW_WIDE Looked Look(const typename Iq::Block* x) const {
+    const __m512i idx = _mm512_loadu_si512(x->qs);
     const __mmask64 high = _mm512_movepi8_mask(idx);
     return {lo(idx, high), hi(idx, high)};
   }
-  REWIND_IQ_FEW_WIDE __m512i Pair(const Block& b, int k) const {
+  REWIND_IQ_FEW_WIDE __m512i Pair(const Looked& b, int k) const {
     const __m512i codes = _mm512_permutex2var_epi8(b.lo, _mm512_load_si512(kPatterns.gather[k]), b.hi);
     const __m512i fields = _mm512_and_si512(_mm512_multishift_epi64_epi8(shifts, codes), field_mask);
     return _mm512_shuffle_epi8(values, fields);
   }
 };
 
-// The 8 scales ls in int32 lanes kScaleLane0 + kScaleStride * ib (ib: chunk): the aux words, shifted.
-template <class Iq>
-REWIND_IQ_FEW_WIDE inline __m512i ScaleLanes(const typename Iq::Block* x) {
-  if constexpr (Iq::kScaleStride == 2) return _mm512_srli_epi32(_mm512_loadu_si512(x->qs), 28);
-  return _mm512_castsi256_si512(
-      _mm256_srli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qs + 64)), 28));
+// The loop pieces of both kernels: a row's block i (prefetching ahead) and the tokens' Q8_K blocks i, the
+// block's float operations (the twin's: the int32 lanes times (d * factor) * d_act into 8 float lanes) and
+// the final sums.
+template <class Iq, int T>
+inline const typename Iq::Block* BlockAt(const uint8_t* row, int64_t i, const uint8_t* const* act,
+                                         const gguf::BlockQ8_K** y) {
+  const auto* x = reinterpret_cast<const typename Iq::Block*>(row) + i;
+  _mm_prefetch(reinterpret_cast<const char*>(x + 4), _MM_HINT_T0);
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const gguf::BlockQ8_K*>(act[t]) + i;
+  return x;
+}
+template <int T>
+inline void AddBlock(float dw, const gguf::BlockQ8_K* const* y, const __m256i* sumi, __m256* acc) {
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y[t]->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+}
+template <int T>
+inline void StoreSums(const __m256* acc, float* out, int64_t out_stride) {
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) out[t * out_stride] = avx2_blocks::Hsum(acc[t]);
+}
+
+// n_rows weight rows (nb blocks each, w_stride bytes apart) against T tokens (act[t]: Q8_K blocks):
+// out[t * out_stride + r].
+template <class Iq, int T>
+void Rows(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* const* act,
+          float* out, int64_t out_stride) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    __m256 acc[T] = {};
+    for (int64_t i = 0; i < nb; ++i) {
+      const gguf::BlockQ8_K* y[T];
+      const auto* x = BlockAt<Iq, T>(w + r * w_stride, i, act, y);
+      __m256i sumi[T] = {};
+      const __m256i sc = Iq::BlockScales(x);
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) {
+        const __m256i q = Iq::Grid(x, c), s = Iq::Signs(x, c), scale = Iq::ChunkScale(x, sc, c);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m256i a = _mm256_sign_epi8(avx2_blocks::Load256(y[t]->qs + 32 * c), s);
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), scale));
+        }
+      }
+      AddBlock<T>(avx2_blocks::H2F(x->d) * Iq::kFactor, y, sumi, acc);
+    }
+    StoreSums<T>(acc, out + r, out_stride);
+  }
 }
 
 template <class Iq, int T>
 REWIND_IQ_FEW_WIDE void RowsWide(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows,
                                  const uint8_t* const* act, float* out, int64_t out_stride) {
   const __m512i zero = _mm512_setzero_si512();
-  const WideGrid<Iq> grid;
+  const typename Iq::Wide grid;
   for (int64_t r = 0; r < n_rows; ++r) {
     __m256 acc[T] = {};
     for (int64_t i = 0; i < nb; ++i) {
       const gguf::BlockQ8_K* y[T];
       const auto* x = BlockAt<Iq, T>(w + r * w_stride, i, act, y);
       __m512i sumi[T] = {};
-      const auto codes = grid.Look(x->qs);
-      // 2 ls + 1 in both int16 halves of its lane.
-      __m512i sc = _mm512_or_si512(_mm512_slli_epi32(ScaleLanes<Iq>(x), 1), _mm512_set1_epi32(1));
-      sc = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16));
+      const auto looked = grid.Look(x);
+      const __m512i sc = Iq::WideScales(x);
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
-        const __m512i q = grid.Pair(codes, k);
-        const __mmask64 neg = SignMask64(Iq::Aux(x, 2 * k), Iq::Aux(x, 2 * k + 1));
-        constexpr int l0 = Iq::kScaleLane0, ls = Iq::kScaleStride;
-        const int lo = l0 + ls * 2 * k, hi = l0 + ls * (2 * k + 1);
-        const __m512i scale = _mm512_permutexvar_epi32(
-            _mm512_setr_epi32(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi), sc);
+        const __m512i q = grid.Pair(looked, k), scale = Iq::WideScale(sc, k);
+        const __mmask64 neg = Iq::SignMask(x, k);
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
           const __m512i a = _mm512_loadu_si512(y[t]->qs + 64 * k);
@@ -300,6 +327,8 @@ REWIND_IQ_FEW_WIDE void RowsWide(int64_t nb, const uint8_t* w, size_t w_stride, 
 }
 #pragma GCC diagnostic pop
 
+// The kernels above for 1 to 3 tokens (wide: the caller checked AVX-512 BW/VBMI and BMI2); false (nothing
+// written) for other token counts.
 template <class Iq>
 bool RowsOf(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* const* act,
             int n_tok, float* out, int64_t out_stride, bool wide) {
@@ -317,20 +346,6 @@ bool RowsOf(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const
     case 3:
       run.template operator()<3>();
       return true;
-    default:
-      return false;
-  }
-}
-
-// The kernels above for 1 to 3 tokens of IQ2_XXS / IQ3_XXS (wide: the caller checked AVX-512 BW/VBMI and
-// BMI2); false (nothing written) otherwise.
-inline bool RowsFew(gguf::TensorType t, int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows,
-                    const uint8_t* const* act, int n_tok, float* out, int64_t out_stride, bool wide) {
-  switch (t) {
-    case gguf::TensorType::kIQ2_XXS:
-      return RowsOf<Iq2xxs>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride, wide);
-    case gguf::TensorType::kIQ3_XXS:
-      return RowsOf<Iq3xxs>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride, wide);
     default:
       return false;
   }
