@@ -119,8 +119,11 @@ struct Xxs {
 
 struct Iq2xxs : Xxs<gguf::BlockIQ2_XXS, 4, 8> {
   static constexpr float kFactor = 0.125f;
-  static constexpr int kBits = 2;  // per element in the grid codes of the 512-bit path
+  static constexpr int kBits = 2, kEntries = 256;  // grid codes of the 512-bit path
   using Wide = WideGrid<Iq2xxs>;
+  static uint8_t GridByte(int i, int j) {
+    return static_cast<uint8_t>(gguf::grids::kIq2xxsGrid[i] >> (8 * j));
+  }
   static __m256i Grid(const Block* x, int c) {
     const uint8_t* idx = x->qs + 8 * c;
     const uint64_t* g = gguf::grids::kIq2xxsGrid;
@@ -131,8 +134,11 @@ struct Iq2xxs : Xxs<gguf::BlockIQ2_XXS, 4, 8> {
 
 struct Iq3xxs : Xxs<gguf::BlockIQ3_XXS, 64, 4> {
   static constexpr float kFactor = 0.25f;
-  static constexpr int kBits = 3;
+  static constexpr int kBits = 3, kEntries = 256;
   using Wide = WideGrid<Iq3xxs>;
+  static uint8_t GridByte(int i, int j) {
+    return static_cast<uint8_t>(gguf::grids::kIq3xxsGrid[i] >> (8 * j));
+  }
   static __m256i Grid(const Block* x, int c) {
     const uint8_t* idx = x->qs + 8 * c;
     const uint32_t* g = gguf::grids::kIq3xxsGrid;
@@ -141,11 +147,12 @@ struct Iq3xxs : Xxs<gguf::BlockIQ3_XXS, 64, 4> {
   }
 };
 
-// The grids as 16-bit codes (IQ2_XXS: 8 x 2 bits, IQ3_XXS: 4 x 3 bits, element j's field at bits kBits * j)
-// of positions in their table of distinct magnitudes, split into low and high byte planes for vpermt2b.
+// The grids as 16-bit codes (IQ2_XXS: 8 x 2 bits; IQ3_XXS, IQ3_S: 4 x 3 bits; element j's field at bits
+// kBits * j) of positions in their table of distinct magnitudes, split into low and high byte planes for
+// vpermt2b.
 struct GridCodes {
-  alignas(64) uint8_t lo[256];
-  alignas(64) uint8_t hi[256];
+  alignas(64) uint8_t lo[512];
+  alignas(64) uint8_t hi[512];
   alignas(16) uint8_t values[16];  // the distinct magnitudes, ascending
 };
 
@@ -154,20 +161,18 @@ const GridCodes& Codes() {
   static const GridCodes codes = [] {
     GridCodes c{};
     int n_values = 0;
-    const auto byte = [](int i, int j) {
-      return Iq::kBits == 2 ? static_cast<uint8_t>(gguf::grids::kIq2xxsGrid[i] >> (8 * j))
-                            : static_cast<uint8_t>(gguf::grids::kIq3xxsGrid[i] >> (8 * j));
-    };
+    constexpr int kPerEntry = 16 / Iq::kBits;
     for (int v = 1; v < 256; ++v)  // ascending distinct values
-      for (int i = 0; i < 256; ++i)
-        for (int j = 0; j < 16 / Iq::kBits; ++j)
-          if (byte(i, j) == v && (n_values == 0 || c.values[n_values - 1] != v)) c.values[n_values++] = v;
+      for (int i = 0; i < Iq::kEntries; ++i)
+        for (int j = 0; j < kPerEntry; ++j)
+          if (Iq::GridByte(i, j) == v && (n_values == 0 || c.values[n_values - 1] != v))
+            c.values[n_values++] = v;
     REWIND_CHECK(n_values == (1 << Iq::kBits) - (Iq::kBits == 2 ? 1 : 0));
-    for (int i = 0; i < 256; ++i) {
+    for (int i = 0; i < Iq::kEntries; ++i) {
       uint32_t code = 0;
-      for (int j = 0; j < 16 / Iq::kBits; ++j) {
+      for (int j = 0; j < kPerEntry; ++j) {
         uint32_t k = 0;
-        while (c.values[k] != byte(i, j)) ++k;
+        while (c.values[k] != Iq::GridByte(i, j)) ++k;
         code |= k << (Iq::kBits * j);
       }
       c.lo[i] = static_cast<uint8_t>(code);
@@ -192,7 +197,7 @@ struct Plane {
 
 // vpermt2b patterns (into lo: 0-63, hi: 64-127) that gather the codes of chunks 2k, 2k + 1 into qwords, and
 // the vpmultishiftqb bit offsets of each element's field within its qword. IQ2_XXS: qword m = the code of
-// entry m (qs byte 8 ib + m % 4, ib = 2k + m / 4); IQ3_XXS: qword m = the codes of entries 2m, 2m + 1 (qs
+// entry m (qs byte 8 ib + m % 4, ib = 2k + m / 4); IQ3_XXS, IQ3_S: qword m = the codes of entries 2m, 2m + 1 (qs
 // bytes 16 k + 2m, + 1) at bits 0 and 16.
 template <class Iq>
 struct Patterns {
@@ -213,15 +218,19 @@ struct Patterns {
   }
 };
 
-// The magnitudes of a block's chunk pairs from its index bytes, with the tables in registers.
+// The magnitudes of a block's chunk pairs from its index bytes, with the tables in registers (IQ3_S: 512
+// entries, the ninth index bit from Iq::Bit8).
 template <class Iq>
 struct WideGrid {
   static constexpr Patterns<Iq> kPatterns{};
-  Plane lo, hi;
+  static constexpr bool k512 = Iq::kEntries == 512;
+  Plane lo, hi, lo1, hi1;
   __m512i values, field_mask, shifts;
   REWIND_IQ_FEW_WIDE WideGrid()
       : lo(Codes<Iq>().lo),
         hi(Codes<Iq>().hi),
+        lo1(Codes<Iq>().lo + (k512 ? 256 : 0)),
+        hi1(Codes<Iq>().hi + (k512 ? 256 : 0)),
         values(_mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(Codes<Iq>().values)))),
         field_mask(_mm512_set1_epi8((1 << Iq::kBits) - 1)),
         shifts(_mm512_load_si512(kPatterns.shifts)) {}
@@ -232,6 +241,11 @@ struct WideGrid {
   REWIND_IQ_FEW_WIDE Looked Look(const typename Iq::Block* x) const {
     const __m512i idx = _mm512_loadu_si512(x->qs);
     const __mmask64 high = _mm512_movepi8_mask(idx);
+    if constexpr (k512) {
+      const __mmask64 bit8 = Iq::Bit8(x);
+      return {_mm512_mask_blend_epi8(bit8, lo(idx, high), lo1(idx, high)),
+              _mm512_mask_blend_epi8(bit8, hi(idx, high), hi1(idx, high))};
+    }
     return {lo(idx, high), hi(idx, high)};
   }
   REWIND_IQ_FEW_WIDE __m512i Pair(const Looked& b, int k) const {

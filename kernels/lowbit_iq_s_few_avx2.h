@@ -1,10 +1,9 @@
-// Internal to lowbit_avx2.cc: the decode-path kernels (1 to 3 tokens) of IQ2_XS, IQ2_S and IQ3_S, the grid
-// types next to the XXS ones in llama-quantize's mixes, in the manner of lowbit_iq_few_avx2.h: grid entries
-// inserted into registers right before their products, signs on the activations (vpsignb with +-1 bytes on
-// AVX2; on AVX-512 a 64-bit negation mask per chunk pair, whose bits IQ2_S / IQ3_S store as they are and
-// IQ2_XS as 7 bits per 8 elements plus parity), an int16 scale per 16 elements. The same int32 lanes and
-// float operations as gguf::DotLowbitRef: its bits. Tokens holding a -128 activation get the twin's results
-// instead (lowbit_avx2.cc's GemmRows).
+// Internal to lowbit_avx2.cc: IQ2_XS, IQ2_S and IQ3_S (the grid types next to the XXS ones in
+// llama-quantize's mixes) for the decode-path kernels of lowbit_iq_few_avx2.h: grid entries inserted into
+// registers (on AVX-512 IQ3_S looks its 512 entries up as codes like IQ3_XXS, the ninth index bit from qh
+// selecting between two 256-entry tables), signs as +-1 bytes (AVX2) or a 64-bit negation mask per chunk pair
+// (AVX-512; IQ2_S / IQ3_S store the bits as they are, IQ2_XS as 7 bits per 8 elements plus parity), an int16
+// scale per 16 elements; and RowsFew, the decode-path entry of all five grid types.
 #pragma once
 
 #include <immintrin.h>
@@ -113,7 +112,10 @@ struct Iq2s : GroupScales {
 struct Iq3s : GroupScales {
   using Block = gguf::BlockIQ3_S;
   static constexpr float kFactor = 1.0f;
-  using Wide = InsertGrid<Iq3s>;
+  static constexpr int kBits = 3, kEntries = 512;  // grid codes of the 512-bit path
+  using Wide = WideGrid<Iq3s>;
+  static uint8_t GridByte(int i, int j) { return static_cast<uint8_t>(gguf::grids::kIq3sGrid[i] >> (8 * j)); }
+  REWIND_IQ_FEW_WIDE static __mmask64 Bit8(const Block* x) { return _cvtu64_mask64(U64(x->qh)); }
   static __m256i BlockScales(const Block* x) {  // one 4-bit s per 32 elements (nibble c % 2 of byte c / 2)
     uint32_t b;
     std::memcpy(&b, x->scales, 4);
