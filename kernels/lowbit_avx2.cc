@@ -18,6 +18,7 @@
 #include "kernels/avx2_blocks.h"
 #include "kernels/lowbit_decode_avx2.h"
 #include "kernels/lowbit_few_avx2.h"
+#include "kernels/lowbit_iq_s_few_avx2.h"
 
 namespace rw::kernels::lowbit_avx2 {
 namespace {
@@ -108,10 +109,13 @@ REWIND_LOWBIT_WIDE inline void DotDecodedWide(const Unpacked& dec, float factor,
 }
 
 // The same lanes with AVX-512 VNNI (the CPUs of `wide` have it), for the types whose values have |q| <= 63 (all
-// but IQ4_XS): vpdpbusd makes each int32 lane's sum of the 4 products |q| * sign(a, q) (|sum| <= 4 * 63 * 128
-// fits int16), PackedPairDot packs the sums of registers k and k + 2 (chunks 2k, 2k + 1 and 2k + 4, 2k + 5) as
-// int16 halves and one vpdpwssd applies both groups' scales: the same exact int32 after the fold, so the bits
-// are DotDecoded's. kUnsigned (Q2_K, Q4_K, Q5_K: values >= 0) skips the sign trick.
+// but IQ4_XS): vpdpbusd makes each int32 lane's sum of the 4 products q * a (|sum| <= 4 * 63 * 128 fits int16),
+// PackedPairDot packs the sums of registers k and k + 2 (chunks 2k, 2k + 1 and 2k + 4, 2k + 5) as int16 halves
+// and one vpdpwssd applies both groups' scales: the same exact int32 after the fold, so the bits are
+// DotDecoded's. kUnsigned (Q2_K, Q4_K, Q5_K: values >= 0): unsigned q times the activations; else the
+// activations plus 128 (unsigned, made once per pass: BiasActivations) times the signed q, each sum started from
+// -128 * the 4-sum of q (gemm_bench 3584 1024 512 / 1024 3584 512, 1 thread, against |q| * sign(a, q):
+// IQ2_XXS 109 -> 120 / 114 -> 121, IQ3_XXS 106 -> 114 / 108 -> 123, Q3_K 95-113 -> 122-125 / 117 -> 128 GMAC/s).
 #define REWIND_LOWBIT_VNNI \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni")))
 
@@ -124,20 +128,32 @@ REWIND_LOWBIT_VNNI inline __m512i ScalePairs(__m256i sc, int k) {
                                   _mm512_castsi128_si512(p));
 }
 
-// A token's 16 int32 lanes of a block (two halves to fold) against the decoded registers q (|q| and the mask of
-// q < 0 unless kUnsigned) and the scale pairs s0, s1.
+// PackedPairDot for activations made unsigned (a + 128, u_lo / u_hi) against the signed values (s_lo / s_hi): each
+// vpdpbusd starts from bias = -128 * the lane's 4-sum of the values, so its lanes are the exact 4-sums of a * q.
+REWIND_LOWBIT_VNNI __attribute__((always_inline)) inline __m512i BiasedPairDot(__m512i sumi, __m512i u_lo,
+                                                                              __m512i s_lo, __m512i b_lo,
+                                                                              __m512i u_hi, __m512i s_hi,
+                                                                              __m512i b_hi, __m512i scales) {
+  const __m512i lo = _mm512_dpbusd_epi32(b_lo, u_lo, s_lo);
+  const __m512i hi = _mm512_dpbusd_epi32(b_hi, u_hi, s_hi);
+  return _mm512_dpwssd_epi32(sumi, _mm512_mask_mov_epi16(lo, 0xAAAAAAAA, _mm512_slli_epi32(hi, 16)), scales);
+}
+
+// A token's 16 int32 lanes of a block (two halves to fold) against the decoded registers q and the scale pairs
+// s0, s1. kUnsigned: q >= 0 against the activations; else q signed with its biases against the activations
+// plus 128 (BiasActivations).
 template <bool kUnsigned>
-REWIND_LOWBIT_VNNI __attribute__((always_inline)) inline __m512i TokenLanes(const __m512i* q, const __mmask64* neg,
+REWIND_LOWBIT_VNNI __attribute__((always_inline)) inline __m512i TokenLanes(const __m512i* q, const __m512i* bias,
                                                                            __m512i s0, __m512i s1,
                                                                            const BlockQ8_K* y) {
   const __m512i zero = _mm512_setzero_si512();
   __m512i a[4];
 #pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    a[k] = _mm512_loadu_si512(y->qs + 64 * k);
-    if constexpr (!kUnsigned) a[k] = _mm512_mask_sub_epi8(a[k], neg[k], zero, a[k]);
-  }
-  return PackedPairDot(PackedPairDot(zero, q[0], a[0], q[2], a[2], s0), q[1], a[1], q[3], a[3], s1);
+  for (int k = 0; k < 4; ++k) a[k] = _mm512_loadu_si512(y->qs + 64 * k);
+  if constexpr (kUnsigned)
+    return PackedPairDot(PackedPairDot(zero, q[0], a[0], q[2], a[2], s0), q[1], a[1], q[3], a[3], s1);
+  return BiasedPairDot(BiasedPairDot(zero, a[0], q[0], bias[0], a[2], q[2], bias[2], s0), a[1], q[1], bias[1], a[3],
+                       q[3], bias[3], s1);
 }
 
 inline __m256i Bsums(const BlockQ8_K* y) { return Load256(reinterpret_cast<const uint8_t*>(y) + offsetof(BlockQ8_K, bsums)); }
@@ -149,21 +165,20 @@ template <int P, bool kMins, bool kUnsigned, bool kQ6Start>
 REWIND_LOWBIT_VNNI __attribute__((always_inline)) inline void DotDecodedVnni(const Unpacked& dec, float factor,
                                                                             const BlockQ8_K* const* y0,
                                               const BlockQ8_K* const* y1, __m512* acc) {
-  __m512i q[4];
-  __mmask64 neg[4];
+  __m512i q[4], bias[4];
 #pragma GCC unroll 4
   for (int k = 0; k < 4; ++k) {
     q[k] = _mm512_loadu_si512(dec.q + 64 * k);
-    if constexpr (!kUnsigned) {
-      neg[k] = _mm512_movepi8_mask(q[k]);
-      q[k] = _mm512_abs_epi8(q[k]);
-    }
+    if constexpr (!kUnsigned)
+      bias[k] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(-128), q[k]));
   }
   const __m512i s0 = ScalePairs(dec.sc, 0), s1 = ScalePairs(dec.sc, 1);
   const __m512 dw = _mm512_set1_ps(dec.d * factor);
 #pragma GCC unroll 4
   for (int p = 0; p < P; ++p) {
-    const __m512i l0 = TokenLanes<kUnsigned>(q, neg, s0, s1, y0[p]), l1 = TokenLanes<kUnsigned>(q, neg, s0, s1, y1[p]);
+    const __m512i l0 = TokenLanes<kUnsigned>(q, bias, s0, s1, y0[p]),
+                  l1 = TokenLanes<kUnsigned>(q, bias, s0, s1, y1[p]);
     __m512i sumi = _mm512_add_epi32(_mm512_shuffle_i64x2(l0, l1, 0x44), _mm512_shuffle_i64x2(l0, l1, 0xEE));
     const __m512 da = PairF(y0[p]->d, y1[p]->d);
     if constexpr (kQ6Start) {  // Q6_K's -32 offset: RowsQ6_K's start value, added last (exact integers)
@@ -182,6 +197,11 @@ REWIND_LOWBIT_VNNI __attribute__((always_inline)) inline void DotDecodedVnni(con
 // (decode, short verify batches) the accumulators stay in registers; from 4 on they live in memory, where the
 // independent tokens hide the latency of the load-FMA-store chains. Same operations either way.
 constexpr int kMaxTok = 32;
+// Tokens per pass of the 512-bit batch path over the rows: each row group is decoded once per this many tokens,
+// whose activations (128 x 4 KiB at 3584 columns) stay in L2 (gemm_bench 3584 1024 512 / 1024 3584 512, 1
+// thread, 32 -> 128 tokens: IQ2_XXS 93 -> 107 / 99 -> 116, IQ3_XXS 86 -> 106 / 65 -> 113, Q4_K 108 -> 113 /
+// 115 -> 118 GMAC/s).
+constexpr int kMaxWideTok = 128;
 
 template <DecodeFn kDecode, bool kMins, int T>
 void RowKFew(int64_t nb, size_t block_bytes, float factor, const uint8_t* w, const uint8_t* const* act,
@@ -271,6 +291,24 @@ REWIND_LOWBIT_VNNI void RowsKWide(int64_t nb, size_t block_bytes, float factor, 
     TokensWide<R, 1, kMins, kDot>(rows.data(), nb, factor, act + t, out + t * out_stride, out_stride);
 }
 
+// Copies of n_tok tokens' Q8_K blocks with every activation plus 128 (as unsigned bytes), for the signed VNNI
+// products (TokenLanes): made once per pass over the rows, so no sign trick per token, row and block.
+inline void BiasActivations(int64_t nb, const uint8_t* const* act, int n_tok, const uint8_t** biased) {
+  thread_local std::vector<BlockQ8_K> buf;
+  if (static_cast<int64_t>(buf.size()) < n_tok * nb) buf.resize(static_cast<size_t>(n_tok * nb));
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int t = 0; t < n_tok; ++t) {
+    BlockQ8_K* dst = buf.data() + t * nb;
+    std::memcpy(dst, act[t], static_cast<size_t>(nb) * sizeof(BlockQ8_K));
+    for (int64_t i = 0; i < nb; ++i)
+      for (int c = 0; c < 8; ++c) {
+        auto* p = reinterpret_cast<__m256i*>(dst[i].qs + 32 * c);
+        _mm256_storeu_si256(p, _mm256_xor_si256(_mm256_loadu_si256(p), flip));
+      }
+    biased[t] = reinterpret_cast<const uint8_t*>(dst);
+  }
+}
+
 // n_rows rows (out[t * out_stride + r]) against 4 or more tokens: VNNI rows in groups of 4, so that each block's
 // activations serve 4 rows while in L1 (gemm_bench 1024 3584 512, 1 thread: Q4_K 72 -> 103, Q6_K 66 -> 92,
 // IQ3_XXS 64 -> 89 GMAC/s; 3584 1024 512, whose 32 tokens fit L1 anyway: unchanged within noise).
@@ -278,6 +316,11 @@ template <DecodeFn kDecode, bool kMins, WideDot kDot>
 void RowsWide(int64_t nb, size_t block_bytes, float factor, const uint8_t* w, size_t w_stride, int64_t n_rows,
               const uint8_t* const* act, int n_tok, float* out, int64_t out_stride) {
   constexpr int kR = kDot == WideDot::kSignTrick ? 1 : 4;
+  const uint8_t* biased_act[kMaxWideTok];
+  if constexpr (kDot == WideDot::kVnni) {
+    BiasActivations(nb, act, n_tok, biased_act);
+    act = biased_act;
+  }
   int64_t r = 0;
   for (; r + kR <= n_rows; r += kR)
     RowsKWide<kDecode, kMins, kDot, kR>(nb, block_bytes, factor, w + r * w_stride, w_stride, act, n_tok, out + r,
@@ -377,6 +420,9 @@ void RowsOf(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const
                                                   : WideDot::kVnni;
     return RowsWide<kDecode, kMins, kDot>(nb, block_bytes, factor, w, w_stride, n_rows, act, n_tok, out, out_stride);
   }
+  // the 512-bit IQ*_XXS decode path's pdep and vpermt2b / vpmultishiftqb
+  static const bool bmi2_vbmi = __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("avx512vbmi");
+  if (iq_few::RowsFew(kType, nb, w, w_stride, n_rows, act, n_tok, out, out_stride, wide && bmi2_vbmi)) return;
   for (int64_t r = 0; r < n_rows; ++r, w += w_stride, ++out) {
     if (RowFew(kType, nb, factor, w, act, n_tok, out, out_stride)) continue;  // decode path of some types
     RowK<kDecode, kMins>(nb, block_bytes, factor, w, act, n_tok, out, out_stride);
@@ -422,10 +468,11 @@ void GemmRows(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, c
   const int64_t nb = n / BlockSize(t);
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(act);
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
-    const int tn = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
-    const uint8_t* at[kMaxTok];
-    bool minus128[kMaxTok];
+  const int64_t chunk = wide && IsLowbitKType(t) ? kMaxWideTok : kMaxTok;  // Rows32 holds kMaxTok sums
+  for (int64_t t0 = 0; t0 < n_tok; t0 += chunk) {
+    const int tn = static_cast<int>(std::min<int64_t>(chunk, n_tok - t0));
+    const uint8_t* at[kMaxWideTok];
+    bool minus128[kMaxWideTok];
     bool any = false;
     for (int k = 0; k < tn; ++k) {
       at[k] = ab + (t0 + k) * act_stride;
@@ -445,9 +492,9 @@ void GemmRowsKWide(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_ro
                    size_t act_stride, int64_t n_tok, float* out, int64_t out_stride) {
   const size_t block_bytes = static_cast<size_t>(GetTypeInfo(t)->block_bytes);
   const int64_t nb = n / 256;
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
-    const int tn = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
-    const uint8_t* at[kMaxTok];
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxWideTok) {
+    const int tn = static_cast<int>(std::min<int64_t>(kMaxWideTok, n_tok - t0));
+    const uint8_t* at[kMaxWideTok];
     for (int k = 0; k < tn; ++k) at[k] = static_cast<const uint8_t*>(act) + (t0 + k) * act_stride;
     const auto* wb = static_cast<const uint8_t*>(w);
     float* o = out + t0 * out_stride;
@@ -469,8 +516,9 @@ void GemmRowsKWide(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_ro
   }
 }
 
-void VecDotRows(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act, float* out) {
-  GemmRows(t, n, w, w_stride, n_rows, act, 0, 1, out, 1, false);
+void VecDotRows(TT t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act, float* out,
+                bool wide) {
+  GemmRows(t, n, w, w_stride, n_rows, act, 0, 1, out, 1, wide);
 }
 
 }  // namespace rw::kernels::lowbit_avx2

@@ -12,8 +12,9 @@
 
 namespace rw::kernels::lowbit_avx2 {
 
+// wide: the caller checked AVX-512 F/BW/DQ/VL (IQ2_XXS / IQ3_XXS use 512-bit registers then; same bits).
 void VecDotRows(gguf::TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act,
-                float* out);
+                float* out, bool wide);
 // wide: the caller checked AVX-512 F/BW/DQ/VL; 512-bit products from 4 tokens on (same bits).
 void GemmRows(gguf::TensorType t, int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* act,
               size_t act_stride, int64_t n_tok, float* out, int64_t out_stride, bool wide);

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cpu_features.h"
 #include "base/cpu_features_testing.h"
 #include "gguf/quant_grids.h"
 #include "gguf/quants_lowbit.h"
@@ -153,7 +154,7 @@ TEST(LowbitKernels, Avx512BatchKernelsGiveThePlainAvx2Bits) {
 
 // The 512-bit batch path (AVX-512 VNNI products for every type but IQ4_XS; Q4_K / Q5_K / Q6_K through
 // GemmRowsKWide) against the plain AVX2 batch kernels and the AVX2 decode kernel, for token counts around its
-// groups of 8 and 4 and the 32-token chunks, 1-9 rows (groups of 4 and single rows), with a -128 activation, all-+127, all--127 and all--128
+// groups of 8 and 4, the plain path's 32-token chunks and the wide path's 128-token passes, 1-9 rows (groups of 4 and single rows), with a -128 activation, all-+127, all--127 and all--128
 // tokens, and rows of the largest values the int16 packing takes (IQ3_XXS: the grid's largest 4-value sums;
 // Q6_K: every value 63).
 TEST(LowbitKernels, Avx512VnniBatchesGiveTheAvx2BitsForEveryTokenAndRowCount) {
@@ -163,7 +164,7 @@ TEST(LowbitKernels, Avx512VnniBatchesGiveTheAvx2BitsForEveryTokenAndRowCount) {
   types.insert(types.end(), {TT::kQ4_K, TT::kQ5_K, TT::kQ6_K});
   std::mt19937 rng(41);
   for (TT t : types) {
-    constexpr int64_t n = 2 * 256, R = 9, T = 40;
+    constexpr int64_t n = 2 * 256, R = 9, T = 136;
     const TT at = gguf::VecDotType(t);
     const size_t wb = gguf::RowBytes(t, n), ab = gguf::RowBytes(at, n);
     std::vector<uint8_t> w;
@@ -215,7 +216,7 @@ TEST(LowbitKernels, Avx512VnniBatchesGiveTheAvx2BitsForEveryTokenAndRowCount) {
     for (int64_t tok = 0; tok < T; ++tok)
       for (int64_t r = 0; r < R; ++r)
         VecDotRowsWith(VecDotImpl::kAvx2, t, n, w.data() + r * wb, 0, 1, a.data() + tok * ab, &decode[tok * R + r]);
-    for (int64_t nt : {4, 5, 7, 8, 9, 12, 13, 16, 17, 24, 31, 32, 33, 40})
+    for (int64_t nt : {4, 5, 7, 8, 9, 12, 13, 16, 17, 24, 31, 32, 33, 40, 130, 136})
       for (int64_t nr : {1, 2, 3, 4, 5, 8, 9}) {
         std::vector<float> wide(nt * nr), plain(nt * nr);
         GemmRows(t, n, w.data(), wb, nr, a.data(), ab, nt, wide.data(), nr);
@@ -231,6 +232,65 @@ TEST(LowbitKernels, Avx512VnniBatchesGiveTheAvx2BitsForEveryTokenAndRowCount) {
                 << gguf::TypeName(t) << " plain tokens " << nt << " rows " << nr << " tok " << tok << " row " << r;
           }
       }
+  }
+}
+
+// The decode-path kernels (1-3 tokens; IQ2_XXS / IQ3_XXS look their grids up in registers, with 512-bit
+// registers where the CPU has AVX-512) against the twin, with the 512-bit variants allowed and forbidden:
+// 16 random rows (every sign pattern), a row of the largest grid values and scale, all-+127 / all--127 tokens
+// and a token holding a -128.
+TEST(LowbitKernels, DecodePathKernelsGiveTheTwinsBitsWithAndWithoutAvx512) {
+  REWIND_SKIP_WITHOUT_AVX2();
+  std::mt19937 rng(77);
+  for (TT t : kLowbitTypes) {
+    constexpr int64_t n = 3 * 256, R = 17, T = 5;
+    const TT at = gguf::VecDotType(t);
+    const size_t wb = gguf::RowBytes(t, n), ab = gguf::RowBytes(at, n);
+    auto w = Weights(t, n, R, rng);
+    for (int64_t i = 0; i < n / 256 && (t == TT::kIQ2_XXS || t == TT::kIQ3_XXS); ++i) {  // row 16: largest values
+      uint8_t* qs = w.data() + 16 * wb + i * gguf::RowBytes(t, 256) + 2;  // after the f16 d
+      const bool two = t == TT::kIQ2_XXS;
+      int top = 0;  // the grid entry of the largest sum
+      const auto sum = [&](int k) {
+        const uint64_t g = two ? gguf::grids::kIq2xxsGrid[k] : gguf::grids::kIq3xxsGrid[k];
+        int s = 0;
+        for (int b = 0; b < (two ? 8 : 4); ++b) s += static_cast<int>(g >> (8 * b) & 255);
+        return s;
+      };
+      for (int k = 1; k < 256; ++k)
+        if (sum(k) > sum(top)) top = k;
+      for (int ib = 0; ib < 8; ++ib) {
+        const uint32_t aux = 0xF0000000u | static_cast<uint32_t>(ib * 0x1234567) % 0x10000000u;
+        std::memset(qs + 8 * ib, top, two ? 4 : 8);
+        std::memcpy(two ? qs + 8 * ib + 4 : qs + 64 + 4 * ib, &aux, 4);
+      }
+    }
+    auto a = Acts(t, n, T, rng);
+    for (int64_t tok : {0, 1}) {  // all +127 / all -127
+      const std::vector<float> x(n, tok == 0 ? 1.0f : -1.0f);
+      gguf::QuantizeActivationRow(at, x.data(), a.data() + tok * ab, n);
+    }
+    a[3 * ab + (at == TT::kQ8_K ? 4 : 2) + 37] = 0x80;  // token 3 holds a -128
+    for (bool allow : {false, true}) {
+      if (allow && !CpuHasAvx512()) continue;
+      GemmAllowAvx512(allow);
+      VecDotAllowAvx512(allow);
+      for (int64_t t0 = 0; t0 < T; ++t0)
+        for (int64_t nt = 1; nt <= 3 && t0 + nt <= T; ++nt) {
+          std::vector<float> y(nt * R), one(R);
+          GemmRows(t, n, w.data(), wb, R, a.data() + t0 * ab, ab, nt, y.data(), R);
+          VecDotRows(t, n, w.data(), wb, R, a.data() + t0 * ab, one.data());
+          for (int64_t r = 0; r < R; ++r) {
+            ASSERT_TRUE(SameBits(one[r], ref::VecDot(t, n, w.data() + r * wb, a.data() + t0 * ab)))
+                << gguf::TypeName(t) << " avx512 " << allow << " tok " << t0 << " row " << r;
+            for (int64_t k = 0; k < nt; ++k)
+              ASSERT_TRUE(SameBits(y[k * R + r], ref::VecDot(t, n, w.data() + r * wb, a.data() + (t0 + k) * ab)))
+                  << gguf::TypeName(t) << " avx512 " << allow << " tokens " << nt << " tok " << t0 + k << " row " << r;
+          }
+        }
+    }
+    GemmAllowAvx512(true);
+    VecDotAllowAvx512(true);
   }
 }
 

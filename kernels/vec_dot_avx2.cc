@@ -411,7 +411,7 @@ void VecDotRows(TensorType t, int64_t n, const void* w, size_t stride, int64_t n
       return DriveRows<RowsFloat<8, LoadBF16, ScalarBF16, 2>, RowsFloat<1, LoadBF16, ScalarBF16, 2>, 8>(
           n, base, stride, n_rows, act, out);
     default:
-      if (gguf::IsLowbitType(t)) return lowbit_avx2::VecDotRows(t, n, w, stride, n_rows, act, out);
+      if (gguf::IsLowbitType(t)) return lowbit_avx2::VecDotRows(t, n, w, stride, n_rows, act, out, g_use_avx512);
       break;
   }
 }
