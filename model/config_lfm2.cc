@@ -10,14 +10,7 @@ namespace rw::model::internal {
 Status ReadLfm2(const gguf::File& f, ModelConfig* out) {
   ModelConfig& c = *out;
   const std::string& a = c.arch_name;
-  REWIND_ASSIGN_OR_RETURN(c.n_ctx_train, ReqU32(f, Key(a, "context_length")));
-  REWIND_ASSIGN_OR_RETURN(c.n_embd, ReqU32(f, Key(a, "embedding_length")));
-  REWIND_ASSIGN_OR_RETURN(c.n_layer_all, ReqU32(f, Key(a, "block_count")));
-  c.n_layer = c.n_layer_all;
-  if (!f.Has(Key(a, "attention.layer_norm_rms_epsilon")))
-    return Error::NotFound("required metadata key '" + Key(a, "attention.layer_norm_rms_epsilon") +
-                           "' is missing");
-  REWIND_ASSIGN_OR_RETURN(c.eps, f.GetF32(Key(a, "attention.layer_norm_rms_epsilon")));
+  REWIND_RETURN_IF_ERROR(ReadTrunkBasics(f, &c));
   REWIND_ASSIGN_OR_RETURN(c.ssm_conv_kernel, ReqU32(f, Key(a, "shortconv.l_cache")));
   REWIND_ASSIGN_OR_RETURN(c.n_ff, OptU32OrArr(f, Key(a, "feed_forward_length"), 0, c.n_layer_all));
   c.n_layer_dense_lead = c.n_layer;  // lfm2: every block dense

@@ -144,6 +144,12 @@ TEST(Forward, NemotronHMoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-nemotr
 TEST(Forward, GraniteHybridIsSplitInvariant) { CheckSplitsAndThreads("tiny-granite-h-f32.gguf", KvType::kF32, 8); }
 TEST(Forward, Lfm2ShortConvHybridIsSplitInvariant) { CheckSplitsAndThreads("tiny-lfm2-f32.gguf", KvType::kF16, 8); }
 TEST(Forward, Lfm2MoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-lfm2-moe-f32.gguf", KvType::kF16, 16); }
+TEST(Forward, KimiLinearKdaMlaHybridIsSplitInvariant) {
+  CheckSplitsAndThreads("tiny-kimi-linear-f32.gguf", KvType::kF16, 16);
+}
+TEST(Forward, KimiLinearIsSplitInvariantWithAQuantisedLatentCache) {
+  CheckSplitsAndThreads("tiny-kimi-linear-f32.gguf", KvType::kQ8_0, 8);
+}
 TEST(Forward, GraniteHybridMoeIsSplitInvariant) {
   CheckSplitsAndThreads("tiny-granite-h-moe-f32.gguf", KvType::kF16, 16);
 }
@@ -234,6 +240,7 @@ TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQuantised) { CheckRepla
 TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixNemotronH) { CheckReplay("tiny-nemotron-h-f32.gguf"); }
 TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixGraniteHybrid) { CheckReplay("tiny-granite-h-f32.gguf"); }
 TEST(Replay, RebuildsTheShortConvStateBitwiseForEveryPrefixLfm2) { CheckReplay("tiny-lfm2-f32.gguf"); }
+TEST(Replay, RebuildsTheKdaStateBitwiseForEveryPrefixKimiLinear) { CheckReplay("tiny-kimi-linear-f32.gguf"); }
 TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixGraniteHybridMoe) {
   CheckReplay("tiny-granite-h-moe-f32.gguf");
 }
@@ -296,6 +303,7 @@ TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsNemotronHMoe) {
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsGraniteHybrid) { CheckFusedReplay("tiny-granite-h-f32.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsLfm2) { CheckFusedReplay("tiny-lfm2-f32.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsLfm2Moe) { CheckFusedReplay("tiny-lfm2-moe-f32.gguf"); }
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsKimiLinear) { CheckFusedReplay("tiny-kimi-linear-f32.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsGraniteHybridMoe) {
   CheckFusedReplay("tiny-granite-h-moe-f32.gguf");
 }
