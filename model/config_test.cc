@@ -114,6 +114,36 @@ TEST(ModelConfig, ReadsLfm2ShortConvLayersAndSizes) {
   EXPECT_EQ(moe->StateBytesPerSeq(), c->StateBytesPerSeq());
 }
 
+// kimi-linear: KDA where head_count_kv is 0 (q|k|v conv windows, [H][S][S] states, replay row q|k|v + beta +
+// the per-channel gate projection), MLA elsewhere (one cached row of kv_lora_rank + rope dims, as MQA).
+TEST(ModelConfig, ReadsKimiLinearKdaAndMlaLayersAndSizes) {
+  auto f = gguf::File::Open(kDir + "tiny-kimi-linear-f32.gguf");
+  ASSERT_TRUE(f.ok()) << f.error().ToString();
+  auto c = ModelConfig::FromGguf(**f);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->arch, Arch::kKimiLinear);
+  std::string k;
+  for (LayerKind x : c->kinds) k += KindLetter(x);
+  EXPECT_EQ(k, "KKAKKA");
+  EXPECT_EQ(c->kind_index, (std::vector<int32_t>{0, 1, 0, 2, 3, 1}));
+  EXPECT_EQ(c->ssm_conv_dim(), 3 * 128);
+  EXPECT_EQ(c->n_head_kv, 1);
+  EXPECT_EQ(c->head_dim, 48 + 16);
+  EXPECT_EQ(c->mla_k, 48);
+  EXPECT_EQ(c->mla_v, 32);
+  EXPECT_FALSE(c->attn_rope);
+  EXPECT_TRUE(c->sigmoid_moe());
+  EXPECT_EQ(c->n_layer_dense_lead, 1);
+  EXPECT_EQ(c->n_ff_shexp, 32);
+  EXPECT_FLOAT_EQ(c->expert_weights_scale, 2.446f);
+  EXPECT_EQ(c->StateBytesPerSeq(), 4u * 4 * (384 * 3 + 4 * 32 * 32));
+  EXPECT_EQ(c->ReplayBytesPerToken(), 4u * 4 * (384 + 4 + 128));
+  EXPECT_EQ(c->KvBytesPerToken(kernels::KvTypes(kernels::KvType::kF32)), 2u * 2 * 64 * 4);
+  auto m = Model::Load(kDir + "tiny-kimi-linear-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.error().ToString();
+  EXPECT_EQ((*m)->MakeStateShape().bytes_per_state(), c->StateBytesPerSeq());
+}
+
 TEST(ModelConfig, ReadsTinyQwen35Hyperparameters) {
   auto f = gguf::File::Open(kDir + "tiny-qwen35-f32.gguf");
   ASSERT_TRUE(f.ok()) << f.error().ToString();
