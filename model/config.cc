@@ -46,6 +46,16 @@ Status ReadTrunkBasics(const gguf::File& f, ModelConfig* out) {
   return Status::Ok();
 }
 
+Status RequireSigmoidRouter(const gguf::File& f, const std::string& a) {
+  REWIND_ASSIGN_OR_RETURN(int32_t gating, ReqU32(f, Key(a, "expert_gating_func")));
+  if (gating != 2)
+    return Error::Unsupported(a + ".expert_gating_func " + std::to_string(gating) +
+                              ": only sigmoid routing (2) is supported");
+  REWIND_ASSIGN_OR_RETURN(int32_t groups, OptU32(f, Key(a, "expert_group_count"), 0));
+  if (groups > 1) return Error::Unsupported(a + ": expert groups (expert_group_count > 1) are not supported");
+  return Status::Ok();
+}
+
 Expected<float> OptF32(const gguf::File& f, const std::string& key, float def) {
   if (!f.Has(key)) return def;
   return f.GetF32(key);

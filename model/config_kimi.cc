@@ -46,12 +46,7 @@ Status ReadKimiLinear(const gguf::File& f, ModelConfig* out) {
   c.n_ff_shexp = c.n_ff_exp * (c.n_expert_shared > 0 ? c.n_expert_shared : 1);
   REWIND_ASSIGN_OR_RETURN(c.expert_weights_scale, OptF32(f, Key(a, "expert_weights_scale"), 0.0f));
   if (c.n_layer_dense_lead < c.n_layer) {
-    REWIND_ASSIGN_OR_RETURN(int32_t gating, ReqU32(f, Key(a, "expert_gating_func")));
-    if (gating != 2)
-      return Error::Unsupported(a + ".expert_gating_func " + std::to_string(gating) +
-                                ": only sigmoid routing (2) is supported");
-    REWIND_ASSIGN_OR_RETURN(int32_t groups, OptU32(f, Key(a, "expert_group_count"), 0));
-    if (groups > 1) return Error::Unsupported(a + ": expert groups (expert_group_count > 1) are not supported");
+    REWIND_RETURN_IF_ERROR(RequireSigmoidRouter(f, a));
   }
   c.expert_weights_norm = true;  // build_moe_ffn(..., norm_w = true, ...)
 

@@ -23,6 +23,9 @@ Expected<int32_t> OptU32OrArr(const gguf::File& f, const std::string& key, int32
 // context_length, embedding_length, block_count (all trunk layers: n_layer = n_layer_all) and the RMS eps.
 Status ReadTrunkBasics(const gguf::File& f, ModelConfig* c);
 
+// expert_gating_func must be 2 (sigmoid) and expert_group_count at most 1 (lfm2moe, kimi-linear).
+Status RequireSigmoidRouter(const gguf::File& f, const std::string& arch);
+
 // c->head_dim from attention.key_length (absent: def, or an error when def <= 0), and attention.value_length
 // (absent: the same) checked equal to it.
 Status ReadHeadDim(const gguf::File& f, const std::string& arch, int32_t def, ModelConfig* c);
