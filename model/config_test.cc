@@ -193,8 +193,10 @@ TEST(ModelConfig, MissingFileIsAnError) {
 namespace rw::model {
 namespace {
 
-// Rewrites the tiny qwen35 file into memory with one change, for error-path tests.
+// Rewrites a fixture (the tiny qwen35 file unless `base` says otherwise) into memory with one change, for
+// error-path tests.
 struct Mutation {
+  std::string base = "tiny-qwen35-f32.gguf";
   std::string drop_key;
   std::string set_key;
   gguf::Value set_value;
@@ -204,7 +206,7 @@ struct Mutation {
 };
 
 Expected<std::unique_ptr<gguf::File>> Mutate(const Mutation& m) {
-  REWIND_ASSIGN_OR_RETURN(auto src, gguf::File::Open(kDir + "tiny-qwen35-f32.gguf"));
+  REWIND_ASSIGN_OR_RETURN(auto src, gguf::File::Open(kDir + m.base));
   gguf::Writer w;
   for (const auto& [k, v] : src->metadata()) {
     if (k == m.drop_key) continue;
@@ -252,6 +254,40 @@ TEST(ModelConfig, UnknownArchitectureListsTheSupportedOnes) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().kind, ErrorKind::kUnsupported);
   EXPECT_THAT(s.error().message, HasSubstr("qwen35, qwen35moe, qwen3next"));
+}
+
+// kimi-linear: what rewind does not run is an input error that names it (a compressed MLA query, a softmax
+// router, the unsplit kv_b of legacy files), and a missing MLA tensor is named.
+TEST(ModelConfig, KimiLinearNamesWhatItDoesNotSupport) {
+  auto kimi = [](Mutation m) {
+    m.base = "tiny-kimi-linear-f32.gguf";
+    return LoadError(m);
+  };
+  EXPECT_TRUE(kimi({}).ok());
+  Mutation q;
+  q.set_key = "kimi-linear.attention.q_lora_rank";
+  q.set_value = gguf::MakeU32(32);
+  Status s = kimi(q);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::kUnsupported);
+  EXPECT_THAT(s.error().message, HasSubstr("q_lora_rank"));
+  Mutation g;
+  g.set_key = "kimi-linear.expert_gating_func";
+  g.set_value = gguf::MakeU32(1);
+  s = kimi(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("expert_gating_func 1"));
+  Mutation kb;
+  kb.drop_tensor = "blk.2.attn_k_b.weight";
+  s = kimi(kb);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("blk.2.attn_k_b.weight"));
+  Mutation conv;
+  conv.reshape_tensor = "blk.0.ssm_conv1d_k.weight";
+  conv.new_shape = {3, 1, 128};
+  s = kimi(conv);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("blk.0.ssm_conv1d_k.weight"));
 }
 
 TEST(ModelConfig, MissingRequiredKeyIsNamed) {
