@@ -44,7 +44,17 @@ int InspectPreset(const std::string& name) {
   }
   const uint64_t state = c.StateBytesPerSeq(), replay = c.ReplayBytesPerToken();
   std::printf("preset:          %s (%s; shape only, no weights)\n", name.c_str(), c.arch.c_str());
-  if (c.is_lfm2()) {
+  if (c.is_kimi()) {
+    std::printf("layers:          %lld: %lld KDA, %lld MLA (%s); %lld dense SwiGLU blocks (width %lld), then MoE\n",
+                (long long)c.n_layer, (long long)n_rec, (long long)n_attn, c.layer_pattern.c_str(),
+                (long long)c.n_dense_lead, (long long)c.n_ff);
+    std::printf("moe:             %lld experts, top %lld (sigmoid router), width %lld, %lld shared expert(s)\n",
+                (long long)c.n_expert, (long long)c.n_expert_used, (long long)c.n_ff_exp, (long long)c.n_expert_shared);
+    std::printf("kda:             conv kernel %lld  heads %lld x %lld  conv channels %lld (q|k|v)\n", (long long)c.ssm_conv,
+                (long long)c.ssm_dt_rank, (long long)c.ssm_state, (long long)c.ssm_conv_dim());
+    std::printf("mla:             %lld heads, latent %lld + %lld (cached row, stored as K and as V)\n", (long long)c.n_head,
+                (long long)c.kv_lora_rank, (long long)c.n_rot);
+  } else if (c.is_lfm2()) {
     std::printf("layers:          %lld: %lld short conv, %lld attention, each + SwiGLU FFN %lld (%s)\n",
                 (long long)c.n_layer, (long long)n_rec, (long long)n_attn, (long long)c.n_ff, c.layer_pattern.c_str());
     if (c.n_expert > 0)
@@ -119,7 +129,7 @@ int Inspect(int argc, char** argv) {
               c.n_ctx_train, c.eps);
   std::printf("layers:          %d trunk (+%d MTP, not run): %d recurrent (%s), %d attention, %d MLP-only\n",
               c.n_layer, c.n_nextn, c.n_recurrent_layers(),
-              c.is_mamba2() ? "Mamba-2" : c.is_lfm2() ? "short conv" : "GDN", c.n_attn_layers(),
+              c.is_mamba2() ? "Mamba-2" : c.is_lfm2() ? "short conv" : c.is_kimi() ? "KDA" : "GDN", c.n_attn_layers(),
               c.n_layer - c.n_recurrent_layers() - c.n_attn_layers());
   std::printf("attention:       Hq %d  Hkv %d  head dim %d  rope dims %d  base %g  scale %g%s", c.n_head,
               c.n_head_kv, c.head_dim, c.n_rot, c.rope_freq_base, c.rope_freq_scale, c.rope_yarn ? "  yarn" : "");
@@ -127,7 +137,13 @@ int Inspect(int argc, char** argv) {
     std::printf("  imrope sections [%d, %d, %d, %d]", c.rope_sections[0], c.rope_sections[1], c.rope_sections[2],
                 c.rope_sections[3]);
   std::printf("\n");
-  if (c.is_lfm2()) {
+  if (c.is_kimi()) {
+    std::printf("mla:             latent %d + rope part %d (no RoPE) = the cached row (as K and as V), q/k heads %d, "
+                "v heads %d\n",
+                c.kv_lora_rank, c.n_rot, c.mla_k, c.mla_v);
+    std::printf("kda:             conv kernel %d  heads %d x %d  conv channels %d (q|k|v), per-channel decay\n",
+                c.ssm_conv_kernel, c.ssm_heads, c.ssm_state, c.ssm_conv_dim());
+  } else if (c.is_lfm2()) {
     std::printf("short conv:      conv kernel (l_cache) %d  channels %d (state: the last %d B·x rows)\n",
                 c.ssm_conv_kernel, c.ssm_conv_dim(), c.ssm_conv_kernel - 1);
   } else if (c.is_mamba2()) {
@@ -141,6 +157,11 @@ int Inspect(int argc, char** argv) {
   if (c.arch == model::Arch::kNemotronHMoe) {
     std::printf("ffn:             MoE layers: %d experts, top %d (sigmoid router), expert width %d, shared expert width %d\n",
                 c.n_expert, c.n_expert_used, c.n_ff_exp, c.n_ff_shexp);
+  } else if (c.is_kimi()) {
+    std::printf("ffn:             %d dense SwiGLU blocks (width %d), then MoE: %d experts, top %d (sigmoid router, "
+                "x%g), expert width %d, shared expert width %d\n",
+                c.n_layer_dense_lead, c.n_ff, c.n_expert, c.n_expert_used, c.expert_weights_scale, c.n_ff_exp,
+                c.n_ff_shexp);
   } else if (c.arch == model::Arch::kLfm2Moe) {
     std::printf("ffn:             %d dense SwiGLU blocks (width %d), then MoE: %d experts, top %d (sigmoid router), "
                 "expert width %d\n",
@@ -155,7 +176,7 @@ int Inspect(int argc, char** argv) {
   }
   std::string kinds;
   for (auto k : c.kinds) kinds += model::KindLetter(k);
-  std::printf("layer kinds:     %s  (G = gated deltanet, A = attention, M = Mamba-2, F = MLP, C = short conv)\n",
+  std::printf("layer kinds:     %s  (G = gated deltanet, A = attention, M = Mamba-2, F = MLP, C = short conv, K = KDA)\n",
               kinds.c_str());
   std::printf("output head:     %s\n", m.weights().tied ? "tied to token_embd" : "output.weight");
   std::printf("\nmemory:\n");

@@ -113,6 +113,8 @@ class TemplateChat : public ChatFormatter {
         return grammar::ToolCallFormat::kNemotronArray;
       case chat::ToolCallFormat::kLfm2Pythonic:
         return grammar::ToolCallFormat::kLfm2Pythonic;
+      case chat::ToolCallFormat::kKimi:
+        return grammar::ToolCallFormat::kKimi;
       case chat::ToolCallFormat::kHermesJson:
         break;
     }

@@ -4,6 +4,7 @@
 
 #include "chat/text_scan.h"
 #include "chat/tool_call_array.h"
+#include "chat/tool_call_kimi.h"
 #include "chat/tool_call_pythonic.h"
 
 namespace rw::chat {
@@ -115,6 +116,8 @@ void OutputParser::BeginToolCall(size_t tag_at) {
     block_ = std::make_unique<ToolCallArrayParser>(&opt_.tools, message_.tool_calls.size(), call_close_);
   } else if (opt_.format == ToolCallFormat::kLfm2Pythonic) {
     block_ = std::make_unique<PythonicCallsParser>(message_.tool_calls.size(), call_close_);
+  } else if (opt_.format == ToolCallFormat::kKimi) {
+    block_ = std::make_unique<KimiCallsParser>(message_.tool_calls.size(), call_close_);
   } else {
     block_ = std::make_unique<ToolCallBlockParser>(&opt_.tools, message_.tool_calls.size());
   }

@@ -331,6 +331,7 @@ TEST(ToolCallFormats, EachFamilyTemplateSelectsItsFormat) {
   EXPECT_EQ(FormatOfTemplate("qwen3.5.jinja"), ToolCallFormat::kQwenXml);
   EXPECT_EQ(FormatOfTemplate("qwen3.jinja"), ToolCallFormat::kHermesJson);
   EXPECT_EQ(FormatOfTemplate("lfm2-8b-a1b.jinja"), ToolCallFormat::kLfm2Pythonic);
+  EXPECT_EQ(FormatOfTemplate("kimi-k2.jinja"), ToolCallFormat::kKimi);
 }
 
 TEST(ToolCallFormats, ParsesNemotronNanoV2ToolCallArraysAsParallelCalls) {

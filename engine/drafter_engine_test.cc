@@ -162,6 +162,10 @@ TEST(DrafterEngine, NemotronHKeepsGreedyOutputWithNgramAndDraftModel) {
 TEST(DrafterEngine, Lfm2KeepsGreedyOutputWithNgramAndDraftModel) {
   CheckGreedyOutputWithNgramAndDraftModel("tiny-lfm2-f32.gguf");
 }
+// kimi-linear: KDA's per-channel decays in the replay log, MLA's latent rows in the pages.
+TEST(DrafterEngine, KimiLinearKeepsGreedyOutputWithNgramAndDraftModel) {
+  CheckGreedyOutputWithNgramAndDraftModel("tiny-kimi-linear-f32.gguf");
+}
 
 }  // namespace
 }  // namespace rw::engine

@@ -400,6 +400,9 @@ TEST(Exact, RandomScriptsOnGraniteHybridMatchAStraightPrefillBitForBit) {
 // LFM2: the short-conv layers' state is a conv window only (a third recurrent layer kind).
 TEST(Exact, RandomScriptsOnLfm2MatchAStraightPrefillBitForBit) { RunScripts("tiny-lfm2", 60, 77000, false); }
 TEST(Exact, RandomScriptsOnLfm2MoeMatchAStraightPrefillBitForBit) { RunScripts("tiny-lfm2-moe", 40, 87000, false); }
+TEST(Exact, RandomScriptsOnKimiLinearMatchAStraightPrefillBitForBit) {
+  RunScripts("tiny-kimi-linear", 40, 97000, false);
+}
 TEST(Exact, RandomScriptsOnGraniteHybridMoeMatchAStraightPrefillBitForBit) {
   RunScripts("tiny-granite-h-moe", 40, 67000, false);
 }

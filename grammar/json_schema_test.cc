@@ -177,6 +177,17 @@ TEST(ToolGrammar, ForcedXmlCallMatchesTheParsedFormat) {
               "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, "
               "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\", \"days\": 2}}]</TOOLCALL>"));
   EXPECT_FALSE(Matches(*n, "<TOOLCALL>[]</TOOLCALL>"));
+  ToolGrammarOptions kimi;
+  kimi.format = ToolCallFormat::kKimi;
+  auto k = ParseGbnf(*ToolCallGbnf(tools, kimi));
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_TRUE(Matches(*k, "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+                          "<|tool_call_argument_begin|>{\"city\": \"Oslo\"}<|tool_call_end|><|tool_call_begin|>"
+                          "functions.get_weather:1<|tool_call_argument_begin|>{\"city\": \"Rome\", \"days\": 2}"
+                          "<|tool_call_end|><|tool_calls_section_end|>"));
+  EXPECT_FALSE(Matches(*k, "<|tool_calls_section_begin|><|tool_calls_section_end|>"));
+  EXPECT_FALSE(Matches(*k, "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+                           "<|tool_call_argument_begin|>{\"days\": 2}<|tool_call_end|><|tool_calls_section_end|>"));
   ToolGrammarOptions lfm2;
   lfm2.format = ToolCallFormat::kLfm2Pythonic;
   auto l = ParseGbnf(*ToolCallGbnf(tools, lfm2));

@@ -87,6 +87,16 @@ Expected<std::string> HermesFunction(SchemaConverter* c, const std::string& fn, 
                 GbnfLiteral("{\"name\": " + json(fn).dump() + ", \"arguments\": ") + " " + args + " \"}\"");
 }
 
+// Kimi: "functions.NAME:" index "<|tool_call_argument_begin|>" arguments object "<|tool_call_end|>", after
+// "<|tool_call_begin|>".
+Expected<std::string> KimiFunction(SchemaConverter* c, const std::string& fn, const json& params, const json& root) {
+  json schema = params.is_object() ? params : json::object({{"type", "object"}});
+  REWIND_ASSIGN_OR_RETURN(std::string args, c->Rule(schema, "fn-" + fn + "-args", root));
+  return c->Add("fn-" + fn, GbnfLiteral("functions." + fn + ":") + " [0-9]{1,3} " +
+                                GbnfLiteral("<|tool_call_argument_begin|>") + " " + args + " " +
+                                GbnfLiteral("<|tool_call_end|>"));
+}
+
 // LFM2: NAME(KEY=VALUE, ...) with the properties in schema order, optional ones left out or written, separated
 // by ", "; values in JSON spelling (which the Python-style parser reads: chat/tool_call_pythonic.h).
 Expected<std::string> PythonicFunction(SchemaConverter* c, const std::string& fn, const json& params,
@@ -133,6 +143,7 @@ Expected<std::string> ToolCallGbnf(const json& tools, const ToolGrammarOptions& 
     const json params = f.contains("parameters") ? f["parameters"] : json::object();
     Expected<std::string> rule = o.format == ToolCallFormat::kQwenXml       ? XmlFunction(&c, name, params, params)
                                  : o.format == ToolCallFormat::kLfm2Pythonic ? PythonicFunction(&c, name, params, params)
+                                 : o.format == ToolCallFormat::kKimi         ? KimiFunction(&c, name, params, params)
                                                                              : HermesFunction(&c, name, params, params);
     if (!rule.ok()) return Error::InvalidArgument("tool '" + name + "': " + rule.error().message);
     alts += (alts.empty() ? "" : " | ") + *rule;
@@ -143,7 +154,11 @@ Expected<std::string> ToolCallGbnf(const json& tools, const ToolGrammarOptions& 
                                       : "tool_choice names '" + o.function + "', which is not in 'tools'");
   }
   std::string fns = c.Add("tool-fn", alts);
-  if (o.format == ToolCallFormat::kNemotronArray || o.format == ToolCallFormat::kLfm2Pythonic) {
+  if (o.format == ToolCallFormat::kKimi) {  // one section holding every call
+    const std::string call = c.Add("tool-call", "\"<|tool_call_begin|>\" " + fns);
+    c.Add("root", "\"<|tool_calls_section_begin|>\" " + call + (o.parallel ? " " + call + "*" : "") +
+                      " \"<|tool_calls_section_end|>\"");
+  } else if (o.format == ToolCallFormat::kNemotronArray || o.format == ToolCallFormat::kLfm2Pythonic) {
     // one block holding every call
     std::string list = o.parallel ? fns + " ( \", \" " + fns + " )*" : fns;
     c.Add("root", o.format == ToolCallFormat::kNemotronArray

@@ -15,6 +15,8 @@ enum class ToolCallFormat {
   kHermesJson,  // <tool_call>\n{"name": "NAME", "arguments": {...}}\n</tool_call>
   kNemotronArray,  // <TOOLCALL>[{"name": "NAME", "arguments": {...}}, ...]</TOOLCALL> (Nemotron Nano v2)
   kLfm2Pythonic,   // <|tool_call_start|>[NAME(KEY=VALUE, ...), ...]<|tool_call_end|> (LFM2; JSON-spelled values)
+  kKimi,  // <|tool_calls_section_begin|>(<|tool_call_begin|>functions.NAME:I<|tool_call_argument_begin|>{...}
+          // <|tool_call_end|>)+<|tool_calls_section_end|> (Kimi K2, Kimi Linear)
 };
 
 struct ToolGrammarOptions {

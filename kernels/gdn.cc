@@ -8,8 +8,10 @@
 
 namespace rw::kernels {
 namespace gdn_avx2 {
+// decay_vec (KDA): one decay per key channel instead of `decay`.
 void HeadStep(float* M, const float* q, const float* k, const float* v, float beta, float decay, float scale,
-              int32_t S, float* o, const float* M_in, int32_t rows);  // kernels/gdn_avx2.cc
+              int32_t S, float* o, const float* M_in, int32_t rows,
+              const float* decay_vec = nullptr);  // kernels/gdn_avx2.cc
 }  // namespace gdn_avx2
 namespace gdn_avx512 {
 void HeadStep(float* M, const float* q, const float* k, const float* v, float beta, float decay, float scale,
@@ -38,6 +40,21 @@ void StepRows(int width, float* M, const float* q, const float* k, const float* 
 }
 
 int BestWidth() { return CpuHasAvx2Fma() ? (CpuHasAvx512() ? 512 : 256) : 0; }
+
+// KDA rows [0, rows): StepRows with the decay dec[i] of key channel i (AVX-512 machines run the AVX2 twin).
+void KdaStepRows(int width, float* M, const float* q, const float* k, const float* v, float beta, const float* dec,
+                 float scale, int32_t S, float* o, const float* M_in, int32_t rows) {
+  if (width >= 256) return gdn_avx2::HeadStep(M, q, k, v, beta, 1.0f, scale, S, o, M_in, rows, dec);
+  for (int32_t j = 0; j < rows; ++j) {
+    float* row = M + static_cast<int64_t>(j) * S;
+    const float* src = M_in + static_cast<int64_t>(j) * S;
+    for (int32_t i = 0; i < S; ++i) row[i] = src[i] * dec[i];
+    const float kv = DotF32(row, k, S);
+    const float delta = (v[j] - kv) * beta;
+    for (int32_t i = 0; i < S; ++i) row[i] += k[i] * delta;
+    if (o != nullptr) o[j] = DotF32(row, q, S) * scale;
+  }
+}
 
 }  // namespace
 
@@ -86,6 +103,24 @@ void GdnHeadSteps(float* M, std::span<const GdnToken> tokens, int32_t S, const f
         StepRows(width, Mj, x.q, x.k, x.v + j0, x.beta, decay[t - t0], scale, S, x.o ? x.o + j0 : nullptr, src,
                  rows);
       }
+    }
+  }
+}
+
+void KdaHeadSteps(float* M, std::span<const KdaToken> tokens, int32_t S, const float* M_in, int width) {
+  if (tokens.empty()) return;
+  if (width < 0) width = BestWidth();
+  if (M_in == nullptr) M_in = M;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(S));
+  // One token: all rows at once. Several: a block of rows through every token while it stays in L1.
+  const int32_t block = tokens.size() == 1 ? S : kGdnRowBlock;
+  for (int32_t j0 = 0; j0 < S; j0 += block) {
+    const int32_t rows = std::min(block, S - j0);
+    float* Mj = M + static_cast<int64_t>(j0) * S;
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      const KdaToken& x = tokens[t];
+      const float* src = t == 0 ? M_in + static_cast<int64_t>(j0) * S : Mj;
+      KdaStepRows(width, Mj, x.q, x.k, x.v + j0, x.beta, x.decay, scale, S, x.o ? x.o + j0 : nullptr, src, rows);
     }
   }
 }

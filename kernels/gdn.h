@@ -42,4 +42,21 @@ inline constexpr int32_t kGdnRowBlock = 16;
 void GdnHeadSteps(float* M, std::span<const GdnToken> tokens, int32_t S, const float* M_in = nullptr,
                   int width = -1);
 
+// Kimi Delta Attention (KDA): the gated delta rule with one decay per key channel,
+//   M[i][j] <- decay[i]·M[i][j];  then δ, the rank-1 update and o exactly as GdnHeadStep
+// (decay = exp(g) per channel, computed by the caller). Tokens in order, the first reading M_in (optional); rows
+// in blocks through every token (the same operations per row whatever the block, so the bits of one call per
+// token). width: 0 = the portable loop, 256 = AVX2+FMA (same bits; the caller checks the CPU), -1 = best (AVX-512
+// machines run the AVX2 code).
+struct KdaToken {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  const float* decay = nullptr;  // [S]
+  float beta = 0;
+  float* o = nullptr;
+};
+void KdaHeadSteps(float* M, std::span<const KdaToken> tokens, int32_t S, const float* M_in = nullptr,
+                  int width = -1);
+
 }  // namespace rw::kernels

@@ -1,4 +1,4 @@
-// AVX2 version of GdnHeadStep (kernels/gdn.h), compiled with -mavx2 -mfma -ffp-contract=off. Per state row it
+// AVX2 version of GdnHeadStep and KdaHeadStep (kernels/gdn.h), compiled with -mavx2 -mfma -ffp-contract=off. Per state row it
 // makes two passes instead of four: (decay, then dot with k) and (rank-1 update, then dot with q). Every value
 // is the one of the portable code in gdn.cc: the decay is a plain multiply, the update a multiply then an add
 // (no FMA, as in the portable loop), and both dots use DotF32's exact order (4 x 8 lanes over 32-element
@@ -21,9 +21,11 @@ inline float ReduceLanes(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
   return _mm_cvtss_f32(h);
 }
 
-// kUpdate false: row = src * c, returns row · x.  kUpdate true: row = row + k * c, returns row · x (src unused).
+// kUpdate false: row = src * c (cv: src * cv, one factor per element), returns row · x.  kUpdate true:
+// row = row + k * c, returns row · x (src unused).
 template <bool kUpdate>
-inline float UpdateThenDot(float* row, const float* k, float c, const float* x, int32_t n, const float* src = nullptr) {
+inline float UpdateThenDot(float* row, const float* k, float c, const float* x, int32_t n, const float* src = nullptr,
+                           const float* cv = nullptr) {
   const __m256 vc = _mm256_set1_ps(c);
   if (src == nullptr) src = row;
   auto upd = [&](int64_t i) {
@@ -32,7 +34,7 @@ inline float UpdateThenDot(float* row, const float* k, float c, const float* x, 
     if constexpr (kUpdate) {
       nr = _mm256_add_ps(r, _mm256_mul_ps(_mm256_loadu_ps(k + i), vc));
     } else {
-      nr = _mm256_mul_ps(r, vc);
+      nr = _mm256_mul_ps(r, cv != nullptr ? _mm256_loadu_ps(cv + i) : vc);
     }
     _mm256_storeu_ps(row + i, nr);
     return nr;
@@ -51,7 +53,7 @@ inline float UpdateThenDot(float* row, const float* k, float c, const float* x, 
     if constexpr (kUpdate) {
       row[i] = row[i] + k[i] * c;
     } else {
-      row[i] = src[i] * c;
+      row[i] = src[i] * (cv != nullptr ? cv[i] : c);
     }
     tail = std::fma(row[i], x[i], tail);
   }
@@ -69,10 +71,10 @@ inline void Update(float* row, const float* k, float c, int32_t n) {
 }  // namespace
 
 void HeadStep(float* M, const float* q, const float* k, const float* v, float beta, float decay, float scale,
-              int32_t S, float* o, const float* M_in, int32_t rows) {
+              int32_t S, float* o, const float* M_in, int32_t rows, const float* decay_vec) {
   for (int32_t j = 0; j < rows; ++j) {
     float* row = M + static_cast<int64_t>(j) * S;
-    const float kv = UpdateThenDot<false>(row, nullptr, decay, k, S, M_in + static_cast<int64_t>(j) * S);
+    const float kv = UpdateThenDot<false>(row, nullptr, decay, k, S, M_in + static_cast<int64_t>(j) * S, decay_vec);
     const float delta = (v[j] - kv) * beta;
     if (o != nullptr) {
       o[j] = UpdateThenDot<true>(row, k, delta, q, S) * scale;

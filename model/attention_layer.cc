@@ -35,11 +35,72 @@ kernels::RopeParams MakeRope(const ModelConfig& c) {
 
 }  // namespace
 
+void StoreKvRow(KvStorage& kv, int32_t attn_index, const SeqRun& s, int32_t pos, const float* k, const float* v) {
+  const int32_t ps = kv.page_size(), page = s.pages[pos / ps];
+  const int64_t row = pos % ps, n = kv.config().row_width;
+  // Each row is quantised on its own (kernels/kv_quant.h): its bytes depend on this token only (I1).
+  kernels::QuantizeKvRow(kv.config().type.k, k, kv.K(attn_index, page) + row * kv.k_row_bytes(), n);
+  kernels::QuantizeKvRow(kv.config().type.v, v, kv.V(attn_index, page) + row * kv.v_row_bytes(), n);
+}
+
+std::vector<int32_t> RowPositions(std::span<const SeqRun> seqs, int32_t N) {
+  std::vector<int32_t> row_pos(N);
+  for (const SeqRun& s : seqs)
+    for (int32_t j = 0; j < s.n; ++j) row_pos[s.row0 + j] = s.pos0 + j;
+  return row_pos;
+}
+
+void AttendRows(const float* q, int32_t Hq, int32_t Hkv, int32_t D, float scale, int32_t attn_index,
+                std::span<const SeqRun> seqs, std::span<const int32_t> row_pos, const KvStorage& kv, float* att,
+                kernels::ThreadPool* pool) {
+  const int32_t ps = kv.page_size(), QW = Hq * D, KW = Hkv * D;
+  const KvTypes types = kv.config().type;
+  // Page pointers per sequence.
+  std::vector<std::vector<const uint8_t*>> kp(seqs.size()), vp(seqs.size());
+  std::vector<kernels::KvPages> views(seqs.size());
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const int32_t n_pages = (seqs[s].pos0 + seqs[s].n + ps - 1) / ps;
+    for (int32_t p = 0; p < n_pages; ++p) {
+      kp[s].push_back(kv.K(attn_index, seqs[s].pages[p]));
+      vp[s].push_back(kv.V(attn_index, seqs[s].pages[p]));
+    }
+    views[s] = {kp[s].data(), vp[s].data(), ps, KW, types.k, types.v};
+  }
+  // Work items are (sequence, KV head, a few tokens, the group's query heads): their queries share every
+  // converted key/value block (kernels::AttendGroup gives each query the bits of its own AttendOne call, so the
+  // grouping changes nothing but speed).
+  const int32_t group = Hq / Hkv;
+  const int32_t head_chunk = std::min(group, kernels::kAttendMaxQueries);
+  const int32_t tok_chunk = std::max(1, kernels::kAttendMaxQueries / head_chunk);
+  struct Item {
+    int32_t seq, kvh, i0, i1, h0, h1;  // batch rows [i0, i1), query heads [h0, h1) of KV head kvh
+  };
+  std::vector<Item> items;
+  for (size_t s = 0; s < seqs.size(); ++s)
+    for (int32_t kvh = 0; kvh < Hkv; ++kvh)
+      for (int32_t t0 = 0; t0 < seqs[s].n; t0 += tok_chunk)
+        for (int32_t h0 = kvh * group; h0 < (kvh + 1) * group; h0 += head_chunk)
+          items.push_back({static_cast<int32_t>(s), kvh, seqs[s].row0 + t0,
+                           seqs[s].row0 + std::min(seqs[s].n, t0 + tok_chunk), h0,
+                           std::min((kvh + 1) * group, h0 + head_chunk)});
+  ParallelFor(pool, static_cast<int64_t>(items.size()), [&](int64_t j0, int64_t j1) {
+    kernels::AttendQuery queries[kernels::kAttendMaxQueries];
+    for (int64_t j = j0; j < j1; ++j) {
+      const Item& it = items[j];
+      int32_t nq = 0;
+      for (int32_t i = it.i0; i < it.i1; ++i)
+        for (int32_t h = it.h0; h < it.h1; ++h)
+          queries[nq++] = {q + static_cast<int64_t>(i) * QW + h * D, att + static_cast<int64_t>(i) * QW + h * D,
+                           row_pos[i] + 1};
+      kernels::AttendGroup(queries, nq, D, it.kvh, views[it.seq], scale);
+    }
+  });
+}
+
 void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn_index, const float* t,
                       int32_t N, std::span<const SeqRun> seqs, KvStorage& kv, float* out,
                       kernels::ThreadPool* pool, bool kv_only) {
   const int32_t D = cfg.head_dim, Hq = cfg.n_head, Hkv = cfg.n_head_kv, QW = Hq * D, KW = Hkv * D;
-  const int32_t ps = kv.page_size();
   const int32_t qm = cfg.attn_gated ? 2 : 1;  // plain attention: attn_q rows are q only
   const KvTypes types = kv.config().type;
   // Hadamard rotation of quantised caches, as llama.cpp does it (kernels/kv_quant.h): Q and K heads when K is a
@@ -54,13 +115,10 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
   kernels::MatMul(w.k, t, N, k, pool);
   kernels::MatMul(w.v, t, N, v, pool);
 
-  // Row -> (sequence, position).
-  std::vector<int32_t> row_seq(N), row_pos(N);
+  const std::vector<int32_t> row_pos = RowPositions(seqs, N);
+  std::vector<int32_t> row_seq(N);
   for (size_t s = 0; s < seqs.size(); ++s)
-    for (int32_t j = 0; j < seqs[s].n; ++j) {
-      row_seq[seqs[s].row0 + j] = static_cast<int32_t>(s);
-      row_pos[seqs[s].row0 + j] = seqs[s].pos0 + j;
-    }
+    for (int32_t j = 0; j < seqs[s].n; ++j) row_seq[seqs[s].row0 + j] = static_cast<int32_t>(s);
 
   // Per-head norms + RoPE; K and V go to the pages.
   const kernels::RopeParams rope = MakeRope(cfg);
@@ -88,67 +146,24 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
       }
       if (rot_k > 0) kernels::HadamardRotate(k + i * KW, KW, rot_k);
       if (rot_v > 0) kernels::HadamardRotate(v + i * KW, KW, rot_v);
-      const SeqRun& s = seqs[row_seq[i]];
-      const int32_t page = s.pages[pos / ps];
-      // Each row is quantised on its own (kernels/kv_quant.h): its bytes depend on this token only (I1).
-      const int64_t row = pos % ps;
-      kernels::QuantizeKvRow(types.k, k + i * KW, kv.K(attn_index, page) + row * kv.k_row_bytes(), KW);
-      kernels::QuantizeKvRow(types.v, v + i * KW, kv.V(attn_index, page) + row * kv.v_row_bytes(), KW);
+      StoreKvRow(kv, attn_index, seqs[row_seq[i]], pos, k + i * KW, v + i * KW);
     }
   });
   if (kv_only) return;  // only the K/V rows were wanted (the MTP head keeping its cache in step)
 
-  // Page pointers per sequence.
-  std::vector<std::vector<const uint8_t*>> kp(seqs.size()), vp(seqs.size());
-  std::vector<kernels::KvPages> views(seqs.size());
-  for (size_t s = 0; s < seqs.size(); ++s) {
-    const int32_t n_pages = (seqs[s].pos0 + seqs[s].n + ps - 1) / ps;
-    for (int32_t p = 0; p < n_pages; ++p) {
-      kp[s].push_back(kv.K(attn_index, seqs[s].pages[p]));
-      vp[s].push_back(kv.V(attn_index, seqs[s].pages[p]));
-    }
-    views[s] = {kp[s].data(), vp[s].data(), ps, KW, types.k, types.v};
-  }
-
-  // Attention, then the output gate. Work items are (sequence, KV head, a few tokens, the group's query heads):
-  // their queries share every converted key/value block (kernels::AttendGroup gives each query the bits of
-  // its own AttendOne call, so the grouping changes nothing but speed).
   const float scale = cfg.attn_scale != 0.0f ? cfg.attn_scale : 1.0f / std::sqrt(static_cast<float>(D));
-  const int32_t group = Hq / Hkv;
-  const int32_t head_chunk = std::min(group, kernels::kAttendMaxQueries);
-  const int32_t tok_chunk = std::max(1, kernels::kAttendMaxQueries / head_chunk);
-  struct Item {
-    int32_t seq, kvh, i0, i1, h0, h1;  // batch rows [i0, i1), query heads [h0, h1) of KV head kvh
-  };
-  std::vector<Item> items;
-  for (size_t s = 0; s < seqs.size(); ++s)
-    for (int32_t kvh = 0; kvh < Hkv; ++kvh)
-      for (int32_t t0 = 0; t0 < seqs[s].n; t0 += tok_chunk)
-        for (int32_t h0 = kvh * group; h0 < (kvh + 1) * group; h0 += head_chunk)
-          items.push_back({static_cast<int32_t>(s), kvh, seqs[s].row0 + t0,
-                           seqs[s].row0 + std::min(seqs[s].n, t0 + tok_chunk), h0,
-                           std::min((kvh + 1) * group, h0 + head_chunk)});
   float* att = att_buf.Get(static_cast<size_t>(N) * QW);  // [N][Hq·D]
-  ParallelFor(pool, static_cast<int64_t>(items.size()), [&](int64_t j0, int64_t j1) {
-    kernels::AttendQuery queries[kernels::kAttendMaxQueries];
-    for (int64_t j = j0; j < j1; ++j) {
-      const Item& it = items[j];
-      int32_t nq = 0;
-      for (int32_t i = it.i0; i < it.i1; ++i)
-        for (int32_t h = it.h0; h < it.h1; ++h)
-          queries[nq++] = {q + static_cast<int64_t>(i) * QW + h * D, att + static_cast<int64_t>(i) * QW + h * D,
-                           row_pos[i] + 1};
-      kernels::AttendGroup(queries, nq, D, it.kvh, views[it.seq], scale);
-      if (!cfg.attn_gated) continue;
-      for (int32_t i = it.i0; i < it.i1; ++i)
-        for (int32_t h = it.h0; h < it.h1; ++h) {
-          float* oh = att + static_cast<int64_t>(i) * QW + h * D;
-          const float* gh = gate + static_cast<int64_t>(i) * QW + h * D;
-          if (rot_v > 0) kernels::HadamardRotate(oh, D, rot_v);  // back from the rotated V space
-          kernels::MulSigmoid(oh, gh, D);
+  AttendRows(q, Hq, Hkv, D, scale, attn_index, seqs, row_pos, kv, att, pool);
+  // Back from the rotated V space, then the output gate.
+  if (rot_v > 0 || cfg.attn_gated)
+    ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        for (int32_t h = 0; h < Hq; ++h) {
+          float* oh = att + i * QW + h * D;
+          if (rot_v > 0) kernels::HadamardRotate(oh, D, rot_v);
+          if (cfg.attn_gated) kernels::MulSigmoid(oh, gate + i * QW + h * D, D);
         }
-    }
-  });
+    });
   kernels::MatMul(w.out, att, N, out, pool);
 }
 

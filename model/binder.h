@@ -42,5 +42,7 @@ Status BindMamba2HybridBlock(const TensorBinder& b, const ModelConfig& c, int32_
 // One LFM2 block: attn_norm, a short convolution or an attention with q/k norms, ffn_norm and a dense SwiGLU FFN
 // (lfm2_weights.cc).
 Status BindLfm2Block(const TensorBinder& b, const ModelConfig& c, int32_t il, LayerWeights* L);
+// One kimi-linear block: attn_norm, KDA or MLA, ffn_norm, a dense SwiGLU FFN or the MoE (kimi_weights.cc).
+Status BindKimiBlock(const TensorBinder& b, const ModelConfig& c, int32_t il, LayerWeights* L);
 
 }  // namespace rw::model::internal

@@ -32,6 +32,30 @@ Status ReadHeadDim(const gguf::File& f, const std::string& a, int32_t def, Model
   return Status::Ok();
 }
 
+Status ReadTrunkBasics(const gguf::File& f, ModelConfig* out) {
+  ModelConfig& c = *out;
+  const std::string& a = c.arch_name;
+  REWIND_ASSIGN_OR_RETURN(c.n_ctx_train, ReqU32(f, Key(a, "context_length")));
+  REWIND_ASSIGN_OR_RETURN(c.n_embd, ReqU32(f, Key(a, "embedding_length")));
+  REWIND_ASSIGN_OR_RETURN(c.n_layer_all, ReqU32(f, Key(a, "block_count")));
+  c.n_layer = c.n_layer_all;
+  if (!f.Has(Key(a, "attention.layer_norm_rms_epsilon")))
+    return Error::NotFound("required metadata key '" + Key(a, "attention.layer_norm_rms_epsilon") +
+                           "' is missing");
+  REWIND_ASSIGN_OR_RETURN(c.eps, f.GetF32(Key(a, "attention.layer_norm_rms_epsilon")));
+  return Status::Ok();
+}
+
+Status RequireSigmoidRouter(const gguf::File& f, const std::string& a) {
+  REWIND_ASSIGN_OR_RETURN(int32_t gating, ReqU32(f, Key(a, "expert_gating_func")));
+  if (gating != 2)
+    return Error::Unsupported(a + ".expert_gating_func " + std::to_string(gating) +
+                              ": only sigmoid routing (2) is supported");
+  REWIND_ASSIGN_OR_RETURN(int32_t groups, OptU32(f, Key(a, "expert_group_count"), 0));
+  if (groups > 1) return Error::Unsupported(a + ": expert groups (expert_group_count > 1) are not supported");
+  return Status::Ok();
+}
+
 Expected<float> OptF32(const gguf::File& f, const std::string& key, float def) {
   if (!f.Has(key)) return def;
   return f.GetF32(key);
@@ -92,12 +116,13 @@ const char* ArchName(Arch a) {
     case Arch::kGraniteHybrid: return "granitehybrid";
     case Arch::kLfm2: return "lfm2";
     case Arch::kLfm2Moe: return "lfm2moe";
+    case Arch::kKimiLinear: return "kimi-linear";
   }
   return "?";
 }
 
 std::string SupportedArchs() {
-  return "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid, lfm2, lfm2moe";
+  return "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid, lfm2, lfm2moe, kimi-linear";
 }
 
 int32_t ModelConfig::n_recurrent_layers() const {
@@ -144,6 +169,8 @@ Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
     c.arch = Arch::kLfm2;
   } else if (c.arch_name == "lfm2moe") {
     c.arch = Arch::kLfm2Moe;
+  } else if (c.arch_name == "kimi-linear") {
+    c.arch = Arch::kKimiLinear;
   } else {
     return Error::Unsupported("architecture '" + c.arch_name + "' is not supported (supported: " +
                               SupportedArchs() + ")");
@@ -153,8 +180,10 @@ Expected<ModelConfig> ModelConfig::FromGguf(const gguf::File& f) {
     auto n = f.GetString("general.name");
     if (n.ok()) c.name = *n;
   }
-  if (c.is_mamba2() || c.is_lfm2()) {  // per-layer kinds from per-layer head / FFN counts (config_mamba.cc)
-    REWIND_RETURN_IF_ERROR(c.is_lfm2() ? internal::ReadLfm2(f, &c) : internal::ReadMamba2Hybrid(f, &c));
+  if (c.is_mamba2() || c.is_lfm2() || c.is_kimi()) {  // per-layer kinds from per-layer head / FFN counts
+    REWIND_RETURN_IF_ERROR(c.is_kimi()   ? internal::ReadKimiLinear(f, &c)
+                           : c.is_lfm2() ? internal::ReadLfm2(f, &c)
+                                         : internal::ReadMamba2Hybrid(f, &c));
     REWIND_RETURN_IF_ERROR(c.Validate());
     return c;
   }
@@ -266,6 +295,7 @@ Status ModelConfig::Validate() const {
     if (head_dim <= 0 || head_dim > 1024) return bad("attention.key_length must be in 1..1024");
     if (n_rot <= 0 || n_rot > head_dim || n_rot % 2 != 0) return bad("rope.dimension_count must be even, 1..key_length");
   }
+  if (is_kimi()) return internal::ValidateKimi(*this);
   if (is_lfm2()) {
     for (LayerKind k : kinds)
       if (k != LayerKind::kShortConv && k != LayerKind::kAttention) return bad("LFM2 layers are short-conv or attention");

@@ -13,22 +13,24 @@
 
 namespace rw::model {
 
-enum class Arch { kQwen35, kQwen35Moe, kQwen3Next, kNemotronH, kNemotronHMoe, kGraniteHybrid, kLfm2, kLfm2Moe };
+enum class Arch { kQwen35, kQwen35Moe, kQwen3Next, kNemotronH, kNemotronHMoe, kGraniteHybrid, kLfm2, kLfm2Moe, kKimiLinear };
 const char* ArchName(Arch a);
-// "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid, lfm2, lfm2moe": the architectures
+// "qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, granitehybrid, lfm2, lfm2moe, kimi-linear": the
+// architectures
 // this build runs.
 std::string SupportedArchs();
 
 // Qwen, Granite and LFM2 blocks are [mixer (kGdn, kMamba2, kShortConv or kAttention) + FFN]; nemotron_h has one
 // sub-layer per block: kMamba2, kAttention (plain, no RoPE) or kFfn (ReLU² MLP). kGdn, kMamba2 and kShortConv
-// (LFM2's gated short convolution, a conv window only) are the recurrent kinds: they own state slots and
-// replay-log rows, numbered together (kind_index) in layer order.
-enum class LayerKind { kGdn, kAttention, kMamba2, kFfn, kShortConv };
+// (LFM2's gated short convolution, a conv window only) and kKda (Kimi Delta Attention: the gated delta rule with
+// one decay per key channel) are the recurrent kinds: they own state slots and replay-log rows, numbered
+// together (kind_index) in layer order. kimi-linear's attention layers (kAttention) are MLA (mla_layer.cc).
+enum class LayerKind { kGdn, kAttention, kMamba2, kFfn, kShortConv, kKda };
 inline bool IsRecurrent(LayerKind k) {
-  return k == LayerKind::kGdn || k == LayerKind::kMamba2 || k == LayerKind::kShortConv;
+  return k == LayerKind::kGdn || k == LayerKind::kMamba2 || k == LayerKind::kShortConv || k == LayerKind::kKda;
 }
-// One letter per kind for layer listings: G, A, M, F, C.
-inline char KindLetter(LayerKind k) { return "GAMFC"[static_cast<int>(k)]; }
+// One letter per kind for layer listings: G, A, M, F, C, K.
+inline char KindLetter(LayerKind k) { return "GAMFCK"[static_cast<int>(k)]; }
 
 struct ModelConfig {
   Arch arch = Arch::kQwen35;
@@ -80,6 +82,13 @@ struct ModelConfig {
   bool expert_weights_norm = false;   // nemotron_h_moe, lfm2moe: renormalise the top-k sigmoid weights
   float expert_weights_scale = 0.0f;  // nemotron_h_moe: then multiply them (0 or 1: none)
 
+  // kimi-linear MLA (absorbed form, no RoPE): the KV cache holds one row per token, [kv_a normed (R) | k_pe
+  // (n_rot)] = head_dim (n_head_kv 1), as K and again as V; queries are [wk_b·q_nope (R) | q_pe (n_rot)].
+  int32_t kv_lora_rank = 0;     // R
+  int32_t mla_k = 0;            // key_length_mla: q/k head size nope + rope (the softmax scale 1/sqrt(mla_k))
+  int32_t mla_v = 0;            // value_length_mla: v head size after wv_b
+  int32_t n_expert_shared = 0;  // kimi-linear: shared experts (one SwiGLU of n_ff_exp · count)
+
   std::vector<LayerKind> kinds;       // [n_layer]
   std::vector<int32_t> kind_index;    // [n_layer] index among layers of the same kind (recurrent kinds: together)
 
@@ -89,7 +98,11 @@ struct ModelConfig {
   // Rows of a head's recurrent state: S (GDN, [S][S]) or P = d_inner / H (Mamba-2, [P][N]); ssm_state columns.
   int32_t ssm_head_dim() const { return is_mamba2() ? ssm_inner / ssm_heads : ssm_state; }
   // Replay-log floats per token and recurrent layer: raw conv input + (b, a) per GDN head / dt per Mamba-2 head.
-  int32_t replay_row_floats() const { return ssm_conv_dim() + (is_mamba2() ? 1 : 2) * ssm_heads; }
+  // KDA: raw q|k|v + beta (H) + the gate projection f_b·f_a·x (H·S, before dt_bias and softplus).
+  int32_t replay_row_floats() const {
+    if (is_kimi()) return ssm_conv_dim() + ssm_heads + ssm_inner;
+    return ssm_conv_dim() + (is_mamba2() ? 1 : 2) * ssm_heads;
+  }
   int32_t n_recurrent_layers() const;
   int32_t n_gdn_layers() const { return qwen_blocks() ? n_recurrent_layers() : 0; }
   int32_t n_attn_layers() const;
@@ -97,11 +110,17 @@ struct ModelConfig {
   bool is_nemotron() const { return arch == Arch::kNemotronH || arch == Arch::kNemotronHMoe; }
   // Weights named and bound like the Qwen family (weights.cc); else the Mamba-2 hybrids (nemotron_weights.cc) or
   // LFM2 (lfm2_weights.cc).
-  bool qwen_blocks() const { return !is_mamba2() && !is_lfm2(); }
+  bool qwen_blocks() const { return !is_mamba2() && !is_lfm2() && !is_kimi(); }
+  // kimi-linear: KDA (ssm_state = ssm.kda head size S, ssm_group = ssm_heads = H, ssm_inner = H·S, conv channels
+  // q|k|v) and MLA layers, a dense SwiGLU FFN in the leading blocks, then a sigmoid-routed MoE with a shared
+  // expert (config_kimi.cc, kimi_weights.cc).
+  bool is_kimi() const { return arch == Arch::kKimiLinear; }
   bool is_lfm2() const { return arch == Arch::kLfm2 || arch == Arch::kLfm2Moe; }
   // The sigmoid-routed MoE with a selection bias (experts.cc): nemotron_h_moe (ReLU² experts, shared expert),
   // lfm2moe (SwiGLU experts, no shared expert).
-  bool sigmoid_moe() const { return arch == Arch::kNemotronHMoe || arch == Arch::kLfm2Moe; }
+  bool sigmoid_moe() const {
+    return arch == Arch::kNemotronHMoe || arch == Arch::kLfm2Moe || arch == Arch::kKimiLinear;
+  }
   bool is_moe() const { return arch == Arch::kQwen35Moe || arch == Arch::kQwen3Next; }
   // Granite 4.0-H-Tiny / -Small: a softmax-routed MoE of SwiGLU experts (feed_forward_length wide) plus an
   // ungated SwiGLU shared expert (expert_shared_feed_forward_length; 0: none) in every block.

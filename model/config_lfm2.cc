@@ -10,14 +10,7 @@ namespace rw::model::internal {
 Status ReadLfm2(const gguf::File& f, ModelConfig* out) {
   ModelConfig& c = *out;
   const std::string& a = c.arch_name;
-  REWIND_ASSIGN_OR_RETURN(c.n_ctx_train, ReqU32(f, Key(a, "context_length")));
-  REWIND_ASSIGN_OR_RETURN(c.n_embd, ReqU32(f, Key(a, "embedding_length")));
-  REWIND_ASSIGN_OR_RETURN(c.n_layer_all, ReqU32(f, Key(a, "block_count")));
-  c.n_layer = c.n_layer_all;
-  if (!f.Has(Key(a, "attention.layer_norm_rms_epsilon")))
-    return Error::NotFound("required metadata key '" + Key(a, "attention.layer_norm_rms_epsilon") +
-                           "' is missing");
-  REWIND_ASSIGN_OR_RETURN(c.eps, f.GetF32(Key(a, "attention.layer_norm_rms_epsilon")));
+  REWIND_RETURN_IF_ERROR(ReadTrunkBasics(f, &c));
   REWIND_ASSIGN_OR_RETURN(c.ssm_conv_kernel, ReqU32(f, Key(a, "shortconv.l_cache")));
   REWIND_ASSIGN_OR_RETURN(c.n_ff, OptU32OrArr(f, Key(a, "feed_forward_length"), 0, c.n_layer_all));
   c.n_layer_dense_lead = c.n_layer;  // lfm2: every block dense
@@ -29,13 +22,7 @@ Status ReadLfm2(const gguf::File& f, ModelConfig* out) {
     REWIND_ASSIGN_OR_RETURN(c.n_expert_used, OptU32OrArr(f, Key(a, "expert_used_count"), 0, c.n_layer_all));
     REWIND_ASSIGN_OR_RETURN(c.n_ff_exp,
                             OptU32OrArr(f, Key(a, "expert_feed_forward_length"), 0, c.n_layer_all));
-    REWIND_ASSIGN_OR_RETURN(int32_t gating, ReqU32(f, Key(a, "expert_gating_func")));
-    if (gating != 2)
-      return Error::Unsupported(a + ".expert_gating_func " + std::to_string(gating) +
-                                ": only sigmoid routing (2) is supported");
-    REWIND_ASSIGN_OR_RETURN(int32_t groups, OptU32(f, Key(a, "expert_group_count"), 0));
-    if (groups > 1)
-      return Error::Unsupported(a + ": expert groups (expert_group_count > 1) are not supported");
+    REWIND_RETURN_IF_ERROR(RequireSigmoidRouter(f, a));
     c.expert_weights_norm = true;
   } else if (f.Has(Key(a, "expert_count"))) {
     return Error::Unsupported(a + ": mixture-of-experts layers are not supported for this architecture");

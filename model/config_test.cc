@@ -114,6 +114,36 @@ TEST(ModelConfig, ReadsLfm2ShortConvLayersAndSizes) {
   EXPECT_EQ(moe->StateBytesPerSeq(), c->StateBytesPerSeq());
 }
 
+// kimi-linear: KDA where head_count_kv is 0 (q|k|v conv windows, [H][S][S] states, replay row q|k|v + beta +
+// the per-channel gate projection), MLA elsewhere (one cached row of kv_lora_rank + rope dims, as MQA).
+TEST(ModelConfig, ReadsKimiLinearKdaAndMlaLayersAndSizes) {
+  auto f = gguf::File::Open(kDir + "tiny-kimi-linear-f32.gguf");
+  ASSERT_TRUE(f.ok()) << f.error().ToString();
+  auto c = ModelConfig::FromGguf(**f);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->arch, Arch::kKimiLinear);
+  std::string k;
+  for (LayerKind x : c->kinds) k += KindLetter(x);
+  EXPECT_EQ(k, "KKAKKA");
+  EXPECT_EQ(c->kind_index, (std::vector<int32_t>{0, 1, 0, 2, 3, 1}));
+  EXPECT_EQ(c->ssm_conv_dim(), 3 * 128);
+  EXPECT_EQ(c->n_head_kv, 1);
+  EXPECT_EQ(c->head_dim, 48 + 16);
+  EXPECT_EQ(c->mla_k, 48);
+  EXPECT_EQ(c->mla_v, 32);
+  EXPECT_FALSE(c->attn_rope);
+  EXPECT_TRUE(c->sigmoid_moe());
+  EXPECT_EQ(c->n_layer_dense_lead, 1);
+  EXPECT_EQ(c->n_ff_shexp, 32);
+  EXPECT_FLOAT_EQ(c->expert_weights_scale, 2.446f);
+  EXPECT_EQ(c->StateBytesPerSeq(), 4u * 4 * (384 * 3 + 4 * 32 * 32));
+  EXPECT_EQ(c->ReplayBytesPerToken(), 4u * 4 * (384 + 4 + 128));
+  EXPECT_EQ(c->KvBytesPerToken(kernels::KvTypes(kernels::KvType::kF32)), 2u * 2 * 64 * 4);
+  auto m = Model::Load(kDir + "tiny-kimi-linear-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.error().ToString();
+  EXPECT_EQ((*m)->MakeStateShape().bytes_per_state(), c->StateBytesPerSeq());
+}
+
 TEST(ModelConfig, ReadsTinyQwen35Hyperparameters) {
   auto f = gguf::File::Open(kDir + "tiny-qwen35-f32.gguf");
   ASSERT_TRUE(f.ok()) << f.error().ToString();
@@ -163,8 +193,10 @@ TEST(ModelConfig, MissingFileIsAnError) {
 namespace rw::model {
 namespace {
 
-// Rewrites the tiny qwen35 file into memory with one change, for error-path tests.
+// Rewrites a fixture (the tiny qwen35 file unless `base` says otherwise) into memory with one change, for
+// error-path tests.
 struct Mutation {
+  std::string base = "tiny-qwen35-f32.gguf";
   std::string drop_key;
   std::string set_key;
   gguf::Value set_value;
@@ -174,7 +206,7 @@ struct Mutation {
 };
 
 Expected<std::unique_ptr<gguf::File>> Mutate(const Mutation& m) {
-  REWIND_ASSIGN_OR_RETURN(auto src, gguf::File::Open(kDir + "tiny-qwen35-f32.gguf"));
+  REWIND_ASSIGN_OR_RETURN(auto src, gguf::File::Open(kDir + m.base));
   gguf::Writer w;
   for (const auto& [k, v] : src->metadata()) {
     if (k == m.drop_key) continue;
@@ -222,6 +254,40 @@ TEST(ModelConfig, UnknownArchitectureListsTheSupportedOnes) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().kind, ErrorKind::kUnsupported);
   EXPECT_THAT(s.error().message, HasSubstr("qwen35, qwen35moe, qwen3next"));
+}
+
+// kimi-linear: what rewind does not run is an input error that names it (a compressed MLA query, a softmax
+// router, the unsplit kv_b of legacy files), and a missing MLA tensor is named.
+TEST(ModelConfig, KimiLinearNamesWhatItDoesNotSupport) {
+  auto kimi = [](Mutation m) {
+    m.base = "tiny-kimi-linear-f32.gguf";
+    return LoadError(m);
+  };
+  EXPECT_TRUE(kimi({}).ok());
+  Mutation q;
+  q.set_key = "kimi-linear.attention.q_lora_rank";
+  q.set_value = gguf::MakeU32(32);
+  Status s = kimi(q);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::kUnsupported);
+  EXPECT_THAT(s.error().message, HasSubstr("q_lora_rank"));
+  Mutation g;
+  g.set_key = "kimi-linear.expert_gating_func";
+  g.set_value = gguf::MakeU32(1);
+  s = kimi(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("expert_gating_func 1"));
+  Mutation kb;
+  kb.drop_tensor = "blk.2.attn_k_b.weight";
+  s = kimi(kb);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("blk.2.attn_k_b.weight"));
+  Mutation conv;
+  conv.reshape_tensor = "blk.0.ssm_conv1d_k.weight";
+  conv.new_shape = {3, 1, 128};
+  s = kimi(conv);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("blk.0.ssm_conv1d_k.weight"));
 }
 
 TEST(ModelConfig, MissingRequiredKeyIsNamed) {

@@ -1,6 +1,6 @@
 // Expert dispatch shared by the MoE FFNs, and the sigmoid-routed MoE (llama.cpp v0.5.0 build_moe_ffn with
 // LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID and ffn_exp_probs_b): nemotron_h_moe (LLM_FFN_RELU_SQR, no gate, a shared
-// expert) and lfm2moe (SwiGLU experts, no shared expert).
+// expert), lfm2moe (SwiGLU experts, no shared expert) and kimi-linear (SwiGLU experts and shared expert).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -81,8 +81,12 @@ void SigmoidMoeForward(const ModelConfig& cfg, const FfnWeights& w, const float*
     }
   });
   if (w.shexp_up.data == nullptr) return;  // lfm2moe: no shared expert
-  std::vector<float> sh(static_cast<size_t>(N) * E);  // [N][E] shared expert
-  ReluSqrFfn(w.shexp_up, w.shexp_down, t, N, sh.data(), pool);
+  std::vector<float> sh(static_cast<size_t>(N) * E);  // [N][E] shared expert: ReLU² or SwiGLU (kimi-linear)
+  if (w.shexp_gate.data != nullptr) {
+    SwiGluFfn(w.shexp_gate, w.shexp_up, w.shexp_down, t, N, sh.data(), pool);
+  } else {
+    ReluSqrFfn(w.shexp_up, w.shexp_down, t, N, sh.data(), pool);
+  }
   for (size_t i = 0; i < sh.size(); ++i) out[i] = out[i] + sh[i];
 }
 

@@ -3,6 +3,7 @@
 // other sequences; and the replay log rebuilds the forward's state bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -144,6 +145,35 @@ TEST(Forward, NemotronHMoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-nemotr
 TEST(Forward, GraniteHybridIsSplitInvariant) { CheckSplitsAndThreads("tiny-granite-h-f32.gguf", KvType::kF32, 8); }
 TEST(Forward, Lfm2ShortConvHybridIsSplitInvariant) { CheckSplitsAndThreads("tiny-lfm2-f32.gguf", KvType::kF16, 8); }
 TEST(Forward, Lfm2MoeIsSplitInvariant) { CheckSplitsAndThreads("tiny-lfm2-moe-f32.gguf", KvType::kF16, 16); }
+TEST(Forward, KimiLinearKdaMlaHybridIsSplitInvariant) {
+  CheckSplitsAndThreads("tiny-kimi-linear-f32.gguf", KvType::kF16, 16);
+}
+TEST(Forward, KimiLinearIsSplitInvariantWithAQuantisedLatentCache) {
+  CheckSplitsAndThreads("tiny-kimi-linear-f32.gguf", KvType::kQ8_0, 8);
+}
+// The latent rows are Hadamard-rotated in a quantised cache (head dim 64): queries with K, V and back on the
+// attention output. A rotation missing on one side moves every row's logits by whole units; quantisation alone
+// moves them by a few hundredths, except at a token whose MoE routing it flips (a random model has near ties).
+TEST(Forward, KimiLinearQuantisedLatentCacheStaysCloseToF32) {
+  Harness f32("tiny-kimi-linear-f32.gguf", 16, KvType::kF32, 1);
+  const int n = 60;
+  const auto tokens = Prompt(n, 5, f32.model->config().n_vocab);
+  const auto a = f32.Run(tokens, {n});
+  const size_t V = f32.model->config().n_vocab;
+  for (KvTypes t : {KvTypes(KvType::kQ8_0), KvTypes(KvType::kQ8_0, KvType::kF32), KvTypes(KvType::kF32, KvType::kQ8_0)}) {
+    Harness q("tiny-kimi-linear-f32.gguf", 16, t, 1);
+    const auto b = q.Run(tokens, {n});
+    ASSERT_EQ(a.size(), b.size());
+    std::vector<float> row_max(n, 0.0f);
+    for (size_t i = 0; i < a.size(); ++i) row_max[i / V] = std::max(row_max[i / V], std::abs(a[i] - b[i]));
+    int far = 0;
+    for (float m : row_max) far += m > 0.25f;
+    std::sort(row_max.begin(), row_max.end());
+    EXPECT_GT(row_max[n / 2], 0.0f);
+    EXPECT_LT(row_max[n / 2], 0.1f);  // median row
+    EXPECT_LE(far, 2);                // routing flips
+  }
+}
 TEST(Forward, GraniteHybridMoeIsSplitInvariant) {
   CheckSplitsAndThreads("tiny-granite-h-moe-f32.gguf", KvType::kF16, 16);
 }
@@ -234,6 +264,7 @@ TEST(Replay, RebuildsTheForwardStateBitwiseForEveryPrefixQuantised) { CheckRepla
 TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixNemotronH) { CheckReplay("tiny-nemotron-h-f32.gguf"); }
 TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixGraniteHybrid) { CheckReplay("tiny-granite-h-f32.gguf"); }
 TEST(Replay, RebuildsTheShortConvStateBitwiseForEveryPrefixLfm2) { CheckReplay("tiny-lfm2-f32.gguf"); }
+TEST(Replay, RebuildsTheKdaStateBitwiseForEveryPrefixKimiLinear) { CheckReplay("tiny-kimi-linear-f32.gguf"); }
 TEST(Replay, RebuildsTheMamba2StateBitwiseForEveryPrefixGraniteHybridMoe) {
   CheckReplay("tiny-granite-h-moe-f32.gguf");
 }
@@ -296,6 +327,7 @@ TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsNemotronHMoe) {
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsGraniteHybrid) { CheckFusedReplay("tiny-granite-h-f32.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsLfm2) { CheckFusedReplay("tiny-lfm2-f32.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsLfm2Moe) { CheckFusedReplay("tiny-lfm2-moe-f32.gguf"); }
+TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsKimiLinear) { CheckFusedReplay("tiny-kimi-linear-f32.gguf"); }
 TEST(Replay, FusedIntoTheNextForwardGivesTheSameBitsGraniteHybridMoe) {
   CheckFusedReplay("tiny-granite-h-moe-f32.gguf");
 }

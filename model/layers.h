@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "kernels/thread_pool.h"
 #include "model/config.h"
@@ -70,6 +71,26 @@ void ShortConvUpdate(const ModelConfig& cfg, const ShortConvWeights& w, const fl
                      float* conv_state, float* u, kernels::ThreadPool* pool, const float* conv_in = nullptr,
                      int32_t out_from = 0);
 
+// Inputs of the KDA state update for T consecutive tokens of one sequence: raw q, k, v (pre-conv), beta
+// (pre-sigmoid) and the gate projection f_b·f_a·x (before dt_bias), each row t at base + t·stride.
+struct KdaInputs {
+  const float* x[3] = {};  // q, k, v: [T][x_stride], first H·S values
+  int64_t x_stride = 0;
+  const float* beta = nullptr;  // first H values
+  int64_t beta_stride = 0;
+  const float* gate = nullptr;  // first H·S values
+  int64_t gate_stride = 0;
+  int32_t T = 0;
+};
+// The same inputs read from T replay-log rows [q | k | v | beta | gate] of `stride` floats apart.
+KdaInputs KdaReplayInputs(const ModelConfig& cfg, const float* rows, int64_t stride, int32_t T);
+// Conv windows + convs + silu + L2 norms + per-channel decays + the delta rule, token by token. Writes the core
+// output o [T - out_from][H·S] when o is not null. The only code that changes a KDA state; conv_in / delta_in /
+// out_from as for GdnUpdate.
+void KdaUpdate(const ModelConfig& cfg, const KdaWeights& w, const KdaInputs& in, float* conv_state,
+               float* delta_state, float* o, kernels::ThreadPool* pool, const float* conv_in = nullptr,
+               const float* delta_in = nullptr, int32_t out_from = 0);
+
 // A part of each batch row that goes into a recurrent layer's replay-log row: row i is base + i·stride, width
 // floats. A replay row is the concatenation of the pieces.
 struct RowPiece {
@@ -100,6 +121,22 @@ void Mamba2Forward(const ModelConfig& cfg, const Mamba2Weights& w, int32_t rec_i
 void ShortConvForward(const ModelConfig& cfg, const ShortConvWeights& w, int32_t rec_index, const float* t,
                       int32_t N, std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
                       kernels::ThreadPool* pool);
+void KdaForward(const ModelConfig& cfg, const KdaWeights& w, int32_t rec_index, const float* t, int32_t N,
+                std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
+                kernels::ThreadPool* pool);
+// kimi-linear MLA (absorbed, no RoPE): the latent row [kv_a normed | k_pe] is cached as K and as V (mla_layer.cc).
+void MlaForward(const ModelConfig& cfg, const MlaWeights& w, int32_t attn_index, const float* t, int32_t N,
+                std::span<const SeqRun> seqs, KvStorage& kv, float* out, kernels::ThreadPool* pool);
+// Softmax attention of every batch row's Hq query heads q [N][Hq·D] over its sequence's cached rows (Hkv heads of
+// D, GQA groups), positions [0, pos + 1); att [N][Hq·D]. Shared by AttentionForward and MlaForward.
+void AttendRows(const float* q, int32_t Hq, int32_t Hkv, int32_t D, float scale, int32_t attn_index,
+                std::span<const SeqRun> seqs, std::span<const int32_t> row_pos, const KvStorage& kv, float* att,
+                kernels::ThreadPool* pool);
+// Writes the K and V rows (row_width floats each) of position pos of sequence s to its page.
+void StoreKvRow(KvStorage& kv, int32_t attn_index, const SeqRun& s, int32_t pos, const float* k, const float* v);
+// Position of every batch row.
+std::vector<int32_t> RowPositions(std::span<const SeqRun> seqs, int32_t N);
+
 // Mixture of experts over N rows t [N][E]: sel, wt [N][K] the chosen experts and their weights; expert(e, xs, n,
 // ys) writes ys [n][E], expert e on its gathered rows xs [n][E]. out[i] = Σ_k wt[i][k]·y_k (each product
 // rounded, summed in k order): a token's output depends on that token alone.

@@ -211,8 +211,15 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
       case LayerKind::kShortConv:
         internal::ShortConvForward(c, L.conv, c.kind_index[il], t, N, seqs, states, options.replay, y, pool);
         break;
+      case LayerKind::kKda:
+        internal::KdaForward(c, L.kda, c.kind_index[il], t, N, seqs, states, options.replay, y, pool);
+        break;
       case LayerKind::kAttention:
-        internal::AttentionForward(c, L.attn, c.kind_index[il], t, N, seqs, kv, y, pool);
+        if (c.is_kimi()) {
+          internal::MlaForward(c, L.mla, c.kind_index[il], t, N, seqs, kv, y, pool);
+        } else {
+          internal::AttentionForward(c, L.attn, c.kind_index[il], t, N, seqs, kv, y, pool);
+        }
         break;
       case LayerKind::kFfn:
         internal::FfnForward(c, L.ffn, t, N, y, pool);
@@ -294,6 +301,12 @@ Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog&
       if (c.kinds[il] == LayerKind::kShortConv) {
         internal::ShortConvUpdate(c, w_.layers[il].conv, row0, n_rec * rw, k, states.Conv(slot_out, gi), nullptr,
                                   nullptr, conv_in);
+        continue;
+      }
+      if (c.kinds[il] == LayerKind::kKda) {
+        internal::KdaUpdate(c, w_.layers[il].kda, internal::KdaReplayInputs(c, row0, n_rec * rw, k),
+                            states.Conv(slot_out, gi), states.Delta(slot_out, gi), nullptr, nullptr, conv_in,
+                            state_in);
         continue;
       }
       if (c.kinds[il] == LayerKind::kMamba2) {

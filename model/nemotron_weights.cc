@@ -89,6 +89,8 @@ Status BindMamba2HybridBlock(const TensorBinder& b, const ModelConfig& c, int32_
     case LayerKind::kFfn:
       return BindReluSqrMlp(b, c, &L->ffn);
     case LayerKind::kGdn:
+    case LayerKind::kShortConv:
+    case LayerKind::kKda:
       break;
   }
   return Error::Unsupported("Gated DeltaNet layers in a Mamba-2 hybrid");

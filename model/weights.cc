@@ -29,6 +29,10 @@ Expected<Weights> BindWeights(const gguf::File& file, const ModelConfig& c) {
       REWIND_RETURN_IF_ERROR(internal::BindLfm2Block(lb, c, il, &L));
       continue;
     }
+    if (c.is_kimi()) {
+      REWIND_RETURN_IF_ERROR(internal::BindKimiBlock(lb, c, il, &L));
+      continue;
+    }
     if (!c.qwen_blocks()) {
       REWIND_RETURN_IF_ERROR(internal::BindMamba2HybridBlock(lb, c, il, &L));
       continue;

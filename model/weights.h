@@ -48,6 +48,31 @@ struct ShortConvWeights {
   const float* conv = nullptr;  // [E][L] (shortconv.l_cache taps per channel, no bias)
 };
 
+// Kimi Delta Attention (kimi-linear): q, k, v projections each {E, H·S} with their own conv taps; the decay gate
+// g = A_h · softplus(f_b · f_a · x + dt_bias) per key channel; beta = sigmoid(b · x); output gate
+// sigmoid(g_b · g_a · x) after a per-head RMSNorm.
+struct KdaWeights {
+  Matrix q, k, v;                  // {E, H·S}
+  const float* conv[3] = {};       // q, k, v taps [H·S][Kc]
+  Matrix f_a, f_b;                 // {E, S}, {S, H·S}
+  Matrix beta;                     // {E, H}
+  const float* ssm_a = nullptr;    // [H] = -exp(A_log)
+  const float* dt_bias = nullptr;  // [H·S]
+  Matrix g_a, g_b;                 // {E, S}, {S, H·S}
+  const float* norm = nullptr;     // [S]
+  Matrix out;                      // {H·S, E}
+};
+
+// Multi-head latent attention of kimi-linear, absorbed form (no RoPE, uncompressed query).
+struct MlaWeights {
+  Matrix q;                          // {E, H·mla_k}: per head [nope | rope]
+  Matrix kv_a;                       // {E, R + n_rot}: [latent | k_pe]
+  const float* kv_a_norm = nullptr;  // [R]
+  Matrix k_b;                        // {nope, R, H}: head h = rows [h·R, (h+1)·R) of width nope
+  Matrix v_b;                        // {R, mla_v, H}: head h = rows [h·mla_v, (h+1)·mla_v) of width R
+  Matrix out;                        // {H·mla_v, E}
+};
+
 struct AttnWeights {
   Matrix q;          // {E, 2·D·Hq}: per head [q (D) | gate (D)]  (plain attention: {E, D·Hq})
   Matrix k, v;       // {E, D·Hkv}
@@ -77,6 +102,8 @@ struct LayerWeights {
   GdnWeights gdn;
   Mamba2Weights mamba;
   ShortConvWeights conv;
+  KdaWeights kda;
+  MlaWeights mla;
   AttnWeights attn;
   FfnWeights ffn;
 };

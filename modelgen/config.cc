@@ -244,6 +244,42 @@ ModelConfig Lfm2Moe(ModelConfig c, int64_t dense_lead, int64_t experts, int64_t 
   return c;
 }
 
+// kimi-linear: KDA (K) and MLA (*) layers of `heads` heads; KDA heads of kda_dim, conv 4; MLA latent `rank`, rope
+// dims `rope`, q/k heads of nope + rope, v heads of v_dim; `dense` leading dense blocks of ff, then `experts` top
+// `used` of width ff_exp plus one shared expert; untied output, eps 1e-5, routed weights x2.446.
+ModelConfig KimiLinear(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kda_dim,
+                       int64_t rank, int64_t nope, int64_t rope, int64_t v_dim, int64_t ff, int64_t experts,
+                       int64_t used, int64_t ff_exp) {
+  ModelConfig c;
+  c.preset = c.name = preset;
+  c.arch = "kimi-linear";
+  c.layer_pattern = pattern;
+  c.n_layer = static_cast<int64_t>(c.layer_pattern.size());
+  c.n_nextn = 0;
+  c.n_embd = embd;
+  c.n_head = heads;
+  c.n_head_kv = 1;
+  c.kv_lora_rank = rank;
+  c.n_rot = rope;
+  c.head_dim = rank + rope;
+  c.mla_k = nope + rope;
+  c.mla_v = v_dim;
+  c.ssm_conv = 4;
+  c.ssm_state = kda_dim;
+  c.ssm_groups = c.ssm_dt_rank = heads;
+  c.n_ff = ff;
+  c.n_dense_lead = 1;
+  c.n_expert = experts;
+  c.n_expert_used = used;
+  c.n_ff_exp = ff_exp;
+  c.n_expert_shared = 1;
+  c.expert_weights_scale = 2.446f;
+  c.tied = false;
+  c.eps = 1e-5f;
+  c.n_ctx_train = 1048576;
+  return c;
+}
+
 // Nemotron 3 Nano family (nemotron_h_moe): MoE layers (E) with a sigmoid router and selection bias, ReLU² experts
 // and shared expert; renormalised top-k weights scaled by 2.5.
 ModelConfig NemotronHMoe(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads,
@@ -339,6 +375,20 @@ std::vector<Preset> MakePresets() {
                Lfm2Moe(Lfm2("lfm2-8b-a1b", "CC*CCC*CCC*CCC*CCC*CC*CC", 2048, 32, 8, 7168), 2, 32, 4, 1792)});
   p.push_back({"lfm2-1.2b", "LFM2-1.2B shape (lfm2, E 2048, 16 layers: 10 short conv, 6 attention)",
                Lfm2("lfm2-1.2b", "CC*CC*CC*C*C*C*C", 2048, 32, 8, 8192)});
+  {
+    ModelConfig kimi = KimiLinear("tiny-kimi-linear", "KK*KK*", 128, 4, 32, 48, 32, 16, 32, 256, 8, 2, 32);
+    kimi.default_seed = 2701;
+    kimi.n_ctx_train = 8192;
+    p.push_back({"tiny-kimi-linear",
+                 "the tiny-kimi-linear test fixture shape (kimi-linear: KDA + MLA, E 128, 6 layers, 1 dense block, "
+                 "then 8 experts top-2 + shared expert)",
+                 kimi});
+  }
+  p.push_back({"kimi-linear-48b-a3b",
+               "Kimi-Linear-48B-A3B shape (kimi-linear, E 2304, 27 layers: 20 KDA, 7 MLA; 256 experts top-8 + "
+               "shared expert)",
+               KimiLinear("kimi-linear-48b-a3b", "KKK*KKK*KKK*KKK*KKK*KKK*KK*", 2304, 32, 128, 512, 128, 64, 128,
+                          9216, 256, 8, 1024)});
   return p;
 }
 
@@ -354,6 +404,7 @@ uint64_t ModelConfig::StateBytesPerSeq() const {
 uint64_t ModelConfig::ReplayBytesPerToken() const {
   uint64_t n = 0;
   for (int64_t i = 0; i < n_layer; ++i) n += IsRecurrent(i);
+  if (is_kimi()) return n * 4 * (ssm_conv_dim() + ssm_dt_rank + ssm_inner());
   return n * 4 * (ssm_conv_dim() + (is_mamba2() ? 1 : 2) * ssm_dt_rank);
 }
 
@@ -387,6 +438,15 @@ std::string PresetNames() {
 Status ModelConfig::Validate() const {
   auto bad = [&](const std::string& m) { return Error::InvalidArgument("preset " + preset + ": " + m); };
   if (n_vocab <= 0) return bad("vocabulary is empty");
+  if (is_kimi()) {
+    if (n_embd <= 0 || n_head <= 0 || ssm_state <= 0 || ssm_conv < 2 || kv_lora_rank <= 0 || mla_k <= n_rot ||
+        mla_v <= 0 || n_nextn != 0 || static_cast<int64_t>(layer_pattern.size()) != n_layer ||
+        layer_pattern.find_first_not_of("K*") != std::string::npos || n_dense_lead < 0 || n_dense_lead > n_layer ||
+        (n_dense_lead > 0 && n_ff <= 0) || n_expert <= 0 || n_expert_used <= 0 || n_expert_used > n_expert ||
+        n_ff_exp <= 0)
+      return bad("kimi-linear needs K / * layers, KDA and MLA sizes, experts and no MTP block");
+    return Status::Ok();
+  }
   if (is_lfm2()) {
     if (n_embd <= 0 || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv != 0 || head_dim * n_head != n_embd ||
         n_ff <= 0 || ssm_conv < 2 || n_nextn != 0 || static_cast<int64_t>(layer_pattern.size()) != n_layer ||

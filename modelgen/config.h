@@ -39,7 +39,7 @@ struct ModelConfig {
   int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0, n_ff_shexp = 0;
   // Mamba-2 hybrids (nemotron_h): one character per trunk layer, M = Mamba-2, * = attention, - = MLP, E = MoE
   // (Nemotron's hybrid_override_pattern); ssm_state = N, ssm_groups = G, ssm_dt_rank = H heads of mamba_head_dim.
-  // LFM2: C = short convolution (ssm_conv = shortconv.l_cache), * = attention.
+  // LFM2: C = short convolution (ssm_conv = shortconv.l_cache), * = attention. kimi-linear: K = KDA, * = MLA.
   std::string layer_pattern;
   int64_t mamba_head_dim = 0;  // P
   // granitehybrid multipliers (written when non-zero) and RoPE switch (rope.scaling.finetuned).
@@ -48,7 +48,13 @@ struct ModelConfig {
   bool granite_rope = false;
 
   bool is_moe() const { return n_expert > 0 && layer_pattern.empty(); }  // the Qwen MoE FFN in every block
-  bool is_mamba2() const { return !layer_pattern.empty() && !is_lfm2(); }
+  bool is_mamba2() const { return !layer_pattern.empty() && !is_lfm2() && !is_kimi(); }
+  // kimi-linear: pattern K = KDA (n_head heads of ssm_state; ssm_groups = ssm_dt_rank = n_head), * = MLA
+  // (n_head heads, kv_lora_rank latent, n_rot rope dims, mla_k = nope + n_rot, mla_v; head_dim = kv_lora_rank +
+  // n_rot, n_head_kv 1: the cached row); n_dense_lead dense SwiGLU blocks, then a sigmoid-routed MoE with
+  // n_expert_shared shared experts of n_ff_exp.
+  bool is_kimi() const { return arch == "kimi-linear"; }
+  int64_t kv_lora_rank = 0, mla_k = 0, mla_v = 0, n_expert_shared = 0;
   // LFM2: pattern C = short convolution, * = attention (q/k norms, NeoX RoPE); a SwiGLU FFN in every block.
   bool is_lfm2() const { return arch == "lfm2" || arch == "lfm2moe"; }
   int64_t n_dense_lead = 0;  // lfm2moe: leading blocks with a dense FFN (the others: sigmoid-routed MoE)
@@ -60,7 +66,9 @@ struct ModelConfig {
   int64_t ssm_conv_dim() const { return is_lfm2() ? n_embd : 2 * ssm_key_dim() + ssm_inner(); }  // C
   // GDN iff trunk layer and (i + 1) % interval != 0 (MTP blocks are attention blocks); Mamba-2 hybrids: 'M'.
   bool IsRecurrent(int64_t layer) const {
-    if (!layer_pattern.empty()) return layer < n_layer && (layer_pattern[layer] == 'M' || layer_pattern[layer] == 'C');
+    if (!layer_pattern.empty())
+      return layer < n_layer &&
+             (layer_pattern[layer] == 'M' || layer_pattern[layer] == 'C' || layer_pattern[layer] == 'K');
     return layer < n_layer && (layer + 1) % full_attention_interval != 0;
   }
   bool IsAttention(int64_t layer) const {

@@ -290,20 +290,21 @@ TEST(MakeModel, PlansEveryPresetWithConsistentShapes) {
     auto plan = PlanModel(opt, *vocab, &w);
     ASSERT_TRUE(plan.ok()) << p.name << ": " << plan.error().message;
     const ModelConfig& c = plan->config;
-    int64_t attn = 0, gdn = 0, mamba = 0, conv = 0, want_attn = c.n_nextn, want_rec = 0;
+    int64_t attn = 0, gdn = 0, mamba = 0, conv = 0, kda = 0, want_attn = c.n_nextn, want_rec = 0;
     for (int64_t i = 0; i < c.n_layer; ++i) {
       want_attn += c.IsAttention(i);
       want_rec += c.IsRecurrent(i);
     }
     for (const TensorSpec& t : plan->tensors) {
-      attn += t.kind == "attn_q";
+      attn += t.kind == (c.is_kimi() ? "attn_kv_a_mqa" : "attn_q");  // KDA layers have an attn_q too
+      kda += t.kind == "ssm_f_a";
       gdn += t.kind == "attn_qkv";
       mamba += t.kind == "ssm_in";
       conv += t.kind == "shortconv.in_proj";
     }
     EXPECT_EQ(attn, want_attn) << p.name;
-    EXPECT_EQ(c.is_mamba2() ? mamba : c.is_lfm2() ? conv : gdn, want_rec) << p.name;
-    if (!c.is_mamba2() && !c.is_lfm2()) {
+    EXPECT_EQ(c.is_mamba2() ? mamba : c.is_lfm2() ? conv : c.is_kimi() ? kda : gdn, want_rec) << p.name;
+    if (!c.is_mamba2() && !c.is_lfm2() && !c.is_kimi()) {
       EXPECT_EQ(want_attn, c.n_layer / 4 + c.n_nextn) << p.name;
     }
     int64_t experts = 0, dense = 0, ba = 0;
@@ -316,14 +317,15 @@ TEST(MakeModel, PlansEveryPresetWithConsistentShapes) {
       }
     }
     const bool granite_moe = c.arch == "granitehybrid" && c.n_expert > 0;  // experts in every block
-    const int64_t lfm2_dense = c.arch == "lfm2moe" ? c.n_dense_lead : c.n_layer;  // then MoE blocks
+    // lfm2moe, kimi-linear: leading dense blocks, then MoE blocks.
+    const int64_t lfm2_dense = c.arch == "lfm2moe" || c.is_kimi() ? c.n_dense_lead : c.n_layer;
     EXPECT_EQ(experts, c.is_moe()      ? c.n_layer_all()
                        : granite_moe   ? c.n_layer
-                       : c.is_lfm2()   ? c.n_layer - lfm2_dense
+                       : c.is_lfm2() || c.is_kimi() ? c.n_layer - lfm2_dense
                                        : 0)
         << p.name;
     const int64_t want_dense = granite_moe                  ? 0
-                               : c.is_lfm2()                ? lfm2_dense
+                               : c.is_lfm2() || c.is_kimi() ? lfm2_dense
                                : c.arch == "granitehybrid"  ? c.n_layer
                                : c.arch == "nemotron_h_moe" ? 0
                                : c.is_mamba2()             ? c.n_layer - want_attn - want_rec

@@ -62,5 +62,8 @@ void GraniteHybridMetadata(const ModelConfig& c, gguf::Writer* w);
 // lfm2 (lfm2_plan.cc).
 void Lfm2Metadata(const ModelConfig& c, gguf::Writer* w);
 std::vector<TensorSpec> Lfm2Plan(const ModelConfig& c);
+// kimi-linear (kimi_plan.cc).
+void KimiLinearMetadata(const ModelConfig& c, gguf::Writer* w);
+std::vector<TensorSpec> KimiLinearPlan(const ModelConfig& c);
 
 }  // namespace rw::modelgen

@@ -123,6 +123,7 @@ const ArchSpec kArchs[] = {
     {"granitehybrid", GraniteHybridMetadata, NemotronHPlan},
     {"lfm2", Lfm2Metadata, Lfm2Plan},
     {"lfm2moe", Lfm2Metadata, Lfm2Plan},
+    {"kimi-linear", KimiLinearMetadata, KimiLinearPlan},
 };
 
 }  // namespace

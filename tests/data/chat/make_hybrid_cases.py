@@ -13,14 +13,19 @@ import sys
 from datetime import datetime
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
 from make_jinja_cases import raise_exception, tojson
 
 env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
-env.filters["tojson"] = tojson
-env.globals["raise_exception"] = raise_exception
-env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+# Kimi's template keeps its tool-call ids in a list (append, pop), which the immutable sandbox refuses; llama.cpp's
+# renderer allows it, so rewind does, and its cases are rendered by the plain sandbox (mutation allowed).
+mutable_env = SandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+MUTABLE = {"kimi-k2.jinja"}
+for e in (env, mutable_env):
+    e.filters["tojson"] = tojson
+    e.globals["raise_exception"] = raise_exception
+    e.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather.\n  ",
@@ -103,7 +108,8 @@ CONVS = {
         {"role": "assistant", "content": "Autumn moonlight -"}], None),
 }
 
-TEMPLATES = ["nemotron-nano-v2.jinja", "nemotron-3-nano.jinja", "granite-4.0.jinja", "lfm2-8b-a1b.jinja"]
+TEMPLATES = ["nemotron-nano-v2.jinja", "nemotron-3-nano.jinja", "granite-4.0.jinja", "lfm2-8b-a1b.jinja",
+             "kimi-k2.jinja"]
 KWARGS = {  # extra chat_template_kwargs variants, per template
     "nemotron-3-nano.jinja": [{"enable_thinking": False}, {"truncate_history_thinking": False}],
     "granite-4.0.jinja": [{"documents": [{"doc_id": 1, "title": "Oslo", "text": "Oslo is cold."}]}],
@@ -115,7 +121,7 @@ def render(tmpl, msgs, tools, agp, kwargs):
     ctx = {"messages": msgs, "tools": tools, "add_generation_prompt": agp, "enable_thinking": True,
            "bos_token": "<s>", "eos_token": "</s>"}
     ctx.update(kwargs)
-    return env.from_string(open(tmpl).read()).render(**ctx)
+    return (mutable_env if tmpl in MUTABLE else env).from_string(open(tmpl).read()).render(**ctx)
 
 
 def main():

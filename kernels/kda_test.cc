@@ -1,0 +1,139 @@
+// KdaHeadSteps (kernels/gdn.h): the gated delta rule with one decay per key channel (Kimi Delta Attention).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "base/cpu_features_testing.h"
+#include "kernels/gdn.h"
+
+namespace rw::kernels {
+namespace {
+
+std::vector<float> Rand(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// T tokens of one head: q, k (scaled like L2-normalised rows), v, per-channel decays in (0.3, 1), beta.
+struct Tokens {
+  std::vector<std::vector<float>> q, k, v, d;
+  std::vector<float> beta;
+  Tokens(int S, int T, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(0.3f, 1.0f);
+    for (int t = 0; t < T; ++t) {
+      q.push_back(Rand(S, seed + 10 + t, 1.0f / std::sqrt(S)));
+      k.push_back(Rand(S, seed + 1000 + t, 1.0f / std::sqrt(S)));
+      v.push_back(Rand(S, seed + 2000 + t));
+      std::vector<float> dec(S);
+      for (float& x : dec) x = u(rng);
+      d.push_back(dec);
+      beta.push_back(0.2f + 0.03f * static_cast<float>(t % 11));
+    }
+  }
+  // Outputs of tokens t % 3 == 2 are not asked for (a replay passes no output).
+  std::vector<KdaToken> View(std::vector<float>* o, int S, int t0, int t1) const {
+    std::vector<KdaToken> r;
+    for (int t = t0; t < t1; ++t)
+      r.push_back({q[t].data(), k[t].data(), v[t].data(), d[t].data(), beta[t],
+                   t % 3 == 2 ? nullptr : o->data() + static_cast<size_t>(t) * S});
+    return r;
+  }
+};
+
+// The parameter is the SIMD width (0: the portable loop, 256: AVX2).
+class KdaWidth : public ::testing::TestWithParam<int> {};
+
+TEST_P(KdaWidth, MultiTokenStepsMatchOneCallPerTokenBitwise) {
+  const int width = GetParam();
+  REWIND_SKIP_WITHOUT_WIDTH(width);
+  for (int S : {8, 32, 40, 128}) {
+    for (int T : {1, 2, 17, 40}) {
+      const Tokens x(S, T, 17 * S + T);
+      const auto M0 = Rand(static_cast<size_t>(S) * S, 7 + S, 0.5f);
+      std::vector<float> Ma(S * S), Mb(S * S), oa(T * S, -1.0f), ob(T * S, -1.0f);
+      for (int t = 0; t < T; ++t) {
+        const auto one = x.View(&oa, S, t, t + 1);
+        KdaHeadSteps(Ma.data(), one, S, t == 0 ? M0.data() : nullptr, width);
+      }
+      KdaHeadSteps(Mb.data(), x.View(&ob, S, 0, T), S, M0.data(), width);
+      EXPECT_EQ(std::memcmp(Ma.data(), Mb.data(), Ma.size() * 4), 0) << "S " << S << " T " << T;
+      EXPECT_EQ(std::memcmp(oa.data(), ob.data(), oa.size() * 4), 0) << "S " << S << " T " << T;
+    }
+  }
+}
+
+// A gate that is the same on every channel is GDN's scalar gate: the same bits as GdnHeadSteps.
+TEST_P(KdaWidth, AUniformGateGivesGatedDeltaNetBits) {
+  const int width = GetParam();
+  REWIND_SKIP_WITHOUT_WIDTH(width);
+  const int S = 64, T = 9;
+  Tokens x(S, T, 99);
+  std::vector<GdnToken> g;
+  std::vector<float> oa(T * S, -1.0f), ob(T * S, -1.0f);
+  for (int t = 0; t < T; ++t) {
+    const float gate = -0.07f * static_cast<float>(t + 1);
+    x.d[t].assign(S, std::exp(gate));
+    g.push_back({x.q[t].data(), x.k[t].data(), x.v[t].data(), x.beta[t], gate, oa.data() + t * S});
+  }
+  const auto M0 = Rand(static_cast<size_t>(S) * S, 5, 0.5f);
+  std::vector<float> Ma(S * S), Mb(S * S);
+  GdnHeadSteps(Ma.data(), g, S, M0.data(), width);
+  std::vector<KdaToken> k = x.View(&ob, S, 0, T);
+  for (int t = 0; t < T; ++t) k[t].o = ob.data() + t * S;
+  KdaHeadSteps(Mb.data(), k, S, M0.data(), width);
+  EXPECT_EQ(std::memcmp(Ma.data(), Mb.data(), Ma.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(oa.data(), ob.data(), oa.size() * 4), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Widths, KdaWidth, ::testing::Values(0, 256), SimdWidthName);
+
+TEST(Kda, Avx2TwinGivesThePortableBits) {
+  REWIND_SKIP_WITHOUT_WIDTH(256);
+  for (int S : {5, 32, 72}) {
+    const int T = 13;
+    const Tokens x(S, T, 3 * S);
+    std::vector<float> Ma(S * S, 0.0f), Mb(S * S, 0.0f), oa(T * S, -1.0f), ob(T * S, -1.0f);
+    KdaHeadSteps(Ma.data(), x.View(&oa, S, 0, T), S, nullptr, 0);
+    KdaHeadSteps(Mb.data(), x.View(&ob, S, 0, T), S, nullptr, 256);
+    EXPECT_EQ(std::memcmp(Ma.data(), Mb.data(), Ma.size() * 4), 0) << "S " << S;
+    EXPECT_EQ(std::memcmp(oa.data(), ob.data(), oa.size() * 4), 0) << "S " << S;
+  }
+}
+
+// Against the definition in double precision: M[i][j] *= d[i]; δ[j] = (v[j] - Σ_i M[i][j]k[i])·β;
+// M[i][j] += k[i]δ[j]; o[j] = Σ_i M[i][j]q[i] / sqrt(S).
+TEST(Kda, MatchesTheDefinitionInDoublePrecision) {
+  const int S = 24, T = 12;
+  const Tokens x(S, T, 555);
+  std::vector<float> M(S * S, 0.0f), o(T * S, 0.0f);
+  KdaHeadSteps(M.data(), x.View(&o, S, 0, T), S);
+  std::vector<double> R(S * S, 0.0);  // R[i][j]
+  for (int t = 0; t < T; ++t) {
+    for (int i = 0; i < S; ++i)
+      for (int j = 0; j < S; ++j) R[i * S + j] *= x.d[t][i];
+    for (int j = 0; j < S; ++j) {
+      double kv = 0;
+      for (int i = 0; i < S; ++i) kv += R[i * S + j] * x.k[t][i];
+      const double delta = (x.v[t][j] - kv) * x.beta[t];
+      for (int i = 0; i < S; ++i) R[i * S + j] += x.k[t][i] * delta;
+    }
+    if (t % 3 == 2) continue;
+    for (int j = 0; j < S; ++j) {
+      double s = 0;
+      for (int i = 0; i < S; ++i) s += R[i * S + j] * x.q[t][i];
+      EXPECT_NEAR(o[t * S + j], s / std::sqrt(static_cast<double>(S)), 1e-4) << "t " << t << " j " << j;
+    }
+  }
+  for (int i = 0; i < S; ++i)
+    for (int j = 0; j < S; ++j) EXPECT_NEAR(M[j * S + i], R[i * S + j], 1e-4);  // M[j·S + i] = M[i][j]
+}
+
+}  // namespace
+}  // namespace rw::kernels
