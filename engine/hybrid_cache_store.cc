@@ -78,8 +78,8 @@ memory::StorePut HybridCache::Impl::MakePut(std::span<const int32_t> prefix, mem
   memory::StorePut put;
   put.tokens.assign(prefix.begin(), prefix.end());
   std::span<const float> state = ckpts.at(ckpt).data();
-  const char* state_bytes = reinterpret_cast<const char*>(state.data());
-  put.state.assign(state_bytes, state_bytes + state.size_bytes());
+  put.state.resize(state.size_bytes());  // uninitialised, then one memcpy (a range assign copies byte by byte)
+  std::memcpy(put.state.data(), state.data(), state.size_bytes());
   for (int32_t end : page_ends) {
     const int32_t i = (end - 1) / P;
     const size_t rows = static_cast<size_t>(end - i * P);

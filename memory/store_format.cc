@@ -54,10 +54,16 @@ Bytes EncodeBlobAs(uint64_t identity, BlobKind kind, int32_t first, std::span<co
   Put<uint64_t>(&head, sum);
   for (int32_t t : tokens) Put<int32_t>(&head, t);
   Put<uint64_t>(&head, HashBytes(head.data(), head.size()));
+  // Sized once, then copied with memcpy: a range insert into a BigBytes constructs byte by byte.
   Bytes out;
-  out.reserve(head.size() + payload_bytes);
-  out.insert(out.end(), head.begin(), head.end());
-  for (std::string_view p : payload_parts) out.insert(out.end(), p.begin(), p.end());
+  out.resize(head.size() + payload_bytes);
+  char* at = out.data();
+  std::memcpy(at, head.data(), head.size());
+  at += head.size();
+  for (std::string_view p : payload_parts) {
+    if (!p.empty()) std::memcpy(at, p.data(), p.size());
+    at += p.size();
+  }
   return out;
 }
 template std::string EncodeBlobAs<std::string>(uint64_t, BlobKind, int32_t, std::span<const int32_t>, uint64_t,

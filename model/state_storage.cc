@@ -101,8 +101,8 @@ StateCheckpoint StateStorage::Snapshot(int32_t slot) const {
   StateCheckpoint c;
   c.pool_ = pool_;
   c.data_ = pool_->Take();
-  if (c.data_.size() == s.size()) std::memcpy(c.data_.data(), s.data(), s.size_bytes());
-  else c.data_.assign(s.begin(), s.end());
+  c.data_.resize(s.size());  // uninitialised when it grows: the memcpy writes every float
+  std::memcpy(c.data_.data(), s.data(), s.size_bytes());
   return c;
 }
 

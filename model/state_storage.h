@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <vector>
@@ -51,7 +52,8 @@ class StateCheckpoint {
   // For persistence: rebuild from saved floats (size must match the storage's slot size on Restore).
   static StateCheckpoint FromData(std::span<const float> data) {
     StateCheckpoint c;
-    c.data_.assign(data.begin(), data.end());
+    c.data_.resize(data.size());
+    if (!data.empty()) std::memcpy(c.data_.data(), data.data(), data.size_bytes());
     return c;
   }
   std::span<const float> data() const { return data_; }
