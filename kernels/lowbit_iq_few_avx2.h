@@ -280,30 +280,41 @@ inline void StoreSums(const __m256* acc, float* out, int64_t out_stride) {
 }
 
 // n_rows weight rows (nb blocks each, w_stride bytes apart) against T tokens (act[t]: Q8_K blocks):
-// out[t * out_stride + r].
-template <class Iq, int T>
-void Rows(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* const* act,
-          float* out, int64_t out_stride) {
+// out[t * out_stride + r]; block_sums(x, y, sumi) adds block x's int32 lanes with the tokens' blocks y into
+// sumi and returns the block's d * factor.
+template <class Iq, int T, class BlockSums>
+inline void RowsBy(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* const* act,
+                   float* out, int64_t out_stride, BlockSums block_sums) {
   for (int64_t r = 0; r < n_rows; ++r) {
     __m256 acc[T] = {};
     for (int64_t i = 0; i < nb; ++i) {
       const gguf::BlockQ8_K* y[T];
       const auto* x = BlockAt<Iq, T>(w + r * w_stride, i, act, y);
       __m256i sumi[T] = {};
-      const __m256i sc = Iq::BlockScales(x);
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) {
-        const __m256i q = Iq::Grid(x, c), s = Iq::Signs(x, c), scale = Iq::ChunkScale(x, sc, c);
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) {
-          const __m256i a = _mm256_sign_epi8(avx2_blocks::Load256(y[t]->qs + 32 * c), s);
-          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), scale));
-        }
-      }
-      AddBlock<T>(avx2_blocks::H2F(x->d) * Iq::kFactor, y, sumi, acc);
+      const float dw = block_sums(x, y, sumi);
+      AddBlock<T>(dw, y, sumi, acc);
     }
     StoreSums<T>(acc, out + r, out_stride);
   }
+}
+
+template <class Iq, int T>
+void Rows(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* const* act,
+          float* out, int64_t out_stride) {
+  RowsBy<Iq, T>(nb, w, w_stride, n_rows, act, out, out_stride,
+                [](const typename Iq::Block* x, const gguf::BlockQ8_K* const* y, __m256i* sumi) {
+                  const __m256i sc = Iq::BlockScales(x);
+#pragma GCC unroll 8
+                  for (int c = 0; c < 8; ++c) {
+                    const __m256i q = Iq::Grid(x, c), s = Iq::Signs(x, c), scale = Iq::ChunkScale(x, sc, c);
+#pragma GCC unroll 4
+                    for (int t = 0; t < T; ++t) {
+                      const __m256i a = _mm256_sign_epi8(avx2_blocks::Load256(y[t]->qs + 32 * c), s);
+                      sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), scale));
+                    }
+                  }
+                  return avx2_blocks::H2F(x->d) * Iq::kFactor;
+                });
 }
 
 template <class Iq, int T>

@@ -14,6 +14,7 @@
 #include "gguf/quant_grids.h"
 #include "gguf/quants.h"
 #include "kernels/avx2_blocks.h"
+#include "kernels/lowbit_iq1_few_avx2.h"
 #include "kernels/lowbit_iq_few_avx2.h"
 
 namespace rw::kernels::lowbit_avx2::iq_few {
@@ -158,6 +159,10 @@ inline bool RowsFew(gguf::TensorType t, int64_t nb, const uint8_t* w, size_t w_s
       return RowsOf<Iq2s>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride, wide);
     case TT::kIQ3_S:
       return RowsOf<Iq3s>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride, wide);
+    case TT::kIQ1_S:
+      return Iq1RowsOf<Iq1s>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride);
+    case TT::kIQ1_M:
+      return Iq1RowsOf<Iq1m>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride);
     default:
       return false;
   }
