@@ -77,9 +77,9 @@ memory::StorePut HybridCache::Impl::MakePut(std::span<const int32_t> prefix, mem
   const size_t k_row = kv->k_row_bytes(), v_row = kv->v_row_bytes();
   memory::StorePut put;
   put.tokens.assign(prefix.begin(), prefix.end());
-  std::span<const float> state = ckpts.at(ckpt).data();
-  put.state.resize(state.size_bytes());  // uninitialised, then one memcpy (a range assign copies byte by byte)
-  std::memcpy(put.state.data(), state.data(), state.size_bytes());
+  const model::StateCheckpoint& state = ckpts.at(ckpt);
+  put.state_owner = state.Share();  // the writer reads the immutable snapshot itself: no copy on this thread
+  put.state = std::string_view(reinterpret_cast<const char*>(state.data().data()), state.data().size_bytes());
   for (int32_t end : page_ends) {
     const int32_t i = (end - 1) / P;
     const size_t rows = static_cast<size_t>(end - i * P);

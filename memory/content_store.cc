@@ -365,13 +365,14 @@ void ContentStore::Process(Job& job) {
   }();
   // A state names its whole prefix by its key (the chain) but carries only its last page span's tokens: its bytes
   // do not grow with the prefix.
-  const std::string_view state_part = AsView(put.state);
+  const std::string_view state_part = put.state;
   const int32_t state_first = FirstOf(end);
   const BigBytes state = EncodeBlobAs<BigBytes>(
       cfg_.identity, BlobKind::kState, state_first,
       std::span<const int32_t>(put.tokens).subspan(static_cast<size_t>(state_first)),
       ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity, {&state_part, 1});
-  BigBytes().swap(put.state);
+  put.state = {};
+  put.state_owner.reset();
   bool keep = true;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string_view>
 #include <mutex>
 #include <span>
 #include <string>
@@ -47,7 +48,8 @@ struct ContentStoreConfig {
 // One checkpoint to store: its prefix, state, and the rows of the pages the store lacks (MissingPages).
 struct StorePut {
   std::vector<int32_t> tokens;                          // [0, end)
-  BigBytes state;  // huge pages: a state is tens of MiB (base/big_buffer.h)
+  std::string_view state;                    // valid while state_owner lives
+  std::shared_ptr<const void> state_owner;   // a checkpoint's buffer, shared (tens of MiB: never copied)
   std::vector<std::pair<int32_t, std::string>> pages;   // (page end, [layer][K | V][rows][row bytes])
   int64_t saved_tokens = 0;                             // end minus the previous checkpoint on its path
 };

@@ -57,8 +57,9 @@ class ContentStoreTest : public ::testing::Test {
   static bool Put(ContentStore& s, std::span<const int32_t> prefix, int64_t saved) {
     StorePut p;
     p.tokens.assign(prefix.begin(), prefix.end());
-    const std::string state = State(prefix);
-    p.state.assign(state.begin(), state.end());
+    auto state = std::make_shared<const std::string>(State(prefix));
+    p.state = *state;
+    p.state_owner = state;
     for (int32_t e : s.MissingPages(prefix)) p.pages.emplace_back(e, Rows(prefix, ((e - 1) / kPage) * kPage, e));
     p.saved_tokens = saved;
     return s.Enqueue(std::move(p));

@@ -46,8 +46,10 @@ StateCheckpoint& StateCheckpoint::operator=(StateCheckpoint&& o) noexcept {
 }
 
 void StateCheckpoint::GiveBack() {
-  if (pool_ != nullptr && !data_.empty()) pool_->Give(std::move(data_));
-  data_.clear();
+  // use_count 1: nobody else holds it, and only the owner's thread can share it, so no new holder can appear.
+  if (pool_ != nullptr && data_ != nullptr && data_.use_count() == 1 && !data_->empty())
+    pool_->Give(std::move(*data_));
+  data_.reset();
   pool_.reset();
 }
 
@@ -100,18 +102,18 @@ StateCheckpoint StateStorage::Snapshot(int32_t slot) const {
   auto s = SlotData(slot);
   StateCheckpoint c;
   c.pool_ = pool_;
-  c.data_ = pool_->Take();
-  c.data_.resize(s.size());  // uninitialised when it grows: the memcpy writes every float
-  std::memcpy(c.data_.data(), s.data(), s.size_bytes());
+  c.data_ = std::make_shared<BigVector<float>>(pool_->Take());
+  c.data_->resize(s.size());  // uninitialised when it grows: the memcpy writes every float
+  std::memcpy(c.data_->data(), s.data(), s.size_bytes());
   return c;
 }
 
 Status StateStorage::Restore(const StateCheckpoint& checkpoint, int32_t slot) {
-  if (checkpoint.data_.size() != shape_.slot_floats())
+  if (checkpoint.data().size() != shape_.slot_floats())
     return Error::InvalidArgument("state checkpoint has " + std::to_string(checkpoint.bytes()) +
                                   " bytes, a slot has " + std::to_string(shape_.bytes_per_state()));
   auto d = MutableSlotData(slot);
-  std::memcpy(d.data(), checkpoint.data_.data(), d.size_bytes());
+  std::memcpy(d.data(), checkpoint.data().data(), d.size_bytes());
   return Status::Ok();
 }
 

@@ -38,8 +38,8 @@ class StateBufferPool;  // state_storage.cc
 }  // namespace internal
 
 // An immutable copy of one slot (all GDN layers), taken by StateStorage::Snapshot. Move-only. Its buffer goes
-// back to the storage's pool when it is dropped, so the next snapshot reuses it: a fresh allocation of a large
-// state (over glibc's 32 MiB mmap threshold, e.g. 50 MiB for a 4B Qwen3.5) costs a page fault per 4 KiB.
+// back to the storage's pool when it is dropped (unless shared), so the next snapshot reuses it: fresh memory for
+// a large state costs its page faults again.
 class StateCheckpoint {
  public:
   StateCheckpoint() = default;
@@ -52,18 +52,23 @@ class StateCheckpoint {
   // For persistence: rebuild from saved floats (size must match the storage's slot size on Restore).
   static StateCheckpoint FromData(std::span<const float> data) {
     StateCheckpoint c;
-    c.data_.resize(data.size());
-    if (!data.empty()) std::memcpy(c.data_.data(), data.data(), data.size_bytes());
+    c.data_ = std::make_shared<BigVector<float>>();
+    c.data_->resize(data.size());
+    if (!data.empty()) std::memcpy(c.data_->data(), data.data(), data.size_bytes());
     return c;
   }
-  std::span<const float> data() const { return data_; }
-  uint64_t bytes() const { return data_.size() * sizeof(float); }
-  bool empty() const { return data_.empty(); }
+  std::span<const float> data() const { return data_ ? std::span<const float>(*data_) : std::span<const float>(); }
+  uint64_t bytes() const { return data().size_bytes(); }
+  bool empty() const { return data().empty(); }
+  // The bytes stay valid while the returned pointer lives, also after this checkpoint is dropped: the disk and
+  // remote writers read a persisted state through it instead of a copy made on the engine thread. A buffer still
+  // shared when the checkpoint is dropped is freed by its last holder instead of going back to the pool.
+  std::shared_ptr<const void> Share() const { return data_; }
 
  private:
   friend class StateStorage;
   void GiveBack();
-  BigVector<float> data_;  // [gdn_layer][conv | delta] (huge pages: base/big_buffer.h)
+  std::shared_ptr<BigVector<float>> data_;  // [gdn_layer][conv | delta] (huge pages: base/big_buffer.h)
   std::shared_ptr<internal::StateBufferPool> pool_;  // null: not from a storage (FromData, moved from)
 };
 

@@ -80,6 +80,29 @@ TEST(StateStorage, CopySnapshotRestoreAreDeepAndExact) {
   EXPECT_FALSE(st->Restore(wrong, 2).ok());
 }
 
+// The disk writer reads a persisted state through Share(): the bytes outlive the checkpoint, and a buffer still
+// shared when its checkpoint is dropped is not handed to the next snapshot.
+TEST(StateStorage, SharedCheckpointBytesOutliveTheCheckpointAndAreNeverReused) {
+  StateShape shape{2, 6, 3, 2, 4};
+  auto st = std::move(StateStorage::Create(shape, 2)).value();
+  st->Conv(0, 0)[1] = 7.0f;
+  std::shared_ptr<const void> kept;
+  const float* shared = nullptr;
+  {
+    StateCheckpoint a = st->Snapshot(0);
+    kept = a.Share();
+    shared = a.data().data();
+    EXPECT_NE(kept, nullptr);
+  }
+  st->Conv(0, 0)[1] = -1.0f;
+  StateCheckpoint b = st->Snapshot(0);
+  EXPECT_NE(b.data().data(), shared);  // not the shared buffer
+  EXPECT_EQ(shared[1], 7.0f);          // still the dropped checkpoint's bytes
+  EXPECT_EQ(b.data()[1], -1.0f);
+  kept.reset();
+  EXPECT_EQ(StateCheckpoint().Share(), nullptr);  // an empty checkpoint shares nothing
+}
+
 // A dropped checkpoint's buffer is reused by the next snapshot (no fresh allocation), and the reused buffer holds
 // exactly the new slot's bytes; a checkpoint that outlives its storage stays valid.
 TEST(StateStorage, SnapshotsReuseTheBuffersOfDroppedCheckpoints) {

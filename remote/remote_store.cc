@@ -176,7 +176,7 @@ void RemoteStore::Process(Job& job) {
   if (st.ok()) {
     // The state goes last: a replica that finds it finds its pages (unless Redis evicted one: then a miss).
     const int32_t first = first_of(end);
-    const std::string_view part = AsView(put.state);
+    const std::string_view part = put.state;
     const std::string state_key = Key(memory::StateKey(end, chains.back()));
     writes.push_back(
         SetCommand(state_key,

@@ -36,8 +36,9 @@ std::unique_ptr<RemoteStore> OpenStore(const std::string& url, RemoteStoreConfig
 memory::StorePut Put(const std::vector<int32_t>& tokens, int32_t end, const RemoteStore& store) {
   memory::StorePut p;
   p.tokens.assign(tokens.begin(), tokens.begin() + end);
-  const std::string state = "state " + std::to_string(end);
-  p.state.assign(state.begin(), state.end());
+  auto state = std::make_shared<const std::string>("state " + std::to_string(end));
+  p.state = *state;
+  p.state_owner = state;
   for (int32_t e : store.MissingPages(p.tokens)) p.pages.emplace_back(e, "page " + std::to_string(e));
   return p;
 }
