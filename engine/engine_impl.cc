@@ -424,7 +424,8 @@ bool EngineImpl::Step() {
     if (remaining <= 0) continue;
     int32_t n = cache_->MaxChunk(a->seq, std::min(remaining, budget));
     std::span<const int32_t> chunk(a->request.prompt.data() + a->n_evaluated, static_cast<size_t>(n));
-    items.push_back({a->seq, chunk, false});
+    // Only the chunk that ends the prompt needs logits (for its first token).
+    items.push_back({a->seq, chunk, false, /*no_logits=*/n < remaining});
     item_slot.push_back(i);
     budget -= n;
   }

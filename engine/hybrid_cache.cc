@@ -356,6 +356,7 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
     batch[i].pos0 = p.pos0;
     batch[i].tokens = items[i].tokens;
     batch[i].all_logits = items[i].all_logits;
+    batch[i].no_logits = items[i].no_logits;
     if (auto pd = im.pending.find(p.state_in); pd != im.pending.end()) {
       if (pd->second > Impl::kMaxFusedRows) {
         im.Materialize(p.state_in);

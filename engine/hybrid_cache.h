@@ -53,6 +53,7 @@ struct EvalItem {
   memory::SeqId seq = memory::kNone;
   std::span<const int32_t> tokens;
   bool all_logits = false;        // logits for every token, else only the last
+  bool no_logits = false;         // none (a prefill chunk that does not end the prompt)
 };
 
 struct TruncateResult {

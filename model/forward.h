@@ -42,6 +42,7 @@ struct BatchSeq {
   // batch: the same bits as a rollback followed by this forward. Requires state_in >= 0.
   const ReplaySeqLog* prefix = nullptr;
   int32_t prefix_rows = 0;
+  bool no_logits = false;  // no output row at all (a prefill chunk before the prompt's end): saves the LM head
 };
 
 // Per-token inputs of the GDN state update, recorded by Forward when ForwardOptions::replay is set.

@@ -214,6 +214,34 @@ TEST(Forward, NemotronHSequenceLogitsDoNotDependOnOtherSequencesInTheBatch) {
   CheckBatchedWithOthers("tiny-nemotron-h-f32.gguf");
 }
 
+// An intermediate prefill chunk asks for no logits: it gets no output row, its state is the same bits, and the
+// other sequences' rows are unchanged.
+TEST(Forward, AChunkWithoutLogitsGetsNoRowAndChangesNothingElse) {
+  Harness h("tiny-qwen35-f32.gguf", 16, KvType::kF16);
+  const int V = h.model->config().n_vocab;
+  const auto a = Prompt(30, 1, V), b = Prompt(17, 2, V);
+  h.Run(a, {30}, 0);
+  const auto lb = h.Run(b, {17}, 1);
+  std::vector<BatchSeq> batch(2);
+  batch[0] = {-1, 2, h.Pages(2), 0, a};
+  batch[0].no_logits = true;
+  batch[1] = {-1, 3, h.Pages(3), 0, b};
+  batch[1].all_logits = true;
+  ForwardOutput out;
+  ASSERT_TRUE(h.model->Forward(batch, *h.kv, *h.st, &out).ok());
+  ASSERT_EQ(out.logits.size(), size_t{17} * V);
+  EXPECT_TRUE(SameBits(out.logits, lb));
+  EXPECT_EQ(out.seq_first_row, (std::vector<int32_t>{0, 0}));
+  EXPECT_TRUE(SameBits(h.st->SlotData(2), h.st->SlotData(0)));
+  // Alone, it runs without the LM head at all.
+  batch.resize(1);
+  batch[0].state_out = 3;
+  batch[0].pages = h.Pages(3);
+  ASSERT_TRUE(h.model->Forward(batch, *h.kv, *h.st, &out).ok());
+  EXPECT_TRUE(out.logits.empty());
+  EXPECT_TRUE(SameBits(h.st->SlotData(3), h.st->SlotData(0)));
+}
+
 TEST(Forward, StateInIsLeftUntouchedWhenStateOutDiffers) {
   Harness h("tiny-qwen35-f32.gguf", 32, KvType::kF16);
   const auto t = Prompt(12, 5, h.model->config().n_vocab);

@@ -241,7 +241,7 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
   std::vector<int32_t> src_rows;
   for (size_t s = 0; s < batch.size(); ++s) {
     out->seq_first_row[s] = static_cast<int32_t>(src_rows.size());
-    const int32_t first = batch[s].all_logits ? 0 : seqs[s].n - 1;
+    const int32_t first = batch[s].no_logits ? seqs[s].n : batch[s].all_logits ? 0 : seqs[s].n - 1;
     for (int32_t j = first; j < seqs[s].n; ++j) {
       src_rows.push_back(seqs[s].row0 + j);
       out->row_seq.push_back(static_cast<int32_t>(s));
@@ -254,7 +254,7 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     kernels::RmsNorm(x + static_cast<int64_t>(src_rows[r]) * E, w_.output_norm, E, c.eps,
                      hn.data() + static_cast<int64_t>(r) * E);
   out->logits.resize(static_cast<size_t>(n_out) * V);
-  kernels::MatMul(w_.output, hn.data(), n_out, out->logits.data(), pool);
+  if (n_out > 0) kernels::MatMul(w_.output, hn.data(), n_out, out->logits.data(), pool);
   if (c.logit_scale != 0.0f) {  // Granite: logits / logit_scale, as a multiply by the reciprocal (llama.cpp)
     const float inv = 1.0f / c.logit_scale;
     for (float& v : out->logits) v = v * inv;
