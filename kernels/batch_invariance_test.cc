@@ -10,9 +10,9 @@
 #include "kernels/attention.h"
 #include "kernels/conv.h"
 #include "kernels/matmul.h"
-#include "kernels/thread_pool.h"
 #include "kernels/random_testing.h"
 #include "kernels/ref/kernels_ref.h"
+#include "kernels/thread_pool.h"
 #if REWIND_HAVE_QUANTS
 #include "gguf/quants.h"
 #endif

@@ -1,10 +1,10 @@
-// AVX-512 version of GdnHeadStep and GdnHeadSteps for S % 32 == 0 (kernels/gdn.h), GDN and KDA tokens, compiled with -mavx512f -mavx512dq
-// -ffp-contract=off and only called after the CPU check in gdn.cc. It gives the bits of the AVX2 and portable
-// code: a 16-lane register holds two of DotF32's 8-lane accumulators (lanes 0-7 = acc0 over elements i..i+7,
-// lanes 8-15 = acc1 over i+8..i+15, and likewise acc2 | acc3), so every lane does the same FMAs in the same
-// order; the final sum splits them back and adds (acc0 + acc1) + (acc2 + acc3), then the fixed lane order.
-// The decay (one value, or one per key channel for KDA) and the rank-1 update are a plain multiply and a multiply
-// then an add, as in the portable loop.
+// AVX-512 version of GdnHeadStep and GdnHeadSteps for S % 32 == 0 (kernels/gdn.h), GDN and KDA tokens,
+// compiled with -mavx512f -mavx512dq -ffp-contract=off and only called after the CPU check in gdn.cc. It
+// gives the bits of the AVX2 and portable code: a 16-lane register holds two of DotF32's 8-lane accumulators
+// (lanes 0-7 = acc0 over elements i..i+7, lanes 8-15 = acc1 over i+8..i+15, and likewise acc2 | acc3), so
+// every lane does the same FMAs in the same order; the final sum splits them back and adds (acc0 + acc1) +
+// (acc2 + acc3), then the fixed lane order. The decay (one value, or one per key channel for KDA) and the
+// rank-1 update are a plain multiply and a multiply then an add, as in the portable loop.
 #include <immintrin.h>
 
 #include <algorithm>
