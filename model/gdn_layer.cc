@@ -18,8 +18,8 @@ using kernels::ScratchBuffer;
 void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in, float* conv_state,
                float* delta_state, float* o, kernels::ThreadPool* pool, const float* conv_in,
                const float* delta_in, int32_t out_from) {
-  const int32_t T = in.T, S = cfg.ssm_state, Hk = cfg.ssm_group, Hv = cfg.ssm_heads;
-  const int32_t Kd = cfg.ssm_key_dim(), C = cfg.ssm_conv_dim(), Kc = cfg.ssm_conv_kernel;
+  const int32_t T = in.T, S = cfg.ssm_state, Hv = cfg.ssm_heads;
+  const int32_t C = cfg.ssm_conv_dim(), Kc = cfg.ssm_conv_kernel;
   if (conv_in != nullptr && conv_in != conv_state)  // small: [C][Kc-1]
     std::memcpy(conv_state, conv_in, sizeof(float) * static_cast<size_t>(C) * (Kc - 1));
   if (delta_in == delta_state) delta_in = nullptr;
@@ -40,13 +40,7 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
     for (int64_t t = t0; t < t1; ++t) {
       float* row = u + t * C;
       // A row without output (replay: t < out_from, or no o) never reads its q: skip it.
-      const bool q_used = o != nullptr && t >= out_from;
-      if (q_used) kernels::SiluInPlace(row, C);
-      else kernels::SiluInPlace(row + Kd, C - Kd);
-      for (int32_t j = 0; j < Hk; ++j) {
-        if (q_used) kernels::L2Norm(row + j * S, S, cfg.eps, row + j * S);
-        kernels::L2Norm(row + Kd + j * S, S, cfg.eps, row + Kd + j * S);
-      }
+      ActivateQkvRow(cfg, row, o != nullptr && t >= out_from);
       const float* b = in.b + t * in.ba_stride;
       const float* a = in.a + t * in.ba_stride;
       for (int32_t h = 0; h < Hv; ++h) {
@@ -57,6 +51,16 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
   });
   // 5. delta rule: heads are independent, tokens strictly in order.
   DeltaRuleHeads(cfg, u, T, beta, g, nullptr, delta_state, delta_in, o, out_from, pool);
+}
+
+void ActivateQkvRow(const ModelConfig& cfg, float* row, bool q_used) {
+  const int32_t S = cfg.ssm_state, Hk = cfg.ssm_group, Kd = cfg.ssm_key_dim(), C = cfg.ssm_conv_dim();
+  if (q_used) kernels::SiluInPlace(row, C);
+  else kernels::SiluInPlace(row + Kd, C - Kd);
+  for (int32_t j = 0; j < Hk; ++j) {
+    if (q_used) kernels::L2Norm(row + j * S, S, cfg.eps, row + j * S);
+    kernels::L2Norm(row + Kd + j * S, S, cfg.eps, row + Kd + j * S);
+  }
 }
 
 void DeltaRuleHeads(const ModelConfig& cfg, const float* u, int32_t T, const float* beta, const float* g,

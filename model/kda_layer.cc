@@ -49,13 +49,7 @@ void KdaUpdate(const ModelConfig& cfg, const KdaWeights& w, const KdaInputs& in,
   ParallelFor(pool, T, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       float* row = u + t * C;
-      const bool q_used = o != nullptr && t >= out_from;  // replay rows never read q
-      if (q_used) kernels::SiluInPlace(row, C);
-      else kernels::SiluInPlace(row + D, C - D);
-      for (int32_t h = 0; h < H; ++h) {
-        if (q_used) kernels::L2Norm(row + h * S, S, cfg.eps, row + h * S);
-        kernels::L2Norm(row + D + h * S, S, cfg.eps, row + D + h * S);
-      }
+      ActivateQkvRow(cfg, row, o != nullptr && t >= out_from);  // replay rows never read q
       const float* b = in.beta + t * in.beta_stride;
       const float* g = in.gate + t * in.gate_stride;
       for (int32_t h = 0; h < H; ++h) {

@@ -47,6 +47,10 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
                float* delta_state, float* o, kernels::ThreadPool* pool, const float* conv_in = nullptr,
                const float* delta_in = nullptr, int32_t out_from = 0);
 
+// One conv output row [q Kd | k Kd | v Vd] of GdnUpdate / KdaUpdate in place: SiLU, then q and k L2-normalised
+// per key head; q_used false: a row whose q is never read (replay, no output) leaves q as it is.
+void ActivateQkvRow(const ModelConfig& cfg, float* row, bool q_used);
+
 // The delta rule of T tokens for every value head h (kernels::GdnHeadSteps; heads in parallel, tokens in order),
 // shared by GdnUpdate and KdaUpdate: u [T][C = ssm_conv_dim()] rows of q (Kd) | k (Kd) | v (Vd), q and k
 // L2-normalised, head h reading key head KeyHead(h); beta [T][Hv]; the decay per head exp(g) with g [T][Hv] (GDN)
