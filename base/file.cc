@@ -21,23 +21,25 @@ Expected<std::string> ReadFileToString(const std::string& path) {
   return ss.str();
 }
 
-Status WriteFileAtomic(const std::string& path, const void* data, size_t size, bool durable) {
+Status WriteFileAtomic(const std::string& path, std::span<const std::string_view> parts, bool durable) {
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Error::Io("cannot create '" + tmp + "': " + std::strerror(errno));
-  const char* p = static_cast<const char*>(data);
-  size_t left = size;
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Error::Io("write to '" + tmp + "' failed: " + std::strerror(e));
+  for (std::string_view part : parts) {
+    const char* p = part.data();
+    size_t left = part.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int e = errno;
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return Error::Io("write to '" + tmp + "' failed: " + std::strerror(e));
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
     }
-    p += n;
-    left -= static_cast<size_t>(n);
   }
   if (durable && ::fsync(fd) != 0) {
     int e = errno;

@@ -222,6 +222,9 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   REWIND_ASSIGN_OR_RETURN(im.kv, model::KvStorage::Create(model.MakeKvConfig(m.MaxPages(), config.page_tokens,
                                                                              config.kv_type)));
   REWIND_ASSIGN_OR_RETURN(im.states, model::StateStorage::Create(model.MakeStateShape(), m.max_slots));
+  // Snapshot buffers made ready off the engine thread: up to 4 states, at most 256 MiB (docs/checkpoints.md).
+  if (config.use_cache && m.state_bytes > 0)
+    im.states->KeepSpares(static_cast<size_t>(std::clamp<int64_t>((int64_t{256} << 20) / m.state_bytes, 1, 4)));
   uint64_t f = ModelFingerprint(model.file());
   // The KV types are not part of the fingerprint: persisted files name their types, so a file of another type
   // is refused with a message saying so (memory/persist_format.h) instead of as a foreign model.

@@ -340,23 +340,25 @@ void ContentStore::Process(Job& job) {
     REWIND_CHECK(i < ends.size() && ends[i] == e);
     return i;
   };
+  // A value is its head followed by its payload, held by `put` until written: no copy of tens of MiB.
   struct Value {
     Key key;
     uint64_t parent = 0;
-    BigBytes bytes;
+    std::string head;
+    std::string_view payload;
+    uint64_t bytes() const { return head.size() + payload.size(); }
   };
   std::vector<Value> pages;
-  for (auto& [e, rows] : put.pages) {
+  for (const auto& [e, rows] : put.pages) {
     const size_t i = index_of(e);
     const int32_t first = FirstOf(e);
     const uint64_t parent = i == 0 ? cfg_.identity : chains[i - 1];
-    const std::string_view part = rows;
     pages.push_back({{e, chains[i]}, parent,
-                     EncodeBlobAs<BigBytes>(cfg_.identity, BlobKind::kPage, first,
-                                std::span<const int32_t>(put.tokens).subspan(static_cast<size_t>(first),
-                                                                             static_cast<size_t>(e - first)),
-                                parent, {&part, 1})});
-    std::string().swap(rows);
+                     EncodeBlobHead(cfg_.identity, BlobKind::kPage, first,
+                                    std::span<const int32_t>(put.tokens).subspan(static_cast<size_t>(first),
+                                                                                 static_cast<size_t>(e - first)),
+                                    parent, rows),
+                     rows});
   }
   const std::vector<Key> queued = [&] {
     std::vector<Key> k;
@@ -365,22 +367,24 @@ void ContentStore::Process(Job& job) {
   }();
   // A state names its whole prefix by its key (the chain) but carries only its last page span's tokens: its bytes
   // do not grow with the prefix.
-  const std::string_view state_part = put.state;
   const int32_t state_first = FirstOf(end);
-  const BigBytes state = EncodeBlobAs<BigBytes>(
-      cfg_.identity, BlobKind::kState, state_first,
-      std::span<const int32_t>(put.tokens).subspan(static_cast<size_t>(state_first)),
-      ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity, {&state_part, 1});
-  put.state = {};
-  put.state_owner.reset();
+  const Value state{sk, 0,
+                    EncodeBlobHead(cfg_.identity, BlobKind::kState, state_first,
+                                   std::span<const int32_t>(put.tokens).subspan(static_cast<size_t>(state_first)),
+                                   ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity, put.state),
+                    put.state};
+  auto write = [&](const std::string& key, const Value& v) {
+    const std::string_view parts[2] = {v.head, v.payload};
+    return backend_->PutParts(key, parts);
+  };
   bool keep = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::erase_if(pages, [&](const Value& v) { return pages_.count(v.key) > 0; });  // stored since it was queued
-    uint64_t new_bytes = state.size();
-    for (const Value& v : pages) new_bytes += v.bytes.size();
+    uint64_t new_bytes = state.bytes();
+    for (const Value& v : pages) new_bytes += v.bytes();
     keep = states_.count(sk) == 0;
-    const double own = Score(put.saved_tokens, state.size(), clock_);
+    const double own = Score(put.saved_tokens, state.bytes(), clock_);
     while (keep && cfg_.max_bytes > 0 && stats_.stored_bytes + static_cast<int64_t>(new_bytes) > cfg_.max_bytes) {
       auto victim = states_.end();
       double lowest = 0;
@@ -408,8 +412,8 @@ void ContentStore::Process(Job& job) {
   size_t written = 0;
   if (keep) {
     for (; written < pages.size() && st.ok(); ++written)
-      st = backend_->Put(PageKey(pages[written].key.end, pages[written].key.chain), AsView(pages[written].bytes));
-    if (st.ok()) st = backend_->Put(StateKey(sk.end, sk.chain), AsView(state));
+      st = write(PageKey(pages[written].key.end, pages[written].key.chain), pages[written]);
+    if (st.ok()) st = write(StateKey(sk.end, sk.chain), state);
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (keep && !st.ok()) {
@@ -418,11 +422,11 @@ void ContentStore::Process(Job& job) {
       LOG_WARN("cache store: checkpoint at %d not written: %s", end, st.error().ToString().c_str());
   } else if (keep) {
     for (const Value& v : pages) {
-      pages_[v.key] = {v.parent, v.bytes.size(), 0};
-      stats_.stored_bytes += static_cast<int64_t>(v.bytes.size());
+      pages_[v.key] = {v.parent, v.bytes(), 0};
+      stats_.stored_bytes += static_cast<int64_t>(v.bytes());
     }
-    states_[sk] = {state.size(), ++clock_, put.saved_tokens};
-    stats_.stored_bytes += static_cast<int64_t>(state.size());
+    states_[sk] = {state.bytes(), ++clock_, put.saved_tokens};
+    stats_.stored_bytes += static_cast<int64_t>(state.bytes());
     REWIND_CHECK(WalkPages(sk, +1));
     ++stats_.written;
     dirty_ = true;

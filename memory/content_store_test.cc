@@ -229,11 +229,11 @@ class StalledBackend final : public StoreBackend {
     return waiting_;
   }
   Expected<std::string> Get(const std::string& key) override { return inner_->Get(key); }
-  Status Put(const std::string& key, std::string_view value) override {
+  Status PutParts(const std::string& key, std::span<const std::string_view> parts) override {
     std::unique_lock<std::mutex> lock(mu_);
     waiting_ = true;
     cv_.wait(lock, [&] { return open_; });
-    return inner_->Put(key, value);
+    return inner_->PutParts(key, parts);
   }
   Status Sync() override { return inner_->Sync(); }
   Expected<bool> Exists(const std::string& key) override { return inner_->Exists(key); }

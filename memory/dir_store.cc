@@ -44,13 +44,15 @@ Expected<std::string> DirectoryStore::Get(const std::string& key) {
   return ReadFileToString(path);
 }
 
-Status DirectoryStore::Put(const std::string& key, std::string_view value) {
+Status DirectoryStore::PutParts(const std::string& key, std::span<const std::string_view> parts) {
   if (!ValidStoreKey(key)) return BadKey(key);
-  if (value.size() > kMaxStoreValueBytes)
-    return Error::OutOfRange("value of " + std::to_string(value.size()) + " B exceeds the store's bound");
+  size_t bytes = 0;
+  for (std::string_view p : parts) bytes += p.size();
+  if (bytes > kMaxStoreValueBytes)
+    return Error::OutOfRange("value of " + std::to_string(bytes) + " B exceeds the store's bound");
   const std::string path = PathOf(key);
   REWIND_RETURN_IF_ERROR(MakeDirs(path.substr(0, path.find_last_of('/'))));
-  REWIND_RETURN_IF_ERROR(WriteFileAtomic(path, value.data(), value.size(), /*durable=*/false));
+  REWIND_RETURN_IF_ERROR(WriteFileAtomic(path, parts, /*durable=*/false));
   std::lock_guard<std::mutex> lock(mu_);
   unsynced_.push_back(path);
   return Status::Ok();

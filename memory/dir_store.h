@@ -17,7 +17,8 @@ class DirectoryStore final : public StoreBackend {
   static Expected<std::unique_ptr<DirectoryStore>> Open(const std::string& dir);
 
   Expected<std::string> Get(const std::string& key) override;
-  Status Put(const std::string& key, std::string_view value) override;
+  using StoreBackend::Put;
+  Status PutParts(const std::string& key, std::span<const std::string_view> parts) override;
   Status Sync() override;
   Expected<bool> Exists(const std::string& key) override;
   Status Delete(const std::string& key) override;

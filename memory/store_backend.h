@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,9 +26,11 @@ class StoreBackend {
   virtual ~StoreBackend() = default;
   // kNotFound when absent. A value is returned whole or not at all.
   virtual Expected<std::string> Get(const std::string& key) = 0;
+  // Stores the parts one after another as the key's value (a header and a payload held elsewhere: no copy).
   // Atomic: a reader (or a restart after a process crash) sees the old value or the new one, never a torn one.
   // kOutOfRange above kMaxStoreValueBytes; kIo when the medium refuses it (disk full).
-  virtual Status Put(const std::string& key, std::string_view value) = 0;
+  virtual Status PutParts(const std::string& key, std::span<const std::string_view> parts) = 0;
+  Status Put(const std::string& key, std::string_view value) { return PutParts(key, std::span(&value, 1)); }
   // Makes every Put so far durable (power loss); the store calls it before writing an index naming new values.
   virtual Status Sync() = 0;
   virtual Expected<bool> Exists(const std::string& key) = 0;

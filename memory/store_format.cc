@@ -32,14 +32,8 @@ uint64_t StoreIdentity(uint64_t model_fingerprint, std::string_view kv_types) {
 std::string PageKey(int32_t end, uint64_t chain) { return Key('p', end, chain); }
 std::string StateKey(int32_t end, uint64_t chain) { return Key('s', end, chain); }
 
-template <class Bytes>
-Bytes EncodeBlobAs(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens, uint64_t parent,
-                   std::span<const std::string_view> payload_parts) {
-  uint64_t payload_bytes = 0, sum = kFnvOffset;
-  for (std::string_view p : payload_parts) {
-    payload_bytes += p.size();
-    sum = HashBytes(p.data(), p.size(), sum);
-  }
+std::string EncodeBlobHead(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens,
+                           uint64_t parent, std::string_view payload) {
   std::string head;
   head.reserve(kHeaderBytes + tokens.size() * 4 + 8);
   head.append(kBlobMagic, 8);
@@ -50,26 +44,19 @@ Bytes EncodeBlobAs(uint64_t identity, BlobKind kind, int32_t first, std::span<co
   Put<int32_t>(&head, first + static_cast<int32_t>(tokens.size()));
   Put<uint64_t>(&head, HashTokens(tokens, parent));
   Put<uint64_t>(&head, parent);
-  Put<uint64_t>(&head, payload_bytes);
-  Put<uint64_t>(&head, sum);
+  Put<uint64_t>(&head, payload.size());
+  Put<uint64_t>(&head, ChecksumBytes(payload.data(), payload.size()));
   for (int32_t t : tokens) Put<int32_t>(&head, t);
-  Put<uint64_t>(&head, HashBytes(head.data(), head.size()));
-  // Sized once, then copied with memcpy: a range insert into a BigBytes constructs byte by byte.
-  Bytes out;
-  out.resize(head.size() + payload_bytes);
-  char* at = out.data();
-  std::memcpy(at, head.data(), head.size());
-  at += head.size();
-  for (std::string_view p : payload_parts) {
-    if (!p.empty()) std::memcpy(at, p.data(), p.size());
-    at += p.size();
-  }
+  Put<uint64_t>(&head, ChecksumBytes(head.data(), head.size()));
+  return head;
+}
+
+std::string EncodeBlob(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens,
+                       uint64_t parent, std::string_view payload) {
+  std::string out = EncodeBlobHead(identity, kind, first, tokens, parent, payload);
+  out.append(payload);
   return out;
 }
-template std::string EncodeBlobAs<std::string>(uint64_t, BlobKind, int32_t, std::span<const int32_t>, uint64_t,
-                                               std::span<const std::string_view>);
-template BigBytes EncodeBlobAs<BigBytes>(uint64_t, BlobKind, int32_t, std::span<const int32_t>, uint64_t,
-                                         std::span<const std::string_view>);
 
 Expected<Blob> DecodeBlob(std::string_view b, uint64_t identity, BlobKind kind, int32_t end, uint64_t chain) {
   if (b.size() < kHeaderBytes + 8) return Error::Corrupt("store value truncated (" + std::to_string(b.size()) + " B)");
@@ -84,7 +71,7 @@ Expected<Blob> DecodeBlob(std::string_view b, uint64_t identity, BlobKind kind, 
   if (out.first < 0 || out.end <= out.first || out.end > kMaxTokens) return Error::Corrupt("store value span invalid");
   const size_t head_end = kHeaderBytes + static_cast<size_t>(out.end - out.first) * 4;
   if (b.size() < head_end + 8) return Error::Corrupt("store value truncated in its tokens");
-  if (HashBytes(b.data(), head_end) != Get<uint64_t>(b, head_end)) return Error::Corrupt("store value header checksum mismatch");
+  if (ChecksumBytes(b.data(), head_end) != Get<uint64_t>(b, head_end)) return Error::Corrupt("store value header checksum mismatch");
   if (Get<uint64_t>(b, 16) != identity)
     return Error::Unsupported("store value is for another model, KV type or page size");
   out.chain = Get<uint64_t>(b, 32);
@@ -96,7 +83,7 @@ Expected<Blob> DecodeBlob(std::string_view b, uint64_t identity, BlobKind kind, 
   if (payload_bytes != b.size() - payload_at)
     return Error::Corrupt("store value payload is " + std::to_string(b.size() - payload_at) + " B, header says " +
                           std::to_string(payload_bytes) + " B (torn write?)");
-  if (HashBytes(b.data() + payload_at, payload_bytes) != Get<uint64_t>(b, 56))
+  if (ChecksumBytes(b.data() + payload_at, payload_bytes) != Get<uint64_t>(b, 56))
     return Error::Corrupt("store value payload checksum mismatch");
   out.tokens.resize(static_cast<size_t>(out.end - out.first));
   std::memcpy(out.tokens.data(), b.data() + kHeaderBytes, out.tokens.size() * 4);
@@ -123,14 +110,14 @@ std::string EncodeStoreIndex(uint64_t identity, uint64_t clock, std::span<const 
     Put<int64_t>(&out, e.saved_tokens);
     Put<uint64_t>(&out, e.last_use);
   }
-  Put<uint64_t>(&out, HashBytes(out.data(), out.size()));
+  Put<uint64_t>(&out, ChecksumBytes(out.data(), out.size()));
   return out;
 }
 
 Expected<StoreIndex> DecodeStoreIndex(std::string_view b, uint64_t identity) {
   if (b.size() < 40) return Error::Corrupt("store index truncated");
   if (std::memcmp(b.data(), kIndexMagic, 8) != 0) return Error::Corrupt("not a rewind store index (bad magic)");
-  if (HashBytes(b.data(), b.size() - 8) != Get<uint64_t>(b, b.size() - 8))
+  if (ChecksumBytes(b.data(), b.size() - 8) != Get<uint64_t>(b, b.size() - 8))
     return Error::Corrupt("store index checksum mismatch (torn or corrupt)");
   if (const uint32_t v = Get<uint32_t>(b, 8); v != kStoreFormatVersion)
     return Error::Unsupported("store index of format " + std::to_string(v));

@@ -15,6 +15,7 @@
 // Blob layout: [0] magic "RWBLOB\0\1" [8] u32 version [12] u32 kind (1 page, 2 state) [16] u64 identity
 // [24] i32 first [28] i32 end [32] u64 c(end) [40] u64 c(first) [48] u64 payload bytes
 // [56] u64 payload checksum [64] i32 tokens[first, end) then u64 checksum of everything before, then the payload.
+// Checksums are ChecksumBytes (base/hash.h).
 // A page's payload is [attention layer][K | V][end - first rows][row bytes].
 #pragma once
 
@@ -24,12 +25,12 @@
 #include <string_view>
 #include <vector>
 
-#include "base/big_buffer.h"
 #include "base/expected.h"
 
 namespace rw::memory {
 
-inline constexpr uint32_t kStoreFormatVersion = 2;
+// 3: checksums by ChecksumBytes (base/hash.h) instead of byte-serial FNV-1a.
+inline constexpr uint32_t kStoreFormatVersion = 3;
 // Bumped when a kernel change alters the bits of K/V or states (never so far: docs/exactness.md).
 inline constexpr uint32_t kKernelBitsGeneration = 1;
 
@@ -52,14 +53,12 @@ struct Blob {
   std::string payload;
 };
 
-// Bytes: std::string or BigBytes (a large state's blob in huge pages, base/big_buffer.h).
-template <class Bytes>
-Bytes EncodeBlobAs(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens, uint64_t parent,
-                   std::span<const std::string_view> payload_parts);
-inline std::string EncodeBlob(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens,
-                              uint64_t parent, std::span<const std::string_view> payload_parts) {
-  return EncodeBlobAs<std::string>(identity, kind, first, tokens, parent, payload_parts);
-}
+// The value's bytes are EncodeBlobHead(...) followed by the payload: a writer can store the two without copying
+// a large payload (StoreBackend::PutParts).
+std::string EncodeBlobHead(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens,
+                           uint64_t parent, std::string_view payload);
+std::string EncodeBlob(uint64_t identity, BlobKind kind, int32_t first, std::span<const int32_t> tokens,
+                       uint64_t parent, std::string_view payload);
 // Validates everything, including that c(end) == HashTokens(tokens, parent) and that the value is the one
 // asked for (kind, end, chain). kCorrupt or kUnsupported (other version or identity).
 Expected<Blob> DecodeBlob(std::string_view bytes, uint64_t identity, BlobKind kind, int32_t end, uint64_t chain);

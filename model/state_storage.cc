@@ -1,8 +1,13 @@
 #include "model/state_storage.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "base/check.h"
 
@@ -10,26 +15,75 @@ namespace rw::model {
 namespace internal {
 
 // Free checkpoint buffers of one storage (thread-safe: a checkpoint may be dropped on another thread). It keeps
-// at most kKeep: in steady state a cache drops about one checkpoint per one it takes, and more would hold
-// memory outside the cache budget.
+// at most `keep`: in steady state a cache drops about one checkpoint per one it takes, and more would hold memory
+// outside the cache budget. With a filler (StateStorage::KeepSpares), a background thread of the lowest priority
+// maps and touches new buffers until `keep` are ready, so a snapshot taken while the cache grows copies into
+// memory that has already faulted in rather than paying the first touch on the engine thread (on the 2-core
+// virtual machine about 100 ms per 19 MiB state for memory the process never had: docs/performance.md).
 class StateBufferPool {
  public:
-  static constexpr size_t kKeep = 2;
+  explicit StateBufferPool(size_t floats) : floats_(floats) {}
+  ~StateBufferPool() { StopFiller(); }
+
   BigVector<float> Take() {
     std::lock_guard<std::mutex> lock(mu_);
     if (free_.empty()) return {};
     BigVector<float> v = std::move(free_.back());
     free_.pop_back();
+    cv_.notify_all();
     return v;
   }
   void Give(BigVector<float>&& v) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (free_.size() < kKeep) free_.push_back(std::move(v));
+    if (free_.size() < keep_) free_.push_back(std::move(v));
+  }
+  size_t spares() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return free_.size();
+  }
+
+  void StartFiller(size_t keep) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      keep_ = std::max(keep_, keep);
+      if (filler_.joinable() || floats_ == 0) return;
+    }
+    filler_ = std::thread([this] { FillLoop(); });
+  }
+  void StopFiller() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (filler_.joinable()) filler_.join();
   }
 
  private:
+  void FillLoop() {
+    sched_param idle{};
+    // Best effort: where SCHED_IDLE is refused the filler still works, at normal priority.
+    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || free_.size() < keep_; });
+      if (stop_) return;
+      lock.unlock();
+      BigVector<float> v;
+      v.resize(floats_);  // mapped, not initialised: the writes below fault every page in
+      for (size_t i = 0; i < floats_; i += 1024) v[i] = 0.0f;
+      lock.lock();
+      if (free_.size() < keep_) free_.push_back(std::move(v));
+    }
+  }
+
+  const size_t floats_;
   std::mutex mu_;
+  std::condition_variable cv_;
   std::vector<BigVector<float>> free_;
+  size_t keep_ = 2;
+  bool stop_ = false;
+  std::thread filler_;
 };
 
 }  // namespace internal
@@ -58,7 +112,7 @@ Expected<std::unique_ptr<StateStorage>> StateStorage::Create(const StateShape& s
       shape.head_dim < 0 || shape.state_cols < 0)
     return Error::InvalidArgument("state storage: sizes must be non-negative");
   std::unique_ptr<StateStorage> s(new StateStorage(shape, n_slots));
-  s->pool_ = std::make_shared<internal::StateBufferPool>();
+  s->pool_ = std::make_shared<internal::StateBufferPool>(shape.slot_floats());
   try {
     s->data_.assign(shape.slot_floats() * n_slots, 0.0f);
   } catch (const std::bad_alloc&) {
@@ -97,6 +151,14 @@ void StateStorage::CopySlot(int32_t src, int32_t dst) {
   auto d = MutableSlotData(dst);
   std::memcpy(d.data(), s.data(), s.size_bytes());
 }
+
+StateStorage::~StateStorage() {
+  if (pool_ != nullptr) pool_->StopFiller();  // the pool itself may outlive the storage (checkpoints hold it)
+}
+
+void StateStorage::KeepSpares(size_t n) { pool_->StartFiller(n); }
+
+size_t StateStorage::spare_buffers() const { return pool_->spares(); }
 
 StateCheckpoint StateStorage::Snapshot(int32_t slot) const {
   auto s = SlotData(slot);

@@ -75,6 +75,7 @@ class StateCheckpoint {
 class StateStorage {
  public:
   static Expected<std::unique_ptr<StateStorage>> Create(const StateShape& shape, int32_t n_slots);
+  ~StateStorage();
   StateStorage(const StateStorage&) = delete;
   StateStorage& operator=(const StateStorage&) = delete;
 
@@ -94,6 +95,11 @@ class StateStorage {
   // Deep copies.
   void CopySlot(int32_t src, int32_t dst);
   StateCheckpoint Snapshot(int32_t slot) const;
+  // Keeps up to n free snapshot buffers ready, mapped and faulted in by a background thread of the lowest
+  // priority (SCHED_IDLE), so Snapshot never waits for fresh memory while the cache grows. They are memory
+  // outside the cache budget (n states). Without it, the two last dropped checkpoints' buffers are kept.
+  void KeepSpares(size_t n);
+  size_t spare_buffers() const;
   // Errors if the checkpoint's size does not match this storage's slot size.
   Status Restore(const StateCheckpoint& checkpoint, int32_t slot);
 

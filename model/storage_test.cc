@@ -1,7 +1,10 @@
 // KV pages and recurrent-state slots: layout, deep copies, snapshot / restore, sizes.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <set>
+#include <thread>
 
 #include "model/kv_storage.h"
 #include "model/state_storage.h"
@@ -127,6 +130,36 @@ TEST(StateStorage, SnapshotsReuseTheBuffersOfDroppedCheckpoints) {
   EXPECT_EQ(std::memcmp(c.data().data(), st->SlotData(1).data(), shape.bytes_per_state()), 0);
   st.reset();
   EXPECT_EQ(b.data()[shape.conv_floats() + shape.layer_floats() + 3], -9.0f);
+}
+
+// Waits (bounded) until the storage's background filler has n spare buffers ready.
+bool WaitForSpares(const StateStorage& st, size_t n) {
+  for (int i = 0; i < 2000 && st.spare_buffers() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return st.spare_buffers() >= n;
+}
+
+// KeepSpares: the filler makes n buffers ready before they are asked for; snapshots take them (new buffers, each
+// holding exactly its slot's bytes) and the filler makes more; the storage stops its filler when destroyed while
+// checkpoints it made live on.
+TEST(StateStorage, KeepSparesReadiesBuffersAheadOfSnapshots) {
+  StateShape shape{2, 6, 3, 2, 4};
+  auto st = std::move(StateStorage::Create(shape, 2)).value();
+  EXPECT_EQ(st->spare_buffers(), 0u);
+  st->KeepSpares(3);
+  ASSERT_TRUE(WaitForSpares(*st, 3)) << "the filler made " << st->spare_buffers() << " of 3 buffers";
+  st->Delta(1, 0)[2] = 4.0f;
+  std::vector<StateCheckpoint> held;
+  std::set<const float*> buffers;
+  for (int i = 0; i < 5; ++i) {
+    held.push_back(st->Snapshot(i % 2));
+    buffers.insert(held.back().data().data());
+    EXPECT_EQ(std::memcmp(held.back().data().data(), st->SlotData(i % 2).data(), shape.bytes_per_state()), 0);
+  }
+  EXPECT_EQ(buffers.size(), 5u);  // live checkpoints never share a buffer
+  ASSERT_TRUE(WaitForSpares(*st, 3));
+  EXPECT_LE(st->spare_buffers(), 3u);
+  st.reset();
+  EXPECT_EQ(held[1].data()[shape.conv_floats() + 2], 4.0f);
 }
 
 }  // namespace

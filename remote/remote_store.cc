@@ -164,25 +164,23 @@ void RemoteStore::Process(Job& job) {
       continue;
     }
     const int32_t first = first_of(e);
-    const std::string_view part = rows;
     writes.push_back(SetCommand(
         key,
         memory::EncodeBlob(cfg_.identity, memory::BlobKind::kPage, first,
                            tokens.subspan(static_cast<size_t>(first), static_cast<size_t>(e - first)),
-                           i == 0 ? cfg_.identity : chains[i - 1], {&part, 1}),
+                           i == 0 ? cfg_.identity : chains[i - 1], rows),
         cfg_.ttl_s));
     sent += static_cast<int64_t>(writes.back()[2].size());
   }
   if (st.ok()) {
     // The state goes last: a replica that finds it finds its pages (unless Redis evicted one: then a miss).
     const int32_t first = first_of(end);
-    const std::string_view part = put.state;
     const std::string state_key = Key(memory::StateKey(end, chains.back()));
     writes.push_back(
         SetCommand(state_key,
                    memory::EncodeBlob(cfg_.identity, memory::BlobKind::kState, first,
                                       tokens.subspan(static_cast<size_t>(first)),
-                                      ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity, {&part, 1}),
+                                      ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity, put.state),
                    cfg_.ttl_s));
     sent += static_cast<int64_t>(writes.back()[2].size());
     bool announced = false;
