@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/file.h"
+#include "chat/output_parser_testing.h"
 
 namespace rw::chat {
 namespace {
@@ -24,47 +25,6 @@ ParserOptions Thinking() {
   o.starts_in_reasoning = true;
   o.tools = WeatherTools();
   return o;
-}
-
-// Concatenation of every delta, as a streaming client would see it.
-ParsedMessage Stream(const std::string& text, const ParserOptions& o, const std::vector<size_t>& cuts) {
-  OutputParser p(o);
-  ParsedMessage acc;
-  auto take = [&](const ParserDelta& d) {
-    acc.content += d.content;
-    acc.reasoning_content += d.reasoning;
-    for (const auto& tc : d.tool_calls) {
-      if (!tc.name.empty()) {  // a call's first fragment
-        EXPECT_EQ(tc.index, acc.tool_calls.size());
-        acc.tool_calls.push_back({tc.name, tc.arguments});
-      } else {
-        ASSERT_LT(tc.index, acc.tool_calls.size());
-        acc.tool_calls[tc.index].arguments += tc.arguments;
-      }
-    }
-  };
-  size_t prev = 0;
-  for (size_t c : cuts) {
-    take(p.Feed(std::string_view(text).substr(prev, c - prev)));
-    prev = c;
-  }
-  take(p.Feed(std::string_view(text).substr(prev)));
-  take(p.Finish());
-  const ParsedMessage& m = p.message();
-  EXPECT_EQ(m.content, acc.content);
-  EXPECT_EQ(m.reasoning_content, acc.reasoning_content);
-  EXPECT_EQ(m.tool_calls.size(), acc.tool_calls.size());
-  return acc;
-}
-
-void ExpectSame(const ParsedMessage& a, const ParsedMessage& b, const std::string& where) {
-  EXPECT_EQ(a.content, b.content) << where;
-  EXPECT_EQ(a.reasoning_content, b.reasoning_content) << where;
-  ASSERT_EQ(a.tool_calls.size(), b.tool_calls.size()) << where;
-  for (size_t i = 0; i < a.tool_calls.size(); ++i) {
-    EXPECT_EQ(a.tool_calls[i].name, b.tool_calls[i].name) << where;
-    EXPECT_EQ(a.tool_calls[i].arguments, b.tool_calls[i].arguments) << where;
-  }
 }
 
 const char* kToolCallOutput =
@@ -166,18 +126,14 @@ TEST(OutputParser, ValuesThatDoNotFitTheSchemaFallBackToStrings) {
 }
 
 TEST(OutputParser, MalformedToolCallsDegradeToContent) {
-  const char* bad[] = {
+  ExpectMalformedStaysContent({
       "text <tool_call>\nnot a function\n</tool_call> after",
       "<tool_call>\n<function=>\n</function>\n</tool_call>",
       "<tool_call>\n<function=f>\nno parameter\n</tool_call>",
       "<tool_call>\n{\"arguments\": {\"x\": 1}}\n</tool_call>",
       "<tool_call>\n{not json}\n</tool_call>",
-  };
-  for (const char* text : bad) {
-    ParsedMessage m = ParseOutput(text, ParserOptions{});
-    EXPECT_TRUE(m.tool_calls.empty()) << text;
-    EXPECT_NE(m.content.find("<tool_call>"), std::string::npos) << text;
-  }
+  },
+                              ParserOptions{}, "<tool_call>");
 }
 
 TEST(OutputParser, CallsWhoseStructureWasConfirmedAreCompletedWhenTheirEndIsMissing) {
@@ -290,16 +246,7 @@ TEST(OutputParser, StreamingSplitAtEveryByteMatchesOneShot) {
       {"<think>\nr1\n\nr2\n</think>\n\ncontent  with  spaces \n", Legacy(plain)},
       {"<think>\nunterminated reasoning <tool_ca", Legacy(plain)},
   };
-  for (const auto& s : samples) {
-    ParsedMessage one = ParseOutput(s.text, s.opt);
-    ExpectSame(Stream(s.text, s.opt, {}), one, "whole: " + s.text);
-    for (size_t cut = 0; cut <= s.text.size(); ++cut) {
-      ExpectSame(Stream(s.text, s.opt, {cut}), one, "cut " + std::to_string(cut) + ": " + s.text);
-    }
-    std::vector<size_t> every;
-    for (size_t i = 1; i < s.text.size(); ++i) every.push_back(i);
-    ExpectSame(Stream(s.text, s.opt, every), one, "byte by byte: " + s.text);
-  }
+  for (const auto& s : samples) ExpectStreamingMatchesOneShot(s.text, s.opt);
 }
 
 // --- The hybrid families' formats, each selected from its published template (tests/data/chat). ---
@@ -337,11 +284,8 @@ TEST(ToolCallFormats, EachFamilyTemplateSelectsItsFormat) {
 TEST(ToolCallFormats, ParsesNemotronNanoV2ToolCallArraysAsParallelCalls) {
   ParsedMessage m = ParseOutput(kNemotronV2Output, NemotronV2(true));
   EXPECT_EQ(m.reasoning_content, "The user wants two cities.");
-  EXPECT_EQ(m.content, "Checking both.");
-  ASSERT_EQ(m.tool_calls.size(), 2u);
-  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
-  EXPECT_EQ(m.tool_calls[0].arguments, R"({"city": "Oslo", "days": 2})");
-  EXPECT_EQ(m.tool_calls[1].arguments, R"({"city": "Rome", "tags": ["a", {"k": "]}"}]})");
+  ExpectTwoWeatherCalls(m, R"({"city": "Oslo", "days": 2})",
+                        R"({"city": "Rome", "tags": ["a", {"k": "]}"}]})");
   // Thinking off: the prompt closed the block ("<think></think>"); text after the calls is content.
   ParsedMessage off = ParseOutput("<TOOLCALL>[{\"name\": \"ping\"}]</TOOLCALL> done", NemotronV2(false));
   ASSERT_EQ(off.tool_calls.size(), 1u);
@@ -361,13 +305,9 @@ TEST(ToolCallFormats, NemotronArraysAreLenientAboutBracketsAndEndsButNeverInvent
       ParseOutput("<TOOLCALL>[{\"name\": \"f\", \"arguments\": {\"a\": \"x", NemotronV2(false));
   ASSERT_EQ(cut.tool_calls.size(), 1u);
   EXPECT_EQ(cut.tool_calls[0].arguments, R"({"a": "x"})");
-  const char* bad[] = {"see <TOOLCALL>not json</TOOLCALL> here", "<TOOLCALL>[]</TOOLCALL>",
-                       "<TOOLCALL>[{\"arguments\": {}}]</TOOLCALL>", "<TOOLCALL>[\"f\"]</TOOLCALL>"};
-  for (const char* text : bad) {
-    ParsedMessage m = ParseOutput(text, NemotronV2(false));
-    EXPECT_TRUE(m.tool_calls.empty()) << text;
-    EXPECT_NE(m.content.find("<TOOLCALL>"), std::string::npos) << text;
-  }
+  ExpectMalformedStaysContent({"see <TOOLCALL>not json</TOOLCALL> here", "<TOOLCALL>[]</TOOLCALL>",
+                       "<TOOLCALL>[{\"arguments\": {}}]</TOOLCALL>", "<TOOLCALL>[\"f\"]</TOOLCALL>"},
+                              NemotronV2(false), "<TOOLCALL>");
   // A broken second element ends the block after the first call; its text is content, not lost.
   ParsedMessage half = ParseOutput("<TOOLCALL>[{\"name\": \"f\"}, oops]</TOOLCALL>", NemotronV2(false));
   ASSERT_EQ(half.tool_calls.size(), 1u);
@@ -435,15 +375,7 @@ TEST(ToolCallFormats, NemotronArrayStreamingSplitAtEveryByteMatchesOneShot) {
       {"<TOOLCALL> [ {\"name\": \"f\", \"arguments\": {\"a\": [1, \"un", NemotronV2(false)},
       {"<TOOLCALL>[{\"name\": \"f\"}, oops]</TOOLCALL>", NemotronV2(false)},
   };
-  for (const auto& [text, opt] : samples) {
-    ParsedMessage one = ParseOutput(text, opt);
-    for (size_t cut = 0; cut <= text.size(); ++cut) {
-      ExpectSame(Stream(text, opt, {cut}), one, "cut " + std::to_string(cut) + ": " + text);
-    }
-    std::vector<size_t> every;
-    for (size_t i = 1; i < text.size(); ++i) every.push_back(i);
-    ExpectSame(Stream(text, opt, every), one, "byte by byte: " + text);
-  }
+  for (const auto& [text, opt] : samples) ExpectStreamingMatchesOneShot(text, opt);
 }
 
 // --- LFM2: Python-style calls between <|tool_call_start|> and <|tool_call_end|>. ---
@@ -462,13 +394,9 @@ const char* kLfm2Output =
 
 TEST(ToolCallFormats, ParsesLfm2PythonStyleCallsAsParallelCalls) {
   ParsedMessage m = ParseOutput(kLfm2Output, Lfm2());
-  EXPECT_EQ(m.content, "Checking both.");
-  ASSERT_EQ(m.tool_calls.size(), 2u);
-  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
-  EXPECT_EQ(m.tool_calls[0].arguments, R"({"city":"Oslo","days":2})");
-  EXPECT_EQ(m.tool_calls[1].arguments,
-            "{\"city\":\"Rome\",\"tags\":[\"a\",{\"k\":\"]}\",\"n\":[1,-2500.0]}],\"ok\":true,"
-            "\"none\":null,\"esc\":\"q\\\"\u00e9\\n\"}");
+  ExpectTwoWeatherCalls(m, R"({"city":"Oslo","days":2})",
+                        "{\"city\":\"Rome\",\"tags\":[\"a\",{\"k\":\"]}\",\"n\":[1,-2500.0]}],\"ok\":true,"
+                        "\"none\":null,\"esc\":\"q\\\"\u00e9\\n\"}");
   // JSON spellings, no arguments, a lone call without brackets, text after the block.
   ParsedMessage j = ParseOutput("<|tool_call_start|>[ping(), f(a=true, b=null)]<|tool_call_end|> done", Lfm2());
   ASSERT_EQ(j.tool_calls.size(), 2u);
@@ -489,14 +417,10 @@ TEST(ToolCallFormats, Lfm2CallsAreLenientAboutEndsButNeverInventCalls) {
   ParsedMessage no_paren = ParseOutput("<|tool_call_start|>[f(a=1]<|tool_call_end|>", Lfm2());
   ASSERT_EQ(no_paren.tool_calls.size(), 1u);
   EXPECT_TRUE(no_paren.content.empty());
-  const char* bad[] = {"see <|tool_call_start|>not a call<|tool_call_end|> here",
+  ExpectMalformedStaysContent({"see <|tool_call_start|>not a call<|tool_call_end|> here",
                        "<|tool_call_start|>[]<|tool_call_end|>", "<|tool_call_start|>[\"f\"]<|tool_call_end|>",
-                       "<|tool_call_start|>[42(a=1)]<|tool_call_end|>"};
-  for (const char* text : bad) {
-    ParsedMessage m = ParseOutput(text, Lfm2());
-    EXPECT_TRUE(m.tool_calls.empty()) << text;
-    EXPECT_NE(m.content.find("<|tool_call_start|>"), std::string::npos) << text;
-  }
+                       "<|tool_call_start|>[42(a=1)]<|tool_call_end|>"},
+                              Lfm2(), "<|tool_call_start|>");
   // A broken argument ends the call and the block; the rest is content, not lost.
   ParsedMessage half = ParseOutput("<|tool_call_start|>[f(a=1, b=oops)]<|tool_call_end|>", Lfm2());
   ASSERT_EQ(half.tool_calls.size(), 1u);
@@ -535,15 +459,7 @@ TEST(ToolCallFormats, Lfm2StreamingSplitAtEveryByteMatchesOneShot) {
       "<|tool_call_start|>[f(a=1, b=oops)]<|tool_call_end|>",
       "<|tool_call_start|>[f(a=1), g(s='\\ud83d\\ude00', t=1.)]\n<|tool_call_end|>\n",
   };
-  for (const auto& text : samples) {
-    ParsedMessage one = ParseOutput(text, Lfm2());
-    for (size_t cut = 0; cut <= text.size(); ++cut) {
-      ExpectSame(Stream(text, Lfm2(), {cut}), one, "cut " + std::to_string(cut) + ": " + text);
-    }
-    std::vector<size_t> every;
-    for (size_t i = 1; i < text.size(); ++i) every.push_back(i);
-    ExpectSame(Stream(text, Lfm2(), every), one, "byte by byte: " + text);
-  }
+  for (const auto& text : samples) ExpectStreamingMatchesOneShot(text, Lfm2());
 }
 
 }  // namespace

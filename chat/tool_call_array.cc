@@ -36,7 +36,7 @@ Result ToolCallArrayParser::Element(bool final, std::vector<ToolCallDelta>* out,
     size_t i = SkipWs(buf_, pos_);
     if (i == buf_.size()) return final ? EndAt(pos_) : Result::kNeedMore;
     if (buf_[i] != '{') return EndAt(pos_);  // e.g. "[]" or a trailing comma: no call here
-    element_ = std::make_unique<ToolCallBlockParser>(tools_, first_index_ + n_calls_);
+    element_ = std::make_unique<ToolCallBlockParser>(tools_, CallIndex());
     element_start_ = i;
   }
   size_t fed = element_start_ + element_->text().size();

@@ -21,7 +21,7 @@ namespace rw::chat {
 class ToolCallArrayParser : public ToolCallList {
  public:
   ToolCallArrayParser(const nlohmann::ordered_json* tools, size_t first_index, std::string_view close_tag)
-      : ToolCallList(close_tag), tools_(tools), first_index_(first_index) {}
+      : ToolCallList(first_index, close_tag), tools_(tools) {}
 
  private:
   enum class Phase { kOpen, kElement, kAfterElement, kClose };
@@ -31,7 +31,6 @@ class ToolCallArrayParser : public ToolCallList {
   Result Element(bool final, std::vector<ToolCallDelta>* out, bool* progressed);
 
   const nlohmann::ordered_json* tools_;
-  size_t first_index_;
   Phase phase_ = Phase::kOpen;
   std::unique_ptr<ToolCallBlockParser> element_;  // the element being parsed
   size_t element_start_ = 0;                      // offset in buf_ of the element's text

@@ -29,7 +29,7 @@ void KimiCallsParser::Arguments(std::string_view text, std::vector<ToolCallDelta
   const std::string raw = Trim(text);
   auto j = nlohmann::ordered_json::parse(raw, nullptr, /*allow_exceptions=*/false);
   ToolCallDelta d;
-  d.index = first_index_ + n_calls_;
+  d.index = CallIndex();
   d.arguments = raw.empty() ? "{}" : (!j.is_discarded() && j.is_object()) ? j.dump() : raw;
   out->push_back(std::move(d));
   ++n_calls_;
@@ -61,7 +61,7 @@ Result KimiCallsParser::Step(bool final, std::vector<ToolCallDelta>* out, bool* 
       const std::string name = KimiCallName(all.substr(pos_, at - pos_));
       if (name.empty() || name.find_first_of("\n<") != std::string::npos) return EndAt(pos_ - kCallBegin.size());
       ToolCallDelta d;
-      d.index = first_index_ + n_calls_;
+      d.index = CallIndex();
       d.name = name;
       out->push_back(std::move(d));
       pos_ = at + kArgBegin.size();

@@ -22,8 +22,7 @@ namespace rw::chat {
 
 class KimiCallsParser : public ToolCallList {
  public:
-  KimiCallsParser(size_t first_index, std::string_view close_tag)
-      : ToolCallList(close_tag), first_index_(first_index) {}
+  using ToolCallList::ToolCallList;  // (first_index, close_tag)
 
  private:
   enum class Phase { kCall, kId, kArgs };
@@ -31,7 +30,6 @@ class KimiCallsParser : public ToolCallList {
   Result EndOfOutput(std::vector<ToolCallDelta>* out) override;
   void Arguments(std::string_view text, std::vector<ToolCallDelta>* out);
 
-  size_t first_index_;
   Phase phase_ = Phase::kCall;
 };
 

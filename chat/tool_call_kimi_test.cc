@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "chat/output_parser.h"
+#include "chat/output_parser_testing.h"
 
 namespace rw::chat {
 namespace {
@@ -28,12 +29,7 @@ const char* kKimiOutput =
 
 TEST(KimiToolCalls, ParsesTheSectionAsParallelCalls) {
   ParsedMessage m = ParseOutput(kKimiOutput, Kimi());
-  EXPECT_EQ(m.content, "Checking both.");
-  ASSERT_EQ(m.tool_calls.size(), 2u);
-  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
-  EXPECT_EQ(m.tool_calls[0].arguments, R"({"city":"Oslo","days":2})");
-  EXPECT_EQ(m.tool_calls[1].name, "get_weather");
-  EXPECT_EQ(m.tool_calls[1].arguments, R"({"city":"Rome","tags":["<|x|>",{"k":1.5}]})");
+  ExpectTwoWeatherCalls(m, R"({"city":"Oslo","days":2})", R"({"city":"Rome","tags":["<|x|>",{"k":1.5}]})");
   // Text after the section is content; an id without the prefix or index is the name.
   ParsedMessage j = ParseOutput(
       "<|tool_calls_section_begin|><|tool_call_begin|>ping<|tool_call_argument_begin|><|tool_call_end|>"
@@ -60,14 +56,10 @@ TEST(KimiToolCalls, AreLenientAboutEndsButNeverInventCalls) {
       Kimi());
   ASSERT_EQ(no_end.tool_calls.size(), 1u);
   EXPECT_TRUE(no_end.content.empty());
-  const char* bad[] = {"see <|tool_calls_section_begin|>not a call<|tool_calls_section_end|> here",
+  ExpectMalformedStaysContent({"see <|tool_calls_section_begin|>not a call<|tool_calls_section_end|> here",
                        "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_end|>",
-                       "<|tool_calls_section_begin|><|tool_call_begin|>\n<|tool_call_argument_begin|>{}"};
-  for (const char* text : bad) {
-    ParsedMessage m = ParseOutput(text, Kimi());
-    EXPECT_TRUE(m.tool_calls.empty()) << text;
-    EXPECT_NE(m.content.find("<|tool_calls_section_begin|>"), std::string::npos) << text;
-  }
+                       "<|tool_calls_section_begin|><|tool_call_begin|>\n<|tool_call_argument_begin|>{}"},
+                              Kimi(), "<|tool_calls_section_begin|>");
   // An empty section is dropped: no call, no text.
   ParsedMessage empty = ParseOutput("a<|tool_calls_section_begin|><|tool_calls_section_end|>b", Kimi());
   EXPECT_TRUE(empty.tool_calls.empty());
@@ -97,27 +89,6 @@ TEST(KimiToolCalls, StreamTheNameFirstThenTheArguments) {
   EXPECT_EQ(p.message().tool_calls.size(), 1u);
 }
 
-ParsedMessage Stream(const std::string& text, const std::vector<size_t>& cuts) {
-  OutputParser p(Kimi());
-  size_t at = 0;
-  for (size_t c : cuts) {
-    p.Feed(std::string_view(text).substr(at, c - at));
-    at = c;
-  }
-  p.Feed(std::string_view(text).substr(at));
-  p.Finish();
-  return p.message();
-}
-
-void ExpectSame(const ParsedMessage& a, const ParsedMessage& b, const std::string& what) {
-  EXPECT_EQ(a.content, b.content) << what;
-  ASSERT_EQ(a.tool_calls.size(), b.tool_calls.size()) << what;
-  for (size_t i = 0; i < a.tool_calls.size(); ++i) {
-    EXPECT_EQ(a.tool_calls[i].name, b.tool_calls[i].name) << what;
-    EXPECT_EQ(a.tool_calls[i].arguments, b.tool_calls[i].arguments) << what;
-  }
-}
-
 TEST(KimiToolCalls, StreamingSplitAtEveryByteMatchesOneShot) {
   const std::vector<std::string> samples = {
       kKimiOutput,
@@ -125,13 +96,7 @@ TEST(KimiToolCalls, StreamingSplitAtEveryByteMatchesOneShot) {
       "<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|> c <|to",
       "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{\"a\": [1, \"un",
   };
-  for (const auto& text : samples) {
-    ParsedMessage one = ParseOutput(text, Kimi());
-    for (size_t cut = 0; cut <= text.size(); ++cut) ExpectSame(Stream(text, {cut}), one, "cut " + std::to_string(cut));
-    std::vector<size_t> every;
-    for (size_t i = 1; i < text.size(); ++i) every.push_back(i);
-    ExpectSame(Stream(text, every), one, "byte by byte: " + text);
-  }
+  for (const auto& text : samples) ExpectStreamingMatchesOneShot(text, Kimi());
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The part shared by the tool-call blocks that hold a list of calls, "[call, call, ...]" then a closing tag
-// (ToolCallArrayParser: Nemotron Nano v2's JSON array; PythonicCallsParser: LFM2's Python-style calls).
-// Lenient in the same ways: no brackets (one call), a missing "]", a missing closing tag at the end of
-// output.
+// (ToolCallArrayParser: Nemotron Nano v2's JSON array; PythonicCallsParser: LFM2's Python-style calls;
+// KimiCallsParser: Kimi's call section, which has no brackets). Lenient in the same ways: no brackets (one
+// call), a missing "]", a missing closing tag at the end of output. Call k of the block gets index
+// first_index + k.
 #pragma once
 
 #include <string_view>
@@ -12,8 +13,14 @@
 namespace rw::chat {
 
 class ToolCallList : public ToolCallBlock {
+ public:
+  // Public so that the parsers inherit it (`using ToolCallList::ToolCallList`); the class stays abstract.
+  ToolCallList(size_t first_index, std::string_view close_tag)
+      : first_index_(first_index), close_tag_(close_tag) {}
+
  protected:
-  explicit ToolCallList(std::string_view close_tag) : close_tag_(close_tag) {}
+  // The index of the call being read.
+  size_t CallIndex() const { return first_index_ + n_calls_; }
 
   // The block ends at `at`; before any call it is malformed instead.
   Result EndAt(size_t at) {
@@ -39,6 +46,7 @@ class ToolCallList : public ToolCallBlock {
     return EndAt(pos_);
   }
 
+  size_t first_index_;
   std::string_view close_tag_;
   bool bracketed_ = true;
   size_t n_calls_ = 0;

@@ -185,7 +185,7 @@ PyLiteral ParsePythonLiteral(std::string_view s, size_t* pos, Json* out) {
 }
 
 void PythonicCallsParser::CloseCall(std::vector<ToolCallDelta>* out) {
-  out->push_back({first_index_ + n_calls_, "", n_args_ == 0 ? "{}" : "}"});
+  out->push_back({CallIndex(), "", n_args_ == 0 ? "{}" : "}"});
   ++n_calls_;
   phase_ = Phase::kAfterCall;
 }
@@ -236,7 +236,7 @@ Result PythonicCallsParser::CallName(size_t i, bool final, std::vector<ToolCallD
   const size_t k = SkipWs(all, j);
   if (k == all.size()) return final ? EndAt(pos_) : Result::kNeedMore;
   if (all[k] != '(') return EndAt(pos_);
-  out->push_back({first_index_ + n_calls_, std::string(all.substr(i, j - i)), ""});
+  out->push_back({CallIndex(), std::string(all.substr(i, j - i)), ""});
   n_args_ = 0;
   pos_ = k + 1;
   phase_ = Phase::kArgs;
@@ -278,7 +278,7 @@ Result PythonicCallsParser::Argument(size_t i, std::vector<ToolCallDelta>* out, 
   std::string text = n_args_ == 0 ? "{" : ",";
   text += Json(std::string(all.substr(i, j - i))).dump() + ":" +
           value.dump(-1, ' ', false, Json::error_handler_t::replace);
-  out->push_back({first_index_ + n_calls_, "", std::move(text)});
+  out->push_back({CallIndex(), "", std::move(text)});
   ++n_args_;
   pos_ = p;
   *progressed = true;

@@ -22,8 +22,7 @@ namespace rw::chat {
 
 class PythonicCallsParser : public ToolCallList {
  public:
-  PythonicCallsParser(size_t first_index, std::string_view close_tag)
-      : ToolCallList(close_tag), first_index_(first_index) {}
+  using ToolCallList::ToolCallList;  // (first_index, close_tag)
 
  private:
   enum class Phase { kOpen, kCall, kArgs, kAfterCall, kClose };
@@ -34,7 +33,6 @@ class PythonicCallsParser : public ToolCallList {
   // Closes the open call ("}" or "{}") and counts it.
   void CloseCall(std::vector<ToolCallDelta>* out);
 
-  size_t first_index_;
   Phase phase_ = Phase::kOpen;
   size_t n_args_ = 0;  // arguments of the open call emitted so far
 };

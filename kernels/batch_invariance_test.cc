@@ -10,22 +10,15 @@
 #include "kernels/attention.h"
 #include "kernels/conv.h"
 #include "kernels/matmul.h"
-#include "kernels/thread_pool.h"
+#include "kernels/random_testing.h"
 #include "kernels/ref/kernels_ref.h"
+#include "kernels/thread_pool.h"
 #if REWIND_HAVE_QUANTS
 #include "gguf/quants.h"
 #endif
 
 namespace rw::kernels {
 namespace {
-
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 bool SameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 

@@ -22,13 +22,17 @@ void GdnHeadStepPortable(float* M, const float* q, const float* k, const float* 
 void GdnHeadStepSimd(int width, float* M, const float* q, const float* k, const float* v, float beta, float g,
                      int32_t S, float* o, const float* M_in = nullptr);
 
-// One token of GdnHeadSteps: its q, k, v (v indexed by state row j), beta, g, and o (null: no output).
+// One token of GdnHeadSteps: its q, k, v (v indexed by state row j), beta, the decay and o (null: no output).
+// The decay is exp(g) on every key channel (Gated DeltaNet), or, when `decay` is set, decay[i] on key channel i
+// (Kimi Delta Attention, KDA: M[i][j] <- decay[i]·M[i][j], computed by the caller); the rest of the step is the
+// same. With every decay[i] = exp(g) a KDA token gives the GDN token's bits.
 struct GdnToken {
   const float* q = nullptr;
   const float* k = nullptr;
   const float* v = nullptr;
   float beta = 0, g = 0;
   float* o = nullptr;
+  const float* decay = nullptr;  // [S] per key channel (KDA); null: exp(g) on every channel
 };
 inline constexpr size_t kGdnTokenChunk = 64;
 inline constexpr int32_t kGdnRowBlock = 16;
@@ -37,26 +41,9 @@ inline constexpr int32_t kGdnRowBlock = 16;
 // independent, so each row goes through every token before the next: with AVX-512 and S = 32, 64 or 128 the
 // rows stay in registers (loaded and stored once per 16 tokens, the next rows prefetched); otherwise a block of
 // kGdnRowBlock rows (8 KiB at S = 128) goes through the tokens (in chunks of kGdnTokenChunk) while it stays in
-// L1. Every row gets exactly GdnHeadStep's operations in token order (same bits). width: as GdnHeadStepSimd,
-// 0 = portable, -1 = best.
+// L1. Every row gets exactly GdnHeadStep's operations in token order (same bits), and KDA tokens (per-channel
+// decay) take the same paths. width: as GdnHeadStepSimd, 0 = portable, -1 = best.
 void GdnHeadSteps(float* M, std::span<const GdnToken> tokens, int32_t S, const float* M_in = nullptr,
-                  int width = -1);
-
-// Kimi Delta Attention (KDA): the gated delta rule with one decay per key channel,
-//   M[i][j] <- decay[i]·M[i][j];  then δ, the rank-1 update and o exactly as GdnHeadStep
-// (decay = exp(g) per channel, computed by the caller). Tokens in order, the first reading M_in (optional); rows
-// in blocks through every token (the same operations per row whatever the block, so the bits of one call per
-// token). width: 0 = the portable loop, 256 = AVX2+FMA (same bits; the caller checks the CPU), -1 = best (AVX-512
-// machines run the AVX2 code).
-struct KdaToken {
-  const float* q = nullptr;
-  const float* k = nullptr;
-  const float* v = nullptr;
-  const float* decay = nullptr;  // [S]
-  float beta = 0;
-  float* o = nullptr;
-};
-void KdaHeadSteps(float* M, std::span<const KdaToken> tokens, int32_t S, const float* M_in = nullptr,
                   int width = -1);
 
 }  // namespace rw::kernels

@@ -1,8 +1,9 @@
-// AVX2 version of GdnHeadStep and KdaHeadStep (kernels/gdn.h), compiled with -mavx2 -mfma -ffp-contract=off. Per state row it
-// makes two passes instead of four: (decay, then dot with k) and (rank-1 update, then dot with q). Every value
-// is the one of the portable code in gdn.cc: the decay is a plain multiply, the update a multiply then an add
-// (no FMA, as in the portable loop), and both dots use DotF32's exact order (4 x 8 lanes over 32-element
-// chunks, then 8-element chunks into the first accumulator, fixed lane reduction, then an fma tail).
+// AVX2 version of GdnHeadStep (kernels/gdn.h; GDN and KDA tokens), compiled with -mavx2 -mfma
+// -ffp-contract=off. Per state row it makes two passes instead of four: (decay, then dot with k) and (rank-1
+// update, then dot with q). Every value is the one of the portable code in gdn.cc: the decay is a plain
+// multiply, the update a multiply then an add (no FMA, as in the portable loop), and both dots use DotF32's
+// exact order (4 x 8 lanes over 32-element chunks, then 8-element chunks into the first accumulator, fixed
+// lane reduction, then an fma tail).
 #include <immintrin.h>
 
 #include <cmath>

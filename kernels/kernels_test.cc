@@ -17,20 +17,13 @@
 #include "kernels/gdn.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
+#include "kernels/random_testing.h"
 #include "kernels/ref/kernels_ref.h"
 #include "kernels/rope.h"
 #include "kernels/thread_pool.h"
 
 namespace rw::kernels {
 namespace {
-
-std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 TEST(Dot, AvxAndPortableGiveIdenticalBitsAndMatchDoubleReference) {
   REWIND_SKIP_WITHOUT_AVX2();

@@ -35,6 +35,15 @@ inline __m256i SignBits(const uint8_t* p) {
 
 inline int64_t G64(const uint64_t* grid, int idx) { return static_cast<int64_t>(grid[idx]); }
 
+// Four 64-bit table entries, lane l at index (uint16 l at p >> shift) & mask (IQ2_XS: a 9-bit grid index in
+// bits 0-8 and 7 sign bits in bits 9-15 of each uint16).
+inline __m256i LanesOfU16x4(const uint8_t* p, const uint64_t* table, int shift, uint32_t mask) {
+  uint16_t v[4];
+  std::memcpy(v, p, 8);
+  const auto at = [&](int l) { return static_cast<int64_t>(table[(v[l] >> shift) & mask]); };
+  return _mm256_set_epi64x(at(3), at(2), at(1), at(0));
+}
+
 // The chunk pairs' magnitudes by inserts.
 template <class Iq>
 struct InsertGrid {
@@ -63,25 +72,23 @@ struct GroupScales {
   }
 };
 
-struct Iq2xs : GroupScales {
-  using Block = gguf::BlockIQ2_XS;
+// IQ2_XS and IQ2_S: grid entries by inserts, nibble scales, d / 8 (kFactor).
+template <class Iq, class B>
+struct Iq2Inserted : GroupScales {
+  using Block = B;
   static constexpr float kFactor = 0.125f;
-  using Wide = InsertGrid<Iq2xs>;
+  using Wide = InsertGrid<Iq>;
   static __m256i BlockScales(const Block* x) { return NibbleScales(x->scales); }
   REWIND_IQ_FEW_WIDE static __m512i WideScales(const Block* x) {
     return _mm512_castsi256_si512(BlockScales(x));
   }
+};
+
+struct Iq2xs : Iq2Inserted<Iq2xs, gguf::BlockIQ2_XS> {
   static __m256i Grid(const Block* x, int c) {
-    uint16_t v[4];
-    std::memcpy(v, x->qs + 8 * c, 8);
-    const uint64_t* g = gguf::grids::kIq2xsGrid;
-    return _mm256_set_epi64x(G64(g, v[3] & 511), G64(g, v[2] & 511), G64(g, v[1] & 511), G64(g, v[0] & 511));
+    return LanesOfU16x4(x->qs + 8 * c, gguf::grids::kIq2xsGrid, 0, 511);
   }
-  static __m256i Signs(const Block* x, int c) {
-    uint16_t v[4];
-    std::memcpy(v, x->qs + 8 * c, 8);
-    return _mm256_set_epi64x(S64(v[3] >> 9), S64(v[2] >> 9), S64(v[1] >> 9), S64(v[0] >> 9));
-  }
+  static __m256i Signs(const Block* x, int c) { return LanesOfU16x4(x->qs + 8 * c, kSignBytes.m, 9, 127); }
   REWIND_IQ_FEW_WIDE static __mmask64 SignMask(const Block* x, int k) {  // bits 9-15 of each uint16
     constexpr uint64_t kSignBits = 0xFE00FE00FE00FE00ull;
     return SignMask56(_pext_u64(U64(x->qs + 16 * k), kSignBits) |
@@ -89,14 +96,7 @@ struct Iq2xs : GroupScales {
   }
 };
 
-struct Iq2s : GroupScales {
-  using Block = gguf::BlockIQ2_S;
-  static constexpr float kFactor = 0.125f;
-  using Wide = InsertGrid<Iq2s>;
-  static __m256i BlockScales(const Block* x) { return NibbleScales(x->scales); }
-  REWIND_IQ_FEW_WIDE static __m512i WideScales(const Block* x) {
-    return _mm512_castsi256_si512(BlockScales(x));
-  }
+struct Iq2s : Iq2Inserted<Iq2s, gguf::BlockIQ2_S> {
   static __m256i Grid(const Block* x, int c) {
     const uint8_t* qs = x->qs + 4 * c;
     const int qh = x->qh[c];

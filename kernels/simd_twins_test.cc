@@ -57,6 +57,18 @@ TEST(SimdTwins, FloatToHalfRowRoundsLikeTheScalarConversion) {
 class SimdTwinsGdnSimd : public ::testing::TestWithParam<int> {};
 class SimdTwinsGdn : public ::testing::TestWithParam<int> {};
 
+// One token's q, k (N(0, 1/S)) and v (N(0, 1)), drawn element by element from d and rng.
+struct Qkv {
+  std::vector<float> q, k, v;
+  Qkv(int S, std::normal_distribution<float>& d, std::mt19937& rng) : q(S), k(S), v(S) {
+    for (int i = 0; i < S; ++i) {
+      q[i] = d(rng) / std::sqrt(float(S));
+      k[i] = d(rng) / std::sqrt(float(S));
+      v[i] = d(rng);
+    }
+  }
+};
+
 TEST_P(SimdTwinsGdnSimd, HeadStepMatchesThePortableLoopBitForBit) {
   const int width = GetParam();
   REWIND_SKIP_WITHOUT_WIDTH(width);
@@ -65,15 +77,11 @@ TEST_P(SimdTwinsGdnSimd, HeadStepMatchesThePortableLoopBitForBit) {
   for (int S : {1, 8, 33, 64, 128}) {
     std::vector<float> M(S * S, 0.0f), Mp(S * S, 0.0f), o(S), op(S);
     for (int t = 0; t < 5; ++t) {
-      std::vector<float> q(S), k(S), v(S);
-      for (int i = 0; i < S; ++i) {
-        q[i] = d(rng) / std::sqrt(float(S));
-        k[i] = d(rng) / std::sqrt(float(S));
-        v[i] = d(rng);
-      }
+      const Qkv x(S, d, rng);
+      const float *q = x.q.data(), *k = x.k.data(), *v = x.v.data();
       float* out = t == 2 ? nullptr : o.data();  // replay step without output
-      GdnHeadStepSimd(width, M.data(), q.data(), k.data(), v.data(), 0.6f, -0.2f, S, out);
-      GdnHeadStepPortable(Mp.data(), q.data(), k.data(), v.data(), 0.6f, -0.2f, S, out ? op.data() : nullptr);
+      GdnHeadStepSimd(width, M.data(), q, k, v, 0.6f, -0.2f, S, out);
+      GdnHeadStepPortable(Mp.data(), q, k, v, 0.6f, -0.2f, S, out ? op.data() : nullptr);
       if (out) {
         ASSERT_EQ(std::memcmp(o.data(), op.data(), S * 4), 0) << "width " << width << " S " << S << " t " << t;
       }
@@ -88,20 +96,17 @@ TEST_P(SimdTwinsGdn, HeadStepFromAnotherStateEqualsCopyThenStep) {
   std::mt19937 rng(17);
   std::normal_distribution<float> d(0.0f, 1.0f);
   for (int S : {8, 33, 128}) {
-    std::vector<float> src(S * S), q(S), k(S), v(S);
+    std::vector<float> src(S * S);
     for (auto& x : src) x = d(rng);
-    for (int i = 0; i < S; ++i) {
-      q[i] = d(rng) / std::sqrt(float(S));
-      k[i] = d(rng) / std::sqrt(float(S));
-      v[i] = d(rng);
-    }
+    const Qkv x(S, d, rng);
+    const float *q = x.q.data(), *k = x.k.data(), *v = x.v.data();
     std::vector<float> copied = src, fused(S * S, -7.0f), o1(S), o2(S);
     const std::vector<float> before = src;
     auto step = [&](float* M, float* o, const float* M_in) {
       if (width == 0) {
-        GdnHeadStepPortable(M, q.data(), k.data(), v.data(), 0.6f, -0.2f, S, o, M_in);
+        GdnHeadStepPortable(M, q, k, v, 0.6f, -0.2f, S, o, M_in);
       } else {
-        GdnHeadStepSimd(width, M, q.data(), k.data(), v.data(), 0.6f, -0.2f, S, o, M_in);
+        GdnHeadStepSimd(width, M, q, k, v, 0.6f, -0.2f, S, o, M_in);
       }
     };
     step(copied.data(), o1.data(), nullptr);

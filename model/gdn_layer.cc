@@ -18,8 +18,8 @@ using kernels::ScratchBuffer;
 void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in, float* conv_state,
                float* delta_state, float* o, kernels::ThreadPool* pool, const float* conv_in,
                const float* delta_in, int32_t out_from) {
-  const int32_t T = in.T, S = cfg.ssm_state, Hk = cfg.ssm_group, Hv = cfg.ssm_heads;
-  const int32_t Kd = cfg.ssm_key_dim(), Vd = cfg.ssm_inner, C = cfg.ssm_conv_dim(), Kc = cfg.ssm_conv_kernel;
+  const int32_t T = in.T, S = cfg.ssm_state, Hv = cfg.ssm_heads;
+  const int32_t C = cfg.ssm_conv_dim(), Kc = cfg.ssm_conv_kernel;
   if (conv_in != nullptr && conv_in != conv_state)  // small: [C][Kc-1]
     std::memcpy(conv_state, conv_in, sizeof(float) * static_cast<size_t>(C) * (Kc - 1));
   if (delta_in == delta_state) delta_in = nullptr;
@@ -40,13 +40,7 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
     for (int64_t t = t0; t < t1; ++t) {
       float* row = u + t * C;
       // A row without output (replay: t < out_from, or no o) never reads its q: skip it.
-      const bool q_used = o != nullptr && t >= out_from;
-      if (q_used) kernels::SiluInPlace(row, C);
-      else kernels::SiluInPlace(row + Kd, C - Kd);
-      for (int32_t j = 0; j < Hk; ++j) {
-        if (q_used) kernels::L2Norm(row + j * S, S, cfg.eps, row + j * S);
-        kernels::L2Norm(row + Kd + j * S, S, cfg.eps, row + Kd + j * S);
-      }
+      ActivateQkvRow(cfg, row, o != nullptr && t >= out_from);
       const float* b = in.b + t * in.ba_stride;
       const float* a = in.a + t * in.ba_stride;
       for (int32_t h = 0; h < Hv; ++h) {
@@ -56,6 +50,24 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
     }
   });
   // 5. delta rule: heads are independent, tokens strictly in order.
+  DeltaRuleHeads(cfg, u, T, beta, g, nullptr, delta_state, delta_in, o, out_from, pool);
+}
+
+void ActivateQkvRow(const ModelConfig& cfg, float* row, bool q_used) {
+  const int32_t S = cfg.ssm_state, Hk = cfg.ssm_group, Kd = cfg.ssm_key_dim(), C = cfg.ssm_conv_dim();
+  if (q_used) kernels::SiluInPlace(row, C);
+  else kernels::SiluInPlace(row + Kd, C - Kd);
+  for (int32_t j = 0; j < Hk; ++j) {
+    if (q_used) kernels::L2Norm(row + j * S, S, cfg.eps, row + j * S);
+    kernels::L2Norm(row + Kd + j * S, S, cfg.eps, row + Kd + j * S);
+  }
+}
+
+void DeltaRuleHeads(const ModelConfig& cfg, const float* u, int32_t T, const float* beta, const float* g,
+                    const float* dec, float* delta_state, const float* delta_in, float* o, int32_t out_from,
+                    kernels::ThreadPool* pool) {
+  const int32_t S = cfg.ssm_state, Hv = cfg.ssm_heads, Kd = cfg.ssm_key_dim(), Vd = cfg.ssm_inner;
+  const int64_t C = cfg.ssm_conv_dim();
   // (GdnHeadSteps runs a block of state rows through all T tokens while it is in L1: same bits as token by token.)
   ParallelFor(pool, Hv, [&](int64_t h0, int64_t h1) {
     thread_local std::vector<kernels::GdnToken> toks;
@@ -63,13 +75,14 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
     for (int64_t h = h0; h < h1; ++h) {
       const int32_t kh = cfg.KeyHead(static_cast<int32_t>(h));
       for (int32_t t = 0; t < T; ++t) {
-        const float* row = u + static_cast<int64_t>(t) * C;
+        const float* row = u + t * C;
         kernels::GdnToken& x = toks[static_cast<size_t>(t)];
         x.q = row + kh * S;
         x.k = row + Kd + kh * S;
         x.v = row + 2 * Kd + h * S;
         x.beta = beta[t * Hv + h];
-        x.g = g[t * Hv + h];
+        x.g = dec != nullptr ? 0.0f : g[t * Hv + h];
+        x.decay = dec != nullptr ? dec + static_cast<int64_t>(t) * Vd + h * S : nullptr;
         x.o = o && t >= out_from ? o + static_cast<int64_t>(t - out_from) * Vd + h * S : nullptr;
       }
       kernels::GdnHeadSteps(delta_state + h * S * S, toks, S, delta_in != nullptr ? delta_in + h * S * S : nullptr);

@@ -1,18 +1,16 @@
 // Kimi Delta Attention layer (kimi-linear; llama.cpp v0.5.0 llama_model_kimi_linear's KDA branch): q, k, v
 // projections each through its own causal conv window and SiLU, q and k L2-normalised per head, the gated delta
-// rule with one decay exp(A_h · softplus(f_b·f_a·x + dt_bias)) per key channel (kernels::KdaHeadSteps), then a
+// rule with one decay exp(A_h · softplus(f_b·f_a·x + dt_bias)) per key channel (kernels::GdnHeadSteps), then a
 // per-head RMSNorm times sigmoid(g_b·g_a·x) and the output projection.
 // State per sequence: the q|k|v conv windows [3·H·S][Kc-1] (llama.cpp's layout: q's, then k's, then v's) and
 // [H][S][S]. Replay row: raw q | k | v, beta (pre-sigmoid), the gate projection (before dt_bias).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 #include "kernels/activation.h"
 #include "kernels/alloc_tuning.h"
 #include "kernels/conv.h"
-#include "kernels/gdn.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "model/layers.h"
@@ -51,13 +49,7 @@ void KdaUpdate(const ModelConfig& cfg, const KdaWeights& w, const KdaInputs& in,
   ParallelFor(pool, T, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       float* row = u + t * C;
-      const bool q_used = o != nullptr && t >= out_from;  // replay rows never read q
-      if (q_used) kernels::SiluInPlace(row, C);
-      else kernels::SiluInPlace(row + D, C - D);
-      for (int32_t h = 0; h < H; ++h) {
-        if (q_used) kernels::L2Norm(row + h * S, S, cfg.eps, row + h * S);
-        kernels::L2Norm(row + D + h * S, S, cfg.eps, row + D + h * S);
-      }
+      ActivateQkvRow(cfg, row, o != nullptr && t >= out_from);  // replay rows never read q
       const float* b = in.beta + t * in.beta_stride;
       const float* g = in.gate + t * in.gate_stride;
       for (int32_t h = 0; h < H; ++h) {
@@ -69,24 +61,8 @@ void KdaUpdate(const ModelConfig& cfg, const KdaWeights& w, const KdaInputs& in,
       }
     }
   });
-  // Delta rule: heads are independent, tokens strictly in order.
-  ParallelFor(pool, H, [&](int64_t h0, int64_t h1) {
-    thread_local std::vector<kernels::KdaToken> toks;
-    toks.resize(static_cast<size_t>(T));
-    for (int64_t h = h0; h < h1; ++h) {
-      for (int32_t t = 0; t < T; ++t) {
-        const float* row = u + static_cast<int64_t>(t) * C;
-        kernels::KdaToken& x = toks[static_cast<size_t>(t)];
-        x.q = row + h * S;
-        x.k = row + D + h * S;
-        x.v = row + 2 * D + h * S;
-        x.decay = dec + static_cast<int64_t>(t) * D + h * S;
-        x.beta = beta[t * H + h];
-        x.o = o && t >= out_from ? o + static_cast<int64_t>(t - out_from) * D + h * S : nullptr;
-      }
-      kernels::KdaHeadSteps(delta_state + h * S * S, toks, S, delta_in != nullptr ? delta_in + h * S * S : nullptr);
-    }
-  });
+  // Delta rule: heads are independent, tokens strictly in order (GDN's, with one decay per key channel).
+  DeltaRuleHeads(cfg, u, T, beta, nullptr, dec, delta_state, delta_in, o, out_from, pool);
 }
 
 void KdaForward(const ModelConfig& cfg, const KdaWeights& w, int32_t rec_index, const float* t, int32_t N,

@@ -47,6 +47,18 @@ void GdnUpdate(const ModelConfig& cfg, const GdnWeights& w, const GdnInputs& in,
                float* delta_state, float* o, kernels::ThreadPool* pool, const float* conv_in = nullptr,
                const float* delta_in = nullptr, int32_t out_from = 0);
 
+// One conv output row [q Kd | k Kd | v Vd] of GdnUpdate / KdaUpdate in place: SiLU, then q and k L2-normalised
+// per key head; q_used false: a row whose q is never read (replay, no output) leaves q as it is.
+void ActivateQkvRow(const ModelConfig& cfg, float* row, bool q_used);
+
+// The delta rule of T tokens for every value head h (kernels::GdnHeadSteps; heads in parallel, tokens in order),
+// shared by GdnUpdate and KdaUpdate: u [T][C = ssm_conv_dim()] rows of q (Kd) | k (Kd) | v (Vd), q and k
+// L2-normalised, head h reading key head KeyHead(h); beta [T][Hv]; the decay per head exp(g) with g [T][Hv] (GDN)
+// or, when dec is set, per key channel dec [T][Hv·S] (KDA, g unused). delta_in / o / out_from as for GdnUpdate.
+void DeltaRuleHeads(const ModelConfig& cfg, const float* u, int32_t T, const float* beta, const float* g,
+                    const float* dec, float* delta_state, const float* delta_in, float* o, int32_t out_from,
+                    kernels::ThreadPool* pool);
+
 // Inputs of the Mamba-2 state update for T consecutive tokens of one sequence (one replay-log row per token:
 // the raw conv input x|B|C, then dt).
 struct Mamba2Inputs {

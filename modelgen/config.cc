@@ -5,6 +5,39 @@
 namespace rw::modelgen {
 namespace {
 
+// The start of a layer-pattern preset (nemotron_h, granitehybrid, lfm2, kimi-linear): names, the pattern (one
+// character per trunk layer), no MTP block, the width and the attention heads.
+ModelConfig Patterned(const char* preset, const char* arch, const char* pattern, int64_t embd, int64_t heads,
+                      int64_t kv_heads) {
+  ModelConfig c;
+  c.preset = c.name = preset;
+  c.arch = arch;
+  c.layer_pattern = pattern;
+  c.n_layer = static_cast<int64_t>(c.layer_pattern.size());
+  c.n_nextn = 0;
+  c.n_embd = embd;
+  c.n_head = heads;
+  c.n_head_kv = kv_heads;
+  return c;
+}
+
+// The recurrent mixer's sizes: conv window, state, groups (key heads) and heads (value heads, dt rank).
+void SetSsm(ModelConfig* c, int64_t conv, int64_t state, int64_t groups, int64_t heads) {
+  c->ssm_conv = conv;
+  c->ssm_state = state;
+  c->ssm_groups = groups;
+  c->ssm_dt_rank = heads;
+}
+
+// The MoE sizes: `experts` top `used` of width ff_exp, a shared expert of ff_shexp (0: none or, kimi-linear,
+// n_expert_shared of ff_exp).
+void SetExperts(ModelConfig* c, int64_t experts, int64_t used, int64_t ff_exp, int64_t ff_shexp) {
+  c->n_expert = experts;
+  c->n_expert_used = used;
+  c->n_ff_exp = ff_exp;
+  c->n_ff_shexp = ff_shexp;
+}
+
 // Qwen3.5 family: 3 GDN layers then 1 attention layer, attention heads of 256 with 64 rotary dims and
 // IMROPE sections [11, 11, 10, 0], GDN heads of 128, conv 4, one MTP block, rope base 1e7, eps 1e-6, 262144
 // ctx.
@@ -24,41 +57,22 @@ ModelConfig Qwen35(const char* preset, int64_t layers, int64_t embd, int64_t hea
   c.n_rot = 64;
   c.rope_sections = {11, 11, 10, 0};
   c.rope_base = 1e7f;
-  c.ssm_conv = 4;
-  c.ssm_state = 128;
-  c.ssm_groups = gdn_k_heads;
-  c.ssm_dt_rank = gdn_v_heads;
+  SetSsm(&c, 4, 128, gdn_k_heads, gdn_v_heads);
   c.n_ff = ff;
   c.tied = tied;
   c.eps = 1e-6f;
   c.n_ctx_train = 262144;
-  c.default_seed = 1;
   return c;
 }
 
 // Exactly the tiny-qwen35 fixture (../shared/fixtures/llama-ref/README.md section 2.2).
 ModelConfig Tiny() {
-  ModelConfig c;
-  c.preset = "tiny";
-  c.arch = "qwen35";
+  ModelConfig c = Qwen35("tiny", 8, 256, 4, 2, 2, 4, 256, true);
   c.name = "tiny-qwen35";
-  c.n_embd = 256;
-  c.n_layer = 8;
-  c.n_nextn = 1;
-  c.full_attention_interval = 4;
-  c.n_head = 4;
-  c.n_head_kv = 2;
   c.head_dim = 64;
   c.n_rot = 16;
   c.rope_sections = {3, 3, 2, 0};
-  c.rope_base = 1e7f;
-  c.ssm_conv = 4;
   c.ssm_state = 64;
-  c.ssm_groups = 2;
-  c.ssm_dt_rank = 4;
-  c.n_ff = 256;
-  c.tied = true;
-  c.eps = 1e-6f;
   c.n_ctx_train = 8192;
   c.default_seed = 3501;
   return c;
@@ -70,10 +84,7 @@ ModelConfig Moe(const char* preset, const char* arch, int64_t layers, int64_t ex
   ModelConfig c = Qwen35(preset, layers, 2048, 16, 2, 16, 32, 5120, false);
   c.arch = arch;
   if (c.arch == "qwen3next") c.rope_sections = {0, 0, 0, 0};
-  c.n_expert = experts;
-  c.n_expert_used = used;
-  c.n_ff_exp = 512;
-  c.n_ff_shexp = 512;
+  SetExperts(&c, experts, used, 512, 512);
   return c;
 }
 
@@ -88,10 +99,7 @@ ModelConfig TinyMoe(const char* preset, const char* arch) {
   c.head_dim = 32;
   c.n_rot = 8;
   c.ssm_state = 32;
-  c.n_expert = 8;
-  c.n_expert_used = 2;
-  c.n_ff_exp = 32;
-  c.n_ff_shexp = 64;
+  SetExperts(&c, 8, 2, 32, 64);
   if (c.arch == "qwen35moe") {
     c.rope_sections = {2, 1, 1, 0};
     c.tied = false;
@@ -109,28 +117,15 @@ ModelConfig TinyMoe(const char* preset, const char* arch) {
 // RoPE, ReLU² MLPs, untied, eps 1e-5; layer patterns from the published configs (docs/make-model.md).
 ModelConfig NemotronH(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads,
                       int64_t head_dim, int64_t m_heads, int64_t m_head_dim, int64_t ff) {
-  ModelConfig c;
-  c.preset = preset;
-  c.arch = "nemotron_h";
-  c.name = preset;
-  c.layer_pattern = pattern;
-  c.n_layer = static_cast<int64_t>(c.layer_pattern.size());
-  c.n_nextn = 0;
-  c.n_embd = embd;
-  c.n_head = heads;
-  c.n_head_kv = kv_heads;
+  ModelConfig c = Patterned(preset, "nemotron_h", pattern, embd, heads, kv_heads);
   c.head_dim = head_dim;
   c.n_rot = head_dim;
-  c.ssm_conv = 4;
-  c.ssm_state = 128;
-  c.ssm_groups = 8;
-  c.ssm_dt_rank = m_heads;
+  SetSsm(&c, 4, 128, 8, m_heads);
   c.mamba_head_dim = m_head_dim;
   c.n_ff = ff;
   c.tied = false;
   c.eps = 1e-5f;
   c.n_ctx_train = 8192;
-  c.default_seed = 1;
   return c;
 }
 
@@ -182,10 +177,7 @@ ModelConfig TinyGraniteH() {
 // Granite 4.0-H MoE (granitehybrid with experts): a softmax-routed MoE of SwiGLU experts (feed_forward_length =
 // expert width) and an ungated SwiGLU shared expert in every block.
 ModelConfig GraniteHybridMoe(ModelConfig c, int64_t experts, int64_t used, int64_t ff_shexp) {
-  c.n_expert = experts;
-  c.n_expert_used = used;
-  c.n_ff_exp = c.n_ff;
-  c.n_ff_shexp = ff_shexp;
+  SetExperts(&c, experts, used, c.n_ff, ff_shexp);
   return c;
 }
 
@@ -213,24 +205,14 @@ ModelConfig GraniteHTiny() {
 // LFM2 (lfm2): short-conv layers (l_cache 3) and attention layers with q/k norms and NeoX RoPE (base 1e6), a
 // SwiGLU FFN in every block, tied, eps 1e-5 (docs/make-model.md).
 ModelConfig Lfm2(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kv_heads, int64_t ff) {
-  ModelConfig c;
-  c.preset = c.name = preset;
-  c.arch = "lfm2";
-  c.layer_pattern = pattern;
-  c.n_layer = static_cast<int64_t>(c.layer_pattern.size());
-  c.n_nextn = 0;
-  c.n_embd = embd;
-  c.n_head = heads;
-  c.n_head_kv = kv_heads;
+  ModelConfig c = Patterned(preset, "lfm2", pattern, embd, heads, kv_heads);
   c.head_dim = c.n_rot = embd / heads;
   c.rope_base = 1e6f;
-  c.ssm_conv = 3;
-  c.ssm_state = c.ssm_groups = c.ssm_dt_rank = 0;
+  SetSsm(&c, 3, 0, 0, 0);  // ssm_conv: shortconv.l_cache
   c.n_ff = ff;
   c.tied = true;
   c.eps = 1e-5f;
   c.n_ctx_train = 128000;
-  c.default_seed = 1;
   return c;
 }
 
@@ -238,9 +220,7 @@ ModelConfig Lfm2(const char* preset, const char* pattern, int64_t embd, int64_t 
 ModelConfig Lfm2Moe(ModelConfig c, int64_t dense_lead, int64_t experts, int64_t used, int64_t ff_exp) {
   c.arch = "lfm2moe";
   c.n_dense_lead = dense_lead;
-  c.n_expert = experts;
-  c.n_expert_used = used;
-  c.n_ff_exp = ff_exp;
+  SetExperts(&c, experts, used, ff_exp, 0);
   return c;
 }
 
@@ -250,30 +230,18 @@ ModelConfig Lfm2Moe(ModelConfig c, int64_t dense_lead, int64_t experts, int64_t 
 ModelConfig KimiLinear(const char* preset, const char* pattern, int64_t embd, int64_t heads, int64_t kda_dim,
                        int64_t rank, int64_t nope, int64_t rope, int64_t v_dim, int64_t ff, int64_t experts,
                        int64_t used, int64_t ff_exp) {
-  ModelConfig c;
-  c.preset = c.name = preset;
-  c.arch = "kimi-linear";
-  c.layer_pattern = pattern;
-  c.n_layer = static_cast<int64_t>(c.layer_pattern.size());
-  c.n_nextn = 0;
-  c.n_embd = embd;
-  c.n_head = heads;
-  c.n_head_kv = 1;
+  ModelConfig c = Patterned(preset, "kimi-linear", pattern, embd, heads, 1);
   c.kv_lora_rank = rank;
   c.n_rot = rope;
   c.head_dim = rank + rope;
   c.mla_k = nope + rope;
   c.mla_v = v_dim;
-  c.ssm_conv = 4;
-  c.ssm_state = kda_dim;
-  c.ssm_groups = c.ssm_dt_rank = heads;
-  c.n_ff = ff;
+  SetSsm(&c, 4, kda_dim, heads, heads);
   c.n_dense_lead = 1;
-  c.n_expert = experts;
-  c.n_expert_used = used;
-  c.n_ff_exp = ff_exp;
+  SetExperts(&c, experts, used, ff_exp, 0);
   c.n_expert_shared = 1;
   c.expert_weights_scale = 2.446f;
+  c.n_ff = ff;
   c.tied = false;
   c.eps = 1e-5f;
   c.n_ctx_train = 1048576;
@@ -287,10 +255,7 @@ ModelConfig NemotronHMoe(const char* preset, const char* pattern, int64_t embd, 
                          int64_t ff_exp, int64_t ff_shexp) {
   ModelConfig c = NemotronH(preset, pattern, embd, heads, kv_heads, head_dim, m_heads, m_head_dim, ff_exp);
   c.arch = "nemotron_h_moe";
-  c.n_expert = experts;
-  c.n_expert_used = used;
-  c.n_ff_exp = ff_exp;
-  c.n_ff_shexp = ff_shexp;
+  SetExperts(&c, experts, used, ff_exp, ff_shexp);
   c.expert_weights_scale = 2.5f;
   return c;
 }

@@ -9,32 +9,26 @@
 namespace rw::modelgen {
 
 void KimiLinearMetadata(const ModelConfig& c, gguf::Writer* w) {
-  const std::string a = c.arch + ".";
-  std::vector<int32_t> kv;
-  for (int64_t i = 0; i < c.n_layer_all(); ++i) kv.push_back(c.IsAttention(i) ? 1 : 0);
-  w->SetU32(a + "context_length", c.n_ctx_train);
-  w->SetU32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
-  w->SetU32(a + "block_count", static_cast<uint32_t>(c.n_layer_all()));
-  w->SetU32(a + "feed_forward_length", static_cast<uint32_t>(c.n_ff));
-  w->SetU32(a + "attention.head_count", static_cast<uint32_t>(c.n_head));
-  w->Set(a + "attention.head_count_kv", gguf::MakeI32Array(kv));
-  w->SetF32(a + "attention.layer_norm_rms_epsilon", c.eps);
-  w->SetU32(a + "vocab_size", static_cast<uint32_t>(c.n_vocab));
-  w->SetU32(a + "ssm.conv_kernel", static_cast<uint32_t>(c.ssm_conv));
-  w->SetU32(a + "kda.head_dim", static_cast<uint32_t>(c.ssm_state));
-  w->SetU32(a + "attention.kv_lora_rank", static_cast<uint32_t>(c.kv_lora_rank));
-  w->SetU32(a + "rope.dimension_count", static_cast<uint32_t>(c.n_rot));
-  w->SetU32(a + "attention.key_length", static_cast<uint32_t>(c.kv_lora_rank + c.n_rot));
-  w->SetU32(a + "attention.value_length", static_cast<uint32_t>(c.kv_lora_rank));
-  w->SetU32(a + "attention.key_length_mla", static_cast<uint32_t>(c.mla_k));
-  w->SetU32(a + "attention.value_length_mla", static_cast<uint32_t>(c.mla_v));
-  w->SetU32(a + "expert_count", static_cast<uint32_t>(c.n_expert));
-  w->SetU32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
-  w->SetU32(a + "expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
-  w->SetU32(a + "expert_shared_count", static_cast<uint32_t>(c.n_expert_shared));
-  w->SetU32(a + "leading_dense_block_count", static_cast<uint32_t>(c.n_dense_lead));
-  w->SetF32(a + "expert_weights_scale", c.expert_weights_scale);
-  w->SetU32(a + "expert_gating_func", 2);  // sigmoid
+  ArchKeys k(c, w);
+  k.Sizes();
+  k.U32("feed_forward_length", c.n_ff);
+  k.U32("attention.head_count", c.n_head);
+  k.KvPerLayer(1);
+  k.F32("attention.layer_norm_rms_epsilon", c.eps);
+  k.U32("vocab_size", c.n_vocab);
+  k.U32("ssm.conv_kernel", c.ssm_conv);
+  k.U32("kda.head_dim", c.ssm_state);
+  k.U32("attention.kv_lora_rank", c.kv_lora_rank);
+  k.U32("rope.dimension_count", c.n_rot);
+  k.U32("attention.key_length", c.kv_lora_rank + c.n_rot);
+  k.U32("attention.value_length", c.kv_lora_rank);
+  k.U32("attention.key_length_mla", c.mla_k);
+  k.U32("attention.value_length_mla", c.mla_v);
+  k.Experts();
+  k.U32("expert_shared_count", c.n_expert_shared);
+  k.U32("leading_dense_block_count", c.n_dense_lead);
+  k.F32("expert_weights_scale", c.expert_weights_scale);
+  k.U32("expert_gating_func", 2);  // sigmoid
 }
 
 std::vector<TensorSpec> KimiLinearPlan(const ModelConfig& c) {
@@ -68,20 +62,12 @@ std::vector<TensorSpec> KimiLinearPlan(const ModelConfig& c) {
     }
     p.Gain(il, "ffn_norm", E);
     if (il < c.n_dense_lead) {
-      p.Matrix(il, "ffn_gate", {E, F}, InStd(E));
-      p.Matrix(il, "ffn_up", {E, F}, InStd(E));
-      p.Matrix(il, "ffn_down", {F, E}, ResidualStd(F));
+      p.SwiGlu(il, "", E, F);
       continue;
     }
-    const int64_t X = c.n_expert, Fe = c.n_ff_exp, Fs = Fe * std::max<int64_t>(1, c.n_expert_shared);
-    p.Add(il, "ffn_gate_inp", {E, X}, Init::kNormal, 0, 2.5 / std::sqrt(static_cast<double>(E)), true);
-    p.Add(il, "exp_probs_b", {X}, Init::kNormal, 0, 0.1, true, ".bias");
-    p.Matrix(il, "ffn_gate_exps", {E, Fe, X}, InStd(E));
-    p.Matrix(il, "ffn_up_exps", {E, Fe, X}, InStd(E));
-    p.Matrix(il, "ffn_down_exps", {Fe, E, X}, ResidualStd(Fe));
-    p.Matrix(il, "ffn_gate_shexp", {E, Fs}, InStd(E));
-    p.Matrix(il, "ffn_up_shexp", {E, Fs}, InStd(E));
-    p.Matrix(il, "ffn_down_shexp", {Fs, E}, ResidualStd(Fs));
+    p.Router(il, E, c.n_expert, /*bias=*/true);
+    p.SwiGlu(il, "_exps", E, c.n_ff_exp, c.n_expert);
+    p.SwiGlu(il, "_shexp", E, c.n_ff_exp * std::max<int64_t>(1, c.n_expert_shared));
   }
   return t;
 }

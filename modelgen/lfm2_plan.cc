@@ -7,26 +7,19 @@
 namespace rw::modelgen {
 
 void Lfm2Metadata(const ModelConfig& c, gguf::Writer* w) {
-  const std::string a = c.arch + ".";
-  std::vector<int32_t> kv;
-  for (int64_t i = 0; i < c.n_layer_all(); ++i)
-    kv.push_back(c.IsAttention(i) ? static_cast<int32_t>(c.n_head_kv) : 0);
-  w->SetU32(a + "context_length", c.n_ctx_train);
-  w->SetU32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
-  w->SetU32(a + "block_count", static_cast<uint32_t>(c.n_layer_all()));
-  w->SetU32(a + "attention.head_count", static_cast<uint32_t>(c.n_head));
-  w->Set(a + "attention.head_count_kv", gguf::MakeI32Array(kv));
-  w->SetF32(a + "rope.freq_base", c.rope_base);
-  w->SetF32(a + "attention.layer_norm_rms_epsilon", c.eps);
-  w->SetU32(a + "vocab_size", static_cast<uint32_t>(c.n_vocab));
-  w->SetU32(a + "shortconv.l_cache", static_cast<uint32_t>(c.ssm_conv));
-  w->SetU32(a + "feed_forward_length", static_cast<uint32_t>(c.n_ff));
+  ArchKeys k(c, w);
+  k.Sizes();
+  k.U32("attention.head_count", c.n_head);
+  k.KvPerLayer(c.n_head_kv);
+  k.F32("rope.freq_base", c.rope_base);
+  k.F32("attention.layer_norm_rms_epsilon", c.eps);
+  k.U32("vocab_size", c.n_vocab);
+  k.U32("shortconv.l_cache", c.ssm_conv);
+  k.U32("feed_forward_length", c.n_ff);
   if (c.arch == "lfm2moe") {  // conversion/lfm2.py LFM2MoeModel
-    w->SetU32(a + "expert_count", static_cast<uint32_t>(c.n_expert));
-    w->SetU32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
-    w->SetU32(a + "expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
-    w->SetU32(a + "leading_dense_block_count", static_cast<uint32_t>(c.n_dense_lead));
-    w->SetU32(a + "expert_gating_func", 2);  // sigmoid
+    k.Experts();
+    k.U32("leading_dense_block_count", c.n_dense_lead);
+    k.U32("expert_gating_func", 2);  // sigmoid
   }
 }
 
@@ -52,17 +45,11 @@ std::vector<TensorSpec> Lfm2Plan(const ModelConfig& c) {
     }
     p.Gain(il, "ffn_norm", E);
     if (c.arch == "lfm2moe" && il >= c.n_dense_lead) {
-      const int64_t X = c.n_expert, Fe = c.n_ff_exp;
-      p.Add(il, "ffn_gate_inp", {E, X}, Init::kNormal, 0, 2.5 / std::sqrt(static_cast<double>(E)), true);
-      p.Add(il, "exp_probs_b", {X}, Init::kNormal, 0, 0.1, true, ".bias");
-      p.Matrix(il, "ffn_gate_exps", {E, Fe, X}, InStd(E));
-      p.Matrix(il, "ffn_up_exps", {E, Fe, X}, InStd(E));
-      p.Matrix(il, "ffn_down_exps", {Fe, E, X}, ResidualStd(Fe));
+      p.Router(il, E, c.n_expert, /*bias=*/true);
+      p.SwiGlu(il, "_exps", E, c.n_ff_exp, c.n_expert);
       continue;
     }
-    p.Matrix(il, "ffn_gate", {E, F}, InStd(E));
-    p.Matrix(il, "ffn_up", {E, F}, InStd(E));
-    p.Matrix(il, "ffn_down", {F, E}, ResidualStd(F));
+    p.SwiGlu(il, "", E, F);
   }
   return t;
 }

@@ -8,67 +8,49 @@
 namespace rw::modelgen {
 
 void NemotronHMetadata(const ModelConfig& c, gguf::Writer* w) {
-  const std::string a = c.arch + ".";
-  std::vector<int32_t> kv, ff;
-  for (int64_t i = 0; i < c.n_layer_all(); ++i) {
-    kv.push_back(c.IsAttention(i) ? static_cast<int32_t>(c.n_head_kv) : 0);
+  ArchKeys k(c, w);
+  std::vector<int32_t> ff;
+  for (int64_t i = 0; i < c.n_layer_all(); ++i)
     ff.push_back(!c.IsAttention(i) && !c.IsRecurrent(i) ? static_cast<int32_t>(c.n_ff) : 0);
-  }
-  w->SetU32(a + "context_length", c.n_ctx_train);
-  w->SetU32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
-  w->SetU32(a + "block_count", static_cast<uint32_t>(c.n_layer_all()));
-  w->Set(a + "feed_forward_length", gguf::MakeI32Array(ff));
-  w->SetU32(a + "attention.head_count", static_cast<uint32_t>(c.n_head));
-  w->Set(a + "attention.head_count_kv", gguf::MakeI32Array(kv));
-  w->SetU32(a + "attention.key_length", static_cast<uint32_t>(c.head_dim));
-  w->SetU32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
-  w->SetF32(a + "attention.layer_norm_epsilon", c.eps);
-  w->SetF32(a + "attention.layer_norm_rms_epsilon", c.eps);
-  w->SetU32(a + "ssm.conv_kernel", static_cast<uint32_t>(c.ssm_conv));
-  w->SetU32(a + "ssm.state_size", static_cast<uint32_t>(c.ssm_state));
-  w->SetU32(a + "ssm.group_count", static_cast<uint32_t>(c.ssm_groups));
-  w->SetU32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_inner()));
-  w->SetU32(a + "ssm.time_step_rank", static_cast<uint32_t>(c.ssm_dt_rank));
+  k.Sizes();
+  k.Set("feed_forward_length", gguf::MakeI32Array(ff));
+  k.U32("attention.head_count", c.n_head);
+  k.KvPerLayer(c.n_head_kv);
+  k.U32("attention.key_length", c.head_dim);
+  k.U32("attention.value_length", c.head_dim);
+  k.F32("attention.layer_norm_epsilon", c.eps);
+  k.F32("attention.layer_norm_rms_epsilon", c.eps);
+  k.Ssm(/*rank_first=*/false);
   if (c.arch == "nemotron_h_moe") {
-    w->SetU32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
-    w->SetU32(a + "expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
-    w->SetU32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(c.n_ff_shexp));
-    w->SetU32(a + "expert_count", static_cast<uint32_t>(c.n_expert));
-    w->SetU32(a + "expert_shared_count", 1);
-    w->Set(a + "expert_weights_norm", gguf::MakeBool(true));
-    w->SetF32(a + "expert_weights_scale", c.expert_weights_scale);
-    w->SetU32(a + "expert_group_count", 1);
+    k.U32("expert_used_count", c.n_expert_used);
+    k.U32("expert_feed_forward_length", c.n_ff_exp);
+    k.U32("expert_shared_feed_forward_length", c.n_ff_shexp);
+    k.U32("expert_count", c.n_expert);
+    k.U32("expert_shared_count", 1);
+    k.Set("expert_weights_norm", gguf::MakeBool(true));
+    k.F32("expert_weights_scale", c.expert_weights_scale);
+    k.U32("expert_group_count", 1);
   }
 }
 
 void GraniteHybridMetadata(const ModelConfig& c, gguf::Writer* w) {
-  const std::string a = c.arch + ".";
-  std::vector<int32_t> kv;
-  for (int64_t i = 0; i < c.n_layer_all(); ++i)
-    kv.push_back(c.IsAttention(i) ? static_cast<int32_t>(c.n_head_kv) : 0);
-  w->SetU32(a + "context_length", c.n_ctx_train);
-  w->SetU32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
-  w->SetU32(a + "block_count", static_cast<uint32_t>(c.n_layer_all()));
-  w->SetU32(a + "feed_forward_length", static_cast<uint32_t>(c.n_ff));
-  w->SetU32(a + "attention.head_count", static_cast<uint32_t>(c.n_head));
-  w->Set(a + "attention.head_count_kv", gguf::MakeI32Array(kv));
-  w->SetF32(a + "rope.freq_base", c.rope_base);
-  w->SetF32(a + "attention.layer_norm_rms_epsilon", c.eps);
-  if (c.attention_scale != 0) w->SetF32(a + "attention.scale", c.attention_scale);
-  if (c.embedding_scale != 0) w->SetF32(a + "embedding_scale", c.embedding_scale);
-  if (c.residual_scale != 0) w->SetF32(a + "residual_scale", c.residual_scale);
-  if (c.logit_scale != 0) w->SetF32(a + "logit_scale", c.logit_scale);
-  w->SetU32(a + "ssm.conv_kernel", static_cast<uint32_t>(c.ssm_conv));
-  w->SetU32(a + "ssm.state_size", static_cast<uint32_t>(c.ssm_state));
-  w->SetU32(a + "ssm.group_count", static_cast<uint32_t>(c.ssm_groups));
-  w->SetU32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_inner()));
-  w->SetU32(a + "ssm.time_step_rank", static_cast<uint32_t>(c.ssm_dt_rank));
-  w->Set(a + "rope.scaling.finetuned", gguf::MakeBool(c.granite_rope));
+  ArchKeys k(c, w);
+  k.Sizes();
+  k.U32("feed_forward_length", c.n_ff);
+  k.U32("attention.head_count", c.n_head);
+  k.KvPerLayer(c.n_head_kv);
+  k.F32("rope.freq_base", c.rope_base);
+  k.F32("attention.layer_norm_rms_epsilon", c.eps);
+  if (c.attention_scale != 0) k.F32("attention.scale", c.attention_scale);
+  if (c.embedding_scale != 0) k.F32("embedding_scale", c.embedding_scale);
+  if (c.residual_scale != 0) k.F32("residual_scale", c.residual_scale);
+  if (c.logit_scale != 0) k.F32("logit_scale", c.logit_scale);
+  k.Ssm(/*rank_first=*/false);
+  k.Set("rope.scaling.finetuned", gguf::MakeBool(c.granite_rope));
   if (c.n_expert > 0) {  // conversion/granite.py GraniteMoeModel: feed_forward_length is the expert width
-    w->SetU32(a + "expert_count", static_cast<uint32_t>(c.n_expert));
-    w->SetU32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
-    if (c.n_ff_shexp > 0)
-      w->SetU32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(c.n_ff_shexp));
+    k.U32("expert_count", c.n_expert);
+    k.U32("expert_used_count", c.n_expert_used);
+    if (c.n_ff_shexp > 0) k.U32("expert_shared_feed_forward_length", c.n_ff_shexp);
   }
 }
 
@@ -97,8 +79,7 @@ std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c) {
       p.Matrix(il, "attn_output", {D * c.n_head, E}, ResidualStd(D * c.n_head));
     } else if (c.arch == "nemotron_h_moe") {
       const int64_t X = c.n_expert, Fe = c.n_ff_exp, Fs = c.n_ff_shexp;
-      p.Add(il, "ffn_gate_inp", {E, X}, Init::kNormal, 0, 2.5 / std::sqrt(static_cast<double>(E)), true);
-      p.Add(il, "exp_probs_b", {X}, Init::kNormal, 0, 0.1, true, ".bias");
+      p.Router(il, E, X, /*bias=*/true);
       p.Matrix(il, "ffn_up_exps", {E, Fe, X}, InStd(E));
       p.Matrix(il, "ffn_down_exps", {Fe, E, X}, 0.5 * ResidualStd(Fe));
       p.Matrix(il, "ffn_up_shexp", {E, Fs}, InStd(E));
@@ -109,22 +90,13 @@ std::vector<TensorSpec> NemotronHPlan(const ModelConfig& c) {
                0.5 * ResidualStd(F));  // relu(N(0,1))² has E[r²] = 1.5: half the scale
     }
     if (c.arch == "granitehybrid" && c.n_expert > 0) {  // every block: ffn_norm + softmax MoE + shared expert
-      const int64_t X = c.n_expert, Fs = c.n_ff_shexp;
       p.Gain(il, "ffn_norm", E);
-      p.Add(il, "ffn_gate_inp", {E, X}, Init::kNormal, 0, 2.5 / std::sqrt(static_cast<double>(E)), true);
-      p.Matrix(il, "ffn_gate_exps", {E, F, X}, InStd(E));
-      p.Matrix(il, "ffn_up_exps", {E, F, X}, InStd(E));
-      p.Matrix(il, "ffn_down_exps", {F, E, X}, ResidualStd(F));
-      if (Fs > 0) {
-        p.Matrix(il, "ffn_gate_shexp", {E, Fs}, InStd(E));
-        p.Matrix(il, "ffn_up_shexp", {E, Fs}, InStd(E));
-        p.Matrix(il, "ffn_down_shexp", {Fs, E}, ResidualStd(Fs));
-      }
+      p.Router(il, E, c.n_expert, /*bias=*/false);
+      p.SwiGlu(il, "_exps", E, F, c.n_expert);
+      if (c.n_ff_shexp > 0) p.SwiGlu(il, "_shexp", E, c.n_ff_shexp);
     } else if (c.arch == "granitehybrid") {  // every block: ffn_norm + SwiGLU
       p.Gain(il, "ffn_norm", E);
-      p.Matrix(il, "ffn_gate", {E, F}, InStd(E));
-      p.Matrix(il, "ffn_up", {E, F}, InStd(E));
-      p.Matrix(il, "ffn_down", {F, E}, ResidualStd(F));
+      p.SwiGlu(il, "", E, F);
     }
   }
   return t;

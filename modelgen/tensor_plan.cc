@@ -18,38 +18,30 @@ int64_t TensorSpec::rows() const {
 namespace {
 
 void Qwen35Metadata(const ModelConfig& c, gguf::Writer* w) {
-  const std::string a = c.arch + ".";
-  w->SetU32(a + "context_length", c.n_ctx_train);
-  w->SetU32(a + "embedding_length", static_cast<uint32_t>(c.n_embd));
-  w->SetU32(a + "block_count", static_cast<uint32_t>(c.n_layer_all()));
-  w->SetU32(a + "feed_forward_length", static_cast<uint32_t>(c.n_ff));
-  w->SetU32(a + "attention.head_count", static_cast<uint32_t>(c.n_head));
-  w->SetU32(a + "attention.head_count_kv", static_cast<uint32_t>(c.n_head_kv));
-  w->SetU32(a + "attention.key_length", static_cast<uint32_t>(c.head_dim));
-  w->SetU32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
-  w->SetF32(a + "rope.freq_base", c.rope_base);
-  w->SetU32(a + "rope.dimension_count", static_cast<uint32_t>(c.n_rot));
+  ArchKeys k(c, w);
+  k.Sizes();
+  k.U32("feed_forward_length", c.n_ff);
+  k.U32("attention.head_count", c.n_head);
+  k.U32("attention.head_count_kv", c.n_head_kv);
+  k.U32("attention.key_length", c.head_dim);
+  k.U32("attention.value_length", c.head_dim);
+  k.F32("rope.freq_base", c.rope_base);
+  k.U32("rope.dimension_count", c.n_rot);
   if (c.has_rope_sections()) {
-    w->Set(a + "rope.dimension_sections", gguf::MakeI32Array({c.rope_sections[0], c.rope_sections[1],
-                                                              c.rope_sections[2], c.rope_sections[3]}));
+    k.Set("rope.dimension_sections", gguf::MakeI32Array({c.rope_sections[0], c.rope_sections[1],
+                                                         c.rope_sections[2], c.rope_sections[3]}));
   }
-  w->SetF32(a + "attention.layer_norm_rms_epsilon", c.eps);
+  k.F32("attention.layer_norm_rms_epsilon", c.eps);
   if (c.is_moe()) {
-    w->SetU32(a + "expert_count", static_cast<uint32_t>(c.n_expert));
-    w->SetU32(a + "expert_used_count", static_cast<uint32_t>(c.n_expert_used));
-    w->SetU32(a + "expert_feed_forward_length", static_cast<uint32_t>(c.n_ff_exp));
-    w->SetU32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(c.n_ff_shexp));
+    k.Experts();
+    k.U32("expert_shared_feed_forward_length", c.n_ff_shexp);
   }
-  w->SetU32(a + "ssm.conv_kernel", static_cast<uint32_t>(c.ssm_conv));
-  w->SetU32(a + "ssm.state_size", static_cast<uint32_t>(c.ssm_state));
-  w->SetU32(a + "ssm.group_count", static_cast<uint32_t>(c.ssm_groups));
-  w->SetU32(a + "ssm.time_step_rank", static_cast<uint32_t>(c.ssm_dt_rank));
-  w->SetU32(a + "ssm.inner_size", static_cast<uint32_t>(c.ssm_inner()));
+  k.Ssm(/*rank_first=*/true);
   std::vector<bool> recurrent;
   for (int64_t i = 0; i < c.n_layer_all(); ++i) recurrent.push_back(c.IsRecurrent(i));
-  if (c.write_recurrent_layers) w->Set(a + "attention.recurrent_layers", gguf::MakeBoolArray(recurrent));
-  w->SetU32(a + "full_attention_interval", static_cast<uint32_t>(c.full_attention_interval));
-  if (c.n_nextn > 0) w->SetU32(a + "nextn_predict_layers", static_cast<uint32_t>(c.n_nextn));
+  if (c.write_recurrent_layers) k.Set("attention.recurrent_layers", gguf::MakeBoolArray(recurrent));
+  k.U32("full_attention_interval", c.full_attention_interval);
+  if (c.n_nextn > 0) k.U32("nextn_predict_layers", c.n_nextn);
 }
 
 std::vector<TensorSpec> Qwen35Plan(const ModelConfig& c) {
@@ -87,19 +79,12 @@ std::vector<TensorSpec> Qwen35Plan(const ModelConfig& c) {
       p.Gain(il, "attn_k_norm", D);
     }
     if (c.is_moe()) {
-      const int64_t X = c.n_expert, Fe = c.n_ff_exp, Fs = c.n_ff_shexp;
-      p.Add(il, "ffn_gate_inp", {E, X}, Init::kNormal, 0, 2.5 / std::sqrt(static_cast<double>(E)), true);
-      p.Matrix(il, "ffn_gate_exps", {E, Fe, X}, InStd(E));
-      p.Matrix(il, "ffn_up_exps", {E, Fe, X}, InStd(E));
-      p.Matrix(il, "ffn_down_exps", {Fe, E, X}, ResidualStd(Fe));
+      p.Router(il, E, c.n_expert, /*bias=*/false);
+      p.SwiGlu(il, "_exps", E, c.n_ff_exp, c.n_expert);
       p.Add(il, "ffn_gate_inp_shexp", {E}, Init::kNormal, 0, InStd(E), true);
-      p.Matrix(il, "ffn_gate_shexp", {E, Fs}, InStd(E));
-      p.Matrix(il, "ffn_up_shexp", {E, Fs}, InStd(E));
-      p.Matrix(il, "ffn_down_shexp", {Fs, E}, ResidualStd(Fs));
+      p.SwiGlu(il, "_shexp", E, c.n_ff_shexp);
     } else {
-      p.Matrix(il, "ffn_gate", {E, F}, InStd(E));
-      p.Matrix(il, "ffn_up", {E, F}, InStd(E));
-      p.Matrix(il, "ffn_down", {F, E}, ResidualStd(F));
+      p.SwiGlu(il, "", E, F);
     }
     if (il >= c.n_layer) {  // MTP block
       p.Matrix(il, "nextn.eh_proj", {2 * E, E}, InStd(2 * E));
