@@ -165,11 +165,13 @@ REWIND_IQ1_WIDE inline const Zmm* PackedLaneSums(int64_t nb, const uint8_t* cons
   return buf.data();
 }
 
-// Chunks 2k, 2k + 1 of the block: its 8 grid entries from idx (8k .. 8k + 7).
-REWIND_IQ1_WIDE inline __m512i GridPair(const uint64_t* grid, const uint16_t* idx) {
-  const auto q = [&](int e) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(grid + idx[e])); };
-  const __m128i a = _mm_unpacklo_epi64(q(0), q(1)), b = _mm_unpacklo_epi64(q(2), q(3));
-  const __m128i c = _mm_unpacklo_epi64(q(4), q(5)), d = _mm_unpacklo_epi64(q(6), q(7));
+// Chunks 2k, 2k + 1 of the block: its 8 grid entries, indices 8k .. 8k + 7 (four per uint64 u0, u1).
+REWIND_IQ1_WIDE inline __m512i GridPair(const uint64_t* grid, uint64_t u0, uint64_t u1) {
+  const auto q = [&](uint64_t u, int e) {
+    return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(grid + ((u >> (16 * e)) & 0xFFFF)));
+  };
+  const __m128i a = _mm_unpacklo_epi64(q(u0, 0), q(u0, 1)), b = _mm_unpacklo_epi64(q(u0, 2), q(u0, 3));
+  const __m128i c = _mm_unpacklo_epi64(q(u1, 0), q(u1, 1)), d = _mm_unpacklo_epi64(q(u1, 2), q(u1, 3));
   return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1)),
                             _mm256_inserti128_si256(_mm256_castsi128_si256(c), d, 1), 1);
 }
@@ -185,13 +187,19 @@ REWIND_IQ1_WIDE void Iq1RowsWide(int64_t nb, const uint8_t* w, size_t w_stride, 
     for (int64_t i = 0; i < nb; ++i) {
       const gguf::BlockQ8_K* y[T];
       const auto* x = BlockAt<Iq, T>(w + r * w_stride, i, act, y);
-      alignas(64) uint16_t idx[32];
-      _mm512_store_si512(idx, Iq::Indices(x));
+      const __m512i idx = Iq::Indices(x);
+      uint64_t u[8];  // the indices moved to general registers 4 at a time (not by 32 vpextrw)
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m128i part = _mm512_extracti32x4_epi32(idx, k);
+        u[2 * k] = static_cast<uint64_t>(_mm_cvtsi128_si64(part));
+        u[2 * k + 1] = static_cast<uint64_t>(_mm_extract_epi64(part, 1));
+      }
       const __m512i sc = Iq::Scales(x);
       __m512i q[4], scale[4], coef[2];
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
-        q[k] = GridPair(grid, idx + 8 * k);
+        q[k] = GridPair(grid, u[2 * k], u[2 * k + 1]);
         scale[k] = _mm512_permutexvar_epi16(Pattern(kIq1Patterns.group[k]), sc);
       }
 #pragma GCC unroll 2
