@@ -5,8 +5,9 @@
 // The grid entries come from a table of 8 (g + 1) (unsigned bytes 0, 8, 16), two chunks per 512-bit register,
 // vpmaddubsw with the activations gives exact int16 pair sums (|sum| <= 2 * 16 * 128) and vpdpwssd with the
 // scale 2 s + 1 of each 16 elements their int32 lanes; the lane sums A of every token are made once per call
-// (vpdpbusd with ones), packed two chunks per int32 lane as int16, and one vpdpwssd per 8 chunks... adds
-// A times (2 s + 1) (delta - 8). All integer sums are exact, so after folding the two chunks of a register the
+// (vpdpbusd with ones), packed two chunks per int32 lane as int16, and two vpdpwssd per block add A times
+// (2 s + 1) (delta - 8). The grid indices go to general registers four at a time (vmovq / vpextrq and shifts:
+// 32 vpextrw per block cost more than the products) for scalar-indexed loads of the table entries. All integer sums are exact, so after folding the two chunks of a register the
 // 8 int32 lanes of a block are the twin's (chunk c, lane l: elements 32 c + 4 l .. + 3 times their scale), and
 // the block's float operations are lowbit_iq_few_avx2.h's AddBlock: the bits of gguf::DotLowbitRef, also for
 // -128 activations (nothing is negated).
