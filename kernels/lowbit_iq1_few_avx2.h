@@ -15,6 +15,7 @@
 #include "gguf/quant_grids.h"
 #include "gguf/quants.h"
 #include "kernels/avx2_blocks.h"
+#include "kernels/lowbit_iq1_wide.h"
 #include "kernels/lowbit_iq_few_avx2.h"
 
 namespace rw::kernels::lowbit_avx2::iq_few {
@@ -148,19 +149,24 @@ void Iq1Rows(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, cons
                 });
 }
 
-// The kernel above for 1 to 3 tokens; false (nothing written) for other token counts.
-template <class Iq>
+// The kernel above, or lowbit_iq1_wide.h's (wide: the caller checked AVX-512 BW/VNNI/VBMI and BMI2), for 1
+// to 3 tokens; false (nothing written) for other token counts.
+template <class Iq, class IqWide>
 bool Iq1RowsOf(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* const* act,
-               int n_tok, float* out, int64_t out_stride) {
+               int n_tok, float* out, int64_t out_stride, bool wide) {
+  const auto run = [&]<int T>() {
+    if (wide) return Iq1RowsWide<IqWide, T>(nb, w, w_stride, n_rows, act, out, out_stride);
+    Iq1Rows<Iq, T>(nb, w, w_stride, n_rows, act, out, out_stride);
+  };
   switch (n_tok) {
     case 1:
-      Iq1Rows<Iq, 1>(nb, w, w_stride, n_rows, act, out, out_stride);
+      run.template operator()<1>();
       return true;
     case 2:
-      Iq1Rows<Iq, 2>(nb, w, w_stride, n_rows, act, out, out_stride);
+      run.template operator()<2>();
       return true;
     case 3:
-      Iq1Rows<Iq, 3>(nb, w, w_stride, n_rows, act, out, out_stride);
+      run.template operator()<3>();
       return true;
     default:
       return false;

@@ -160,9 +160,9 @@ inline bool RowsFew(gguf::TensorType t, int64_t nb, const uint8_t* w, size_t w_s
     case TT::kIQ3_S:
       return RowsOf<Iq3s>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride, wide);
     case TT::kIQ1_S:
-      return Iq1RowsOf<Iq1s>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride);
+      return Iq1RowsOf<Iq1s, Iq1sWide>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride, wide);
     case TT::kIQ1_M:
-      return Iq1RowsOf<Iq1m>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride);
+      return Iq1RowsOf<Iq1m, Iq1mWide>(nb, w, w_stride, n_rows, act, n_tok, out, out_stride, wide);
     default:
       return false;
   }

@@ -294,6 +294,71 @@ TEST(LowbitKernels, DecodePathKernelsGiveTheTwinsBitsWithAndWithoutAvx512) {
   }
 }
 
+// IQ1_S / IQ1_M rows at the edges of their fields (every scale 2 s + 1 = 15 with every delta -1 or +1, the
+// largest grid indices, mixed) against tokens of random, all +127 and all -127 activations: the decode path
+// (1-3 tokens) and a batch of 4 give the twin's bits, row by row.
+void CheckIq1EdgeRows(bool allow_avx512) {
+  GemmAllowAvx512(allow_avx512);
+  VecDotAllowAvx512(allow_avx512);
+  std::mt19937 rng(5);
+  for (TT t : {TT::kIQ1_S, TT::kIQ1_M}) {
+    constexpr int64_t n = 5 * 256, R = 7, T = 6;
+    const size_t wb = gguf::RowBytes(t, n), bb = gguf::RowBytes(t, 256);
+    auto w = Weights(t, n, R, rng);
+    const bool s = t == TT::kIQ1_S;
+    const size_t qh = s ? 34 : 32;  // offsets of qh and (IQ1_M) the scales in a block
+    for (int64_t i = 0; i < n / 256; ++i) {
+      uint8_t* b[4];
+      for (int r = 0; r < 4; ++r) b[r] = w.data() + r * wb + i * bb;
+      std::memset(b[0] + qh, 0xFF, 16);  // all high index bits; IQ1_S: s = 7, delta -1; IQ1_M: delta -1
+      std::memset(b[1] + qh, s ? 0xFF : 0x77, 16);
+      if (s)
+        for (int k = 0; k < 8; ++k) b[1][qh + 2 * k + 1] = 0x7F;  // delta +1
+      std::memset(b[2] + (s ? 2 : 0), 0xFF, 32);  // the largest grid indices
+      for (int k = 0; k < 16; ++k) b[3][qh + k] = static_cast<uint8_t>(k % 3 == 0 ? 0x8F : 0xF8);
+      if (!s)
+        for (int r = 0; r < 4; ++r)
+          for (int k = 0; k < 4; ++k) {  // s = 7 in every group, keeping the d nibbles
+            uint16_t v;
+            std::memcpy(&v, b[r] + 48 + 2 * k, 2);
+            v |= 0x0FFF;
+            std::memcpy(b[r] + 48 + 2 * k, &v, 2);
+          }
+    }
+    const TT at = gguf::VecDotType(t);
+    const size_t ab = gguf::RowBytes(at, n);
+    auto a = Acts(t, n, T, rng);
+    for (int64_t tok : {1, 4}) {
+      const std::vector<float> x(n, tok == 1 ? 1.0f : -1.0f);
+      gguf::QuantizeActivationRow(at, x.data(), a.data() + tok * ab, n);
+    }
+    for (int64_t nt = 1; nt <= 4; ++nt)
+      for (int64_t t0 = 0; t0 + nt <= T; ++t0) {
+        std::vector<float> y(nt * R);
+        GemmRows(t, n, w.data(), wb, R, a.data() + t0 * ab, ab, nt, y.data(), R);
+        for (int64_t k = 0; k < nt; ++k)
+          for (int64_t r = 0; r < R; ++r)
+            ASSERT_TRUE(SameBits(y[k * R + r], ref::VecDot(t, n, w.data() + r * wb, a.data() + (t0 + k) * ab)))
+                << gguf::TypeName(t) << " avx512 " << allow_avx512 << " tokens " << nt << " tok " << t0 + k
+                << " row " << r;
+      }
+  }
+  GemmAllowAvx512(true);
+  VecDotAllowAvx512(true);
+}
+
+TEST(LowbitKernels, Iq1Avx2DecodeKernelsGiveTheTwinsBitsAtTheEdgesOfTheirFields) {
+  REWIND_SKIP_WITHOUT_AVX2();
+  CheckIq1EdgeRows(false);
+}
+
+TEST(LowbitKernels, Iq1Avx512DecodeKernelsGiveTheTwinsBitsAtTheEdgesOfTheirFields) {
+  REWIND_SKIP_WITHOUT_AVX512();
+  if (!__builtin_cpu_supports("avx512vbmi") || !__builtin_cpu_supports("bmi2"))
+    GTEST_SKIP() << "the 512-bit IQ1 decode path needs AVX-512 VBMI and BMI2, which this CPU lacks";
+  CheckIq1EdgeRows(true);
+}
+
 TEST(LowbitKernels, ThreadsSplittingRowsGetTheSameBits) {
   std::mt19937 rng(99);
   for (TT t : {TT::kQ2_K, TT::kIQ2_XXS, TT::kIQ4_NL}) {
