@@ -158,19 +158,7 @@ bool Iq1RowsOf(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, co
     if (wide) return Iq1RowsWide<IqWide, T>(nb, w, w_stride, n_rows, act, out, out_stride);
     Iq1Rows<Iq, T>(nb, w, w_stride, n_rows, act, out, out_stride);
   };
-  switch (n_tok) {
-    case 1:
-      run.template operator()<1>();
-      return true;
-    case 2:
-      run.template operator()<2>();
-      return true;
-    case 3:
-      run.template operator()<3>();
-      return true;
-    default:
-      return false;
-  }
+  return ForFewTokens(n_tok, run);
 }
 
 }  // namespace rw::kernels::lowbit_avx2::iq_few

@@ -352,15 +352,9 @@ REWIND_IQ_FEW_WIDE void RowsWide(int64_t nb, const uint8_t* w, size_t w_stride, 
 }
 #pragma GCC diagnostic pop
 
-// The kernels above for 1 to 3 tokens (wide: the caller checked AVX-512 BW/VBMI and BMI2); false (nothing
-// written) for other token counts.
-template <class Iq>
-bool RowsOf(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* const* act,
-            int n_tok, float* out, int64_t out_stride, bool wide) {
-  const auto run = [&]<int T>() {
-    if (wide) return RowsWide<Iq, T>(nb, w, w_stride, n_rows, act, out, out_stride);
-    Rows<Iq, T>(nb, w, w_stride, n_rows, act, out, out_stride);
-  };
+// Calls run.template operator()<T>() with T = n_tok for 1 to 3 tokens; false (nothing run) for other counts.
+template <class Run>
+bool ForFewTokens(int n_tok, const Run& run) {
   switch (n_tok) {
     case 1:
       run.template operator()<1>();
@@ -374,6 +368,18 @@ bool RowsOf(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const
     default:
       return false;
   }
+}
+
+// The kernels above for 1 to 3 tokens (wide: the caller checked AVX-512 BW/VBMI and BMI2); false (nothing
+// written) for other token counts.
+template <class Iq>
+bool RowsOf(int64_t nb, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* const* act,
+            int n_tok, float* out, int64_t out_stride, bool wide) {
+  const auto run = [&]<int T>() {
+    if (wide) return RowsWide<Iq, T>(nb, w, w_stride, n_rows, act, out, out_stride);
+    Rows<Iq, T>(nb, w, w_stride, n_rows, act, out, out_stride);
+  };
+  return ForFewTokens(n_tok, run);
 }
 
 }  // namespace rw::kernels::lowbit_avx2::iq_few
