@@ -4,7 +4,7 @@
 # haproxy run the remote cache tier's tests and deploy/try-replicas.sh.
 set -euo pipefail
 PKGS=(g++ cmake ninja-build pkg-config git libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-      libcpp-httplib-dev libpcre2-dev libhiredis-dev redis-server haproxy curl python3 clang chromium)
+      libcpp-httplib-dev libpcre2-dev libhiredis-dev libssl-dev redis-server haproxy curl python3 clang chromium)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
