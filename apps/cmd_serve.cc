@@ -47,8 +47,8 @@ int Serve(int argc, char** argv) {
   flags.Add("host", 0, &sc.host, "address to listen on");
   flags.Add("port", 0, &port, "port to listen on (0: any free port)");
   flags.Add("ctx-size", 'c', &n_ctx,
-            "context per sequence; 0 = the model's training context (capped at 65536); "
-            "may exceed the training context (warned)");
+            "context per sequence; 0 = the model's training context (the memory it needs is printed at "
+            "load); may exceed the training context (warned)");
   flags.Add("parallel", 0, &n_parallel, "sequence slots served concurrently");
   flags.Add("threads", 't', &n_threads, "compute threads (0 = number of cores)");
   flags.Add("batch-size", 'b', &n_batch, "max tokens per forward batch (prefill chunk)");

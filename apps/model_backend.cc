@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "chat/chat_render.h"
+#include "chat/late_system.h"
 #include "chat/output_parser.h"
 #include "chat/tool_format.h"
 #include "engine/engine_config.h"
@@ -77,7 +78,7 @@ class TemplateChat : public ChatFormatter {
     }
     ro.bos_token = bos_;
     ro.eos_token = eos_;
-    auto r = chat::RenderChat(tmpl_, messages, tools, ro);
+    auto r = chat::RenderChatAcceptingLateSystem(tmpl_, messages, tools, ro);
     if (!r.ok()) return r.error();
     RenderedChat out;
     out.prompt = std::move(r->text);

@@ -441,10 +441,15 @@ Value Interpreter::Eval(const Expr& e, const ScopePtr& scope) {
       }
       return Value(std::move(d));
     }
-    case ExprKind::kGetAttr:
-      return GetAttr(Eval(*e.children[0], scope), e.name);
+    case ExprKind::kGetAttr: {
+      Value obj = Eval(*e.children[0], scope);
+      // jinja2 raises on an attribute of an index past the end (`messages[0].role` on an empty list).
+      if (IsMissingElement(obj)) Fail(obj.undefined_hint());
+      return GetAttr(obj, e.name);
+    }
     case ExprKind::kGetItem: {
       Value obj = Eval(*e.children[0], scope);
+      if (IsMissingElement(obj)) Fail(obj.undefined_hint());
       return GetItem(obj, Eval(*e.children[1], scope));
     }
     case ExprKind::kSlice: {

@@ -76,6 +76,9 @@ class Interpreter {
 // Operators and item access shared by the interpreter and the builtins.
 Value GetAttr(const Value& obj, const std::string& name);
 Value GetItem(const Value& obj, const Value& key);
+// The undefined an index past a list's or string's end yields ("list object has no element 0"): any attribute
+// or item of it is an error, as in jinja2.
+bool IsMissingElement(const Value& v);
 Value Slice(const Value& obj, const Value& start, const Value& stop, const Value& step);
 bool Contains(const Value& container, const Value& item);
 // Python <: numbers, strings, lists. Fails (via interp) on mixed types.

@@ -6,6 +6,21 @@
 
 namespace rw::chat::jinja {
 
+namespace {
+
+constexpr std::string_view kNoElement = " object has no element ";
+
+// jinja2's message for an index past a sequence's end (the undefined it yields remembers it).
+std::string NoElement(const char* type, const Value& key) {
+  return std::string(type) + std::string(kNoElement) + key.ToString();
+}
+
+}  // namespace
+
+bool IsMissingElement(const Value& v) {
+  return v.is_undefined() && v.undefined_hint().find(kNoElement) != std::string::npos;
+}
+
 Value GetAttr(const Value& obj, const std::string& name) {
   if (obj.is_dict()) {
     if (const Value* v = obj.as_dict()->Find(name)) return *v;
@@ -28,20 +43,20 @@ Value GetItem(const Value& obj, const Value& key) {
       const auto& l = *obj.as_list();
       int64_t n = static_cast<int64_t>(l.size());
       if (i < 0) i += n;
-      if (i < 0 || i >= n) return Value::MakeUndefined("[" + std::to_string(i) + "]");
+      if (i < 0 || i >= n) return Value::MakeUndefined(NoElement("list", key));
       return l[static_cast<size_t>(i)];
     }
     const std::string& s = obj.as_string();
     if (IsAscii(s)) {
       int64_t n = static_cast<int64_t>(s.size());
       if (i < 0) i += n;
-      if (i < 0 || i >= n) return Value::MakeUndefined("[" + std::to_string(i) + "]");
+      if (i < 0 || i >= n) return Value::MakeUndefined(NoElement("str", key));
       return Value(std::string(1, s[static_cast<size_t>(i)]));
     }
     auto cps = CodePoints(s);
     int64_t n = static_cast<int64_t>(cps.size());
     if (i < 0) i += n;
-    if (i < 0 || i >= n) return Value::MakeUndefined("[" + std::to_string(i) + "]");
+    if (i < 0 || i >= n) return Value::MakeUndefined(NoElement("str", key));
     return Value(cps[static_cast<size_t>(i)]);
   }
   if (obj.is_undefined()) return obj;

@@ -96,6 +96,20 @@ TEST(Jinja, RaiseExceptionGivesExactlyTheTemplatesMessage) {
   EXPECT_EQ(RenderError("x\n{{ raise_exception('No messages provided.') }}"), "No messages provided.");
 }
 
+TEST(Jinja, AnAttributeOfAnIndexPastTheEndRaisesLikeJinja2) {
+  // jinja2: UndefinedError "list object has no element 0" (a template reading messages[0].role on []).
+  Json empty = {{"messages", Json::array()}};
+  std::string e = RenderError("{% if messages[0].role == 'system' %}s{% endif %}", empty);
+  EXPECT_NE(e.find("list object has no element 0"), std::string::npos) << e;
+  e = RenderError("{{ messages[-1]['content'] }}", empty);
+  EXPECT_NE(e.find("list object has no element -1"), std::string::npos) << e;
+  e = RenderError("{{ 'ab'[5].x }}");
+  EXPECT_NE(e.find("str object has no element 5"), std::string::npos) << e;
+  // Testing, printing or defaulting the missing element itself is no error, as in jinja2.
+  EXPECT_EQ(RenderOk("[{{ messages[0] is defined }}][{{ messages[0] }}][{{ messages[0] | default('d') }}]", empty),
+            "[False][][d]");
+}
+
 TEST(Jinja, MalformedTemplatesAreErrorsNotCrashes) {
   const char* bad[] = {"{{",
                        "{%",

@@ -14,7 +14,7 @@ namespace rw::engine {
 struct EngineConfig {
   std::string model_path;          // GGUF file (required)
   std::string model_alias;         // name reported by /v1/models; default: file name
-  int32_t n_ctx = 0;               // per-sequence context; 0 = the model's training context, capped at 65536
+  int32_t n_ctx = 0;               // per-sequence context; 0 = the model's training context
   int32_t n_parallel = 4;          // sequence slots served concurrently
   int32_t n_threads = 0;           // 0 = number of cores
   int32_t n_batch = 512;           // max tokens per forward batch (prefill chunk)

@@ -59,6 +59,22 @@ Expected<std::unique_ptr<Engine>> CreateEngine(const EngineConfig& config) {
   return std::unique_ptr<Engine>(std::move(e).value());
 }
 
+namespace {
+
+// What the chosen context costs when every slot fills it: attention KV (pages, from the --cache-ram budget) and
+// the recurrent state of each live sequence (checkpoints come on top, within the same budget).
+void LogContextMemory(const model::ModelConfig& cfg, kernels::KvTypes kv, int32_t n_ctx, int32_t n_parallel) {
+  const double mib = 1048576.0;
+  const double kv_slot = static_cast<double>(cfg.KvBytesPerToken(kv)) * n_ctx;
+  const double state_slot = static_cast<double>(cfg.StateBytesPerSeq());
+  LOG_INFO("context %d tokens per slot needs %.1f MiB per slot (attention KV %.1f MiB + recurrent state %.1f "
+           "MiB), %.1f MiB for %d slots",
+           n_ctx, (kv_slot + state_slot) / mib, kv_slot / mib, state_slot / mib,
+           (kv_slot + state_slot) * n_parallel / mib, n_parallel);
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& config) {
   REWIND_RETURN_IF_ERROR(config.Validate());
   std::unique_ptr<EngineImpl> e(new EngineImpl(config));
@@ -74,7 +90,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   e->vocab_ = MakeSamplerVocab(std::shared_ptr<const tokenizer::Tokenizer>(std::move(tok)));
 
   int32_t n_ctx_train = cfg.n_ctx_train;
-  int32_t n_ctx = config.n_ctx > 0 ? config.n_ctx : std::min<int32_t>(n_ctx_train > 0 ? n_ctx_train : 4096, 65536);
+  int32_t n_ctx = config.n_ctx > 0 ? config.n_ctx : n_ctx_train > 0 ? n_ctx_train : 4096;
   if (n_ctx_train > 0 && n_ctx > n_ctx_train)
     LOG_WARN("context %d exceeds the model's training context %d (not capped; quality may suffer)", n_ctx,
              n_ctx_train);
@@ -100,6 +116,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
     hc.budget_bytes = std::min<int64_t>(avail / 2, int64_t{8} << 30);
   }
   REWIND_ASSIGN_OR_RETURN(e->cache_, HybridCache::Create(*e->model_, hc));
+  LogContextMemory(cfg, hc.kv_type, n_ctx, config.n_parallel);
   if (const int32_t fit = e->cache_->MaxSequenceTokens(); fit < n_ctx) {
     // The budget is never exceeded (docs/cache-budget.md): one request cannot grow past what it holds.
     LOG_WARN("--cache-ram %" PRId64 " MiB holds the attention pages of %d tokens: requests are limited to %d "

@@ -10,6 +10,11 @@
 
 namespace rw::modelgen {
 
+// The demo model's declared training context, so that `rewind serve` (-c 0: the training context) takes a
+// coding agent's prompt (15-20K tokens with its system prompt and tools) and a long session after it. The
+// model is tiny: a 64K context needs 64 MiB of attention KV per slot at f16 (printed at load).
+inline constexpr int64_t kDemoContext = 65536;
+
 // The embedded tests/data/vocab/tiny-qwen35-vocab.gguf.
 std::span<const uint8_t> TinyVocabGguf();
 

@@ -77,6 +77,8 @@ Expected<ModelPlan> PlanModel(const MakeModelOptions& opt, const gguf::File& voc
   REWIND_ASSIGN_OR_RETURN(plan.file_type, ParseFileType(opt.file_type));
   REWIND_ASSIGN_OR_RETURN(plan.config.n_vocab, VocabSize(vocab));
   if (!opt.name.empty()) plan.config.name = opt.name;
+  if (opt.n_ctx_train < 0) return Error::InvalidArgument("the training context must be >= 0");
+  if (opt.n_ctx_train > 0) plan.config.n_ctx_train = opt.n_ctx_train;
   REWIND_RETURN_IF_ERROR(plan.config.Validate());
   const ArchSpec* arch = FindArch(plan.config.arch);
   if (!arch) return Error::Unsupported("no generator for architecture '" + plan.config.arch + "'");

@@ -23,6 +23,7 @@ struct MakeModelOptions {
   uint64_t seed = 0;  // 0: the preset's default seed
   int threads = 0;    // 0: all hardware threads (at most 16); the output does not depend on it
   std::string name;   // general.name; empty: the preset's
+  int64_t n_ctx_train = 0;  // the context_length written; 0: the preset's
   // Called before each tensor is generated (index, count, tensor).
   std::function<void(size_t, size_t, const TensorSpec&)> progress;
 };

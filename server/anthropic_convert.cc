@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "server/agent_shapes.h"
+
 namespace rw::server {
 namespace {
 
@@ -21,7 +23,24 @@ void NormalizeBillingHeader(std::string* text) {
   for (size_t i = cch + 4; i < semi; ++i) (*text)[i] = '0';
 }
 
-// The text of a content value: a string or an array of blocks (text blocks only).
+ParseResult<std::string> SearchResultText(const json& b, const std::string& where);
+
+// Whether a tool_result in `messages` holds a tool_reference block naming `name` (tool search loaded it).
+bool ReferencesTool(const json& messages, const std::string& name) {
+  for (const auto& m : messages) {
+    if (!m.is_object() || !m.contains("content") || !m["content"].is_array()) continue;
+    for (const auto& b : m["content"]) {
+      if (!b.is_object() || !b.contains("content") || !b["content"].is_array()) continue;
+      for (const auto& r : b["content"]) {
+        if (r.is_object() && StringField(r, "type", "") == "tool_reference" && StringField(r, "tool_name", "") == name)
+          return true;
+      }
+    }
+  }
+  return false;
+}
+
+// The text of a content value: a string or an array of blocks (text and search_result blocks).
 ParseResult<std::string> BlocksText(const json& v, const std::string& where) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return std::string();
@@ -36,11 +55,37 @@ ParseResult<std::string> BlocksText(const json& v, const std::string& where) {
         return ApiError::BadRequest("a text block in '" + where + "' needs a string 'text'", where);
       if (!out.empty()) out += "\n";
       out += b["text"].get<std::string>();
+    } else if (type == "tool_reference") {
+      // Tool search's answer (a deferred tool is now loaded; it is offered from then on, see the tools).
+      if (!out.empty()) out += "\n";
+      out += "Tool loaded: " + StringField(b, "tool_name", "");
+    } else if (type == "search_result") {
+      auto t = SearchResultText(b, where);
+      if (auto* e = std::get_if<ApiError>(&t)) return *e;
+      if (!out.empty()) out += "\n";
+      out += std::get<std::string>(t);
     } else if (type == "image" || type == "document") {
       return ApiError::Unsupported("'" + type + "' blocks are not supported (text only)", where);
+    } else if (std::string why = AnthropicUnrenderableBlock(type); !why.empty()) {
+      return ApiError::BadRequest(why + " (in '" + where + "')", where);
     } else {
       return ApiError::BadRequest("unknown block type '" + type + "' in '" + where + "'", where);
     }
+  }
+  return out;
+}
+
+// A search_result block (a user message's or a tool result's) as text: its title, source and text content.
+ParseResult<std::string> SearchResultText(const json& b, const std::string& where) {
+  if (!b.contains("content") || !b["content"].is_array())
+    return ApiError::BadRequest("a search_result block in '" + where + "' needs a 'content' array", where);
+  std::string out = StringField(b, "title", "");
+  const std::string source = StringField(b, "source", "");
+  if (!source.empty()) out += (out.empty() ? "" : "\n") + source;
+  for (const auto& c : b["content"]) {
+    if (!c.is_object() || StringField(c, "type", "") != "text" || !c.contains("text") || !c["text"].is_string())
+      return ApiError::BadRequest("a search_result block in '" + where + "' holds text blocks only", where);
+    out += (out.empty() ? "" : "\n") + c["text"].get<std::string>();
   }
   return out;
 }
@@ -85,12 +130,28 @@ struct Converter {
     return std::nullopt;
   }
 
+  // A system message inside `messages` (Claude Code sends its environment block so): a system message in place,
+  // its text blocks joined as the top-level system's are, so a string and the same text as blocks render alike.
+  std::optional<ApiError> SystemMessage(const json& m, const std::string& w) {
+    if (!m.contains("content")) return ApiError::BadRequest("'" + w + ".content' is required", w);
+    auto t = BlocksText(m["content"], w + ".content");
+    if (auto* e = ErrorOf(t)) return *e;
+    if (m["content"].is_array()) {
+      for (const auto& b : m["content"]) {
+        if (HasCacheControl(b)) breakpoints.push_back({static_cast<int>(messages.size()), ""});
+      }
+    }
+    messages.push_back({{"role", "system"}, {"content", std::get<std::string>(t)}});
+    return std::nullopt;
+  }
+
   std::optional<ApiError> Message(const json& m, size_t i) {
     std::string w = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return ApiError::BadRequest("'" + w + "' must be an object", w);
     std::string role = m.contains("role") && m["role"].is_string() ? m["role"].get<std::string>() : "";
+    if (role == "system") return SystemMessage(m, w);
     if (role != "user" && role != "assistant")
-      return ApiError::BadRequest("'" + w + ".role' must be user or assistant", w);
+      return ApiError::BadRequest("'" + w + ".role' must be user, assistant or system", w);
     if (!m.contains("content")) return ApiError::BadRequest("'" + w + ".content' is required", w);
     const json& content = m["content"];
     if (content.is_string()) {
@@ -132,8 +193,14 @@ struct Converter {
         json msg = {{"role", "tool"}, {"content", text}};
         if (b.contains("tool_use_id") && b["tool_use_id"].is_string()) msg["tool_call_id"] = b["tool_use_id"];
         tool_results.push_back({std::move(msg), HasCacheControl(b)});
+      } else if (type == "search_result" && role == "user") {
+        auto t = SearchResultText(b, w + ".content");
+        if (auto* e = ErrorOf(t)) return *e;
+        text_parts.push_back({{"type", "text"}, {"text", std::get<std::string>(t)}});
       } else if (type == "image" || type == "document") {
         return ApiError::Unsupported("'" + type + "' blocks are not supported (text only)", w);
+      } else if (std::string why = AnthropicUnrenderableBlock(type); !why.empty()) {
+        return ApiError::BadRequest(why + " (in '" + w + "')", w);
       } else {
         return ApiError::BadRequest("block type '" + type + "' is not valid in a " + role + " message", w);
       }
@@ -161,6 +228,7 @@ struct Converter {
 ParseResult<AnthropicRequest> ParseAnthropicRequest(const json& body, bool count_tokens) {
   AnthropicRequest out;
   Converter conv;
+  LogIgnoredFieldsOnce(body, kAnthropicKnownFields, "/v1/messages");
   json oai = json::object();
   if (body.contains("model")) oai["model"] = body["model"];
   if (body.contains("system") && !body["system"].is_null()) {
@@ -183,6 +251,13 @@ ParseResult<AnthropicRequest> ParseAnthropicRequest(const json& body, bool count
       if (t.contains("type") && t["type"].is_string() && t["type"] != "custom") {
         return ApiError::Unsupported("server tool '" + t["type"].get<std::string>() + "' is not supported",
                                      "tools");
+      }
+      if (t.contains("defer_loading") && t["defer_loading"] == true &&
+          !ReferencesTool(*msgs, t["name"].get<std::string>())) {
+        // Loaded on demand through tool search on Anthropic's side: not in the model's context until then.
+        LogOnce("/v1/messages: tools with defer_loading are not offered to the model (e.g. '" +
+                t["name"].get<std::string>() + "')");
+        continue;
       }
       json fn = {{"name", t["name"]}};
       if (t.contains("description") && t["description"].is_string()) fn["description"] = t["description"];

@@ -235,7 +235,8 @@ Err ParseMessages(const json& body, json* out) {
   const json* msgs = Field(body, "messages");
   if (!msgs) return ApiError::BadRequest("'messages' is required", "messages");
   if (!msgs->is_array()) return TypeError("messages", "an array");
-  if (msgs->empty()) return ApiError::BadRequest("'messages' must not be empty", "messages");
+  // An empty list goes to the template, as in llama-server: most raise (Qwen3.5: "No messages provided.";
+  // jinja2: "list object has no element 0") and the request is a 400 quoting them.
   json norm = json::array();
   for (size_t i = 0; i < msgs->size(); ++i) {
     const json& m = (*msgs)[i];

@@ -155,10 +155,16 @@ TEST(ParseChatRequest, RejectsBadParametersWithTheFieldNamed) {
   }
 }
 
+TEST(ParseChatRequest, LeavesAnEmptyMessageListToTheTemplate) {
+  // llama-server renders it: the template's own error (or prompt) decides, see server_errors_test.
+  auto r = ParseChatRequest({{"messages", json::array()}});
+  ASSERT_EQ(ErrorOf(r), nullptr);
+  EXPECT_TRUE(std::get<ChatRequest>(r).messages.empty());
+}
+
 TEST(ParseChatRequest, RejectsMalformedMessages) {
   std::vector<json> bodies = {
       json::object(),
-      {{"messages", json::array()}},
       {{"messages", "hi"}},
       {{"messages", {1}}},
       {{"messages", {{{"content", "no role"}}}}},

@@ -11,6 +11,7 @@
 
 #include <map>
 
+#include "server/agent_shapes.h"
 #include "server/responses.h"
 #include "server/server_impl.h"
 
@@ -85,10 +86,14 @@ std::optional<ApiError> AppendItems(const ojson& input, ojson* messages) {
       }
     } else if (type == "function_call") {
       if (!item.contains("name") || !item["name"].is_string()) return Bad("'" + w + ".name' is required", w);
+      // A call of a namespace tool comes back with its namespace (Codex): the model saw the qualified name.
+      std::string name = item["name"].get<std::string>();
+      if (item.contains("namespace") && item["namespace"].is_string() && !item["namespace"].get<std::string>().empty())
+        name = QualifiedToolName(item["namespace"].get<std::string>(), name);
       std::string args = item.contains("arguments") && item["arguments"].is_string()
                              ? item["arguments"].get<std::string>()
                              : "{}";
-      ojson call = {{"type", "function"}, {"function", {{"name", item["name"]}, {"arguments", args}}}};
+      ojson call = {{"type", "function"}, {"function", {{"name", name}, {"arguments", args}}}};
       if (item.contains("call_id") && item["call_id"].is_string()) call["id"] = item["call_id"];
       ojson& m = assistant_turn();
       if (!m.contains("tool_calls")) m["tool_calls"] = ojson::array();
@@ -123,6 +128,35 @@ std::optional<ApiError> AppendItems(const ojson& input, ojson* messages) {
   return std::nullopt;
 }
 
+// The fields of a Responses request this server reads or knowingly ignores: include (reasoning.encrypted_content:
+// there is none to give), store, prompt_cache_key (the replicas' affinity key, deploy/haproxy.cfg; one server
+// finds a cached prefix by its tokens), metadata, client_metadata, context_management, parallel_tool_calls,
+// truncation, user, safety_identifier, service_tier, prompt_cache_retention, max_tool_calls, background,
+// stream_options, top_logprobs. Others are logged once (LogIgnoredFieldsOnce).
+const std::set<std::string_view> kKnownFields = {
+    "model", "input", "instructions", "tools", "tool_choice", "max_output_tokens", "temperature", "top_p",
+    "stream", "chat_template_kwargs", "reasoning", "text", "store", "previous_response_id", "include",
+    "prompt_cache_key", "prompt_cache_retention", "metadata", "client_metadata", "context_management",
+    "parallel_tool_calls", "truncation", "user", "safety_identifier", "service_tier", "max_tool_calls",
+    "background", "stream_options", "top_logprobs"};
+
+// The chat messages: the instructions and the system (developer) messages that open the input become one
+// system message (Codex sends two developer messages before the first user message; the conversation's order
+// and every later message stay as they are). Later system messages stay in place (chat/late_system.h).
+ojson ChatMessages(const std::string& instructions, const ojson& conversation) {
+  std::string system = instructions;
+  size_t first = 0;
+  for (; first < conversation.size() && conversation[first]["role"] == "system"; ++first) {
+    const std::string text = conversation[first]["content"].get<std::string>();
+    if (!system.empty() && !text.empty()) system += "\n\n";
+    system += text;
+  }
+  ojson messages = ojson::array();
+  if (!instructions.empty() || first > 0) messages.push_back({{"role", "system"}, {"content", system}});
+  for (size_t i = first; i < conversation.size(); ++i) messages.push_back(conversation[i]);
+  return messages;
+}
+
 }  // namespace
 
 ParseResult<ResponsesRequest> ParseResponsesRequest(const ojson& body, ResponseStore& store) {
@@ -140,23 +174,16 @@ ParseResult<ResponsesRequest> ParseResponsesRequest(const ojson& body, ResponseS
   if (auto e = AppendItems(body["input"], &r.messages)) return *e;
   if (body.contains("instructions") && body["instructions"].is_string())
     r.instructions = body["instructions"].get<std::string>();
-  ojson messages = ojson::array();
-  if (!r.instructions.empty()) messages.push_back({{"role", "system"}, {"content", r.instructions}});
-  for (const auto& m : r.messages) messages.push_back(m);
+  LogIgnoredFieldsOnce(body, kKnownFields, "/v1/responses");
   ojson& c = r.chat_body;
-  c["messages"] = std::move(messages);
-  if (body.contains("tools") && body["tools"].is_array()) {
-    ojson tools = ojson::array();
-    for (const auto& t : body["tools"]) {
-      std::string type = t.is_object() ? StringField(t, "type", "") : "";
-      if (type != "function")
-        return ApiError::Unsupported("tool type '" + type + "' is not supported", "tools");
-      ojson fn = {{"name", StringField(t, "name", "")}};
-      if (t.contains("description") && t["description"].is_string()) fn["description"] = t["description"];
-      if (t.contains("parameters") && t["parameters"].is_object()) fn["parameters"] = t["parameters"];
-      tools.push_back({{"type", "function"}, {"function", std::move(fn)}});
-    }
-    if (!tools.empty()) c["tools"] = std::move(tools);
+  c["messages"] = ChatMessages(r.instructions, r.messages);
+  if (body.contains("tools")) {
+    auto tools = FlattenResponsesTools(body["tools"]);
+    if (auto* e = std::get_if<ApiError>(&tools)) return *e;
+    ResponsesTools& t = std::get<ResponsesTools>(tools);
+    if (!t.tools.empty()) c["tools"] = std::move(t.tools);
+    r.namespaced = std::move(t.namespaced);
+    r.ignored_tools = std::move(t.ignored);
   }
   if (body.contains("tool_choice")) {
     const ojson& tc = body["tool_choice"];
@@ -237,12 +264,7 @@ class ResponsesWriter : public ResponseWriter {
         call_id_ = call.id.empty() ? RandomId("call_") : call.id;
         call_args_.clear();
         out += Open("function_call:" + std::to_string(call.index),
-                    {{"type", "function_call"},
-                     {"status", "in_progress"},
-                     {"call_id", call_id_},
-                     {"name", call.name},
-                     {"arguments", ""}},
-                    "fc_");
+                    CallItem("", call_id_, call.name, "", "in_progress"), "fc_");
       }
       if (!call.arguments.empty()) {
         call_args_ += call.arguments;
@@ -327,10 +349,11 @@ class ResponsesWriter : public ResponseWriter {
         answer["content"] = item["content"][0]["text"];
       } else if (type == "function_call") {
         if (!answer.contains("tool_calls")) answer["tool_calls"] = ojson::array();
-        answer["tool_calls"].push_back(
-            {{"id", item["call_id"]},
-             {"type", "function"},
-             {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}});
+        std::string name = item["name"];
+        if (item.contains("namespace")) name = QualifiedToolName(item["namespace"], name);
+        answer["tool_calls"].push_back({{"id", item["call_id"]},
+                                        {"type", "function"},
+                                        {"function", {{"name", name}, {"arguments", item["arguments"]}}}});
       }
     }
     messages.push_back(std::move(answer));
@@ -352,10 +375,17 @@ class ResponsesWriter : public ResponseWriter {
             {"role", "assistant"},
             {"content", json::array({TextPart(text)})}};
   }
-  static json CallItem(const std::string& id, const std::string& call_id, const std::string& name,
-                       const std::string& args, const char* status) {
-    return {{"type", "function_call"}, {"id", id},        {"call_id", call_id}, {"name", name},
-            {"arguments", args},       {"status", status}};
+  // `name` as the model wrote it; a function of a namespace tool goes out as its own name plus the namespace.
+  json CallItem(const std::string& id, const std::string& call_id, const std::string& name, const std::string& args,
+                const char* status) const {
+    json item = {{"type", "function_call"}, {"id", id},        {"call_id", call_id}, {"name", name},
+                 {"arguments", args},       {"status", status}};
+    auto ns = req_.namespaced.find(name);
+    if (ns != req_.namespaced.end()) {
+      item["name"] = ns->second.second;
+      item["namespace"] = ns->second.first;
+    }
+    return item;
   }
   json ItemRef(int content_index, const std::string& delta) const {
     return {{"item_id", item_id_},
@@ -446,6 +476,13 @@ void Server::Impl::HandleResponses(const httplib::Request& req, httplib::Respons
   }
   if (!echo.contains("tools")) echo["tools"] = json::array();
   if (!echo.contains("tool_choice")) echo["tool_choice"] = "auto";
+  if (!r->ignored_tools.empty()) {
+    std::string types;
+    for (const auto& t : r->ignored_tools) types += (types.empty() ? "" : ", ") + t;
+    // Hosted tools run on OpenAI's side; a local model is not offered them (docs/clients.md).
+    LogOnce("/v1/responses: hosted tools not offered to the model (they run on OpenAI's side): " + types);
+    res.set_header("X-Rewind-Ignored-Tools", types);
+  }
   p->writer = std::make_unique<ResponsesWriter>(config.model_name, static_cast<int32_t>(p->prompt.size()),
                                                 std::move(*r), &stored_responses, std::move(echo));
   RunGeneration(req, res, std::move(*p));

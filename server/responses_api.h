@@ -3,7 +3,10 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "server/request_parse.h"
 #include "server/responses_store.h"
@@ -16,6 +19,9 @@ struct ResponsesRequest {
   nlohmann::ordered_json chat_body =
       nlohmann::ordered_json::object();  // the chat request to validate and run
   std::string previous_response_id;
+  // Qualified name -> (namespace, name) of the functions of namespace tools (server/agent_shapes.h).
+  std::map<std::string, std::pair<std::string, std::string>> namespaced;
+  std::vector<std::string> ignored_tools;  // hosted tool types not offered to the model
   bool stream = false;
   bool store = true;
 };

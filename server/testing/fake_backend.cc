@@ -230,6 +230,8 @@ void FakeEngine::Run(uint64_t id, engine::GenerationRequest request,
             "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}</tool_call>";
   } else if (prompt.find("CALL_TOOL") != std::string::npos) {
     text += "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>";
+  } else if (prompt.find("CALL_NAMESPACED") != std::string::npos) {  // a function of a namespace tool
+    text += "<tool_call>{\"name\": \"weather__get\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>";
   } else if (long_answer) {
     for (int i = 0; i < 3000; ++i) text += "word ";
     delay = options_.long_delay_us;
