@@ -433,22 +433,24 @@ RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const 
     // Check every value against its MAC and the prompt; a value that fails is deleted and this state skipped.
     bool usable = true;
     std::vector<std::string> payloads;
-    for (size_t k = 0; k < keys.size() && usable; ++k) {
+    // Every value is checked, also after a bad one: each bad value is deleted now, so the writers of the next
+    // checkpoints (which skip values that exist) write it again and the path heals after this one miss.
+    for (size_t k = 0; k < keys.size(); ++k) {
       const RedisReply& reply = (*values)[k];
       if (reply.type != RedisReply::kString || reply.str.empty()) {  // expired or evicted since the probe
         usable = false;
-        break;
+        continue;
       }
       if (static_cast<int64_t>(reply.str.size()) > bound[k]) {
         Reject(keys[k], Error::OutOfRange("value larger than " + std::to_string(bound[k]) + " B"), true);
         usable = false;
-        break;
+        continue;
       }
       auto sealed = memory::OpenSealedValue(cfg_.mac_key, keys[k], reply.str);
       if (!sealed.ok()) {
         Reject(keys[k], sealed.error(), false);
         usable = false;
-        break;
+        continue;
       }
       const bool is_state = k == 0;
       const size_t i = index_of(k);
@@ -468,9 +470,9 @@ RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const 
         (void)reader_.Delete(keys[k]);
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.corrupt;
-        break;
+        continue;
       }
-      payloads.push_back(std::move(blob->payload));
+      if (usable) payloads.push_back(std::move(blob->payload));
     }
     if (!usable) continue;
     out.end = end;
