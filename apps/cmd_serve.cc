@@ -70,6 +70,16 @@ int Serve(int argc, char** argv) {
   flags.Add("remote-cache-wait", 0, &ec.remote_cache_wait_ms,
             "milliseconds a request waits for a checkpoint another replica announced but has not written yet, "
             "instead of recomputing it (0 = never wait)");
+  flags.Add("remote-cache-key-file", 0, &ec.remote_cache_key_file,
+            "file holding the key (>= 16 bytes, the same on every replica) that authenticates remote-tier values "
+            "with HMAC-SHA256; a value without the right MAC is rejected (docs/replicas.md)");
+  flags.Add("remote-cache-key", 0, &ec.remote_cache_key,
+            "the remote-tier key inline (visible in the process list: prefer --remote-cache-key-file)");
+  flags.Add("remote-cache-trust", 0, &ec.remote_cache_trust,
+            "use the remote tier without a key: anyone who can write to that Redis can plant cache entries that "
+            "every replica serves (--remote-cache needs a key or this)");
+  flags.Add("remote-cache-max-fetch", 0, &ec.remote_cache_max_fetch_mib,
+            "MiB one remote-tier lookup may read from Redis (a deeper checkpoint is then not fetched)");
   flags.Add("checkpoint-every", 0, &checkpoint_every,
             "checkpoint every N tokens inside long messages (0 = off)");
   flags.Add("slot-save-path", 0, &ec.slot_save_path, "folder for /slots save|restore (none: --cache-dir)");

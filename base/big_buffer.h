@@ -6,7 +6,8 @@
 // 0.14 GB/s, a 19 MiB snapshot 130 ms), and resize() zero-fills what it adds. BigAllocator maps blocks of
 // kBigBytes or more itself, aligned to 2 MiB and with transparent huge pages requested (madvise; one fault per
 // 2 MiB: the same first touch at 6 GB/s), keeps up to 512 MiB of freed blocks mapped for the next block of the
-// same size, and constructs elements without initialising them. Smaller blocks go to operator new with T's
+// same size (cleared before reuse: no value outlives its buffer), and constructs elements without initialising
+// them. Smaller blocks go to operator new with T's
 // alignment (over-aligned SIMD types included). Results never depend on it: every byte is written before it is
 // read.
 #pragma once

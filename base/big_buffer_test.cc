@@ -1,6 +1,7 @@
 #include "base/big_buffer.h"
 
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <string>
 
@@ -19,6 +20,21 @@ TEST(BigVector, LargeBlocksStartOnAHugePageBoundaryAndKeepWhatIsWritten) {
   EXPECT_EQ(w[12345], 12345.0f);
   w.resize(5'000'000);  // grows into a new mapping, the old one is unmapped
   EXPECT_EQ(w[2'999'999], 2'999'999.0f);
+}
+
+TEST(BigVector, AFreedLargeBlockIsClearedBeforeItIsReused) {
+  const size_t n = (size_t{3} << 20) + 123;  // an odd size: the block is mapped in whole 2 MiB pages
+  const void* first = nullptr;
+  {
+    BigVector<uint8_t> secret(n);
+    std::memset(secret.data(), 0xAB, n);
+    first = secret.data();
+  }
+  BigVector<uint8_t> next(n);  // the same mapped size: the freed block comes back
+  EXPECT_EQ(static_cast<const void*>(next.data()), first);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < n; ++i) nonzero += next[i] != 0;
+  EXPECT_EQ(nonzero, 0u);
 }
 
 TEST(BigVector, SmallBlocksAndByteBuffersBehaveAsVectors) {

@@ -36,12 +36,13 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 redis_port=$(free_port)
 redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work" --save "" --appendonly no \
   --maxmemory 2gb --maxmemory-policy allkeys-lru --logfile "$work/redis.log" & pids+=($!)
+head -c 32 /dev/urandom | base64 > "$work/remote.key"  # the replicas' shared key (docs/replicas.md, "Trust")
 urls=() servers=""
 for i in $(seq "$n"); do
   p=$(free_port); urls+=("http://127.0.0.1:$p"); mkdir -p "$work/r$i"
   args=(serve --host 127.0.0.1 --port "$p" --cache-dir "$work/r$i" --log-requests=false)
   [ -n "$model" ] && args+=(-m "$model")
-  ((remote)) && args+=(--remote-cache "redis://127.0.0.1:$redis_port")
+  ((remote)) && args+=(--remote-cache "redis://127.0.0.1:$redis_port" --remote-cache-key-file "$work/remote.key")
   build/rewind "${args[@]}" "${extra[@]}" >"$work/r$i.log" 2>&1 & pids+=($!)
   servers+="  server r$i 127.0.0.1:$p check inter 2s"$'\n'
 done

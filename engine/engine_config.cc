@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/file.h"
 #include "remote/redis_client.h"
 
 namespace rw::engine {
@@ -24,6 +25,20 @@ Expected<kernels::KvTypes> EngineConfig::CacheTypes() const {
   return types;
 }
 
+Expected<std::string> EngineConfig::RemoteCacheKey() const {
+  if (remote_cache_key_file.empty()) return remote_cache_key;
+  auto bytes = ReadFileToString(remote_cache_key_file);
+  if (!bytes.ok())
+    return Error::InvalidArgument("--remote-cache-key-file: cannot read " + remote_cache_key_file + ": " +
+                                  bytes.error().message);
+  std::string key = std::move(bytes).value();
+  while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();  // one trailing newline
+  if (key.size() < kMinRemoteCacheKeyBytes)
+    return Error::InvalidArgument("--remote-cache-key-file: the key in " + remote_cache_key_file +
+                                  " must be at least " + std::to_string(kMinRemoteCacheKeyBytes) + " bytes");
+  return key;
+}
+
 Status EngineConfig::Validate() const {
   if (model_path.empty()) return Error::InvalidArgument("no model given (-m FILE)");
   if (n_ctx < 0) return Error::InvalidArgument("-c/--ctx-size must be >= 0, got " + std::to_string(n_ctx));
@@ -38,8 +53,24 @@ Status EngineConfig::Validate() const {
   if (remote_cache_ttl_s < 0) return Error::InvalidArgument("--remote-cache-ttl must be >= 0");
   if (remote_cache_wait_ms < 0 || remote_cache_wait_ms > 600'000)
     return Error::InvalidArgument("--remote-cache-wait must be between 0 and 600000 ms");
+  if (remote_cache_max_fetch_mib < 1) return Error::InvalidArgument("--remote-cache-max-fetch must be >= 1 (MiB)");
+  if (!remote_cache_key.empty() && !remote_cache_key_file.empty())
+    return Error::InvalidArgument("give --remote-cache-key or --remote-cache-key-file, not both");
   if (!remote_cache.empty()) {
     if (auto url = remote::ParseRedisUrl(remote_cache); !url.ok()) return url.error();
+    const bool keyed = !remote_cache_key.empty() || !remote_cache_key_file.empty();
+    if (keyed && remote_cache_trust)
+      return Error::InvalidArgument(
+          "--remote-cache-trust contradicts --remote-cache-key/--remote-cache-key-file: with a key every value is "
+          "authenticated");
+    if (!keyed && !remote_cache_trust)
+      return Error::InvalidArgument(
+          "--remote-cache needs a key to authenticate what replicas share (--remote-cache-key-file FILE or "
+          "--remote-cache-key KEY, the same on every replica), or --remote-cache-trust to accept unauthenticated "
+          "values from anyone who can write to that Redis (docs/replicas.md)");
+    if (!remote_cache_key.empty() && remote_cache_key.size() < kMinRemoteCacheKeyBytes)
+      return Error::InvalidArgument("--remote-cache-key must be at least " +
+                                    std::to_string(kMinRemoteCacheKeyBytes) + " bytes");
   }
   if (checkpoint_every < 0) return Error::InvalidArgument("--checkpoint-every must be >= 0");
   if (draft_max < 0 || draft_max > 64) return Error::InvalidArgument("--draft-max must be in [0, 64]");

@@ -30,6 +30,13 @@ struct EngineConfig {
   std::string remote_cache;        // remote tier shared by replicas: redis://HOST:PORT[/DB] ("" = off)
   int64_t remote_cache_ttl_s = 0;  // expiry of values written there (0 = none: Redis' maxmemory policy evicts)
   int64_t remote_cache_wait_ms = 1000;  // wait for a state another replica announced (0 = never wait)
+  // Values in Redis are authenticated (HMAC-SHA256) with this key, given inline or as a file (docs/replicas.md);
+  // without one the tier runs only with remote_cache_trust (anyone who can write to Redis can then plant cache
+  // entries every replica serves).
+  std::string remote_cache_key;
+  std::string remote_cache_key_file;
+  bool remote_cache_trust = false;
+  int64_t remote_cache_max_fetch_mib = 1024;  // bytes one lookup may read from Redis
   int32_t checkpoint_every = 1024; // checkpoint every N tokens inside long messages (0 = off)
   std::string slot_save_path;      // directory for /slots save|restore ("" = cache_dir or refuse)
   bool lazy_rollback = true;       // replay-log rollbacks fused into the next forward (false = --no-lazy-rollback)
@@ -46,6 +53,10 @@ struct EngineConfig {
   Status Validate() const;
   // The K and V types (input errors name the flag).
   Expected<kernels::KvTypes> CacheTypes() const;
+  // The remote tier's MAC key: remote_cache_key, or the contents of remote_cache_key_file (one trailing newline
+  // removed); "" when neither is given. kInvalidArgument when the file cannot be read or the key is too short.
+  Expected<std::string> RemoteCacheKey() const;
+  static constexpr size_t kMinRemoteCacheKeyBytes = 16;
 };
 
 // Loads the model and starts the engine thread.

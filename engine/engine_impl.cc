@@ -107,6 +107,11 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   hc.remote_url = config.remote_cache;
   hc.remote_ttl_s = config.remote_cache_ttl_s;
   hc.remote_wait_ms = config.remote_cache_wait_ms;
+  if (!config.remote_cache.empty()) {
+    REWIND_ASSIGN_OR_RETURN(hc.remote_mac_key, config.RemoteCacheKey());
+  }
+  hc.remote_trust = config.remote_cache_trust;
+  hc.remote_max_fetch_bytes = config.remote_cache_max_fetch_mib << 20;
   if (config.cache_ram_mib > 0) {
     hc.budget_bytes = config.cache_ram_mib << 20;
   } else {

@@ -38,6 +38,9 @@ struct HybridCacheConfig {
   int64_t remote_ttl_s = 0;       // expiry of values written to the remote tier (0: none)
   int64_t remote_wait_ms = 1000;  // wait for a state another replica announced (0: never)
   int64_t remote_queue_bytes = int64_t{256} << 20;  // checkpoints waiting for the remote writer
+  std::string remote_mac_key;     // authenticates remote values (HMAC-SHA256); "" needs remote_trust
+  bool remote_trust = false;      // no key: values are sealed and checked with an empty key (no authentication)
+  int64_t remote_max_fetch_bytes = int64_t{1} << 30;  // bytes one remote lookup may read
   bool lazy_rollback = true;      // replay-log rollbacks are fused into the next forward (docs/checkpoints.md)
 };
 

@@ -91,12 +91,16 @@ struct HybridCache::Impl {
   void OpenStore();
   // Queues checkpoint `ckpt` (the state after `prefix`, whose page table is `pages`) and the pages the store lacks;
   // false when it is stored already, or the queue is full. Copies only: never waits for the disk.
+  // `urgent`: ahead of the queue (the end of a finished response).
   bool PersistCheckpoint(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
-                         std::span<const memory::PageId> pages, int64_t saved_tokens);
+                         std::span<const memory::PageId> pages, int64_t saved_tokens, bool urgent = false);
   // The value a tier stores for checkpoint `ckpt`: its tokens, state and the rows of the pages ending at page_ends.
   memory::StorePut MakePut(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
                            std::span<const memory::PageId> pages, std::span<const int32_t> page_ends,
                            int64_t saved_tokens) const;
+  // A checkpoint a tier's queue refused (counted by the tier): logged at the start and end of each incident.
+  void NoteDropped(bool dropped, const char* tier, int32_t end);
+  bool disk_drop_incident = false, remote_drop_incident = false;
   // The value-per-byte door of the disk and remote tiers (cfg.disk_min_saved_tokens, else from the state size).
   int32_t MinSavedTokens() const;
   // The remote tier's twin of PersistCheckpoint (hybrid_cache_remote.cc shares nothing else on the write side).

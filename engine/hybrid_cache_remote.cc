@@ -8,6 +8,7 @@
 #include "engine/hybrid_cache.h"
 #include "engine/hybrid_cache_impl.h"
 #include "memory/placement.h"
+#include "memory/store_format.h"
 
 namespace rw::engine {
 
@@ -23,6 +24,12 @@ void HybridCache::Impl::OpenRemote() {
   rc.ttl_s = cfg.remote_ttl_s;
   rc.wait_ms = cfg.remote_wait_ms;
   rc.queue_bytes = cfg.remote_queue_bytes;
+  rc.mac_key = cfg.remote_mac_key;
+  rc.trust = cfg.remote_trust;
+  rc.max_fetch_bytes = cfg.remote_max_fetch_bytes;
+  rc.state_bytes = static_cast<int64_t>(states->bytes_per_state());
+  rc.page_bytes_per_token =
+      static_cast<int64_t>((kv->k_row_bytes() + kv->v_row_bytes()) * static_cast<size_t>(kv->config().n_layers));
   auto r = remote::RemoteStore::Open(*url, rc);
   if (!r.ok()) {
     LOG_WARN("cache: remote tier off: %s", r.error().ToString().c_str());
@@ -30,7 +37,9 @@ void HybridCache::Impl::OpenRemote() {
   }
   remote = std::move(r).value();
   if (!store) disk_min_saved_tokens = MinSavedTokens();
-  LOG_INFO("cache: remote tier %s", remote->Describe().c_str());
+  LOG_INFO("cache: remote tier %s (values %s, key id %s)", remote->Describe().c_str(),
+           cfg.remote_mac_key.empty() ? "NOT authenticated: --remote-cache-trust" : "authenticated by HMAC-SHA256",
+           memory::MacKeyId(cfg.remote_mac_key).c_str());
 }
 
 bool HybridCache::has_remote() const { return impl_->remote != nullptr; }

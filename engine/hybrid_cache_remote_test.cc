@@ -28,6 +28,7 @@ std::unique_ptr<Engine> Replica(const std::string& remote, bool cache = true) {
   c.cache = cache;
   c.cache_ram_mib = 64;
   c.remote_cache = remote;  // no disk tier: cache_dir stays ""
+  c.remote_cache_key = "the replicas' shared test key";
   auto e = CreateEngine(c);
   EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().ToString());
   return e.ok() ? std::move(e).value() : nullptr;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iterator>
 #include <limits>
+#include <tuple>
 
 #include "base/check.h"
 #include "base/log.h"
@@ -96,33 +97,61 @@ memory::StorePut HybridCache::Impl::MakePut(std::span<const int32_t> prefix, mem
 }
 
 bool HybridCache::Impl::PersistCheckpoint(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
-                                          std::span<const memory::PageId> pages, int64_t saved_tokens) {
+                                          std::span<const memory::PageId> pages, int64_t saved_tokens, bool urgent) {
   if (!store || prefix.empty() || store->HasState(prefix)) return false;
   const double t0 = NowSeconds();
   // Copies only: never waits for the disk.
-  const bool queued = store->Enqueue(MakePut(prefix, ckpt, pages, store->MissingPages(prefix), saved_tokens));
+  const bool queued =
+      store->Enqueue(MakePut(prefix, ckpt, pages, store->MissingPages(prefix), saved_tokens), urgent);
   counters.persisted += queued ? 1 : 0;
   counters.disk_enqueue_seconds += NowSeconds() - t0;
+  NoteDropped(!queued, "disk", static_cast<int32_t>(prefix.size()));
   return queued;
+}
+
+void HybridCache::Impl::NoteDropped(bool dropped, const char* tier, int32_t end) {
+  bool& incident = tier[0] == 'd' ? disk_drop_incident : remote_drop_incident;
+  if (dropped && !incident)
+    LOG_WARN("cache: %s tier: checkpoint at %d not queued: the writer's queue is full (counted in /metrics; "
+             "logged once until a checkpoint is queued again)", tier, end);
+  if (!dropped && incident) LOG_INFO("cache: %s tier: the writer keeps up again", tier);
+  incident = dropped;
 }
 
 bool HybridCache::Impl::ShareCheckpoint(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
                                         std::span<const memory::PageId> pages, int64_t saved_tokens) {
   if (!remote || prefix.empty() || remote->HasState(prefix)) return false;
-  return remote->Enqueue(MakePut(prefix, ckpt, pages, remote->MissingPages(prefix), saved_tokens));
+  const bool queued = remote->Enqueue(MakePut(prefix, ckpt, pages, remote->MissingPages(prefix), saved_tokens));
+  NoteDropped(!queued, "remote", static_cast<int32_t>(prefix.size()));
+  return queued;
 }
 
 void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens, std::span<const int32_t> branch_prefix) {
   if (!store && !remote) return;
   const memory::PrefixTree& tree = mm->tree();
   const auto on_path = tree.CheckpointsOnPath(tokens, static_cast<int32_t>(tokens.size()));
+  // The disk tier: the states worth their bytes, each saving at least disk_min_saved_tokens beyond the previous
+  // stored one of the path. The deepest (the response's end, where the next turn resumes) is queued first, ahead
+  // of everything else in the writer's queue and with all the pages it needs: a crash right after the response
+  // then loses the least (docs/cache-budget.md, "Durability").
+  std::vector<std::tuple<int32_t, memory::CheckpointId, int32_t>> to_disk;  // (pos, checkpoint, saved)
   int32_t prev = 0;  // the previous state of the path on disk (or queued)
   for (const auto& [pos, ckpt] : on_path) {
+    if (!store) break;
     const std::span<const int32_t> prefix = tokens.subspan(0, static_cast<size_t>(pos));
-    if (store && (store->HasState(prefix) || (pos - prev >= disk_min_saved_tokens &&
-                                              PersistCheckpoint(prefix, ckpt, tree.PathPages(tokens, pos), pos - prev))))
+    if (store->HasState(prefix)) {
       prev = pos;
+    } else if (pos - prev >= disk_min_saved_tokens) {
+      to_disk.emplace_back(pos, ckpt, pos - prev);
+      prev = pos;
+    }
   }
+  auto to_store = [&](size_t k, bool urgent) {
+    const auto& [pos, ckpt, saved] = to_disk[k];
+    PersistCheckpoint(tokens.subspan(0, static_cast<size_t>(pos)), ckpt, tree.PathPages(tokens, pos), saved, urgent);
+  };
+  if (!to_disk.empty()) to_store(to_disk.size() - 1, true);
+  for (size_t k = 0; k + 1 < to_disk.size(); ++k) to_store(k, false);
   // The remote tier, deepest first: the end of the conversation (where its next turn, maybe on another replica,
   // resumes) and the last state at or before the answer's message start (`branch`: where the next turn resumes
   // when the answer is rewritten) always, and earlier states through the same value-per-byte door, counted back.
@@ -253,17 +282,24 @@ Status HybridCache::Persist() {
   if (im.remote) im.remote->Flush();  // finished requests queued theirs already
   if (!im.store) return Status::Ok();
   const memory::PrefixTree& tree = im.mm->tree();
+  uint64_t dropped = 0;
   for (memory::NodeId id = 1; id < tree.node_id_end(); ++id) {
     if (!tree.alive(id) || tree.node(id).ckpt == memory::kNone) continue;
     const std::vector<int32_t> tokens = tree.PathTokens(id);
     const int32_t pos = static_cast<int32_t>(tokens.size());
     const auto before = tree.CheckpointsOnPath(tokens, pos - 1);
     const int32_t saved = pos - (before.empty() ? 0 : before.back().first);
-    if (saved >= im.disk_min_saved_tokens)
-      im.PersistCheckpoint(tokens, tree.node(id).ckpt, tree.PathPages(tokens, pos), saved);
+    if (saved < im.disk_min_saved_tokens || im.store->HasState(tokens)) continue;
+    auto persist = [&] { return im.PersistCheckpoint(tokens, tree.node(id).ckpt, tree.PathPages(tokens, pos), saved); };
+    if (!persist()) {  // the queue is full: wait for the writer, then once more
+      im.store->Flush();
+      if (!persist()) ++dropped;
+    }
     if (im.store->Stats().queued_bytes > im.cfg.disk_queue_bytes / 2) im.store->Flush();  // keep all of them
   }
   im.store->Flush();
+  if (dropped > 0)  // a checkpoint larger than the whole queue: counted by PersistCheckpoint, reported here
+    return Error::Exhausted(std::to_string(dropped) + " checkpoints not persisted: larger than the disk writer's queue");
   return Status::Ok();
 }
 

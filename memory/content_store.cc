@@ -1,6 +1,8 @@
 #include "memory/content_store.h"
 
 #include <algorithm>
+#include <limits>
+#include <unordered_set>
 
 #include "base/check.h"
 #include "base/hash.h"
@@ -77,12 +79,12 @@ bool ContentStore::WalkPages(Key k, int delta) {
   return true;
 }
 
-void ContentStore::DropState(Key key, std::vector<std::string>* deletions) {
+void ContentStore::DropState(Key key, std::vector<Deletion>* deletions) {
   auto it = states_.find(key);
   if (it == states_.end()) return;
   stats_.stored_bytes -= static_cast<int64_t>(it->second.bytes);
+  deletions->push_back({StateKey(key.end, key.chain), it->second.bytes});
   states_.erase(it);
-  deletions->push_back(StateKey(key.end, key.chain));
   if (!WalkPages(key, -1)) return;
   for (Key at = key;;) {  // pages no stored state needs any more
     auto p = pages_.find(at);
@@ -91,7 +93,7 @@ void ContentStore::DropState(Key key, std::vector<std::string>* deletions) {
     const Key parent{first, p->second.parent};
     if (p->second.refs <= 0) {
       stats_.stored_bytes -= static_cast<int64_t>(p->second.bytes);
-      deletions->push_back(PageKey(at.end, at.chain));
+      deletions->push_back({PageKey(at.end, at.chain), p->second.bytes});
       pages_.erase(p);
     }
     if (first == 0) break;
@@ -138,6 +140,60 @@ void ContentStore::Load() {
       it = pages_.erase(it);
     }
   }
+  // Reopened with a smaller bound: evict down to it before anything else is written.
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t before = states_.size();
+  MakeRoom(0, 0, std::numeric_limits<double>::infinity());
+  if (states_.size() != before) {
+    dirty_ = true;
+    LOG_INFO("cache store (%s): %llu states evicted to fit the bound of %lld bytes", backend_->Describe().c_str(),
+             static_cast<unsigned long long>(before - states_.size()), static_cast<long long>(cfg_.max_bytes));
+  }
+}
+
+int64_t ContentStore::HeldBytes(size_t extra_entries) const {
+  int64_t undeleted = 0;
+  for (const Deletion& d : undeleted_) undeleted += static_cast<int64_t>(d.bytes);
+  const int64_t index = 40 + 48 * static_cast<int64_t>(pages_.size() + states_.size() + extra_entries);
+  return stats_.stored_bytes + undeleted + index;
+}
+
+bool ContentStore::MakeRoom(uint64_t incoming, size_t entries, double floor) {
+  while (cfg_.max_bytes > 0 && HeldBytes(entries) + static_cast<int64_t>(incoming) > cfg_.max_bytes) {
+    auto victim = states_.end();
+    double lowest = 0;
+    for (auto it = states_.begin(); it != states_.end(); ++it) {
+      const double sc = Score(it->second.saved_tokens, it->second.bytes, it->second.last_use);
+      if (victim == states_.end() || sc < lowest) victim = it, lowest = sc;
+    }
+    if (victim == states_.end() || lowest >= floor) return false;
+    DropState(victim->first, &deletions_);
+    ++stats_.evicted;
+    dirty_ = true;
+  }
+  return true;
+}
+
+void ContentStore::DeleteValues(std::vector<Deletion> gone) {
+  std::vector<Deletion> failed;
+  std::string first_error;
+  for (Deletion& d : gone) {
+    if (Status st = backend_->Delete(d.key); !st.ok()) {
+      if (first_error.empty()) first_error = st.error().ToString();
+      failed.push_back(std::move(d));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.delete_errors += failed.size();
+  if (!failed.empty() && !delete_failing_)
+    LOG_WARN("cache store (%s): %zu values not deleted (kept counted against the bound, retried after the next "
+             "write): %s", backend_->Describe().c_str(), failed.size(), first_error.c_str());
+  if (failed.empty() && delete_failing_ && !gone.empty())
+    LOG_INFO("cache store (%s): deletes succeed again", backend_->Describe().c_str());
+  if (!gone.empty()) delete_failing_ = !failed.empty();
+  for (Deletion& d : failed) undeleted_.push_back(std::move(d));
+  stats_.undeleted_bytes = 0;
+  for (const Deletion& d : undeleted_) stats_.undeleted_bytes += static_cast<int64_t>(d.bytes);
 }
 
 void ContentStore::Sweep() {
@@ -149,6 +205,8 @@ void ContentStore::Sweep() {
   std::vector<std::string> stale;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    std::unordered_set<std::string> evicted;
+    for (const Deletion& d : deletions_) evicted.insert(d.key);
     for (const std::string& key : *keys) {
       if (key == kIndexKey) continue;
       int32_t end = 0;
@@ -160,11 +218,16 @@ void ContentStore::Sweep() {
         named = kind == 'p' ? pages_.count(k) > 0 || queued_pages_.count(k) > 0
                             : kind == 's' && (states_.count(k) > 0 || queued_states_.count(k) > 0);
       }
+      // Evicted at load (a smaller bound): deleted after an index without them is written, not before.
+      named = named || evicted.count(key) > 0;
       if (!named) stale.push_back(key);
     }
   }
-  for (const std::string& key : stale) (void)backend_->Delete(key);
-  if (!stale.empty()) LOG_INFO("cache store: deleted %zu values no index named (an interrupted write)", stale.size());
+  std::vector<Deletion> gone;
+  for (std::string& key : stale) gone.push_back({std::move(key), 0});  // sizes unknown: not in the bound
+  const size_t n = gone.size();
+  DeleteValues(std::move(gone));
+  if (n > 0) LOG_INFO("cache store: deleting %zu values no index named (an interrupted write)", n);
 }
 
 bool ContentStore::HasState(std::span<const int32_t> prefix) const {
@@ -187,7 +250,7 @@ std::vector<int32_t> ContentStore::MissingPages(std::span<const int32_t> prefix)
   return missing;
 }
 
-bool ContentStore::Enqueue(StorePut put) {
+bool ContentStore::Enqueue(StorePut put, bool urgent) {
   const int32_t end = static_cast<int32_t>(put.tokens.size());
   REWIND_CHECK(end > 0);
   int64_t bytes = static_cast<int64_t>(put.state.size() + put.tokens.size() * 4);
@@ -207,7 +270,12 @@ bool ContentStore::Enqueue(StorePut put) {
   ++queued_states_[{end, chains.back()}];
   stats_.queued_bytes += bytes;
   ++stats_.queued;
-  queue_.push_back({std::move(put), bytes});
+  Job job{std::move(put), bytes, urgent, std::chrono::steady_clock::now()};
+  if (urgent) {
+    queue_.insert(queue_.begin() + static_cast<std::ptrdiff_t>(urgent_queued_++), std::move(job));
+  } else {
+    queue_.push_back(std::move(job));
+  }
   cv_.notify_all();
   return true;
 }
@@ -307,7 +375,7 @@ ContentStoreStats ContentStore::Stats() const {
   return s;
 }
 
-void ContentStore::WriteIndex() {
+bool ContentStore::WriteIndex() {
   std::vector<StoreEntry> entries;
   uint64_t clock = 0;
   {
@@ -320,16 +388,30 @@ void ContentStore::WriteIndex() {
   }
   // The values the index names are made durable first; then the index itself.
   Status s = backend_->Sync();
-  if (s.ok()) s = backend_->Put(kIndexKey, EncodeStoreIndex(cfg_.identity, clock, entries));
+  const std::string index = EncodeStoreIndex(cfg_.identity, clock, entries);
+  if (s.ok()) s = backend_->Put(kIndexKey, index);
+  if (s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.index_bytes = static_cast<int64_t>(index.size());
+  }
   if (s.ok()) s = backend_->Sync();
   if (!s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     if (IsPowerOfTwo(++stats_.write_errors))
       LOG_WARN("cache store: index not written: %s", s.error().ToString().c_str());
   }
+  return s.ok();
 }
 
 void ContentStore::Process(Job& job) {
+  {  // deletes that failed before are retried first: their bytes count against the bound until they succeed
+    std::vector<Deletion> retry;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      retry.swap(undeleted_);
+    }
+    if (!retry.empty()) DeleteValues(std::move(retry));
+  }
   StorePut& put = job.put;
   const int32_t end = static_cast<int32_t>(put.tokens.size());
   const std::vector<int32_t> ends = PageEnds(end);
@@ -378,6 +460,7 @@ void ContentStore::Process(Job& job) {
     return backend_->PutParts(key, parts);
   };
   bool keep = true;
+  std::vector<Deletion> evicted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::erase_if(pages, [&](const Value& v) { return pages_.count(v.key) > 0; });  // stored since it was queued
@@ -385,27 +468,29 @@ void ContentStore::Process(Job& job) {
     for (const Value& v : pages) new_bytes += v.bytes();
     keep = states_.count(sk) == 0;
     const double own = Score(put.saved_tokens, state.bytes(), clock_);
-    while (keep && cfg_.max_bytes > 0 && stats_.stored_bytes + static_cast<int64_t>(new_bytes) > cfg_.max_bytes) {
-      auto victim = states_.end();
-      double lowest = 0;
-      for (auto it = states_.begin(); it != states_.end(); ++it) {
-        const double sc = Score(it->second.saved_tokens, it->second.bytes, it->second.last_use);
-        if (victim == states_.end() || sc < lowest) victim = it, lowest = sc;
-      }
-      if (victim == states_.end() || lowest >= own) {
-        keep = false;
-        ++stats_.dropped_score;
-        break;
-      }
-      DropState(victim->first, &deletions_);
-      ++stats_.evicted;
-      dirty_ = true;
+    if (keep && !MakeRoom(new_bytes, pages.size() + 1, own)) {
+      keep = false;
+      ++stats_.dropped_score;
     }
     // Every page the state needs must be stored or written now (an eviction may just have taken one).
     for (size_t i = 0; keep && i < ends.size(); ++i) {
       const Key k{ends[i], chains[i]};
       const bool writing = std::any_of(pages.begin(), pages.end(), [&](const Value& v) { return v.key == k; });
       keep = writing || pages_.count(k) > 0;
+    }
+    if (keep && !deletions_.empty()) evicted = std::move(deletions_), deletions_.clear();
+  }
+  // Room is made before the new values are written: an index without the evicted values, then their deletes. A
+  // delete that fails keeps its bytes counted, and the checkpoint is written only if it still fits.
+  if (!evicted.empty()) {
+    WriteIndex();
+    DeleteValues(std::move(evicted));
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t new_bytes = state.bytes();
+    for (const Value& v : pages) new_bytes += v.bytes();
+    if (cfg_.max_bytes > 0 && HeldBytes(pages.size() + 1) + static_cast<int64_t>(new_bytes) > cfg_.max_bytes) {
+      keep = false;
+      ++stats_.dropped_no_room;
     }
   }
   Status st = Status::Ok();
@@ -417,7 +502,8 @@ void ContentStore::Process(Job& job) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (keep && !st.ok()) {
-    for (size_t i = 0; i < written; ++i) deletions_.push_back(PageKey(pages[i].key.end, pages[i].key.chain));
+    for (size_t i = 0; i < written; ++i)
+      deletions_.push_back({PageKey(pages[i].key.end, pages[i].key.chain), pages[i].bytes()});
     if (IsPowerOfTwo(++stats_.write_errors))
       LOG_WARN("cache store: checkpoint at %d not written: %s", end, st.error().ToString().c_str());
   } else if (keep) {
@@ -430,6 +516,7 @@ void ContentStore::Process(Job& job) {
     REWIND_CHECK(WalkPages(sk, +1));
     ++stats_.written;
     dirty_ = true;
+    if (job.urgent) awaiting_index_.push_back(job.queued_at);
   }
   for (const Key& k : queued)
     if (--queued_pages_[k] <= 0) queued_pages_.erase(k);
@@ -444,6 +531,7 @@ void ContentStore::WriterLoop() {
     if (!queue_.empty()) {
       Job job = std::move(queue_.front());
       queue_.pop_front();
+      if (job.urgent) --urgent_queued_;
       stats_.queued_bytes -= job.bytes;
       busy_ = true;
       lock.unlock();
@@ -455,14 +543,27 @@ void ContentStore::WriterLoop() {
     }
     if (dirty_ || !deletions_.empty()) {
       dirty_ = false;
-      std::vector<std::string> gone = std::move(deletions_);
+      std::vector<Deletion> gone = std::move(deletions_);
       deletions_.clear();
+      for (Deletion& d : undeleted_) gone.push_back(std::move(d));  // a retry of the deletes that failed
+      undeleted_.clear();
+      std::vector<std::chrono::steady_clock::time_point> named = std::move(awaiting_index_);
+      awaiting_index_.clear();
       busy_ = true;
       lock.unlock();
-      WriteIndex();
-      for (const std::string& key : gone) (void)backend_->Delete(key);
+      const bool indexed = WriteIndex();
+      const auto now = std::chrono::steady_clock::now();
+      DeleteValues(std::move(gone));
       lock.lock();
       busy_ = false;
+      if (!indexed) awaiting_index_.insert(awaiting_index_.begin(), named.begin(), named.end());
+      for (const auto& t : named) {  // urgent checkpoints now survive a crash (or a power loss)
+        if (!indexed) break;
+        const double s = std::chrono::duration<double>(now - t).count();
+        ++stats_.durable_count;
+        stats_.durable_seconds_sum += s;
+        stats_.durable_seconds_max = std::max(stats_.durable_seconds_max, s);
+      }
     }
     if (queue_.empty() && !dirty_ && deletions_.empty()) {
       idle_cv_.notify_all();

@@ -11,12 +11,18 @@
 // Eviction follows the RAM tier's scoring function (memory/eviction.h): prefill tokens a state saves per byte,
 // aged by the store's clock of writes and hits. Over the byte bound, the lowest-scoring states go first, unless
 // the incoming one scores lower still (then it is not kept); a page goes when no stored state needs it.
+// The bound covers everything in the folder: the values, the index, and values evicted whose delete failed (they
+// stay counted, and are retried after every write, until they are gone), so the folder never holds more than
+// max_bytes: the values a checkpoint evicts are deleted (after an index without them) before it is written. A
+// store reopened with a smaller bound evicts down to it at start. Failed deletes and dropped writes are counted and logged once per
+// incident (the first failure after a success, then the recovery).
 //
 // Thread safety: every public member may be called from any thread. The backend is used by the writer thread and
 // by the Read* calls (a request's own thread, on a miss: engine/hybrid_cache.h FetchDisk): it must accept calls
 // from several threads.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -58,6 +64,13 @@ struct ContentStoreStats {
   int64_t stored_bytes = 0, states = 0, pages = 0;
   int64_t queued_bytes = 0, queued = 0;
   uint64_t written = 0, dropped_queue_full = 0, dropped_score = 0, evicted = 0, write_errors = 0, read_errors = 0;
+  uint64_t dropped_no_room = 0;   // not written: evicted values could not be deleted to make room
+  uint64_t delete_errors = 0;     // deletes the backend refused (each retried later)
+  int64_t undeleted_bytes = 0;    // bytes of evicted values still on the medium (counted against max_bytes)
+  int64_t index_bytes = 0;        // the index's size
+  // Urgent checkpoints: how long from Enqueue until written, synced and named by a synced index.
+  uint64_t durable_count = 0;
+  double durable_seconds_sum = 0, durable_seconds_max = 0;
 };
 
 class ContentStore {
@@ -74,8 +87,11 @@ class ContentStore {
   bool HasState(std::span<const int32_t> prefix) const;
   // Ends of the pages covering [0, prefix.size()) that are neither stored nor queued, ascending.
   std::vector<int32_t> MissingPages(std::span<const int32_t> prefix) const;
-  // Queues a checkpoint; false (counted, nothing queued) when the queue is over its byte bound.
-  bool Enqueue(StorePut put);
+  // Queues a checkpoint; false (counted, nothing queued) when the queue is over its byte bound. `urgent` (the
+  // state at a finished response's end, where the next turn resumes) goes ahead of every non-urgent checkpoint,
+  // so that a crash right after a response loses as little as possible; the time from here until an index
+  // naming it is durable is measured (ContentStoreStats::durable_*).
+  bool Enqueue(StorePut put, bool urgent = false);
 
   // Ends of stored states serving prompt[0, end) with after < end <= up_to, deepest first (by hash; reads
   // verify the tokens).
@@ -121,6 +137,12 @@ class ContentStore {
   struct Job {
     StorePut put;
     int64_t bytes = 0;
+    bool urgent = false;
+    std::chrono::steady_clock::time_point queued_at{};
+  };
+  struct Deletion {
+    std::string key;
+    uint64_t bytes = 0;
   };
 
   ContentStore(std::unique_ptr<StoreBackend> backend, const ContentStoreConfig& config)
@@ -132,12 +154,19 @@ class ContentStore {
   // Walks the pages a state needs; false when one is not stored. delta: added to each page's refs.
   bool WalkPages(Key state, int delta);
   // mu_ held: removes a state (and the pages only it needed), returning the keys to delete.
-  void DropState(Key key, std::vector<std::string>* deletions);
+  void DropState(Key key, std::vector<Deletion>* deletions);
+  // mu_ held: drops the lowest-scoring states until `incoming` more bytes in `entries` more index entries fit
+  // the bound, or until the lowest scores at least `floor` (then false: the incoming value is not worth a place).
+  bool MakeRoom(uint64_t incoming, size_t entries, double floor);
+  // Bytes the folder holds besides new values: stored values, the index, undeleted values. mu_ held.
+  int64_t HeldBytes(size_t extra_entries) const;
+  // Deletes `gone` (mu_ not held); failures are kept for a retry and counted.
+  void DeleteValues(std::vector<Deletion> gone);
   void Load();
   void Sweep();
   void WriterLoop();
   void Process(Job& job);
-  void WriteIndex();  // mu_ not held
+  bool WriteIndex();  // mu_ not held; false when the index was not written
   double Score(int64_t saved, uint64_t bytes, uint64_t last_use) const;
 
   std::unique_ptr<StoreBackend> backend_;
@@ -148,8 +177,12 @@ class ContentStore {
   std::unordered_map<Key, PageRec, KeyHash> pages_;
   std::unordered_map<Key, StateRec, KeyHash> states_;
   std::unordered_map<Key, int32_t, KeyHash> queued_pages_, queued_states_;
-  std::deque<Job> queue_;
-  std::vector<std::string> deletions_;  // keys to delete once an index without them is written
+  std::deque<Job> queue_;   // urgent jobs first (urgent_queued_ of them), each part in order
+  size_t urgent_queued_ = 0;
+  std::vector<std::chrono::steady_clock::time_point> awaiting_index_;  // urgent jobs written, index not yet
+  std::vector<Deletion> deletions_;  // values to delete once an index without them is written
+  std::vector<Deletion> undeleted_;  // deletes that failed: retried after the next index write
+  bool delete_failing_ = false;      // in a failed-delete incident (logged at its start and end)
   bool busy_ = false, dirty_ = false, stop_ = false, swept_ = false;
   uint64_t clock_ = 0;
   ContentStoreStats stats_;

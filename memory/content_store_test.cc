@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -272,6 +273,75 @@ TEST_F(ContentStoreTest, AStalledDiskNeverBlocksTheCallerAndTheQueueStaysBounded
   (*s)->Flush();
   EXPECT_EQ((*s)->Stats().states, queued);  // everything queued was written
   for (size_t k = 0; k < convs.size(); ++k) EXPECT_EQ((*s)->HasState(convs[k]), static_cast<int>(k) < queued) << k;
+}
+
+// A backend whose deletes fail while `failing` is set (a read-only remount, a permission change).
+class FlakyDeleteBackend final : public StoreBackend {
+ public:
+  explicit FlakyDeleteBackend(std::unique_ptr<StoreBackend> inner) : inner_(std::move(inner)) {}
+  std::atomic<bool> failing{true};
+  Expected<std::string> Get(const std::string& key) override { return inner_->Get(key); }
+  Status PutParts(const std::string& key, std::span<const std::string_view> parts) override {
+    return inner_->PutParts(key, parts);
+  }
+  Status Sync() override { return inner_->Sync(); }
+  Expected<bool> Exists(const std::string& key) override { return inner_->Exists(key); }
+  Status Delete(const std::string& key) override {
+    if (failing) return Error::Io("cannot delete " + key + ": read-only file system");
+    return inner_->Delete(key);
+  }
+  Expected<std::vector<std::string>> Keys() override { return inner_->Keys(); }
+  std::string Describe() const override { return "flaky " + inner_->Describe(); }
+
+ private:
+  std::unique_ptr<StoreBackend> inner_;
+};
+
+TEST_F(ContentStoreTest, TheFolderNeverHoldsMoreThanTheBoundAfterEachWrite) {
+  const int64_t bound = 6000;
+  {
+    auto s = Open(bound);
+    for (uint32_t k = 0; k < 12; ++k) {
+      ASSERT_TRUE(Put(*s, Tokens(40, 400 + k), 40 + k));
+      s->Flush();
+      EXPECT_LE(FolderBytes(), static_cast<uint64_t>(bound)) << k;
+    }
+    EXPECT_GT(s->Stats().evicted, 0u);
+  }
+  // Reopened with a smaller bound: it evicts down to it before writing anything.
+  auto s = Open(bound / 3);
+  s->Flush();
+  EXPECT_LE(FolderBytes(), static_cast<uint64_t>(bound / 3));
+  EXPECT_GT(s->Stats().states, 0);
+}
+
+TEST_F(ContentStoreTest, FailedDeletesAreCountedKeptInTheBoundAndRetried) {
+  const int64_t bound = 6000;
+  auto flaky = std::make_unique<FlakyDeleteBackend>(Backend());
+  FlakyDeleteBackend* disk = flaky.get();
+  ContentStoreConfig c;
+  c.identity = 42;
+  c.page_tokens = kPage;
+  c.kv_bytes_per_token = kRowBytes;
+  c.max_bytes = bound;
+  auto s = ContentStore::Open(std::move(flaky), c);
+  ASSERT_TRUE(s.ok());
+  for (uint32_t k = 0; k < 8; ++k) {
+    ASSERT_TRUE(Put(**s, Tokens(40, 500 + k), 40 + k));
+    (*s)->Flush();
+    EXPECT_LE(FolderBytes(), static_cast<uint64_t>(bound)) << k;  // what could not be deleted still counts
+  }
+  ContentStoreStats st = (*s)->Stats();
+  EXPECT_GT(st.delete_errors, 0u);
+  EXPECT_GT(st.undeleted_bytes, 0);
+  // Deletes work again: the next write retries them.
+  disk->failing = false;
+  ASSERT_TRUE(Put(**s, Tokens(40, 600), 100));
+  (*s)->Flush();
+  st = (*s)->Stats();
+  EXPECT_EQ(st.undeleted_bytes, 0);
+  EXPECT_LE(FolderBytes(), static_cast<uint64_t>(bound));
+  EXPECT_TRUE((*s)->HasState(Tokens(40, 600)));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/hash.h"
+#include "base/sha256.h"
 #include "base/hex.h"
 #include "memory/le_bytes.h"
 
@@ -90,6 +91,37 @@ Expected<Blob> DecodeBlob(std::string_view b, uint64_t identity, BlobKind kind, 
   if (HashTokens(out.tokens, out.parent) != out.chain) return Error::Corrupt("store value tokens do not match its hash");
   out.payload.assign(b.data() + payload_at, payload_bytes);
   return out;
+}
+
+namespace {
+
+Digest256 ValueMac(std::string_view mac_key, std::string_view name, std::string_view blob) {
+  static constexpr uint8_t kSeparator = 0;
+  auto bytes = [](std::string_view s) { return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size()); };
+  const std::span<const uint8_t> parts[3] = {bytes(name), std::span<const uint8_t>(&kSeparator, 1), bytes(blob)};
+  return HmacSha256(bytes(mac_key), parts);
+}
+
+}  // namespace
+
+void SealValue(std::string_view mac_key, std::string_view name, std::string* blob) {
+  const Digest256 tag = ValueMac(mac_key, name, *blob);
+  blob->append(reinterpret_cast<const char*>(tag.data()), tag.size());
+}
+
+Expected<std::string_view> OpenSealedValue(std::string_view mac_key, std::string_view name, std::string_view value) {
+  if (value.size() < kValueMacBytes) return Error::Corrupt("store value shorter than its MAC");
+  const std::string_view blob = value.substr(0, value.size() - kValueMacBytes);
+  Digest256 tag{};
+  std::memcpy(tag.data(), value.data() + blob.size(), kValueMacBytes);
+  if (!DigestEqual(tag, ValueMac(mac_key, name, blob)))
+    return Error::Corrupt("store value MAC mismatch (written without this replica's --remote-cache-key)");
+  return blob;
+}
+
+std::string MacKeyId(std::string_view mac_key) {
+  if (mac_key.empty()) return "trust";
+  return DigestHex(HmacSha256(mac_key, "rewind key id")).substr(0, 16);
 }
 
 // Index: magic (8), u32 version, u32 count, u64 identity, u64 clock, entries of kEntryBytes {u32 kind, i32 end,

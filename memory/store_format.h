@@ -63,6 +63,21 @@ std::string EncodeBlob(uint64_t identity, BlobKind kind, int32_t first, std::spa
 // asked for (kind, end, chain). kCorrupt or kUnsupported (other version or identity).
 Expected<Blob> DecodeBlob(std::string_view bytes, uint64_t identity, BlobKind kind, int32_t end, uint64_t chain);
 
+// Values of a store others can write to (the remote tier, docs/replicas.md) are authenticated: the stored value
+// is the blob followed by HMAC-SHA256(mac_key, name || 0 || blob), 32 bytes, where `name` is the key the value is
+// stored under. Without the key nobody can make a value this check accepts, nor move a value to another key. An
+// empty mac_key (the remote tier's --remote-cache-trust) keeps the layout but authenticates nothing: anyone can
+// compute that tag.
+inline constexpr size_t kValueMacBytes = 32;
+// Appends the tag to `blob` (in place: no copy of the payload).
+void SealValue(std::string_view mac_key, std::string_view name, std::string* blob);
+// The blob part of a sealed value; kCorrupt when the value is shorter than a tag or the tag does not match.
+Expected<std::string_view> OpenSealedValue(std::string_view mac_key, std::string_view name, std::string_view value);
+// A short public name of a MAC key (hex of HMAC(key, "rewind key id"), 16 characters; "trust" for the empty
+// key): mixed into the key namespace so that replicas with different keys never read or delete each other's
+// values, and printed in logs without revealing the key.
+std::string MacKeyId(std::string_view mac_key);
+
 // One index entry (fixed 48 bytes on disk).
 struct StoreEntry {
   BlobKind kind = BlobKind::kPage;

@@ -45,6 +45,12 @@ std::string RedisUrl::ToString() const {
 
 Expected<RedisUrl> ParseRedisUrl(std::string_view url) {
   constexpr std::string_view kScheme = "redis://";
+  if (url.substr(0, 9) == "rediss://") {
+    return Error::Unsupported(
+        "rediss:// (Redis over TLS) is not supported: this build's hiredis (Debian 12: 0.14.1) has no TLS. Run a "
+        "TLS tunnel (stunnel, spiped) beside the replica and give its local end as redis://127.0.0.1:PORT "
+        "(docs/replicas.md)");
+  }
   if (url.substr(0, kScheme.size()) != kScheme) {
     return Error::InvalidArgument("remote cache URL must look like redis://HOST:PORT[/DB], got '" +
                                   std::string(url) + "'");
@@ -180,6 +186,9 @@ Status RedisClient::LoadSlots(redisContext* ctx) {
   if (url_.db != 0) return Error::InvalidArgument("a Redis Cluster has only database 0");
   cluster_ = true;
   slots_.assign(kSlots, nullptr);
+  const std::string seed = url_.host + ":" + std::to_string(url_.port);
+  members_.clear();
+  if (auto it = nodes_.find(seed); it != nodes_.end()) members_[seed] = it->second.get();
   for (size_t i = 0; i < r->elements; ++i) {
     const redisReply* range = r->element[i];
     if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) continue;
@@ -198,6 +207,7 @@ Status RedisClient::LoadSlots(redisContext* ctx) {
       node->host = host;
       node->port = port;
     }
+    members_[name] = node.get();
     long long lo = range->element[0]->integer, hi = range->element[1]->integer;
     for (long long s = std::max(0LL, lo); s <= std::min<long long>(kSlots - 1, hi); ++s)
       slots_[s] = node.get();
@@ -217,8 +227,22 @@ Status RedisClient::EnsureTopology() {
   REWIND_ASSIGN_OR_RETURN(redisContext * ctx, Connect(*seed));
   REWIND_RETURN_IF_ERROR(LoadSlots(ctx));
   single_ = cluster_ ? nullptr : seed.get();
+  if (!cluster_) members_ = {{name, seed.get()}};
   topology_known_ = true;
   return Status::Ok();
+}
+
+RedisClient::Node* RedisClient::MapNode(std::string_view target) {
+  const size_t colon = target.rfind(':');
+  if (colon == std::string_view::npos) return nullptr;
+  std::string host(target.substr(0, colon));
+  if (host.empty()) host = url_.host;  // "MOVED 1 :7001": the host the client already talks to
+  int port = 0;
+  const std::string_view p = target.substr(colon + 1);
+  auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+  if (ec != std::errc() || end != p.data() + p.size()) return nullptr;
+  auto it = members_.find(host + ":" + std::to_string(port));
+  return it == members_.end() ? nullptr : it->second;
 }
 
 Expected<RedisClient::Node*> RedisClient::NodeFor(std::string_view key) {
@@ -306,14 +330,20 @@ Expected<std::vector<RedisClient::Reply>> RedisClient::Run(std::string_view key,
       if (r.str.rfind("OOM", 0) == 0) continue;  // maxmemory with noeviction: a per-command failure
       return Fail(Error::Unavailable("redis: " + r.str)).error();
     }
-    std::string_view target = std::string_view(r.str).substr(r.str.rfind(' ') + 1);
-    size_t colon = target.rfind(':');
-    auto& dest = nodes_[std::string(target)];
+    const std::string target(std::string_view(r.str).substr(r.str.rfind(' ') + 1));
+    Node* dest = MapNode(target);
+    if (!dest && cluster_) {  // a resharding may have added a node: read the slot map once more
+      topology_known_ = false;
+      if (Status st = EnsureTopology(); !st.ok()) return Fail(st.error()).error();
+      dest = MapNode(target);
+    }
     if (!dest) {
-      dest = std::make_unique<Node>();
-      dest->host = std::string(target.substr(0, colon));
-      dest->port = std::atoi(std::string(target.substr(colon + 1)).c_str());
-      if (dest->host.empty()) dest->host = url_.host;
+      const uint64_t n = ++redirects_refused_;
+      if ((n & (n - 1)) == 0)  // the 1st, 2nd, 4th... of them
+        LOG_WARN("remote cache %s: refused a redirect to %s: not a node of the cluster's slot map (%llu refused)",
+                 url_.ToString().c_str(), target.c_str(), static_cast<unsigned long long>(n));
+      return Fail(Error::Unavailable("redis redirect to " + target + " refused: not in the cluster's slot map"))
+          .error();
     }
     if (moved) topology_known_ = false;  // relearn the whole map on the next call
     replies = RunOn(*dest, commands, ask);

@@ -8,9 +8,20 @@
 // dead or slow server costs its callers nothing; the first failure of an incident and the recovery are logged
 // once each.
 //
-// Not thread-safe: one caller at a time (the remote tier drives it from its own worker thread).
+// Redirects: a MOVED or ASK reply is followed only to a node of the cluster's own slot map (CLUSTER SLOTS, read
+// from the configured node and read again once when a redirect names a node it lacks); a redirect anywhere else
+// is refused (counted, logged) and the call fails, so the password in the URL is only ever sent to the
+// configured node and the nodes its slot map names.
+//
+// TLS: rediss:// URLs are refused at parse time. hiredis 0.14 (Debian 12's libhiredis-dev) has no TLS support,
+// and this client does not tunnel TLS itself: put a TLS tunnel (stunnel, spiped, a service mesh) beside each
+// replica and point the URL at its local end.
+//
+// Not thread-safe: one caller at a time (the remote tier drives it from its own worker thread); the counters
+// may be read from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -76,6 +87,8 @@ class RedisClient {
   Status Ping();
 
   bool cluster() const { return cluster_; }
+  // MOVED / ASK replies naming a node outside the slot map (not followed).
+  uint64_t redirects_refused() const { return redirects_refused_.load(std::memory_order_relaxed); }
   // True while the client is backing off after a failure (calls answer Unavailable without I/O).
   bool backing_off() const;
   const RedisUrl& url() const { return url_; }
@@ -87,6 +100,8 @@ class RedisClient {
 
   Status EnsureTopology();
   Status LoadSlots(redisContext* ctx);
+  // The node of the current slot map (or the configured one) named "host:port" by a redirect; null otherwise.
+  Node* MapNode(std::string_view target);
   Expected<Node*> NodeFor(std::string_view key);
   Expected<redisContext*> Connect(Node& node);
   // Runs commands (all keyed into the same slot owner) pipelined on one node; follows one MOVED/ASK.
@@ -100,12 +115,14 @@ class RedisClient {
   RedisOptions options_;
   bool topology_known_ = false;
   bool cluster_ = false;
-  std::map<std::string, std::unique_ptr<Node>> nodes_;  // "host:port" -> node
+  std::map<std::string, std::unique_ptr<Node>> nodes_;  // "host:port" -> node (the seed and slot map owners)
+  std::map<std::string, Node*> members_;                // "host:port" of the seed and the current slot map
   std::vector<Node*> slots_;                            // [16384] owner of each slot (cluster only)
   Node* single_ = nullptr;                              // the server (not cluster)
   std::chrono::steady_clock::time_point retry_at_{};
   int backoff_ms_ = 0;
   bool down_ = false;
+  std::atomic<uint64_t> redirects_refused_{0};
 };
 
 }  // namespace rw::remote

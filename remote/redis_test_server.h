@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -131,5 +132,38 @@ class RedisTestServer {
   int port_ = -1;
   pid_t pid_ = -1;
 };
+
+// Three masters, no replicas, on free loopback ports: keys spread over the nodes by slot. `ok` says whether
+// the cluster formed (redis-cli --cluster create) and every node sees it as up.
+class RedisCluster {
+ public:
+  RedisCluster() {
+    for (int i = 0; i < 3; ++i) {
+      nodes.push_back(std::make_unique<RedisTestServer>(std::vector<std::string>{
+          "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
+          // The default bus port (port + 10000) overflows for ports above 55535.
+          "--cluster-port", std::to_string(FreeLoopbackPort())}));
+    }
+    std::string create = "timeout 30 redis-cli --cluster create";
+    for (auto& n : nodes) create += " 127.0.0.1:" + std::to_string(n->port());
+    create += " --cluster-replicas 0 --cluster-yes >/dev/null 2>&1";
+    ok = std::system(create.c_str()) == 0;
+    // Every node must see the cluster as up (the state spreads over the cluster bus node by node).
+    for (int i = 0; ok && i < 400; ++i) {
+      bool all = true;
+      for (auto& n : nodes) {
+        std::string check =
+            "redis-cli -p " + std::to_string(n->port()) + " cluster info | grep -q cluster_state:ok";
+        all = all && std::system(check.c_str()) == 0;
+      }
+      if (all) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ok = false;
+  }
+  std::vector<std::unique_ptr<RedisTestServer>> nodes;
+  bool ok = false;
+};
+
 
 }  // namespace rw::remote::testing

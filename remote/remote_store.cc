@@ -6,6 +6,7 @@
 #include "base/check.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/sha256.h"
 #include "memory/store_format.h"
 
 namespace rw::remote {
@@ -27,16 +28,28 @@ Command SetCommand(std::string key, std::string value, int64_t ttl_s) {
 }  // namespace
 
 RemoteStore::RemoteStore(const RedisUrl& url, const RemoteStoreConfig& config, RedisOptions options)
-    : cfg_(config), url_(url.ToString()), reader_(url, options), writer_client_(url, options) {}
+    : cfg_(config),
+      key_id_(memory::MacKeyId(config.mac_key)),
+      url_(url.ToString()),
+      reader_(url, options),
+      writer_client_(url, options) {}
 
 Expected<std::unique_ptr<RemoteStore>> RemoteStore::Open(const RedisUrl& url, const RemoteStoreConfig& config,
                                                          RedisOptions options) {
-  if (config.page_tokens < 1 || config.ttl_s < 0 || config.queue_bytes < 0)
+  if (config.page_tokens < 1 || config.ttl_s < 0 || config.queue_bytes < 0 || config.max_fetch_bytes < 1 ||
+      config.state_bytes < 0 || config.page_bytes_per_token < 0)
     return Error::InvalidArgument("remote cache: invalid configuration");
+  if (config.mac_key.empty() && !config.trust)
+    return Error::InvalidArgument(
+        "remote cache: no key to authenticate values (--remote-cache-key-file) and Redis not trusted "
+        "(--remote-cache-trust)");
   std::unique_ptr<RemoteStore> s(new RemoteStore(url, config, options));
   // Not reachable now is not an error: the tier retries with back-off and every miss is computed.
   if (Status ping = s->reader_.Ping(); !ping.ok())
     LOG_WARN("remote cache %s not reachable yet: %s", s->url_.c_str(), ping.error().message.c_str());
+  if (config.mac_key.empty())
+    LOG_WARN("remote cache %s: values are NOT authenticated (--remote-cache-trust): anyone who can write to this "
+             "Redis can plant cache entries every replica serves", s->url_.c_str());
   s->writer_ = std::thread([raw = s.get()] { raw->WriterLoop(); });
   return s;
 }
@@ -164,24 +177,23 @@ void RemoteStore::Process(Job& job) {
       continue;
     }
     const int32_t first = first_of(e);
-    writes.push_back(SetCommand(
-        key,
+    std::string value =
         memory::EncodeBlob(cfg_.identity, memory::BlobKind::kPage, first,
                            tokens.subspan(static_cast<size_t>(first), static_cast<size_t>(e - first)),
-                           i == 0 ? cfg_.identity : chains[i - 1], rows),
-        cfg_.ttl_s));
+                           i == 0 ? cfg_.identity : chains[i - 1], rows);
+    memory::SealValue(cfg_.mac_key, key, &value);
+    writes.push_back(SetCommand(key, std::move(value), cfg_.ttl_s));
     sent += static_cast<int64_t>(writes.back()[2].size());
   }
   if (st.ok()) {
     // The state goes last: a replica that finds it finds its pages (unless Redis evicted one: then a miss).
     const int32_t first = first_of(end);
     const std::string state_key = Key(memory::StateKey(end, chains.back()));
-    writes.push_back(
-        SetCommand(state_key,
-                   memory::EncodeBlob(cfg_.identity, memory::BlobKind::kState, first,
-                                      tokens.subspan(static_cast<size_t>(first)),
-                                      ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity, put.state),
-                   cfg_.ttl_s));
+    std::string value =
+        memory::EncodeBlob(cfg_.identity, memory::BlobKind::kState, first, tokens.subspan(static_cast<size_t>(first)),
+                           ends.size() > 1 ? chains[ends.size() - 2] : cfg_.identity, put.state);
+    memory::SealValue(cfg_.mac_key, state_key, &value);
+    writes.push_back(SetCommand(state_key, std::move(value), cfg_.ttl_s));
     sent += static_cast<int64_t>(writes.back()[2].size());
     bool announced = false;
     {
@@ -256,7 +268,8 @@ void RemoteStore::WaitForAnnounced(const std::vector<std::string>& state_keys,
   if (c == state_keys.size()) return;
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::milliseconds(cfg_.wait_ms);
-  const std::vector<Command> poll{{"EXISTS", state_keys[c]}, {"EXISTS", AnnounceKey(state_keys[c])}};
+  const std::string marker_key = AnnounceKey(state_keys[c]);
+  const std::vector<Command> poll{{"EXISTS", state_keys[c]}, {"GETRANGE", marker_key, "0", "127"}};
   auto step = std::chrono::milliseconds(2);
   bool served = false;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -274,7 +287,7 @@ void RemoteStore::WaitForAnnounced(const std::vector<std::string>& state_keys,
       served = true;
       break;
     }
-    if ((*r)[1].type != RedisReply::kInteger || (*r)[1].integer == 0) break;  // withdrawn or expired
+    if ((*r)[1].type != RedisReply::kString || (*r)[1].str != AnnounceValue(marker_key)) break;  // withdrawn
   }
   out.waited_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(mu_);
@@ -284,7 +297,33 @@ void RemoteStore::WaitForAnnounced(const std::vector<std::string>& state_keys,
 
 RemoteStats RemoteStore::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  RemoteStats s = stats_;
+  s.redirects_refused = reader_.redirects_refused() + writer_client_.redirects_refused();
+  return s;
+}
+
+std::string RemoteStore::AnnounceValue(const std::string& announce_key) const {
+  return DigestHex(HmacSha256(cfg_.mac_key, "announce " + announce_key));
+}
+
+int64_t RemoteStore::ExpectedValueBytes(bool state, int32_t first, int32_t end) const {
+  const int64_t payload = state ? cfg_.state_bytes : cfg_.page_bytes_per_token * (end - first);
+  if (payload == 0) return 0;
+  constexpr int64_t kHead = 64 + 8;  // memory/store_format.h: header, then the tokens, then a checksum
+  return kHead + int64_t{4} * (end - first) + payload + static_cast<int64_t>(memory::kValueMacBytes);
+}
+
+void RemoteStore::Reject(const std::string& key, const Error& why, bool oversized) {
+  uint64_t n = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    n = oversized ? ++stats_.oversized : ++stats_.unauthenticated;
+  }
+  if (IsPowerOfTwo(n))
+    LOG_WARN("remote cache %s: %s %s rejected and deleted (%llu so far): %s", url_.c_str(),
+             oversized ? "oversized value" : "unauthenticated value", key.c_str(), static_cast<unsigned long long>(n),
+             why.message.c_str());
+  (void)reader_.Delete(key);
 }
 
 RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const int32_t> candidates,
@@ -329,9 +368,11 @@ RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const 
   std::vector<Command> probes;
   for (const std::string& k : state_keys) {
     probes.push_back({"EXISTS", k});
-    probes.push_back({"EXISTS", AnnounceKey(k)});
+    probes.push_back({"GETRANGE", AnnounceKey(k), "0", "127"});  // a marker is 64 hex digits
   }
-  if (!announce_key.empty()) probes.push_back(SetCommand(AnnounceKey(announce_key), "1", cfg_.announce_ttl_s));
+  if (!announce_key.empty())
+    probes.push_back(
+        SetCommand(AnnounceKey(announce_key), AnnounceValue(AnnounceKey(announce_key)), cfg_.announce_ttl_s));
   auto found = reader_.Pipeline(probes);
   if (!found.ok()) {
     if (!announce_key.empty()) {
@@ -342,9 +383,18 @@ RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const 
     return finish(false);
   }
   auto yes = [&](size_t j) { return (*found)[j].type == RedisReply::kInteger && (*found)[j].integer > 0; };
+  // A marker counts only with its MAC (one planted without the key would make every lookup wait).
+  auto marker = [&](size_t i) {
+    const RedisReply& r = (*found)[2 * i + 1];
+    if (r.type != RedisReply::kString || r.str.empty()) return false;
+    const std::string key = AnnounceKey(state_keys[i]);
+    if (r.str == AnnounceValue(key)) return true;
+    Reject(key, Error::Corrupt("announcement marker MAC mismatch"), false);
+    return false;
+  };
   std::vector<char> stored(cands.size());
   for (size_t i = 0; i < cands.size(); ++i) stored[i] = yes(2 * i);
-  WaitForAnnounced(state_keys, [&](size_t i) { return yes(2 * i + 1); }, read_lock, stored, out);
+  WaitForAnnounced(state_keys, marker, read_lock, stored, out);
   for (size_t ci = cands.size(); ci-- > 0;) {
     if (!stored[ci]) continue;
     const int32_t end = cands[ci];
@@ -354,26 +404,60 @@ RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const 
         static_cast<size_t>(std::clamp<int32_t>(first_page, 0, static_cast<int32_t>(ends.size())));
     std::vector<std::string> keys{Key(memory::StateKey(end, chains[ci]))};
     for (size_t i = from; i < ends.size(); ++i) keys.push_back(Key(memory::PageKey(ends[i], page_chains[i])));
-    auto values = reader_.MultiGet(keys);
+    // Each value is read with GETRANGE up to one byte past the size this cache expects of it, so a planted
+    // oversized value costs no more than a genuine one; the lookup as a whole stays under max_fetch_bytes.
+    auto index_of = [&](size_t k) { return k == 0 ? ends.size() - 1 : from + k - 1; };
+    std::vector<int64_t> bound(keys.size());
+    int64_t total = 0;
+    for (size_t k = 0; k < keys.size(); ++k) {
+      const int32_t e = ends[index_of(k)];
+      bound[k] = ExpectedValueBytes(k == 0, ((e - 1) / cfg_.page_tokens) * cfg_.page_tokens, e);
+      if (bound[k] == 0) bound[k] = std::max<int64_t>(1, cfg_.max_fetch_bytes / static_cast<int64_t>(keys.size()));
+      total += bound[k];
+    }
+    if (total > cfg_.max_fetch_bytes) {  // too big to fetch: a shallower candidate may fit
+      std::lock_guard<std::mutex> lock(mu_);
+      if (IsPowerOfTwo(++stats_.capped))
+        LOG_WARN("remote cache %s: checkpoint at %d needs %lld B, over --remote-cache-max-fetch (%lld B)",
+                 url_.c_str(), end, static_cast<long long>(total), static_cast<long long>(cfg_.max_fetch_bytes));
+      continue;
+    }
+    std::vector<Command> reads;
+    for (size_t k = 0; k < keys.size(); ++k) reads.push_back({"GETRANGE", keys[k], "0", std::to_string(bound[k])});
+    auto values = reader_.Pipeline(reads);
     if (!values.ok()) {
       out.error = true;
       return finish(false);
     }
-    for (const auto& v : *values) out.bytes += v ? static_cast<int64_t>(v->size()) : 0;
-    // Decode and check every value against the prompt; a value that fails is deleted and this state skipped.
+    for (const auto& v : *values) out.bytes += static_cast<int64_t>(v.str.size());
+    // Check every value against its MAC and the prompt; a value that fails is deleted and this state skipped.
     bool usable = true;
     std::vector<std::string> payloads;
-    for (size_t k = 0; k < keys.size() && usable; ++k) {
-      if (!(*values)[k]) {  // expired or evicted since the probe
+    // Every value is checked, also after a bad one: each bad value is deleted now, so the writers of the next
+    // checkpoints (which skip values that exist) write it again and the path heals after this one miss.
+    for (size_t k = 0; k < keys.size(); ++k) {
+      const RedisReply& reply = (*values)[k];
+      if (reply.type != RedisReply::kString || reply.str.empty()) {  // expired or evicted since the probe
         usable = false;
-        break;
+        continue;
+      }
+      if (static_cast<int64_t>(reply.str.size()) > bound[k]) {
+        Reject(keys[k], Error::OutOfRange("value larger than " + std::to_string(bound[k]) + " B"), true);
+        usable = false;
+        continue;
+      }
+      auto sealed = memory::OpenSealedValue(cfg_.mac_key, keys[k], reply.str);
+      if (!sealed.ok()) {
+        Reject(keys[k], sealed.error(), false);
+        usable = false;
+        continue;
       }
       const bool is_state = k == 0;
-      const size_t i = is_state ? ends.size() - 1 : from + k - 1;
+      const size_t i = index_of(k);
       const int32_t e = ends[i];
       const int32_t first = ((e - 1) / cfg_.page_tokens) * cfg_.page_tokens;
       const uint64_t parent = i == 0 ? cfg_.identity : page_chains[i - 1];
-      auto blob = memory::DecodeBlob(*(*values)[k], cfg_.identity,
+      auto blob = memory::DecodeBlob(*sealed, cfg_.identity,
                                      is_state ? memory::BlobKind::kState : memory::BlobKind::kPage, e,
                                      page_chains[i]);
       if (blob.ok() && (blob->first != first || blob->parent != parent ||
@@ -386,9 +470,9 @@ RemoteFetch RemoteStore::Fetch(std::span<const int32_t> prompt, std::span<const 
         (void)reader_.Delete(keys[k]);
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.corrupt;
-        break;
+        continue;
       }
-      payloads.push_back(std::move(blob->payload));
+      if (usable) payloads.push_back(std::move(blob->payload));
     }
     if (!usable) continue;
     out.end = end;

@@ -10,6 +10,15 @@
 // with its pages (a second one). Values are checked like the disk tier's; one that fails its check is
 // deleted, never used.
 //
+// Redis is untrusted: anyone who can write to it could otherwise plant KV or states that every replica serves as
+// exact hits. Each value is sealed with HMAC-SHA256 under the replicas' shared key (memory::SealValue) and a value
+// whose MAC fails is rejected, deleted and counted; without a key the tier runs only when told to trust Redis
+// (cfg.trust). Announcement markers carry a MAC too (a planted one is ignored). Reads are bounded: each value is
+// read with GETRANGE up to the size this cache expects of it (a larger one is rejected, counted and deleted), and
+// one lookup reads at most cfg.max_fetch_bytes (a deeper checkpoint that needs more is skipped for a shallower
+// one). The key namespace includes a public id of the key (memory::MacKeyId), so replicas with different keys
+// never read or delete each other's values.
+//
 // Writes go through a bounded queue to a writer thread (bytes and values in flight are bounded); the engine
 // never waits for them. Lookups are blocking network calls: the engine makes them on the request's own thread
 // before the request is queued (engine/engine_impl.cc), never on the engine thread. Every failure is a miss:
@@ -43,6 +52,13 @@ struct RemoteStoreConfig {
   // How long a lookup waits for a state another replica announced but has not written yet (0: never waits).
   int64_t wait_ms = 1000;
   int64_t announce_ttl_s = 120;  // expiry of an announcement (a replica killed before writing leaves one)
+  std::string mac_key;  // authenticates every value (HMAC-SHA256); "" only with `trust`
+  bool trust = false;   // no key: values are sealed with the empty key, which authenticates nothing
+  int64_t max_fetch_bytes = int64_t{1} << 30;  // bytes one Fetch may read from Redis
+  // The payload sizes this cache expects (a value of another size is rejected before it is read whole). 0:
+  // unknown (tests); then each value of a lookup may take an equal share of max_fetch_bytes.
+  int64_t state_bytes = 0;
+  int64_t page_bytes_per_token = 0;
 };
 
 // What a lookup brought back: the state after prompt[0, end) and the pages [first_page, ceil(end / P)).
@@ -63,6 +79,10 @@ struct RemoteStats {
   double fetch_seconds = 0;
   uint64_t written = 0, written_bytes = 0, dropped = 0, write_errors = 0;
   uint64_t announced = 0, waits = 0, waits_served = 0;  // announcements set; lookups that waited; and got the state
+  uint64_t unauthenticated = 0;    // values and announcements whose MAC failed (rejected; values deleted)
+  uint64_t oversized = 0;          // values larger than this cache expects (rejected unread, deleted)
+  uint64_t capped = 0;             // checkpoints not fetched: more than max_fetch_bytes
+  uint64_t redirects_refused = 0;  // cluster redirects to a node outside the slot map
   int64_t queued_bytes = 0;
 };
 
@@ -106,7 +126,13 @@ class RemoteStore {
   RemoteStore(const RedisUrl& url, const RemoteStoreConfig& config, RedisOptions options);
   std::vector<int32_t> PageEnds(int32_t end) const;
   std::vector<uint64_t> Chains(std::span<const int32_t> tokens, std::span<const int32_t> ends) const;
-  std::string Key(const std::string& name) const { return cfg_.key_prefix + name; }
+  std::string Key(const std::string& name) const { return cfg_.key_prefix + key_id_ + ":" + name; }
+  // The marker's value: a MAC of its key (a planted marker cannot make replicas wait).
+  std::string AnnounceValue(const std::string& announce_key) const;
+  // The most bytes the value of `key` may have (kind and span decide it); 0: unknown.
+  int64_t ExpectedValueBytes(bool state, int32_t first, int32_t end) const;
+  // Counts a rejected value (and logs the 1st, 2nd, 4th... of each kind), then deletes it.
+  void Reject(const std::string& key, const Error& why, bool oversized);
   std::string StateKeyOf(std::span<const int32_t> prefix) const;
   std::string AnnounceKey(const std::string& state_key) const { return state_key + ":coming"; }
   // Waits (cfg_.wait_ms at most) for the deepest candidate another replica announced (`coming`) when it is
@@ -117,6 +143,7 @@ class RemoteStore {
   void Process(Job& job);
 
   RemoteStoreConfig cfg_;
+  std::string key_id_;  // memory::MacKeyId(cfg_.mac_key)
   std::string url_;
   RedisClient reader_;         // guarded by read_mu_
   RedisClient writer_client_;  // the writer thread's

@@ -23,6 +23,7 @@ RemoteStoreConfig Config(uint64_t identity = memory::StoreIdentity(42, "f16")) {
   RemoteStoreConfig c;
   c.identity = identity;
   c.page_tokens = kPage;
+  c.mac_key = "the replicas' shared test key";
   return c;
 }
 
@@ -101,8 +102,8 @@ TEST(RemoteStore, ACorruptValueIsDeletedAndNeverUsed) {
   a->Flush();
   // Flip one byte of the deeper state's value (a torn or foreign write).
   RedisClient raw(ParseRedisUrl(server.url()).value(), testing::FastOptions());
-  const std::string key =
-      "rewind:" + memory::StateKey(10, HashTokens(std::span(t).subspan(0, 10), Config().identity));
+  const std::string key = "rewind:" + memory::MacKeyId(Config().mac_key) + ":" +
+                          memory::StateKey(10, HashTokens(std::span(t).subspan(0, 10), Config().identity));
   auto v = raw.Get(key);
   ASSERT_TRUE(v.ok() && v->has_value());
   std::string bad = **v;
@@ -111,7 +112,7 @@ TEST(RemoteStore, ACorruptValueIsDeletedAndNeverUsed) {
   std::vector<int32_t> cands{6, 10};
   RemoteFetch f = a->Fetch(t, cands, 0, 0);
   EXPECT_EQ(f.end, 6);  // the next exact state, never the corrupt one
-  EXPECT_EQ(a->Stats().corrupt, 1u);
+  EXPECT_EQ(a->Stats().unauthenticated, 1u);  // any changed byte fails the MAC first
   EXPECT_FALSE(raw.Exists(key).value());
 }
 

@@ -46,8 +46,11 @@ before(async () => {
   redisPort = await freePort();
   await startRedis();
   const url = `redis://127.0.0.1:${redisPort}`;
+  const keyFile = path.join(dir, 'remote.key');  // the replicas' shared key (docs/replicas.md, "Trust")
+  fs.writeFileSync(keyFile, 'e2e replicas shared key, 32 bytes\n');
   for (let i = 0; i < 3; i++) {
     replicas.push(await startServer(['--cache-dir', path.join(dir, `r${i}`), '--remote-cache', url,
+      '--remote-cache-key-file', keyFile,
       '--log-requests=false']));
   }
   reference = await startServer(['--no-cache', '--cache-dir', '']);
