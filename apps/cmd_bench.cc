@@ -1,6 +1,7 @@
 // rewind bench: prefill and decode speed with llama-bench's definitions (pp512: one 512-token prompt in one
 // batch on an empty context; tg128: 128 single-token decode steps), median of r runs, plus the memory
-// bandwidth the decode reached, the machine's copy bandwidth, and peak RSS.
+// bandwidth the decode reached against the machine's read bandwidth with all threads streaming, the parallel
+// regions per decode token and their cost, and peak RSS.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -19,6 +20,8 @@
 #include "base/timer.h"
 #include "engine/engine_config.h"
 #include "kernels/kv_quant.h"
+#include "kernels/read_bandwidth.h"
+#include "kernels/thread_pool.h"
 #include "model/forward.h"
 
 namespace rw::apps {
@@ -30,19 +33,11 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Read+write bytes per second of a large memcpy (the machine's practical memory bandwidth).
-double CopyBandwidth() {
-  const size_t n = size_t{256} << 20;
-  std::vector<char> a(n, 1), b(n, 2);
-  std::vector<double> rates;
-  for (int r = 0; r < 5; ++r) {
-    double t0 = NowSeconds();
-    std::memcpy(b.data(), a.data(), n);
-    double dt = NowSeconds() - t0;
-    rates.push_back(2.0 * n / dt);
-    std::swap(a, b);
-  }
-  return Median(rates);
+// Read bytes per second with every thread of the model's pool streaming its own buffer at once (512 MiB in
+// all, at least 64 MiB per thread: far beyond the last-level cache).
+double ReadBandwidth(kernels::ThreadPool& pool) {
+  const size_t per_thread = std::max<size_t>(size_t{64} << 20, (size_t{512} << 20) / pool.size());
+  return kernels::MeasureReadBandwidth(pool, per_thread, 5);
 }
 
 // Bytes of weights a decode step reads: every tensor except the token embedding (one row per token), unless the
@@ -66,7 +61,7 @@ uint64_t WeightBytesPerToken(const model::Model& m) {
 void PrintPeakRss() {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  std::printf("peak RSS: %.1f MiB (model, KV and state; before the copy benchmark)\n", ru.ru_maxrss / 1024.0);
+  std::printf("peak RSS: %.1f MiB (model, KV and state; before the bandwidth test)\n", ru.ru_maxrss / 1024.0);
 }
 
 // Decode tokens/s through the engine (the serving path), optionally with speculative decoding.
@@ -504,6 +499,8 @@ int CmdBench(int argc, char** argv) {
   }
   if (n_gen > 0) {
     std::vector<double> rates;
+    kernels::ThreadPool* pool = m.pool();
+    const uint64_t regions0 = pool->regions();
     for (int r = 0; r < reps + 1; ++r) {
       double t0 = 0;
       for (int i = 0; i < n_gen + 1; ++i) {  // step 0 (empty context) is not timed, as in llama-bench's warm-up
@@ -523,15 +520,21 @@ int CmdBench(int argc, char** argv) {
       double dt = NowSeconds() - t0;
       if (r > 0) rates.push_back(n_gen / dt);
     }
+    const double regions_per_token =
+        static_cast<double>(pool->regions() - regions0) / ((reps + 1) * static_cast<double>(n_gen + 1));
     double tg = Median(rates);
     uint64_t wbytes = WeightBytesPerToken(m);
     PrintPeakRss();
-    double copy_bw = CopyBandwidth();
+    const double region_ns = kernels::MeasureRegionNanos(*pool, 20000);
+    const double read_bw = ReadBandwidth(*pool);
     std::printf("tg%d%s %.2f tok/s\n", n_gen, DepthSuffix(n_depth).c_str(), tg);
+    std::printf("parallel regions per decode token: %.0f; one empty region: %.0f ns at %d threads (%.1f%% of a "
+                "decode step)\n",
+                regions_per_token, region_ns, pool->size(), 100.0 * regions_per_token * region_ns * 1e-9 * tg);
     std::printf("weights read per token: %.1f MiB; decode bandwidth %.2f GB/s\n", wbytes / 1048576.0, wbytes * tg / 1e9);
-    std::printf("machine copy bandwidth (memcpy read+write): %.2f GB/s; decode bound at that rate: %.2f tok/s; "
-                "reached %.0f%%\n",
-                copy_bw / 1e9, copy_bw / wbytes, 100.0 * tg * wbytes / copy_bw);
+    std::printf("machine read bandwidth (%d threads streaming at once): %.2f GB/s; decode bound at that rate: %.2f "
+                "tok/s; reached %.0f%%\n",
+                pool->size(), read_bw / 1e9, read_bw / wbytes, 100.0 * tg * wbytes / read_bw);
   }
   if (n_gen == 0) PrintPeakRss();
   if (verify > 0 && n_prompt >= 1 && n_prompt + verify < total) {

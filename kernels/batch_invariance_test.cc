@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -30,7 +31,7 @@ TEST(BatchInvariance, MatMulRowsAreIdenticalForAnyBatchSizeSplitAndThreadCount) 
   std::vector<float> single(T * R);
   for (int64_t t = 0; t < T; ++t) MatMul(m, x.data() + t * K, 1, single.data() + t * R, nullptr);
   std::mt19937 rng(3);
-  for (int threads : {1, 2, 3}) {
+  for (int threads : {1, 2, 3, 16}) {
     ThreadPool pool(threads);
     for (int64_t bs = 1; bs <= T; bs = bs * 2 + 1) {
       std::vector<float> y(T * R);
@@ -120,7 +121,7 @@ TEST(BatchInvariance, QuantisedMatMulIsBitwiseInvariantAndCloseToDequantisedRefe
     for (size_t i = 0; i < ref.size(); ++i)
       EXPECT_NEAR(single[i], ref[i], 1e-3 * (1 + std::fabs(ref[i]))) << gguf::TypeName(type);
     std::mt19937 rng(12);
-    for (int threads : {1, 2, 3}) {
+    for (int threads : {1, 2, 3, 5, 8, 16}) {
       ThreadPool pool(threads);
       std::vector<float> y(T * R);
       int64_t t0 = 0;
@@ -131,6 +132,78 @@ TEST(BatchInvariance, QuantisedMatMulIsBitwiseInvariantAndCloseToDequantisedRefe
       }
       EXPECT_TRUE(SameBits(y.data(), single.data(), y.size())) << gguf::TypeName(type) << " threads " << threads;
     }
+  }
+}
+
+TEST(BatchInvariance, MatMulManyGivesEachProductTheBitsOfItsOwnMatMulForAnyThreadCount) {
+  using gguf::TensorType;
+  const int64_t K = 512;
+  struct Spec {
+    TensorType type;
+    int64_t rows, n_tok;
+    int x;  // which activation
+  };
+  // Mixed types, row counts that are not multiples of the alignment, shared and distinct activations, 1-9 tokens.
+  const Spec specs[] = {{TensorType::kQ8_0, 37, 1, 0}, {TensorType::kQ4_K, 16, 1, 0}, {TensorType::kQ6_K, 5, 1, 1},
+                        {TensorType::kF32, 19, 1, 0},  {TensorType::kQ8_0, 64, 9, 2}, {TensorType::kQ4_K, 23, 9, 2}};
+  std::vector<std::vector<float>> xs;
+  for (int i = 0; i < 3; ++i) xs.push_back(Random(9 * K, 20 + i));
+  std::vector<std::vector<uint8_t>> ws;
+  std::vector<Matrix> ms;
+  for (size_t j = 0; j < std::size(specs); ++j) {
+    const Spec& sp = specs[j];
+    auto wf = Random(sp.rows * K, 30 + static_cast<int>(j));
+    const size_t rb = sp.type == TensorType::kF32 ? K * 4 : gguf::RowBytes(sp.type, K);
+    ws.emplace_back(rb * sp.rows);
+    for (int64_t r = 0; r < sp.rows; ++r) {
+      if (sp.type == TensorType::kF32) std::memcpy(ws.back().data() + r * rb, wf.data() + r * K, rb);
+      else gguf::QuantizeRow(sp.type, wf.data() + r * K, ws.back().data() + r * rb, K);
+    }
+    ms.push_back({sp.type, ws.back().data(), K, sp.rows, rb});
+  }
+  // Reference: each product alone, one thread; the paired job: the product of ms[1] twice, then y·y2 per element.
+  std::vector<std::vector<float>> want;
+  for (size_t j = 0; j < std::size(specs); ++j) {
+    want.emplace_back(specs[j].rows * specs[j].n_tok);
+    MatMul(ms[j], xs[specs[j].x].data(), specs[j].n_tok, want.back().data(), nullptr);
+  }
+  for (int threads : {1, 2, 3, 5, 8, 16}) {
+    ThreadPool pool(threads);
+    std::vector<std::vector<float>> got, got2;
+    std::vector<MatMulJob> jobs;
+    for (size_t j = 0; j < std::size(specs); ++j) {
+      got.emplace_back(specs[j].rows * specs[j].n_tok, -1.0f);
+      got2.emplace_back(specs[j].rows * specs[j].n_tok, -1.0f);
+    }
+    std::vector<int> rows_seen(specs[1].rows, 0);
+    const std::function<void(int64_t, int64_t)> done = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        rows_seen[r]++;
+        EXPECT_TRUE(SameBits(&got[1][r], &got2[1][r], 1)) << "y2 row " << r << " done before the epilogue";
+        got[1][r] = got[1][r] * got2[1][r];
+      }
+    };
+    for (size_t j = 0; j < std::size(specs); ++j) {
+      MatMulJob job = Product(ms[j], xs[specs[j].x].data(), specs[j].n_tok, got[j].data());
+      if (j == 1) {
+        job.w2 = ms[1];
+        job.y2 = got2[1].data();
+        job.rows_done = &done;
+      }
+      jobs.push_back(job);
+    }
+    MatMulMany(jobs, &pool);
+    for (size_t j = 0; j < std::size(specs); ++j) {
+      if (j == 1) {
+        for (size_t i = 0; i < want[1].size(); ++i) {
+          const float sq = want[1][i] * want[1][i];
+          EXPECT_TRUE(SameBits(&got[1][i], &sq, 1)) << "paired job, threads " << threads;
+        }
+        continue;
+      }
+      EXPECT_TRUE(SameBits(got[j].data(), want[j].data(), want[j].size())) << "job " << j << " threads " << threads;
+    }
+    for (int c : rows_seen) EXPECT_EQ(c, 1) << "every row's epilogue runs exactly once";
   }
 }
 #endif

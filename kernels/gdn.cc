@@ -73,10 +73,12 @@ void GdnHeadStepPortable(float* M, const float* q, const float* k, const float* 
   StepRows(0, M, q, k, v, beta, decay, nullptr, scale, S, o, M_in != nullptr ? M_in : M, S);
 }
 
-void GdnHeadSteps(float* M, std::span<const GdnToken> tokens, int32_t S, const float* M_in, int width) {
-  if (tokens.empty()) return;
+void GdnHeadStepsRows(float* M, std::span<const GdnToken> tokens, int32_t S, const float* M_in, int32_t j_begin,
+                      int32_t j_end, int width) {
+  if (tokens.empty() || j_begin >= j_end) return;
   if (width < 0) width = BestWidth();
   if (M_in == nullptr) M_in = M;
+  const bool all_rows = j_begin == 0 && j_end == S;
   const float scale = 1.0f / std::sqrt(static_cast<float>(S));
   float decay[kGdnTokenChunk];
   for (size_t t0 = 0, t1; t0 < tokens.size(); t0 = t1) {
@@ -87,13 +89,13 @@ void GdnHeadSteps(float* M, std::span<const GdnToken> tokens, int32_t S, const f
       decay[t1 - t0] = vec ? 1.0f : std::exp(tokens[t1].g);
       ++t1;
     } while (t1 < tokens.size() && t1 - t0 < kGdnTokenChunk && (tokens[t1].decay != nullptr) == vec);
-    if (width == 512 &&
+    if (all_rows && width == 512 &&
         gdn_avx512::HeadSteps(M, t0 == 0 ? M_in : M, S, tokens.subspan(t0, t1 - t0), decay, scale))
       continue;
     // One token: all rows at once. Several: a block of rows through every token while it stays in L1.
     const int32_t block = t1 - t0 == 1 ? S : kGdnRowBlock;
-    for (int32_t j0 = 0; j0 < S; j0 += block) {
-      const int32_t rows = std::min(block, S - j0);
+    for (int32_t j0 = j_begin; j0 < j_end; j0 += block) {
+      const int32_t rows = std::min(block, j_end - j0);
       float* Mj = M + static_cast<int64_t>(j0) * S;
       for (size_t t = t0; t < t1; ++t) {
         const GdnToken& x = tokens[t];
@@ -103,6 +105,10 @@ void GdnHeadSteps(float* M, std::span<const GdnToken> tokens, int32_t S, const f
       }
     }
   }
+}
+
+void GdnHeadSteps(float* M, std::span<const GdnToken> tokens, int32_t S, const float* M_in, int width) {
+  GdnHeadStepsRows(M, tokens, S, M_in, 0, S, width);
 }
 
 }  // namespace rw::kernels

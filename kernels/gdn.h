@@ -45,5 +45,9 @@ inline constexpr int32_t kGdnRowBlock = 16;
 // decay) take the same paths. width: as GdnHeadStepSimd, 0 = portable, -1 = best.
 void GdnHeadSteps(float* M, std::span<const GdnToken> tokens, int32_t S, const float* M_in = nullptr,
                   int width = -1);
+// GdnHeadSteps on the state rows [j_begin, j_end) only (value indices; o rows likewise): rows are independent, so
+// threads can split one head's rows (when a layer has fewer heads than threads), each row with the same bits.
+void GdnHeadStepsRows(float* M, std::span<const GdnToken> tokens, int32_t S, const float* M_in, int32_t j_begin,
+                      int32_t j_end, int width = -1);
 
 }  // namespace rw::kernels

@@ -64,6 +64,38 @@ TEST_P(KdaWidth, MultiTokenStepsMatchOneCallPerTokenBitwise) {
   }
 }
 
+// Threads may split one head's state rows (GdnHeadStepsRows): parts give the whole call's bits, GDN or KDA
+// tokens, also where the whole call takes the AVX-512 register path and the parts do not.
+TEST_P(KdaWidth, StateRowPartsMatchTheWholeHeadBitwise) {
+  const int width = GetParam();
+  REWIND_SKIP_WITHOUT_WIDTH(width);
+  for (int S : {32, 64, 128}) {
+    for (int T : {1, 5, 40}) {
+      for (bool kda : {false, true}) {
+        Tokens x(S, T, 5 * S + T);
+        const auto M0 = Random(static_cast<size_t>(S) * S, 3 + S, 0.5f);
+        std::vector<float> Ma(S * S), Mb(S * S), oa(T * S, -1.0f), ob(T * S, -1.0f);
+        auto view = [&](std::vector<float>* o) {
+          std::vector<GdnToken> v = x.View(o, S, 0, T);
+          for (int t = 0; t < T; ++t) {
+            if (!kda) v[t].decay = nullptr, v[t].g = -0.05f * static_cast<float>(t + 1);
+          }
+          return v;
+        };
+        GdnHeadSteps(Ma.data(), view(&oa), S, M0.data(), width);
+        const auto vb = view(&ob);
+        for (int parts : {2, 4}) {
+          std::fill(ob.begin(), ob.end(), -1.0f);
+          for (int p = 0; p < parts; ++p)
+            GdnHeadStepsRows(Mb.data(), vb, S, M0.data(), S * p / parts, S * (p + 1) / parts, width);
+          EXPECT_EQ(std::memcmp(Ma.data(), Mb.data(), Ma.size() * 4), 0) << "S " << S << " T " << T << " parts " << parts;
+          EXPECT_EQ(std::memcmp(oa.data(), ob.data(), oa.size() * 4), 0) << "S " << S << " T " << T << " parts " << parts;
+        }
+      }
+    }
+  }
+}
+
 // A gate that is the same on every channel is GDN's scalar gate: the same bits as GDN tokens.
 TEST_P(KdaWidth, AUniformGateGivesGatedDeltaNetBits) {
   const int width = GetParam();

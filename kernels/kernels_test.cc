@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "base/cpu_features_testing.h"
@@ -284,16 +286,63 @@ TEST(ExpApprox, IsWithinThreeUlpOfExpAndZeroBelowTheRange) {
 }
 
 TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
-  for (int threads : {1, 2, 3}) {
+  for (int threads : {1, 2, 3, 5, 8, 16}) {
     ThreadPool pool(threads);
-    for (int64_t n : {0, 1, 2, 5, 100}) {
-      std::vector<std::atomic<int>> hits(n);
-      pool.ParallelFor(n, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) hits[i]++;
-      });
-      for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+    for (int64_t n : {0, 1, 2, 5, 100, 1001}) {
+      for (int64_t grain : {1, 4, 7}) {
+        std::vector<std::atomic<int>> hits(n);
+        pool.ParallelFor(n, [&](int64_t b, int64_t e) {
+          EXPECT_EQ(b % grain, 0) << "ranges start at multiples of the grain";
+          for (int64_t i = b; i < e; ++i) hits[i]++;
+        }, grain);
+        for (auto& h : hits) EXPECT_EQ(h.load(), 1) << "threads " << threads << " n " << n << " grain " << grain;
+      }
     }
   }
+}
+
+TEST(ThreadPool, RunCallsEveryThreadIndexOncePerRegionAndCountsRegions) {
+  for (int threads : {1, 2, 3, 5, 8, 16}) {
+    ThreadPool pool(threads);
+    std::vector<std::atomic<int>> calls(threads);
+    for (int r = 0; r < 40; ++r)
+      pool.Run([&](int i, int nt) {
+        EXPECT_EQ(nt, threads);
+        calls[i]++;
+      });
+    for (auto& c : calls) EXPECT_EQ(c.load(), 40);
+    EXPECT_EQ(pool.regions(), threads > 1 ? 40u : 0u);
+  }
+}
+
+TEST(ThreadPool, WorkersParkedAfterIdleTimeWakeForTheNextRegion) {
+  ThreadPool pool(4);
+  std::atomic<int> sum{0};
+  for (int r = 0; r < 3; ++r) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // longer than the spin: workers park
+    pool.Run([&](int i, int) { sum += i + 1; });
+  }
+  EXPECT_EQ(sum.load(), 3 * (1 + 2 + 3 + 4));
+}
+
+TEST(ThreadPool, SharesAreContiguousBalancedAndAlignedToTheGrain) {
+  for (int nt : {1, 3, 16, 64})
+    for (int64_t n : {1, 63, 64, 4097})
+      for (int64_t grain : {1, 16}) {
+        int64_t prev = 0, lo = n, hi = 0;
+        for (int i = 0; i < nt; ++i) {
+          int64_t b, e;
+          ShareOf(n, grain, i, nt, &b, &e);
+          EXPECT_EQ(b, prev);
+          EXPECT_TRUE(b % grain == 0 || b == n);
+          prev = e;
+          lo = std::min(lo, (e - b + grain - 1) / grain), hi = std::max(hi, (e - b + grain - 1) / grain);
+        }
+        EXPECT_EQ(prev, n);
+        if ((n + grain - 1) / grain >= nt) {
+          EXPECT_LE(hi - lo, 1) << "units per thread differ by at most one";
+        }
+      }
 }
 
 }  // namespace

@@ -1,101 +1,139 @@
 #include "kernels/thread_pool.h"
 
 #include <sched.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
-#include <algorithm>
 #include <chrono>
 
 #include "base/check.h"
 
 namespace rw::kernels {
+namespace {
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+// A waiting thread spins on the word it waits for for up to kSpinNanos: a decode step runs a region every few
+// microseconds, and a futex wake-up costs several. The spin pauses the core (_mm_pause) and, after the first
+// kPureSpins polls, yields it every kYieldEvery polls: a pure pause loop made two concurrent processes on a
+// 2-core machine 13x slower (the spinner held the core its partner needed), while sched_yield costs about a
+// syscall when the core has nothing else to run. After kSpinNanos a worker parks on the generation (futex)
+// until the next region, so an idle server uses no CPU. A pool with more threads than the CPUs the process may
+// use does not spin at all: a spinner would hold a CPU that a thread the region waits for needs.
+constexpr int64_t kSpinNanos = 300'000;
+constexpr int kPureSpins = 64;
+constexpr int kYieldEvery = 16;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// Polls done() until it holds or spin_ns have passed; returns done().
+template <typename Done>
+inline bool Spin(const Done& done, int64_t spin_ns) {
+  if (spin_ns <= 0) return done();
+  for (int i = 0; i < kPureSpins; ++i) {
+    if (done()) return true;
+    CpuRelax();
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns);
+  for (;;) {
+    for (int i = 0; i < kYieldEvery; ++i) {
+      if (done()) return true;
+      CpuRelax();
+    }
+    sched_yield();
+    if (std::chrono::steady_clock::now() >= until) return done();
+  }
+}
+
+int UsableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(std::max(1, n_threads)), spin_ns_(n_threads_ <= UsableCpus() ? kSpinNanos : 0) {
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  start_cv_.notify_all();
+  stop_.store(true, std::memory_order_seq_cst);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  generation_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-namespace {
-// Before sleeping on a condition variable (a futex round trip of several microseconds, paid by every
-// ParallelFor of a decode step), waiting threads poll for up to kSpinNanos, yielding the core on every poll.
-// Yielding matters: a pure pause loop made two concurrent processes on the 2-core machine 13x slower (tiny q8_0
-// tg128 at 94 tok/s instead of 1260: the spinner held the core its partner needed), while polling with
-// sched_yield costs nothing when the core has nothing else to run (measured: docs/performance.md).
-constexpr int64_t kSpinNanos = 50'000;
-
-template <typename Done>
-inline void SpinWhileNot(const Done& done) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kSpinNanos);
-  while (!done() && std::chrono::steady_clock::now() < until) sched_yield();
+void ThreadPool::Run(const std::function<void(int, int)>& fn) {
+  if (n_threads_ == 1) {
+    fn(0, 1);
+    return;
+  }
+  REWIND_CHECK_MSG(job_ == nullptr, "ThreadPool::Run is not reentrant");
+  job_ = &fn;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  // seq_cst store then seq_cst load of sleepers_: a worker that counted itself as a sleeper before this load
+  // gets the notify; one that counts itself after it sees the new generation before it parks.
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
+  fn(0, n_threads_);
+  if (!Spin([this] { return pending_.load(std::memory_order_acquire) == 0; }, spin_ns_)) {
+    // Park until the last worker's countdown (same seq_cst pairing as above, with caller_parked_).
+    caller_parked_.store(true, std::memory_order_seq_cst);
+    for (int v; (v = pending_.load(std::memory_order_seq_cst)) != 0;) pending_.wait(v, std::memory_order_seq_cst);
+    caller_parked_.store(false, std::memory_order_relaxed);
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  job_ = nullptr;
+  ++regions_;
 }
-
-inline void ChunkRange(int64_t n, int n_chunks, int i, int64_t* b, int64_t* e) {
-  *b = n * i / n_chunks;
-  *e = n * (i + 1) / n_chunks;
-}
-}  // namespace
 
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
-  const int64_t max_chunks = (n + grain - 1) / grain;
-  const int n_chunks = static_cast<int>(std::min<int64_t>(n_threads_, max_chunks));
-  if (n_chunks <= 1) {
+  const int64_t units = (n + grain - 1) / grain;
+  const int nt = static_cast<int>(std::min<int64_t>(n_threads_, units));
+  if (nt <= 1) {
     fn(0, n);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    REWIND_CHECK(pending_ == 0);
-    fn_ = &fn;
-    n_ = n;
-    n_chunks_ = n_chunks;
-    pending_ = n_chunks - 1;
-    ++generation_;
-  }
-  start_cv_.notify_all();
-  int64_t b, e;
-  ChunkRange(n, n_chunks, 0, &b, &e);
-  fn(b, e);
-  SpinWhileNot([this] { return pending_.load(std::memory_order_acquire) == 0; });
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
-  fn_ = nullptr;
+  Run([&](int i, int) {
+    if (i >= nt) return;
+    int64_t b, e;
+    ShareOf(n, grain, i, nt, &b, &e);
+    if (b < e) fn(b, e);
+  });
 }
 
 void ThreadPool::WorkerLoop(int index) {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* fn;
-    int64_t n;
-    int n_chunks;
-    SpinWhileNot([&] { return generation_.load(std::memory_order_acquire) != seen; });
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
-      if (stop_) return;
-      seen = generation_.load(std::memory_order_relaxed);
-      fn = fn_;
-      n = n_;
-      n_chunks = n_chunks_;
+    auto changed = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+    if (!Spin(changed, spin_ns_)) {
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      while (generation_.load(std::memory_order_seq_cst) == seen) generation_.wait(seen, std::memory_order_seq_cst);
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
-    if (index < n_chunks) {
-      int64_t b, e;
-      ChunkRange(n, n_chunks, index, &b, &e);
-      (*fn)(b, e);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mu_);  // the caller checks pending_ under mu_ before it sleeps
-        done_cv_.notify_one();
-      }
-    }
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop_.load(std::memory_order_acquire)) return;
+    (*job_)(index, n_threads_);
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_parked_.load(std::memory_order_seq_cst))
+      pending_.notify_one();
   }
+}
+
+double MeasureRegionNanos(ThreadPool& pool, int reps) {
+  std::atomic<int64_t> sink{0};
+  auto region = [&](int i, int) { if (i < 0) sink.fetch_add(1, std::memory_order_relaxed); };
+  for (int r = 0; r < 16; ++r) pool.Run(region);  // wake parked workers
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r) pool.Run(region);
+  const auto dt = std::chrono::steady_clock::now() - t0;
+  return std::chrono::duration<double, std::nano>(dt).count() / std::max(1, reps);
 }
 
 }  // namespace rw::kernels

@@ -111,9 +111,12 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
   float* qg = qg_buf.Get(static_cast<size_t>(N) * qm * QW);  // [N][Hq][q D | gate D] (plain: [N][Hq][q D])
   float* k = k_buf.Get(static_cast<size_t>(N) * KW);        // [N][Hkv·D]
   float* v = v_buf.Get(static_cast<size_t>(N) * KW);        // [N][Hkv·D]
-  if (!kv_only) kernels::MatMul(w.q, t, N, qg, pool);
-  kernels::MatMul(w.k, t, N, k, pool);
-  kernels::MatMul(w.v, t, N, v, pool);
+  // Q, K and V projections in one region.
+  std::vector<kernels::MatMulJob> proj;
+  if (!kv_only) proj.push_back(kernels::Product(w.q, t, N, qg));
+  proj.push_back(kernels::Product(w.k, t, N, k));
+  proj.push_back(kernels::Product(w.v, t, N, v));
+  kernels::MatMulMany(proj, pool);
 
   const std::vector<int32_t> row_pos = RowPositions(seqs, N);
   std::vector<int32_t> row_seq(N);

@@ -22,23 +22,26 @@ void SwiGluFfn(const Matrix& gate, const Matrix& up, const Matrix& down, const f
   thread_local kernels::ScratchBuffer<float> g_buf, u_buf;
   float* g = g_buf.Get(static_cast<size_t>(N) * F);  // [N][F]
   float* u = u_buf.Get(static_cast<size_t>(N) * F);  // [N][F]
-  kernels::MatMul(gate, x, N, g, pool);
-  kernels::MatMul(up, x, N, u, pool);
-  kernels::SwiGlu(g, u, static_cast<int64_t>(N) * F, g);
+  // Gate and up in one region, each thread applying SwiGLU to the rows it computed.
+  const std::function<void(int64_t, int64_t)> act = [&](int64_t r0, int64_t r1) {
+    for (int64_t i = 0; i < N; ++i) kernels::SwiGlu(g + i * F + r0, u + i * F + r0, r1 - r0, g + i * F + r0);
+  };
+  kernels::MatMulJob gu = kernels::Product(gate, x, N, g);
+  gu.w2 = up;
+  gu.y2 = u;
+  gu.rows_done = &act;
+  kernels::MatMulMany({&gu, 1}, pool);
   kernels::MatMul(down, g, N, out, pool);
 }
 
 // nemotron_h MLP: down · relu(up · x)².
 void ReluSqrFfn(const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
                 kernels::ThreadPool* pool) {
-  const int64_t n = static_cast<int64_t>(N) * up.n_rows;
   thread_local kernels::ScratchBuffer<float> u_buf;
-  float* u = u_buf.Get(static_cast<size_t>(n));  // [N][F]
-  kernels::MatMul(up, x, N, u, pool);
-  for (int64_t i = 0; i < n; ++i) {
-    const float r = u[i] > 0.0f ? u[i] : 0.0f;
-    u[i] = r * r;
-  }
+  float* u = u_buf.Get(static_cast<size_t>(N) * up.n_rows);  // [N][F]
+  std::function<void(int64_t, int64_t)> act;
+  const kernels::MatMulJob job = FfnHiddenJob(Matrix{}, up, x, N, u, nullptr, &act);
+  kernels::MatMulMany({&job, 1}, pool);
   kernels::MatMul(down, u, N, out, pool);
 }
 
@@ -54,9 +57,22 @@ void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int
     return;
   }
   const int32_t E = cfg.n_embd, X = cfg.n_expert, K = cfg.n_expert_used, F = cfg.n_ff_exp;
-  // Router: softmax over all experts, top-k, renormalise.
+  // Router: softmax over all experts, top-k, renormalise. In the router's region: the shared expert's first
+  // product and its gate (Qwen); its down product joins the experts' down products.
   std::vector<float> logits(static_cast<size_t>(N) * X);  // [N][X]
-  kernels::MatMul(w.router, t, N, logits.data(), pool);
+  const bool shared = w.shexp_gate.data != nullptr;       // Granite: none
+  const int64_t Fs = shared ? w.shexp_up.n_rows : 0;
+  std::vector<float> sh(static_cast<size_t>(N) * E), sg(N);                // [N][E], [N]
+  std::vector<float> sh_h(static_cast<size_t>(N) * Fs), sh_u(sh_h.size());  // [N][Fs]
+  std::function<void(int64_t, int64_t)> sh_act;
+  std::vector<kernels::MatMulJob> jobs(1), sh_down;
+  jobs[0] = kernels::Product(w.router, t, N, logits.data());
+  if (shared) {
+    jobs.push_back(FfnHiddenJob(w.shexp_gate, w.shexp_up, t, N, sh_h.data(), sh_u.data(), &sh_act));
+    if (w.shexp_gate_inp.data != nullptr) jobs.push_back(kernels::Product(w.shexp_gate_inp, t, N, sg.data()));
+    sh_down.push_back(kernels::Product(w.shexp_down, sh_h.data(), N, sh.data()));
+  }
+  kernels::MatMulMany(jobs, pool);
   std::vector<int32_t> sel(static_cast<size_t>(N) * K);   // [N][K] descending probability
   std::vector<float> wt(static_cast<size_t>(N) * K);      // [N][K]
   for (int32_t i = 0; i < N; ++i) {
@@ -83,30 +99,24 @@ void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int
     for (int32_t k = 0; k < K; ++k) wt[i * K + k] /= s;
   }
   // Experts over the gathered rows routed to them, summed in k order into out.
-  RunExperts(N, K, X, E, sel.data(), wt.data(), t, out, [&](int32_t e, const float* xs, int32_t n, float* ys) {
-    const Matrix down = RowSlice(w.down_exps, static_cast<int64_t>(e) * E, E);
+  RunExperts(N, K, X, E, sel.data(), wt.data(), t, out, [&](int32_t e) {
+    ExpertFfn m;
+    m.down = RowSlice(w.down_exps, static_cast<int64_t>(e) * E, E);
     if (w.fused_gate_up) {
-      const Matrix gu = RowSlice(w.gate_up_exps, static_cast<int64_t>(e) * 2 * F, 2 * F);
-      std::vector<float> h(static_cast<size_t>(n) * 2 * F), a(static_cast<size_t>(n) * F);
-      kernels::MatMul(gu, xs, n, h.data(), pool);
-      for (int32_t r = 0; r < n; ++r)
-        kernels::SwiGlu(h.data() + static_cast<int64_t>(r) * 2 * F, h.data() + static_cast<int64_t>(r) * 2 * F + F, F,
-                        a.data() + static_cast<int64_t>(r) * F);
-      kernels::MatMul(down, a.data(), n, ys, pool);
+      m.gate = RowSlice(w.gate_up_exps, static_cast<int64_t>(e) * 2 * F, F);
+      m.up = RowSlice(w.gate_up_exps, static_cast<int64_t>(e) * 2 * F + F, F);
     } else {
-      SwiGluFfn(RowSlice(w.gate_exps, static_cast<int64_t>(e) * F, F), RowSlice(w.up_exps, static_cast<int64_t>(e) * F, F),
-                down, xs, n, ys, pool);
+      m.gate = RowSlice(w.gate_exps, static_cast<int64_t>(e) * F, F);
+      m.up = RowSlice(w.up_exps, static_cast<int64_t>(e) * F, F);
     }
-  });
-  if (w.shexp_gate.data == nullptr) return;  // Granite without a shared expert
+    return m;
+  }, sh_down, pool);
+  if (!shared) return;  // Granite without a shared expert
   // Shared expert: gated by one scalar per token (Qwen) or added as it is (Granite).
-  std::vector<float> sh(static_cast<size_t>(N) * E), sg(N);  // [N][E], [N]
-  SwiGluFfn(w.shexp_gate, w.shexp_up, w.shexp_down, t, N, sh.data(), pool);
   if (w.shexp_gate_inp.data == nullptr) {
     for (size_t i = 0; i < sh.size(); ++i) out[i] = out[i] + sh[i];
     return;
   }
-  kernels::MatMul(w.shexp_gate_inp, t, N, sg.data(), pool);
   ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       float* o = out + i * E;

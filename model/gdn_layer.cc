@@ -69,10 +69,16 @@ void DeltaRuleHeads(const ModelConfig& cfg, const float* u, int32_t T, const flo
   const int32_t S = cfg.ssm_state, Hv = cfg.ssm_heads, Kd = cfg.ssm_key_dim(), Vd = cfg.ssm_inner;
   const int64_t C = cfg.ssm_conv_dim();
   // (GdnHeadSteps runs a block of state rows through all T tokens while it is in L1: same bits as token by token.)
-  ParallelFor(pool, Hv, [&](int64_t h0, int64_t h1) {
+  // Units are (head, part of its state rows): one part per head unless the pool has more threads than heads,
+  // then enough parts (of >= kGdnRowBlock rows each) to give every thread work; rows are independent.
+  const int32_t nt = pool != nullptr ? pool->size() : 1;
+  int32_t parts = 1;
+  while (Hv * parts < nt && S / (parts * 2) >= kernels::kGdnRowBlock) parts *= 2;
+  ParallelFor(pool, static_cast<int64_t>(Hv) * parts, [&](int64_t u0, int64_t u1) {
     thread_local std::vector<kernels::GdnToken> toks;
     toks.resize(static_cast<size_t>(T));
-    for (int64_t h = h0; h < h1; ++h) {
+    for (int64_t unit = u0; unit < u1; ++unit) {
+      const int64_t h = unit / parts, part = unit % parts;
       const int32_t kh = cfg.KeyHead(static_cast<int32_t>(h));
       for (int32_t t = 0; t < T; ++t) {
         const float* row = u + t * C;
@@ -85,7 +91,9 @@ void DeltaRuleHeads(const ModelConfig& cfg, const float* u, int32_t T, const flo
         x.decay = dec != nullptr ? dec + static_cast<int64_t>(t) * Vd + h * S : nullptr;
         x.o = o && t >= out_from ? o + static_cast<int64_t>(t - out_from) * Vd + h * S : nullptr;
       }
-      kernels::GdnHeadSteps(delta_state + h * S * S, toks, S, delta_in != nullptr ? delta_in + h * S * S : nullptr);
+      const int32_t j0 = static_cast<int32_t>(S * part / parts), j1 = static_cast<int32_t>(S * (part + 1) / parts);
+      kernels::GdnHeadStepsRows(delta_state + h * S * S, toks, S, delta_in != nullptr ? delta_in + h * S * S : nullptr,
+                                j0, j1);
     }
   });
 }
@@ -100,11 +108,25 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
   float* z = z_buf.Get(static_cast<size_t>(N) * Vd);     // [N][Vd]
   float* b = b_buf.Get(static_cast<size_t>(N) * Hv);     // [N][Hv]
   float* a = a_buf.Get(static_cast<size_t>(N) * Hv);     // [N][Hv]
-  // 1. projections.
-  if (w.legacy_in) {
-    const int32_t W = 2 * Kd + 2 * Vd, G = 2 * S + 2 * r * S;
-    float* in = in_buf.Get(static_cast<size_t>(N) * W);  // [N][Hk groups of (q S, k S, v rS, z rS)]
-    kernels::MatMul(w.in, t, N, in, pool);
+  // 1. projections, in one region: in (legacy) or qkv and z, then ba or b and a.
+  const int32_t W = 2 * Kd + 2 * Vd, G = 2 * S + 2 * r * S;
+  float* in = w.legacy_in ? in_buf.Get(static_cast<size_t>(N) * W) : nullptr;  // [N][Hk groups of (q S, k S, v rS, z rS)]
+  float* ba = cfg.arch == Arch::kQwen3Next ? ba_buf.Get(static_cast<size_t>(N) * 2 * Hv) : nullptr;  // [N][Hk groups of (b r, a r)]
+  std::vector<kernels::MatMulJob> proj;
+  if (in != nullptr) {
+    proj.push_back(kernels::Product(w.in, t, N, in));
+  } else {
+    proj.push_back(kernels::Product(w.qkv, t, N, qkv));
+    proj.push_back(kernels::Product(w.gate, t, N, z));
+  }
+  if (ba != nullptr) {
+    proj.push_back(kernels::Product(w.ba, t, N, ba));
+  } else {
+    proj.push_back(kernels::Product(w.beta, t, N, b));
+    proj.push_back(kernels::Product(w.alpha, t, N, a));
+  }
+  kernels::MatMulMany(proj, pool);
+  if (in != nullptr) {
     for (int32_t i = 0; i < N; ++i) {
       const float* src = in + static_cast<int64_t>(i) * W;
       float* q = qkv + static_cast<int64_t>(i) * C;
@@ -116,22 +138,14 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
         std::memcpy(z + static_cast<int64_t>(i) * Vd + gi * r * S, grp + 2 * S + r * S, r * S * sizeof(float));
       }
     }
-  } else {
-    kernels::MatMul(w.qkv, t, N, qkv, pool);
-    kernels::MatMul(w.gate, t, N, z, pool);
   }
-  if (cfg.arch == Arch::kQwen3Next) {
-    float* ba = ba_buf.Get(static_cast<size_t>(N) * 2 * Hv);  // [N][Hk groups of (b r, a r)]
-    kernels::MatMul(w.ba, t, N, ba, pool);
+  if (ba != nullptr) {
     for (int32_t i = 0; i < N; ++i)
       for (int32_t gi = 0; gi < Hk; ++gi)
         for (int32_t m = 0; m < r; ++m) {
           b[i * Hv + gi * r + m] = ba[static_cast<int64_t>(i) * 2 * Hv + gi * 2 * r + m];
           a[i * Hv + gi * r + m] = ba[static_cast<int64_t>(i) * 2 * Hv + gi * 2 * r + r + m];
         }
-  } else {
-    kernels::MatMul(w.beta, t, N, b, pool);
-    kernels::MatMul(w.alpha, t, N, a, pool);
   }
   // Replay log: the raw inputs of the state update, for the whole run from the start state (a replay prefix's
   // rows first).

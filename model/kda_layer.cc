@@ -69,19 +69,22 @@ void KdaForward(const ModelConfig& cfg, const KdaWeights& w, int32_t rec_index, 
                 std::span<const SeqRun> seqs, StateStorage& states, ReplayLog* replay, float* out,
                 kernels::ThreadPool* pool) {
   const int32_t S = cfg.ssm_state, H = cfg.ssm_heads, D = cfg.ssm_inner;
-  thread_local ScratchBuffer<float> q_buf, k_buf, v_buf, b_buf, fa_buf, gf_buf, o_buf;
+  thread_local ScratchBuffer<float> q_buf, k_buf, v_buf, b_buf, fa_buf, gf_buf, o_buf, ga_buf, g2_buf;
   float* q = q_buf.Get(static_cast<size_t>(N) * D);
   float* k = k_buf.Get(static_cast<size_t>(N) * D);
   float* v = v_buf.Get(static_cast<size_t>(N) * D);
   float* b = b_buf.Get(static_cast<size_t>(N) * H);
   float* fa = fa_buf.Get(static_cast<size_t>(N) * S);
   float* gf = gf_buf.Get(static_cast<size_t>(N) * D);  // f_b·f_a·x
-  kernels::MatMul(w.q, t, N, q, pool);
-  kernels::MatMul(w.k, t, N, k, pool);
-  kernels::MatMul(w.v, t, N, v, pool);
-  kernels::MatMul(w.beta, t, N, b, pool);
-  kernels::MatMul(w.f_a, t, N, fa, pool);
-  kernels::MatMul(w.f_b, fa, N, gf, pool);
+  float* ga = ga_buf.Get(static_cast<size_t>(N) * S);  // g_a·x
+  float* g2 = g2_buf.Get(static_cast<size_t>(N) * D);  // g_b·g_a·x
+  // Two regions: every product of x, then the second factors of the low-rank gates.
+  using kernels::Product;
+  const kernels::MatMulJob first[] = {Product(w.q, t, N, q),    Product(w.k, t, N, k),     Product(w.v, t, N, v),
+                                      Product(w.beta, t, N, b), Product(w.f_a, t, N, fa),  Product(w.g_a, t, N, ga)};
+  kernels::MatMulMany(first, pool);
+  const kernels::MatMulJob second[] = {Product(w.f_b, fa, N, gf), Product(w.g_b, ga, N, g2)};
+  kernels::MatMulMany(second, pool);
   const RowPiece pieces[] = {{q, D, D}, {k, D, D}, {v, D, D}, {b, H, H}, {gf, D, D}};
   if (replay != nullptr) RecordReplayRows(cfg, rec_index, seqs, pieces, replay);
   float* o = o_buf.Get(static_cast<size_t>(N) * D);  // [N][D] core output
@@ -105,10 +108,6 @@ void KdaForward(const ModelConfig& cfg, const KdaWeights& w, int32_t rec_index, 
               other ? states.Delta(s.slot_in, rec_index) : nullptr, P);
   }
   // Output gate: RMSNorm per head times sigmoid(g_b·g_a·x), then the output projection.
-  float* ga = fa;  // [N][S], f_a's rows are no longer needed
-  float* g2 = gf;  // [N][D]
-  kernels::MatMul(w.g_a, t, N, ga, pool);
-  kernels::MatMul(w.g_b, ga, N, g2, pool);
   ParallelFor(pool, N, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i)
       for (int32_t h = 0; h < H; ++h) {

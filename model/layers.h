@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/matmul.h"
 #include "kernels/thread_pool.h"
 #include "model/config.h"
 #include "model/forward.h"
@@ -149,11 +150,23 @@ void StoreKvRow(KvStorage& kv, int32_t attn_index, const SeqRun& s, int32_t pos,
 // Position of every batch row.
 std::vector<int32_t> RowPositions(std::span<const SeqRun> seqs, int32_t N);
 
-// Mixture of experts over N rows t [N][E]: sel, wt [N][K] the chosen experts and their weights; expert(e, xs, n,
-// ys) writes ys [n][E], expert e on its gathered rows xs [n][E]. out[i] = Σ_k wt[i][k]·y_k (each product
-// rounded, summed in k order): a token's output depends on that token alone.
+// The first product of an FFN as one MatMulJob on x [n][cols] that leaves the activated hidden rows in h
+// [n][F]: silu(gate · x) ⊙ (up · x) when gate is set (u [n][F] receives up · x), else relu(up · x)² (u unused).
+// *act receives the epilogue and must outlive the region.
+kernels::MatMulJob FfnHiddenJob(const Matrix& gate, const Matrix& up, const float* x, int32_t n, float* h, float* u,
+                                std::function<void(int64_t, int64_t)>* act);
+// One expert's matrices (row slices of the stacked expert tensors); gate.data == nullptr: a ReLU² expert.
+struct ExpertFfn {
+  Matrix gate, up, down;
+};
+// Mixture of experts over N rows t [N][E]: sel, wt [N][K] the chosen experts and their weights; expert(e) gives
+// expert e's matrices, run on the rows routed to it. All experts' first products run in one region and all
+// their down products (with the jobs of extra_down, e.g. a shared expert's) in a second one, so at decode the
+// active experts' rows are spread over all threads. out[i] = Σ_k wt[i][k]·y_k (each product rounded, summed in k
+// order): a token's output depends on that token alone.
 void RunExperts(int32_t N, int32_t K, int32_t X, int32_t E, const int32_t* sel, const float* wt, const float* t,
-                float* out, const std::function<void(int32_t, const float*, int32_t, float*)>& expert);
+                float* out, const std::function<ExpertFfn(int32_t)>& expert,
+                std::span<const kernels::MatMulJob> extra_down, kernels::ThreadPool* pool);
 // down · (silu(gate · x) ⊙ (up · x)) (dense FFN and experts).
 void SwiGluFfn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int32_t N, float* out,
                kernels::ThreadPool* pool);

@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "gguf/quants.h"
+#include "modelgen/quant_blocks.h"
 #include "modelgen/rng.h"
 
 namespace rw::modelgen {
@@ -132,10 +133,15 @@ Status WriteModelData(const ModelPlan& plan, int threads, gguf::Writer* w,
     const int64_t chunk_rows = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(n, 1));
     for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
       const int64_t nr = std::min(chunk_rows, rows - r0);
-      src.resize(static_cast<size_t>(nr * n));
+      if (!DrawsQuantBlocks(type, t)) src.resize(static_cast<size_t>(nr * n));
       dst.resize(static_cast<size_t>(nr) * row_bytes);
+      const bool direct = DrawsQuantBlocks(type, t);  // K-quant blocks drawn as they are (quant_blocks.h)
       ParallelFor(nr, nr * n >= (int64_t{1} << 16) ? threads : 1, [&](int64_t a, int64_t b) {
         for (int64_t r = a; r < b; ++r) {
+          if (direct) {
+            RandomQuantRow(type, t, plan.seed, r0 + r, dst.data() + r * row_bytes, n);
+            continue;
+          }
           float* row = src.data() + r * n;
           FillRow(t, plan.seed, r0 + r, row, n);
           if (type == gguf::TensorType::kF32) {

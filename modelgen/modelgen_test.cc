@@ -143,6 +143,42 @@ TEST(MakeModel, IsByteIdenticalAcrossRunsAndThreadCountsAndDependsOnTheSeed) {
   for (const auto& p : {a, b, c}) std::remove(p.c_str());
 }
 
+TEST(MakeModel, DrawsKQuantBlocksWithTheTensorScalesIndependentOfThreadCount) {
+  const std::string a = Make("q4_k_m", 0, 1), b = Make("q4_k_m", 0, 3), ref = Make("f32", 0, 2);
+  auto ra = ReadFileToString(a), rb = ReadFileToString(b);
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_TRUE(*ra == *rb) << "same seed, 1 vs 3 threads";
+  auto f = OpenOrDie(a), g = OpenOrDie(ref);
+  ASSERT_NE(f, nullptr);
+  ASSERT_NE(g, nullptr);
+  int checked[3] = {0, 0, 0};
+  for (const gguf::TensorInfo& t : f->tensors()) {
+    const int k = t.type == gguf::TensorType::kQ4_K ? 0 : t.type == gguf::TensorType::kQ5_K ? 1
+                : t.type == gguf::TensorType::kQ6_K ? 2 : -1;
+    if (k < 0) continue;
+    const gguf::TensorInfo* want = g->FindTensor(t.name);
+    ASSERT_NE(want, nullptr) << t.name;
+    const int64_t n = t.n_elements(), cols = t.ne[0];
+    std::vector<float> x(static_cast<size_t>(n));
+    const uint64_t rb_bytes = gguf::RowBytes(t.type, cols);
+    for (int64_t r = 0; r < n / cols; ++r)
+      gguf::DequantizeRow(t.type, t.data + r * rb_bytes, x.data() + r * cols, cols);
+    double s = 0, s2 = 0;
+    for (float v : x) s += v, s2 += static_cast<double>(v) * v;
+    const double mean = s / n, sd = std::sqrt(s2 / n - mean * mean);
+    const float* w = reinterpret_cast<const float*>(want->data);
+    double ws = 0, ws2 = 0;
+    for (int64_t i = 0; i < n; ++i) ws += w[i], ws2 += static_cast<double>(w[i]) * w[i];
+    const double wmean = ws / n, wsd = std::sqrt(ws2 / n - wmean * wmean);
+    EXPECT_NEAR(sd / wsd, 1.0, 0.05) << t.name << " " << gguf::TypeName(t.type);
+    EXPECT_NEAR(mean, wmean, 0.02 * wsd + 8 * wsd / std::sqrt(static_cast<double>(n))) << t.name;
+    ++checked[k];
+  }
+  EXPECT_GT(checked[0], 0) << "no Q4_K tensor checked";
+  EXPECT_GT(checked[2], 0) << "no Q6_K tensor checked";
+  for (const auto& p : {a, b, ref}) std::remove(p.c_str());
+}
+
 // Mean and standard deviation of a F32 tensor.
 std::pair<double, double> Moments(const gguf::TensorInfo& t) {
   const float* x = reinterpret_cast<const float*>(t.data);
