@@ -352,7 +352,7 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
     const memory::AppendPlan& p = plans.back();
     batch[i].state_in = p.state_in;
     batch[i].state_out = p.state_out;
-    batch[i].pages = p.page_table;
+    batch[i].pages = im.mm->sequence(p.seq).pages;  // stable: no other plan of this batch touches it
     batch[i].pos0 = p.pos0;
     batch[i].tokens = items[i].tokens;
     batch[i].all_logits = items[i].all_logits;

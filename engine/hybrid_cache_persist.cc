@@ -75,7 +75,7 @@ Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std
   NoteTaken(app->take);
   const size_t k_row = kv->k_row_bytes(), v_row = kv->v_row_bytes();
   for (int32_t q = acq.hit.resume_pos; q < len; ++q) {
-    const memory::PageId page = app->page_table[static_cast<size_t>(q / P)];
+    const memory::PageId page = mm->sequence(seq).pages[static_cast<size_t>(q / P)];
     for (int32_t l = 0; l < kv->config().n_layers; ++l) {
       const size_t base = (static_cast<size_t>(q / P - first_page) * kv->config().n_layers + l) * (k_page + v_page);
       std::memcpy(kv->K(l, page) + (q % P) * k_row, kv_bytes.data() + base + (q % P) * k_row, k_row);

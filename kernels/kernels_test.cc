@@ -269,6 +269,46 @@ TEST(Attention, GroupOfQueriesGivesTheBitsOfOneCallPerQuery) {
   }
 }
 
+// At depth, across segments (kAttnSegment) and blocks: a group of queries with different key counts (causal
+// rows of a chunk whose tiles straddle segment boundaries), the same queries one by one, and the segment-split
+// form (AttendSegment per segment, then AttendCombine) all give the same bits; and they follow the two-pass
+// reference. Head dims with a tail (D % 8 != 0, float caches) and without.
+TEST(Attention, TilesAndSegmentsAtDepthGiveTheBitsOfOneQueryForEveryKvType) {
+  const int Hkv = 2, n = 2 * kAttnSegment + 150;
+  const std::vector<int> n_keys = {n, n - 1, 2 * kAttnSegment + 1, 2 * kAttnSegment, 2 * kAttnSegment - 1,
+                                   kAttnSegment + 33, kAttnSegment, 700, 1, 0, n - 40};
+  const int Q = static_cast<int>(n_keys.size());
+  for (int D : {64, 36}) {
+    const int W = D * Hkv;
+    auto K = Random(n * W, 31), V = Random(n * W, 32), qs = Random(Q * D, 33, 2.0f);
+    for (KvTypes types : AllKvTypeCombos()) {
+      if (D % KvBlockElems(types.k) != 0 || D % KvBlockElems(types.v) != 0) continue;
+      PagedFixture kv(K, V, n, W, 32, types);
+      const int h = 1;
+      std::vector<float> one(Q * D), group(Q * D, -1.0f), split(Q * D, -2.0f), ref1(D);
+      std::vector<AttendQuery> aq, sq;
+      for (int j = 0; j < Q; ++j) {
+        AttendOne(qs.data() + j * D, D, h, n_keys[j], kv.view, 0.25f, one.data() + j * D);
+        aq.push_back({qs.data() + j * D, group.data() + j * D, n_keys[j]});
+        sq.push_back({qs.data() + j * D, split.data() + j * D, n_keys[j]});
+      }
+      AttendGroup(aq.data(), Q, D, h, kv.view, 0.25f);
+      const int n_seg = AttnSegments(n);
+      std::vector<std::vector<float>> parts(n_seg, std::vector<float>(Q * AttnPartialFloats(D)));
+      std::vector<const float*> ptrs;
+      for (int seg = n_seg - 1; seg >= 0; --seg) AttendSegment(sq.data(), Q, D, h, kv.view, 0.25f, seg, parts[seg].data());
+      for (auto& p : parts) ptrs.push_back(p.data());
+      AttendCombine(sq.data(), Q, D, ptrs.data(), n_seg);
+      EXPECT_EQ(std::memcmp(one.data(), group.data(), one.size() * sizeof(float)), 0) << KvTypesName(types) << " D " << D;
+      EXPECT_EQ(std::memcmp(one.data(), split.data(), one.size() * sizeof(float)), 0) << KvTypesName(types) << " D " << D;
+      for (int j = 0; j < Q; j += 3) {
+        ref::AttendOne(qs.data() + j * D, D, h, n_keys[j], kv.view, 0.25f, ref1.data());
+        for (int d = 0; d < D; ++d) ASSERT_NEAR(one[j * D + d], ref1[d], 2e-5) << KvTypesName(types) << " q " << j;
+      }
+    }
+  }
+}
+
 TEST(ExpApprox, IsWithinThreeUlpOfExpAndZeroBelowTheRange) {
   float worst = 0.0f;
   for (float x = -87.0f; x <= 88.0f; x += 0.0137f) {

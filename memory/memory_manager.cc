@@ -108,7 +108,6 @@ Expected<AppendPlan> MemoryManager::PlanAppend(SeqId seq, std::span<const int32_
   p.seq = seq;
   p.pos0 = s.pos();
   p.tokens.assign(tokens.begin(), tokens.end());
-  p.page_table = s.pages;
   const int32_t new_len = p.pos0 + static_cast<int32_t>(tokens.size());
   int32_t n_new = PagesFor(new_len) - PagesFor(p.pos0);
   const bool cow = p.pos0 % config_.page_tokens != 0 && pages_.RefCount(s.pages.back()) > 1;
@@ -120,13 +119,10 @@ Expected<AppendPlan> MemoryManager::PlanAppend(SeqId seq, std::span<const int32_
   const std::pair<SeqId, int32_t> grow{seq, static_cast<int32_t>(tokens.size())};
   if (const int64_t room = RoomForAppends({&grow, 1}); room > free_bytes()) return BudgetError(room, free_bytes());
   p.take = pages_.PeekFree(n_take);
-  size_t k = 0;
   if (cow) {
     p.cow_index = static_cast<int32_t>(s.pages.size()) - 1;
-    p.ops.push_back(CopyPageOp{s.pages.back(), p.take[k]});
-    p.page_table.back() = p.take[k++];
+    p.ops.push_back(CopyPageOp{s.pages.back(), p.take[0]});
   }
-  while (k < p.take.size()) p.page_table.push_back(p.take[k++]);
   p.state_in = s.live;
   p.state_out = s.spare != kNone ? s.spare : s.live;
   return p;
@@ -136,8 +132,12 @@ void MemoryManager::Commit(const AppendPlan& p) {
   Tick(p.generation);
   Sequence& s = mut(p.seq);
   for (PageId id : p.take) pages_.Take(id);
-  if (p.cow_index >= 0) pages_.Unref(s.pages[static_cast<size_t>(p.cow_index)]);
-  s.pages = p.page_table;
+  size_t k = 0;
+  if (p.cow_index >= 0) {
+    pages_.Unref(s.pages[static_cast<size_t>(p.cow_index)]);
+    s.pages[static_cast<size_t>(p.cow_index)] = p.take[k++];
+  }
+  s.pages.insert(s.pages.end(), p.take.begin() + static_cast<std::ptrdiff_t>(k), p.take.end());
   s.tokens.insert(s.tokens.end(), p.tokens.begin(), p.tokens.end());
   if (s.spare != kNone) {
     std::swap(s.live, s.spare);  // state_out is live now; state_in keeps the batch-start state
@@ -173,7 +173,10 @@ void MemoryManager::Commit(const CheckpointPlan& p) {
   if (p.exists) return;
   Sequence& s = mut(p.seq);
   REWIND_CHECK(s.pos() == p.pos);
-  ckpts_.Add(p.id, p.pos, HashTokens(s.tokens), config_.state_bytes, now_);
+  const std::span<const int32_t> rest = std::span<const int32_t>(s.tokens).subspan(static_cast<size_t>(s.hashed));
+  s.hash = s.hashed == 0 ? HashTokens(rest) : HashTokens(rest, s.hash);
+  s.hashed = s.pos();
+  ckpts_.Add(p.id, p.pos, s.hash, config_.state_bytes, now_);
   s.checkpoints.push_back(p.id);
 }
 
@@ -228,6 +231,7 @@ void MemoryManager::ApplyTruncate(Sequence& s, const TruncatePlan& p) {
   for (size_t i = static_cast<size_t>(p.keep_pages); i < s.pages.size(); ++i) pages_.Unref(s.pages[i]);
   s.pages.resize(static_cast<size_t>(p.keep_pages));
   s.tokens.resize(static_cast<size_t>(r));
+  if (s.hashed > r) s.hashed = 0;  // the running hash covers dropped tokens: start again when next needed
   for (CheckpointId id : p.drop_ckpts) {
     bool freed = ckpts_.Unref(id);
     bool planned = std::any_of(p.ops.begin(), p.ops.end(), [&](const DataOp& op) {

@@ -46,7 +46,8 @@ struct AppendPlan {
   std::vector<int32_t> tokens;
   std::vector<PageId> take;         // pages allocated by the commit (free now)
   int32_t cow_index = -1;           // page-table index replaced by a copy (shared, partly filled last page)
-  std::vector<PageId> page_table;   // the sequence's page table after commit: ceil((pos0 + n) / P) ids
+                                    // (the page table after commit: MemoryManager::sequence(seq).pages; the plan
+                                    // holds only the new pages, so an append costs O(tokens), not O(position))
   SlotId state_in = kNone;          // forward reads the state at pos0 here...
   SlotId state_out = kNone;         // ...and writes the state at pos0 + n here (== state_in: single slot)
   int64_t bytes = 0;                // budget bytes the commit adds

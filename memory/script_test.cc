@@ -60,13 +60,13 @@ class FakeStorage {
   }
 
   // The model's forward for one sequence (after Commit; `seq_tokens` are the sequence's tokens now).
-  void Forward(const AppendPlan& p, const std::vector<int32_t>& seq_tokens) {
+  void Forward(const AppendPlan& p, const std::vector<int32_t>& seq_tokens, const std::vector<PageId>& table) {
     std::vector<uint64_t> h = PrefixHashes(seq_tokens);
     ASSERT_EQ(slots_.at(p.state_in), (FakeState{p.pos0, h[p.pos0]})) << "forward from an inexact state (I2)";
     for (int32_t q = 0; q < p.pos0; ++q)
-      ASSERT_EQ(Entry(p.page_table, q), h[q + 1]) << "attention reads a stale entry at " << q;
+      ASSERT_EQ(Entry(table, q), h[q + 1]) << "attention reads a stale entry at " << q;
     const int32_t end = p.pos0 + static_cast<int32_t>(p.tokens.size());
-    for (int32_t q = p.pos0; q < end; ++q) pages_.at(p.page_table.at(q / p_)).at(q % p_) = h[q + 1];
+    for (int32_t q = p.pos0; q < end; ++q) pages_.at(table.at(q / p_)).at(q % p_) = h[q + 1];
     if (p.state_in != p.state_out) {
       logs_[p.state_in] = p.tokens;
       Set(p.state_out, {end, h[end]});
@@ -200,7 +200,7 @@ class Script {
     if (p->cow_index >= 0) ++cows_[s];
     m_.Commit(*p);
     st_.Exec(p->ops);
-    st_.Forward(*p, m_.sequence(s).tokens);
+    st_.Forward(*p, m_.sequence(s).tokens, m_.sequence(s).pages);
     Check();
     return true;
   }

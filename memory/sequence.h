@@ -30,6 +30,10 @@ struct Sequence {
   int32_t reserve = 0;                    // tokens whose pages the budget holds back for it (0: none)
   bool idle = false;                      // finished but kept; a later request may adopt its live state
   uint64_t last_use = 0;
+  // rw::HashTokens(tokens[0, hashed)), extended as checkpoints need it, so that a checkpoint every N tokens of a
+  // long sequence hashes each token once instead of the whole prefix each time (reset by a truncate below it).
+  int32_t hashed = 0;
+  uint64_t hash = 0;
 
   int32_t pos() const { return static_cast<int32_t>(tokens.size()); }
 };

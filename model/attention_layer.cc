@@ -20,6 +20,10 @@ using kernels::ParallelFor;
 
 namespace {
 
+// Queries per attention work item in prefill (query heads of a GQA group x tokens): each item reads its
+// sequence's K/V once, so larger tiles read the cache fewer times.
+constexpr int32_t kTileQueries = 64;
+
 kernels::RopeParams MakeRope(const ModelConfig& c) {
   kernels::RopeParams p;
   p.n_rot = c.n_rot;
@@ -66,33 +70,80 @@ void AttendRows(const float* q, int32_t Hq, int32_t Hkv, int32_t D, float scale,
     }
     views[s] = {kp[s].data(), vp[s].data(), ps, KW, types.k, types.v};
   }
-  // Work items are (sequence, KV head, a few tokens, the group's query heads): their queries share every
-  // converted key/value block (kernels::AttendGroup gives each query the bits of its own AttendOne call, so the
-  // grouping changes nothing but speed).
+  // Work items are (sequence, KV head, a tile of tokens with all the group's query heads): their queries share
+  // every K/V block, read and converted once per item (kernels/attention.h; the tiling changes nothing but
+  // speed: every query gets the bits of its own AttendOne call).
   const int32_t group = Hq / Hkv;
-  const int32_t head_chunk = std::min(group, kernels::kAttendMaxQueries);
-  const int32_t tok_chunk = std::max(1, kernels::kAttendMaxQueries / head_chunk);
+  const int32_t tok_tile = std::max(1, kTileQueries / group);
   struct Item {
-    int32_t seq, kvh, i0, i1, h0, h1;  // batch rows [i0, i1), query heads [h0, h1) of KV head kvh
+    int32_t seq, kvh, i0, i1;  // batch rows [i0, i1), query heads [kvh·group, (kvh + 1)·group)
   };
   std::vector<Item> items;
-  for (size_t s = 0; s < seqs.size(); ++s)
+  int32_t max_keys = 0;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    max_keys = std::max(max_keys, seqs[s].pos0 + seqs[s].n);
     for (int32_t kvh = 0; kvh < Hkv; ++kvh)
-      for (int32_t t0 = 0; t0 < seqs[s].n; t0 += tok_chunk)
-        for (int32_t h0 = kvh * group; h0 < (kvh + 1) * group; h0 += head_chunk)
-          items.push_back({static_cast<int32_t>(s), kvh, seqs[s].row0 + t0,
-                           seqs[s].row0 + std::min(seqs[s].n, t0 + tok_chunk), h0,
-                           std::min((kvh + 1) * group, h0 + head_chunk)});
-  ParallelFor(pool, static_cast<int64_t>(items.size()), [&](int64_t j0, int64_t j1) {
-    kernels::AttendQuery queries[kernels::kAttendMaxQueries];
+      for (int32_t t0 = 0; t0 < seqs[s].n; t0 += tok_tile)
+        items.push_back({static_cast<int32_t>(s), kvh, seqs[s].row0 + t0,
+                         seqs[s].row0 + std::min(seqs[s].n, t0 + tok_tile)});
+  }
+  auto queries_of = [&](const Item& it, std::vector<kernels::AttendQuery>& out) {
+    out.clear();
+    for (int32_t i = it.i0; i < it.i1; ++i)
+      for (int32_t h = it.kvh * group; h < (it.kvh + 1) * group; ++h)
+        out.push_back({q + static_cast<int64_t>(i) * QW + h * D, att + static_cast<int64_t>(i) * QW + h * D,
+                       row_pos[i] + 1});
+  };
+  const int32_t threads = pool != nullptr ? pool->size() : 1;
+  if (static_cast<int32_t>(items.size()) >= 2 * threads || max_keys < 2 * kernels::kAttnSegment) {
+    ParallelFor(pool, static_cast<int64_t>(items.size()), [&](int64_t j0, int64_t j1) {
+      thread_local std::vector<kernels::AttendQuery> queries;
+      for (int64_t j = j0; j < j1; ++j) {
+        queries_of(items[j], queries);
+        kernels::AttendGroup(queries.data(), static_cast<int32_t>(queries.size()), D, items[j].kvh,
+                             views[items[j].seq], scale);
+      }
+    });
+    return;
+  }
+  // Few items over a long context (decode at depth): each item's keys split into their fixed segments over the
+  // threads, then the segments merged in order (the same bits as AttendGroup, kernels/attention.h).
+  struct Part {
+    int32_t item, seg;
+    size_t at;  // offset of its partials
+  };
+  std::vector<Part> parts;
+  std::vector<size_t> first_part(items.size());
+  size_t floats = 0;
+  for (size_t j = 0; j < items.size(); ++j) {
+    const Item& it = items[j];
+    const int32_t nq = (it.i1 - it.i0) * group;
+    first_part[j] = parts.size();
+    for (int32_t seg = 0; seg < kernels::AttnSegments(row_pos[it.i1 - 1] + 1); ++seg) {
+      parts.push_back({static_cast<int32_t>(j), seg, floats});
+      floats += static_cast<size_t>(nq) * kernels::AttnPartialFloats(D);
+    }
+  }
+  thread_local kernels::ScratchBuffer<float> partial_buf;
+  float* partials = partial_buf.Get(floats);
+  ParallelFor(pool, static_cast<int64_t>(parts.size()), [&](int64_t j0, int64_t j1) {
+    thread_local std::vector<kernels::AttendQuery> queries;
     for (int64_t j = j0; j < j1; ++j) {
-      const Item& it = items[j];
-      int32_t nq = 0;
-      for (int32_t i = it.i0; i < it.i1; ++i)
-        for (int32_t h = it.h0; h < it.h1; ++h)
-          queries[nq++] = {q + static_cast<int64_t>(i) * QW + h * D, att + static_cast<int64_t>(i) * QW + h * D,
-                           row_pos[i] + 1};
-      kernels::AttendGroup(queries, nq, D, it.kvh, views[it.seq], scale);
+      const Item& it = items[parts[j].item];
+      queries_of(it, queries);
+      kernels::AttendSegment(queries.data(), static_cast<int32_t>(queries.size()), D, it.kvh, views[it.seq], scale,
+                             parts[j].seg, partials + parts[j].at);
+    }
+  });
+  ParallelFor(pool, static_cast<int64_t>(items.size()), [&](int64_t j0, int64_t j1) {
+    thread_local std::vector<kernels::AttendQuery> queries;
+    std::vector<const float*> segs;
+    for (int64_t j = j0; j < j1; ++j) {
+      queries_of(items[j], queries);
+      segs.clear();
+      for (size_t k = first_part[j]; k < parts.size() && parts[k].item == j; ++k) segs.push_back(partials + parts[k].at);
+      kernels::AttendCombine(queries.data(), static_cast<int32_t>(queries.size()), D, segs.data(),
+                             static_cast<int32_t>(segs.size()));
     }
   });
 }

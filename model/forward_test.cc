@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "model/forward.h"
 
 namespace rw::model {
@@ -35,11 +36,11 @@ struct Harness {
   std::vector<int32_t> pages;  // identity page table per slot: slot s owns pages [s·P, (s+1)·P)
   int32_t pages_per_seq = 0;
 
-  Harness(const std::string& file, int32_t page_size, KvTypes type, int n_slots = 4) {
+  Harness(const std::string& file, int32_t page_size, KvTypes type, int n_slots = 4, int max_tokens = 200) {
     auto m = Model::Load(kDir + file);
     EXPECT_TRUE(m.ok()) << m.error().ToString();
     model = std::move(m).value();
-    pages_per_seq = (200 + page_size - 1) / page_size;
+    pages_per_seq = (max_tokens + page_size - 1) / page_size;
     kv = std::move(KvStorage::Create(model->MakeKvConfig(pages_per_seq * n_slots, page_size, type))).value();
     st = std::move(StateStorage::Create(model->MakeStateShape(), n_slots)).value();
     pages.resize(pages_per_seq * n_slots);
@@ -120,6 +121,35 @@ TEST(Forward, EveryQuantisedKvTypeIsSplitInvariant) {
     EXPECT_TRUE(SameBits(h.Run(tokens, {3, 9, 1, 7}), whole)) << "split 3+9+1+7";
   }
 }
+// At depth: past several attention segments (kernels::kAttnSegment), a prefill in one batch, in uneven chunks
+// and with decode steps (which spread one token's keys over the threads by segment) give the same bits, with
+// 1 and 3 threads and for a quantised cache.
+void CheckSplitsAtDepth(KvTypes type) {
+  const int n = 2 * kernels::kAttnSegment + 70;
+  Harness h("tiny-qwen35-f32.gguf", 32, type, 1, n);
+  const auto tokens = Prompt(n, 5, h.model->config().n_vocab);
+  h.model->SetThreads(1);
+  const auto whole = h.Run(tokens, {n});
+  const int64_t V = h.model->config().n_vocab;
+  for (int threads : {1, 3}) {
+    h.model->SetThreads(threads);
+    // Chunks ending on and across segment and block boundaries, then 24 decode steps.
+    std::vector<int> chunks = {511, 2, 300, 31, 200};
+    int used = 0;
+    for (int c : chunks) used += c;
+    chunks.push_back(n - used - 24);
+    for (int i = 0; i < 24; ++i) chunks.push_back(1);
+    const auto split = h.Run(tokens, chunks);
+    ASSERT_EQ(split.size(), whole.size());
+    for (int p = 0; p < n; ++p)
+      ASSERT_EQ(std::memcmp(split.data() + p * V, whole.data() + p * V, V * sizeof(float)), 0)
+          << "row " << p << ", threads " << threads << ", " << kernels::KvTypesName(type);
+  }
+}
+
+TEST(Forward, PrefillAndDecodeAtDepthDoNotDependOnChunksOrThreads) { CheckSplitsAtDepth(KvType::kF16); }
+TEST(Forward, QuantisedCacheAtDepthDoesNotDependOnChunksOrThreads) { CheckSplitsAtDepth(KvType::kQ4_0); }
+
 TEST(Forward, QuantisedKvTypeFollowsTheF32CacheClosely) {
   // Same prompt with an F32 and a q8_0 / q4_0 cache: close (a wrong block layout or head offset is not).
   const int n = 40;
