@@ -16,11 +16,14 @@ struct ResponsesRequest {
   nlohmann::ordered_json chat_body =
       nlohmann::ordered_json::object();  // the chat request to validate and run
   std::string previous_response_id;
+  std::string owner;  // the client the response will belong to (Server::Impl::ClientOf)
   bool stream = false;
   bool store = true;
 };
 
-// Never throws; a previous_response_id missing from `store` is a 404.
-ParseResult<ResponsesRequest> ParseResponsesRequest(const nlohmann::ordered_json& body, ResponseStore& store);
+// Never throws; a previous_response_id missing from `store`, or stored by another client than `owner`, is a
+// 404 (the same answer: an id does not reveal whether it exists).
+ParseResult<ResponsesRequest> ParseResponsesRequest(const nlohmann::ordered_json& body, ResponseStore& store,
+                                                    const std::string& owner = "");
 
 }  // namespace rw::server
