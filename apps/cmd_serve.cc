@@ -14,6 +14,7 @@
 #include "apps/kv_flags.h"
 #include "apps/llama_flags.h"
 #include "apps/model_backend.h"
+#include "apps/limit_flags.h"
 #include "apps/sampling_flags.h"
 #include "base/flags.h"
 #include "base/log.h"
@@ -95,12 +96,16 @@ int Serve(int argc, char** argv) {
   flags.Add("spec-synth-accept", 0, &ec.spec_synth_accept,
             "benchmark only: accept drafted tokens with this probability instead of verifying (-1 = off; the "
             "output is then not the model's)");
-  flags.Add("api-key", 0, &sc.api_key, "require 'Authorization: Bearer KEY' (none: $REWIND_API_KEY if set)");
+  flags.Add("api-key", 0, &sc.api_key,
+            "require 'Authorization: Bearer KEY'; several keys separated by commas (none: $REWIND_API_KEY if "
+            "set; docs/security.md)");
   flags.Add("chat-template-file", 0, &chat_template_file, "Jinja chat template overriding the model's");
   flags.Add("http-threads", 0, &http_threads, "HTTP worker threads (0 = 64)");
   flags.Add("log-requests", 0, &log_requests, "one log line per request");
   SamplingFlags sampling;
   sampling.Register(&flags);
+  LimitFlags limits;
+  limits.Register(&flags, &sc);
   flags.Add("webui", 0, &sc.webui, "serve the built-in web page at / (--no-webui turns it off)");
   LlamaServerFlags llama_flags;  // llama-server command lines (apps/llama_flags.h); after rewind's own flags
   llama_flags.Declare(flags);
@@ -133,6 +138,10 @@ int Serve(int argc, char** argv) {
   }
   sc.sampling_defaults = *sampling_defaults;
   sc.default_seed = sampling.seed();
+  if (Status applied = limits.Apply(&sc); !applied.ok()) {
+    std::fprintf(stderr, "rewind serve: %s\n", applied.error().message.c_str());
+    return 2;
+  }
   if (Status applied = llama_flags.Apply(flags, &ec, &sc); !applied.ok()) {
     std::fprintf(stderr, "rewind serve: %s\n", applied.error().message.c_str());
     return 2;
@@ -172,7 +181,7 @@ int Serve(int argc, char** argv) {
     return 1;
   }
   LOG_INFO("listening on http://%s:%d (answers 503 until the model is loaded)%s%s", sc.host.c_str(), *bound,
-           sc.api_key.empty() ? "" : ", API key required", sc.webui ? "; web page at /" : "");
+           sc.api_key.empty() && sc.api_keys.empty() ? "" : ", API key required", sc.webui ? "; web page at /" : "");
   std::thread http_thread([&] { http.Run(); });
 
   std::atomic<bool> load_failed{false};

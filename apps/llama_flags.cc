@@ -190,7 +190,9 @@ void LlamaServerFlags::Declare(FlagSet& flags) {
       "text inserted before the forced end of thinking when the reasoning budget runs out");
   flags.Add("timeout", 0, &timeout_, "HTTP read/write timeout in seconds");
   flags.Alias("-to", "timeout");
-  flags.Add("api-key-file", 0, &api_key_file_, "file whose first line is the API key");
+  flags.Add("api-key-file", 0, &api_key_file_,
+            "file of API keys, one per line (blank lines and lines starting with # are skipped), accepted "
+            "besides --api-key");
   flags.Add("mlock", 0, &mlock_, "lock the model and caches in RAM (mlockall) once loaded");
   flags.Add("mmap", 0, &mmap_, "llama-server --no-mmap: rewind always maps the model file (no effect)");
   flags.Add("jinja", 0, &jinja_, "llama-server --jinja: rewind always renders the model's Jinja template");
@@ -296,11 +298,14 @@ Status LlamaServerFlags::Apply(const FlagSet& flags, engine::EngineConfig* ec, s
   sc->slots_endpoint = slots_;
   if (!api_key_file_.empty()) {
     std::ifstream in(api_key_file_);
-    std::string key;
-    if (!in || !std::getline(in, key) || key.empty())
-      return Error::InvalidArgument("--api-key-file: cannot read a key from " + api_key_file_);
-    while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
-    sc->api_key = key;
+    if (!in) return Error::InvalidArgument("--api-key-file: cannot open " + api_key_file_);
+    for (std::string line; std::getline(in, line);) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+      size_t b = line.find_first_not_of(" \t");
+      if (b == std::string::npos || line[b] == '#') continue;
+      sc->api_keys.push_back(line.substr(b));
+    }
+    if (sc->api_keys.empty()) return Error::InvalidArgument("--api-key-file: no key in " + api_key_file_);
   }
   if (log_disable_) SetLogLevel(LogLevel::kError);
   if (flags.IsSet("verbosity")) {

@@ -1,5 +1,7 @@
 #include "base/cpu_features.h"
 
+#include <cpuid.h>
+
 #include <cstdlib>
 
 namespace rw {
@@ -23,7 +25,10 @@ const Features& Probe() {
     r.no_avx2 = EnvSet("REWIND_NO_AVX2");
     r.no_avx512 = EnvSet("REWIND_NO_AVX512");
     r.cpu_avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    r.cpu_f16c = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    // F16C from CPUID leaf 1 (clang before 15 does not know the "f16c" string of __builtin_cpu_supports).
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c_bit = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    r.cpu_f16c = __builtin_cpu_supports("avx") && f16c_bit;
     r.cpu_avx512 = r.cpu_avx2_fma && r.cpu_f16c && __builtin_cpu_supports("avx512f") &&
                    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");

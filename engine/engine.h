@@ -11,6 +11,10 @@
 
 #include "base/expected.h"
 
+namespace rw::grammar {
+struct Grammar;
+}
+
 namespace rw::engine {
 
 // One stage of the sampler chain (llama.cpp's names in parentheses, as in the `samplers` request field).
@@ -50,7 +54,7 @@ struct SamplingParams {
   int32_t mirostat = 0;      // 0 = off, 1 = mirostat, 2 = mirostat 2.0
   float mirostat_tau = 5.0f, mirostat_eta = 0.1f;
   int32_t min_keep = 0;      // filters keep at least this many tokens
-  std::vector<LogitBias> logit_bias;
+  std::vector<LogitBias> logit_bias;  // applied in one pass per token: callers keep it short (a server limit)
   std::vector<SamplerStage> stages = {SamplerStage::kPenalties, SamplerStage::kDry,   SamplerStage::kTopNSigma,
                                       SamplerStage::kTopK,      SamplerStage::kTypicalP, SamplerStage::kTopP,
                                       SamplerStage::kMinP,      SamplerStage::kXtc,   SamplerStage::kTemperature};
@@ -70,6 +74,10 @@ struct GenerationRequest {
   int32_t generation_start = -1;
   int32_t max_tokens = -1;                  // -1: until an end-of-generation token or the context is full
   SamplingParams sampling;
+  // sampling.grammar compiled by the caller (the server compiles it once, on the request's thread, within its
+  // limits); null: Submit compiles it. Submit also builds the request's DRY breaker table on the caller's
+  // thread, so the engine thread only runs prepared work.
+  std::shared_ptr<const grammar::Grammar> compiled_grammar;
   bool logprobs = false;                    // report the sampled token's log-probability
   int32_t top_logprobs = 0;                 // and the n most likely alternatives (0..20)
   bool ignore_eos = false;                  // do not stop at end-of-generation tokens

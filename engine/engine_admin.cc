@@ -188,9 +188,11 @@ std::string EngineImpl::CacheJson() {
 }
 
 std::string EngineImpl::CacheTreeJson() {
-  std::string out;
-  RunOnEngine([&] { out = cache_->TreeJson(2000); });
-  return out;
+  // The engine thread only copies a bounded snapshot; the JSON is built here, on the caller's thread.
+  std::shared_ptr<const HybridCache::TreeView> view;
+  RunOnEngine([&] { view = cache_->TreeSnapshot(/*max_nodes=*/2000, /*max_new_hashes=*/32); });
+  if (!view) return R"({"nodes":[],"sequences":[],"disk_only":[]})";  // stopping
+  return cache_->TreeViewJson(*view);
 }
 
 }  // namespace rw::engine

@@ -209,10 +209,14 @@ Status EngineImpl::ValidateRequest(const GenerationRequest& r) const {
 
 Expected<uint64_t> EngineImpl::Submit(GenerationRequest request, std::shared_ptr<RequestSink> sink) {
   REWIND_RETURN_IF_ERROR(ValidateRequest(request));
-  std::shared_ptr<const grammar::Grammar> grammar;
-  if (!request.sampling.grammar.empty()) {
+  // Work that grows with the request happens here, on the caller's thread: the engine thread then only runs
+  // prepared, bounded work per step.
+  std::shared_ptr<const grammar::Grammar> grammar = std::move(request.compiled_grammar);
+  if (!grammar && !request.sampling.grammar.empty()) {
     REWIND_ASSIGN_OR_RETURN(grammar, grammar::ParseGbnf(request.sampling.grammar));
   }
+  if (grammar) std::call_once(trie_once_, [&] { vocab_.BuildTrie(); });  // ~1 s at 150K tokens, once
+  std::shared_ptr<const DryBreakers> dry = PrepareDry(request.sampling, &vocab_);
   uint64_t id = next_id_.fetch_add(1);
   const double submitted = NowSeconds();
   // The disk tier's file reads and the remote tier's network round trips happen here, on the request's own
@@ -233,8 +237,8 @@ Expected<uint64_t> EngineImpl::Submit(GenerationRequest request, std::shared_ptr
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return Error::Unavailable("the engine is shutting down");
-    queue_.push_back({id, std::move(request), std::move(sink), submitted, false, std::move(grammar), std::move(fetched),
-                      std::move(disk)});
+    queue_.push_back({id, std::move(request), std::move(sink), submitted, false, std::move(grammar), std::move(dry),
+                      std::move(fetched), std::move(disk)});
   }
   cv_.notify_all();
   return id;
@@ -387,8 +391,8 @@ void EngineImpl::Admit() {
     a->id = p.id;
     a->request = std::move(p.request);
     a->sink = std::move(p.sink);
-    if (p.grammar && !vocab_.trie) vocab_.BuildTrie();  // once, for the first constrained request (~1 s at 150K)
-    a->sampler = std::make_unique<Sampler>(a->request.sampling, &vocab_, info_.n_ctx, std::move(p.grammar));
+    a->sampler = std::make_unique<Sampler>(a->request.sampling, &vocab_, info_.n_ctx, std::move(p.grammar),
+                                           std::move(p.dry));
     a->sampler->AcceptPrompt(a->request.prompt);
     a->seq = acq->seq;
     a->n_evaluated = acq->resume_pos;

@@ -47,6 +47,7 @@ class EngineImpl final : public Engine {
     double submitted_at = 0;
     bool waited_for_memory = false;   // counted once in admission_waits
     std::shared_ptr<const grammar::Grammar> grammar;  // compiled request.sampling.grammar (null: none)
+    std::shared_ptr<const DryBreakers> dry;           // its DRY breaker table (null: DRY off)
     std::shared_ptr<const remote::RemoteFetch> remote;  // what the remote tier brought (on the request's thread)
     std::shared_ptr<const DiskFetch> disk;              // what the disk tier read (on the request's thread)
   };
@@ -121,6 +122,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<HybridCache> cache_;
   std::vector<int32_t> eog_;
   SamplerVocab vocab_;  // token texts, tokenizer and token trie for grammars and DRY
+  std::once_flag trie_once_;  // vocab_.trie is built by the first Submit with a grammar (on its thread)
   std::vector<std::unique_ptr<Drafter>> drafters_;
 
   std::mutex mu_;

@@ -159,9 +159,14 @@ class HybridCache {
 
   std::string StatsJson() const;     // GET /cache: tree size, checkpoints, bytes per tier
   std::string MetricsText() const;   // Prometheus lines (rewind_cache_*)
-  // GET /cache/tree: tree nodes (at most max_nodes), running sequences, disk-only files
-  // (hybrid_cache_view.cc).
-  std::string TreeJson(int32_t max_nodes) const;
+  // GET /cache/tree in two halves (hybrid_cache_view.cc). TreeSnapshot runs on the engine thread and copies
+  // ids, positions and sizes of at most `max_nodes` tree nodes and the running sequences; a checkpoint's tier
+  // keys (the hash of its token prefix) are computed once per checkpoint and remembered, at most
+  // `max_new_hashes` per call, so a call costs O(max_nodes) plus a bounded number of prefix hashes.
+  // TreeViewJson turns a snapshot into the JSON (tree nodes, sequences, disk-only files) on any thread.
+  struct TreeView;
+  std::shared_ptr<const TreeView> TreeSnapshot(int32_t max_nodes, int32_t max_new_hashes);
+  std::string TreeViewJson(const TreeView& view) const;
 
  private:
   friend class HybridCacheTestPeer;  // engine/exact_test.cc: invariant checks and evict-all

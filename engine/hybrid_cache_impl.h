@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <vector>
 
@@ -44,6 +45,13 @@ struct HybridCache::Impl {
   memory::CheckpointKey FileKey() const { return {fingerprint, kv_label}; }
   // The remote tier (hybrid_cache_remote.cc); null when off.
   std::unique_ptr<remote::RemoteStore> remote;
+  // GET /cache/tree (hybrid_cache_view.cc): each checkpoint's disk-tier key and remote presence, computed once
+  // (hashing its token prefix) and kept while the checkpoint lives. Engine thread only.
+  struct ViewKeys {
+    uint64_t chain = 0;   // ContentStore::Chain of its prefix (0: no disk tier)
+    bool remote = false;  // the remote tier knew its state when first looked at
+  };
+  std::unordered_map<memory::CheckpointId, ViewKeys> view_keys;
 
   struct Counters {
     uint64_t acquires = 0, evaluated_tokens = 0, evictions = 0, evicted_bytes = 0, checkpoints_saved = 0;

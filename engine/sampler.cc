@@ -59,15 +59,21 @@ bool Sampler::CommutesWithMask(SamplerStage s) const {
 
 void SamplerVocab::BuildTrie() { trie = std::make_unique<grammar::TokenTrie>(pieces); }
 
+std::shared_ptr<const DryBreakers> PrepareDry(const SamplingParams& p, const SamplerVocab* vocab) {
+  const bool on = p.dry_multiplier != 0.0f && p.dry_base >= 1.0f && p.dry_penalty_last_n != 0;
+  if (!on || vocab == nullptr) return nullptr;
+  return BuildDryBreakers(p.dry_sequence_breakers, MakeDryVocab(vocab));
+}
+
 Sampler::Sampler(const SamplingParams& params, const SamplerVocab* vocab, int32_t n_ctx,
-                 std::shared_ptr<const grammar::Grammar> grammar)
+                 std::shared_ptr<const grammar::Grammar> grammar, std::shared_ptr<const DryBreakers> dry)
     : params_(params),
       vocab_(vocab),
       rng_(params.seed),
       penalties_(ResolveLastN(params.repeat_last_n, n_ctx), params.repeat_penalty, params.frequency_penalty,
                  params.presence_penalty),
       dry_(params.dry_multiplier, params.dry_base, params.dry_allowed_length,
-           ResolveLastN(params.dry_penalty_last_n, n_ctx), params.dry_sequence_breakers, MakeDryVocab(vocab)),
+           ResolveLastN(params.dry_penalty_last_n, n_ctx), dry ? std::move(dry) : PrepareDry(params, vocab)),
       mu_(2.0f * params.mirostat_tau) {
   if (grammar) {
     REWIND_CHECK_MSG(vocab_ != nullptr && vocab_->trie != nullptr, "a grammar needs the vocabulary");

@@ -40,6 +40,10 @@ struct SamplerVocab {
   void BuildTrie();
 };
 
+// The DRY breaker table of `params` (null when DRY is off): the per-request work that grows with the request,
+// done by whoever calls it (Engine::Submit, on the request's thread).
+std::shared_ptr<const DryBreakers> PrepareDry(const SamplingParams& params, const SamplerVocab* vocab);
+
 // The vocabulary of a model's tokenizer, without the trie (sampler_vocab.cc; built with the engine).
 SamplerVocab MakeSamplerVocab(std::shared_ptr<const tokenizer::Tokenizer> tok);
 
@@ -47,8 +51,10 @@ class Sampler {
  public:
   // `n_ctx` resolves the -1 ("whole context") of repeat_last_n and dry_penalty_last_n. `vocab` must outlive
   // the sampler; null when no grammar or DRY breakers are used. `grammar` is a compiled GBNF grammar or null.
+  // `dry`: the request's breaker table from PrepareDry (null: built here, from `vocab`, when DRY is on).
   Sampler(const SamplingParams& params, const SamplerVocab* vocab = nullptr, int32_t n_ctx = 4096,
-          std::shared_ptr<const grammar::Grammar> grammar = nullptr);
+          std::shared_ptr<const grammar::Grammar> grammar = nullptr,
+          std::shared_ptr<const DryBreakers> dry = nullptr);
 
   // The prompt, for the penalties' and DRY's history (the grammar starts after it).
   void AcceptPrompt(std::span<const int32_t> prompt);

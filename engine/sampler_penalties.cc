@@ -83,16 +83,25 @@ void AddBreaker(const DryVocab& vocab, const std::string& s, size_t max_tail,
 
 }  // namespace
 
-Dry::Dry(float multiplier, float base, int32_t allowed_length, int32_t last_n,
-         const std::vector<std::string>& breakers, const DryVocab& vocab)
-    : multiplier_(multiplier), base_(base), allowed_length_(allowed_length), last_n_(std::max(last_n, 0)) {
-  if (!enabled() || vocab.pieces == nullptr) return;
+std::shared_ptr<const DryBreakers> BuildDryBreakers(const std::vector<std::string>& breakers,
+                                                    const DryVocab& vocab) {
+  auto out = std::make_shared<DryBreakers>();
+  if (vocab.pieces == nullptr) return out;
   for (std::string s : breakers) {
     if (s.empty()) continue;
-    if (s.size() > 40) s.resize(40);
-    AddBreaker(vocab, s, 20, &breakers_);
+    if (s.size() > 40) s.resize(40);  // llama.cpp's bound on a breaker's length
+    AddBreaker(vocab, s, 20, out.get());
   }
+  return out;
 }
+
+Dry::Dry(float multiplier, float base, int32_t allowed_length, int32_t last_n,
+         std::shared_ptr<const DryBreakers> breakers)
+    : multiplier_(multiplier),
+      base_(base),
+      allowed_length_(allowed_length),
+      last_n_(std::max(last_n, 0)),
+      breakers_(breakers ? std::move(breakers) : std::make_shared<const DryBreakers>()) {}
 
 void Dry::Accept(int32_t token) {
   if (!enabled()) return;
@@ -109,7 +118,7 @@ void Dry::Apply(Candidates* c) {
   // 1. The nearest sequence breaker limits how far back a repetition may reach.
   int rep_limit = n;
   for (int i = 0; i < n; ++i) {
-    auto range = breakers_.equal_range(rat(i));
+    auto range = breakers_->equal_range(rat(i));
     int longest = -1;
     for (auto it = range.first; it != range.second; ++it) {
       const int len = static_cast<int>(it->second.size());
@@ -165,7 +174,7 @@ void Dry::Apply(Candidates* c) {
   int max_exp = 0;
   if (base_ > 1.000001f) max_exp = static_cast<int>(88.7228391f / std::log(base_));
   for (const auto& [tok, len] : max_repeat_) {
-    auto range = breakers_.equal_range(tok);
+    auto range = breakers_->equal_range(tok);
     if (std::any_of(range.first, range.second, [](const auto& kv) { return kv.second.empty(); })) continue;
     int e = len - allowed_length_;
     if (max_exp > 0 && e > max_exp) e = max_exp;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -38,12 +39,19 @@ struct DryVocab {
   std::function<std::vector<int32_t>(std::string_view)> encode;
 };
 
+// Sequence breakers against the vocabulary: head token -> tail tokens. Each breaker string becomes the tokens
+// containing it (empty tail) and, for a token that ends with a prefix of it, the tokenisation of the rest
+// (tail, at most 20 tokens). Building it scans the vocabulary and runs the tokenizer once per breaker, so it is
+// built on the request's own thread (BuildDryBreakers) and shared read-only by the request's sampler.
+using DryBreakers = std::unordered_multimap<int32_t, std::vector<int32_t>>;
+std::shared_ptr<const DryBreakers> BuildDryBreakers(const std::vector<std::string>& breakers,
+                                                    const DryVocab& vocab);
+
 class Dry {
  public:
-  // `breakers`: strings that end a repeated sequence; each becomes the tokens containing it (head) and, for a
-  // token that ends with a prefix of it, the tokenisation of the rest (tail, at most 20 tokens).
+  // `breakers`: from BuildDryBreakers (null: none).
   Dry(float multiplier, float base, int32_t allowed_length, int32_t last_n,
-      const std::vector<std::string>& breakers, const DryVocab& vocab);
+      std::shared_ptr<const DryBreakers> breakers);
   bool enabled() const { return multiplier_ != 0.0f && base_ >= 1.0f && last_n_ != 0; }
   void Accept(int32_t token);
   void Apply(Candidates* c);
@@ -51,7 +59,7 @@ class Dry {
  private:
   float multiplier_, base_;
   int32_t allowed_length_, last_n_;
-  std::unordered_multimap<int32_t, std::vector<int32_t>> breakers_;  // head token -> tail tokens
+  std::shared_ptr<const DryBreakers> breakers_;                      // never null
   std::deque<int32_t> last_;                                         // the last last_n_ tokens, oldest first
   std::vector<int32_t> repeat_;                                      // scratch [last_n]
   std::unordered_map<int32_t, int32_t> max_repeat_;  // scratch: token -> repeat it would extend

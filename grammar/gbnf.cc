@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <functional>
 #include <map>
 #include <optional>
 
@@ -58,7 +57,7 @@ using Seq = std::vector<Element>;
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : s_(text) {}
+  Parser(std::string_view text, const GbnfLimits& limits) : s_(text), limits_(limits) {}
 
   Expected<std::shared_ptr<const Grammar>> Run(std::string_view root_name) {
     SkipSpace();
@@ -72,10 +71,14 @@ class Parser {
       if (defined_[id]) return Fail("rule '" + name + "' is defined twice");
       defined_[id] = true;
       std::vector<Seq> alts;
-      if (!Alternatives(/*nested=*/false, &alts)) return Fail(error_);
+      if (!Alternatives(/*nested=*/false, &alts)) {
+        if (over_limit_) return Error::OutOfRange(error_);
+        return Fail(error_);
+      }
       rules_[id] = std::move(alts);
       SkipSpace();
     }
+    if (over_limit_) return Error::OutOfRange(error_);
     for (size_t i = 0; i < names_.size(); ++i)
       if (!defined_[i]) return Error::InvalidArgument("grammar: undefined rule '" + names_[i] + "'");
     auto it = ids_.find(std::string(root_name));
@@ -106,6 +109,16 @@ class Parser {
   }
   bool SetError(std::string e) {
     if (error_.empty()) error_ = std::move(e);
+    return false;
+  }
+  // Counts `n` more elements; false (and the error) past the limit.
+  bool Charge(size_t n) {
+    if (n <= limits_.max_elements - std::min(elements_, limits_.max_elements)) {
+      elements_ += n;
+      return true;
+    }
+    over_limit_ = true;
+    error_ = "grammar: expands to more than " + std::to_string(limits_.max_elements) + " elements";
     return false;
   }
 
@@ -139,6 +152,10 @@ class Parser {
   }
   uint32_t RuleId(const std::string& name) {
     auto [it, fresh] = ids_.emplace(name, static_cast<uint32_t>(names_.size()));
+    if (fresh && names_.size() >= limits_.max_rules && !over_limit_) {
+      over_limit_ = true;
+      error_ = "grammar: expands to more than " + std::to_string(limits_.max_rules) + " rules";
+    }
     if (fresh) {
       names_.push_back(name);
       rules_.emplace_back();
@@ -240,7 +257,7 @@ class Parser {
         last = seq->size();
         while (pos_ < s_.size() && s_[pos_] != '"') {
           uint32_t cp = 0;
-          if (!Char(&cp)) return false;
+          if (!Char(&cp) || !Charge(1)) return false;
           seq->push_back(Literal(cp));
         }
         if (pos_ >= s_.size()) return SetError("unterminated string literal");
@@ -266,25 +283,32 @@ class Parser {
         }
         if (pos_ >= s_.size()) return SetError("unterminated character class");
         ++pos_;
+        if (!Charge(1)) return false;
         last = seq->size();
         seq->push_back({Op::kClass, AddClass(std::move(cls))});
         have_atom = true;
       } else if (c == '.') {
         ++pos_;
+        if (!Charge(1)) return false;
         last = seq->size();
         seq->push_back({Op::kClass, AddClass({true, {}})});
         have_atom = true;
       } else if (c == '(') {
         ++pos_;
+        if (++nesting_ > limits_.max_nesting)
+          return SetError("groups nested deeper than " + std::to_string(limits_.max_nesting) + " levels");
         std::vector<Seq> alts;
         if (!Alternatives(/*nested=*/true, &alts)) return false;
+        --nesting_;
         SkipSpace();
         if (pos_ >= s_.size() || s_[pos_] != ')') return SetError("expected ')'");
         ++pos_;
+        if (!Charge(1)) return false;
         last = seq->size();
         seq->push_back({Op::kRef, NewRule(std::move(alts))});
         have_atom = true;
       } else if (IsNameChar(c)) {
+        if (!Charge(1)) return false;
         last = seq->size();
         seq->push_back({Op::kRef, RuleId(Name())});
         have_atom = true;
@@ -297,7 +321,7 @@ class Parser {
         if (c == '{' && !Bounds(&lo, &hi)) return false;
         Seq atom(seq->begin() + static_cast<std::ptrdiff_t>(last), seq->end());
         seq->resize(last);
-        Repeat(atom, lo, hi, seq);
+        if (!Repeat(atom, lo, hi, seq)) return false;
         have_atom = false;
       } else if (c == '<') {
         return SetError("token references (<...>) are not supported");
@@ -335,7 +359,18 @@ class Parser {
     return true;
   }
 
-  void Repeat(const Seq& atom, size_t lo, size_t hi, Seq* seq) {
+  // Charges the copies before making them: nested repetitions multiply, and the bound must hold before the
+  // memory is spent.
+  bool Repeat(const Seq& atom, size_t lo, size_t hi, Seq* seq) {
+    const size_t copies = hi == SIZE_MAX ? lo + 1 : hi;
+    if (!Charge(copies > 0 && atom.size() > limits_.max_elements / copies ? limits_.max_elements + 1
+                                                                        : copies * (atom.size() + 1)))
+      return false;
+    if (hi != SIZE_MAX && hi - lo > limits_.max_rules) {
+      over_limit_ = true;
+      error_ = "grammar: expands to more than " + std::to_string(limits_.max_rules) + " rules";
+      return false;
+    }
     for (size_t i = 0; i < lo; ++i) seq->insert(seq->end(), atom.begin(), atom.end());
     if (hi == SIZE_MAX) {  // R ::= atom R | ""
       uint32_t r = RuleId("~" + std::to_string(names_.size()));
@@ -344,7 +379,7 @@ class Parser {
       rec.push_back({Op::kRef, r});
       rules_[r] = {rec, Seq{}};
       seq->push_back({Op::kRef, r});
-      return;
+      return !over_limit_;
     }
     // Nested optionals, innermost first: R_k ::= atom R_{k-1} | "".
     std::optional<uint32_t> inner;
@@ -354,6 +389,7 @@ class Parser {
       inner = NewRule({body, Seq{}});
     }
     if (inner) seq->push_back({Op::kRef, *inner});
+    return !over_limit_;
   }
 
   // A rule that can reach itself without consuming a character cannot be matched by a stack machine.
@@ -387,26 +423,40 @@ class Parser {
           first[r].push_back(g.elements[p].value);
           if (!nullable[g.elements[p].value]) break;
         }
+    // Depth-first search for a cycle, with an explicit stack (a chain of many rules must not overflow the
+    // thread's stack).
     std::vector<int> state(n, 0);  // 0 new, 1 on the path, 2 done
     std::optional<std::string> found;
-    std::function<void(uint32_t)> visit = [&](uint32_t r) {
-      state[r] = 1;
-      for (uint32_t q : first[r]) {
-        if (found) return;
-        if (state[q] == 1)
+    std::vector<std::pair<uint32_t, size_t>> path;  // rule, next index into first[rule]
+    for (uint32_t r0 = 0; r0 < n && !found; ++r0) {
+      if (state[r0] != 0) continue;
+      state[r0] = 1;
+      path.push_back({r0, 0});
+      while (!path.empty() && !found) {
+        auto& [r, next] = path.back();
+        if (next == first[r].size()) {
+          state[r] = 2;
+          path.pop_back();
+          continue;
+        }
+        const uint32_t q = first[r][next++];
+        if (state[q] == 1) {
           found = g.rule_names[q];
-        else if (state[q] == 0)
-          visit(q);
+        } else if (state[q] == 0) {
+          state[q] = 1;
+          path.push_back({q, 0});
+        }
       }
-      state[r] = 2;
-    };
-    for (uint32_t r = 0; r < n && !found; ++r)
-      if (state[r] == 0) visit(r);
+    }
     return found;
   }
 
   std::string_view s_;
+  GbnfLimits limits_;
   size_t pos_ = 0;
+  size_t elements_ = 0;  // charged so far (copies dropped later included: the bound is on work done)
+  size_t nesting_ = 0;   // open groups
+  bool over_limit_ = false;
   std::string error_;
   std::map<std::string, uint32_t> ids_;
   std::vector<std::string> names_;
@@ -417,8 +467,9 @@ class Parser {
 
 }  // namespace
 
-Expected<std::shared_ptr<const Grammar>> ParseGbnf(std::string_view text, std::string_view root) {
-  Parser p(text);
+Expected<std::shared_ptr<const Grammar>> ParseGbnf(std::string_view text, std::string_view root,
+                                                   const GbnfLimits& limits) {
+  Parser p(text, limits);
   return p.Run(root);
 }
 

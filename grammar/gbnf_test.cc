@@ -66,5 +66,43 @@ TEST(Gbnf, ErrorsNameTheProblem) {
   EXPECT_FALSE(ParseGbnf("root ::= *\n").ok());
 }
 
+TEST(GbnfLimits, RepetitionsAreChargedBeforeTheyAreCopied) {
+  GbnfLimits l;
+  l.max_elements = 10000;
+  // 1,000 characters x 100 copies = 100,000 elements: refused without being built.
+  auto g = ParseGbnf("root ::= \"" + std::string(1000, 'a') + "\"{100}", "root", l);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().kind, ErrorKind::kOutOfRange);
+  EXPECT_NE(g.error().message.find("10000 elements"), std::string::npos) << g.error().message;
+  EXPECT_TRUE(ParseGbnf("root ::= \"" + std::string(10, 'a') + "\"{100}", "root", l).ok());
+}
+
+TEST(GbnfLimits, RulesFromBoundedRepetitionsCount) {
+  GbnfLimits l;
+  l.max_rules = 100;
+  auto g = ParseGbnf(R"(root ::= "a"{0,1000})", "root", l);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().kind, ErrorKind::kOutOfRange);
+  EXPECT_TRUE(ParseGbnf(R"(root ::= "a"{0,50})", "root", l).ok());
+}
+
+TEST(GbnfLimits, DeeplyNestedGroupsAreAnErrorNotAStackOverflow) {
+  auto g = ParseGbnf("root ::= " + std::string(100000, '(') + "\"a\"" + std::string(100000, ')'));
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("nested deeper"), std::string::npos) << g.error().message;
+}
+
+TEST(GbnfLimits, ALongChainOfRulesIsCheckedForLeftRecursionWithoutRecursing) {
+  std::string text = "root ::= r0\n";
+  const int n = 60000;
+  for (int i = 0; i < n; ++i) text += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\"\n";
+  text += "r" + std::to_string(n) + " ::= \"y\"\n";
+  EXPECT_TRUE(ParseGbnf(text).ok());
+  text += "r" + std::to_string(n + 1) + " ::= r" + std::to_string(n + 1) + " \"z\"\n";  // left-recursive
+  auto bad = ParseGbnf(text);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("left-recursive"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rw::grammar

@@ -50,9 +50,19 @@ struct Grammar {
   }
 };
 
+// Bounds on what one grammar may expand into: repetitions copy their atom, so a short text can describe a huge
+// grammar; the parser counts as it expands and stops at the first bound passed (OutOfRange), before the memory
+// is spent.
+struct GbnfLimits {
+  size_t max_elements = size_t{1} << 20;  // elements of all rules (8 bytes each), counted while expanding
+  size_t max_rules = size_t{1} << 16;     // rules, anonymous ones (groups, repetitions) included
+  size_t max_nesting = 256;               // parenthesised groups inside one another
+};
+
 // Parses GBNF text (rules `name ::= ...`, literals with escapes, [classes], ., groups, * + ? {m,n}, #
 // comments). Errors (InvalidArgument) name the problem and the position: syntax, undefined rules, a missing
-// root, left recursion (which the matcher cannot run).
-Expected<std::shared_ptr<const Grammar>> ParseGbnf(std::string_view text, std::string_view root = "root");
+// root, left recursion (which the matcher cannot run); OutOfRange when the grammar passes one of `limits`.
+Expected<std::shared_ptr<const Grammar>> ParseGbnf(std::string_view text, std::string_view root = "root",
+                                                   const GbnfLimits& limits = GbnfLimits());
 
 }  // namespace rw::grammar

@@ -10,15 +10,26 @@ namespace rw::grammar {
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar, size_t memo_states)
     : g_(std::move(grammar)), max_states_(std::clamp<size_t>(memo_states, 1, 32767)) {
   REWIND_CHECK(g_ != nullptr);
+  expanded_entries_ = 0;
   for (uint32_t a : g_->alts[g_->root]) Expand(Stack{a}, &state_.stacks);
+  if (overflowed_) state_.stacks.clear();
   std::sort(state_.stacks.begin(), state_.stacks.end());
   state_.stacks.erase(std::unique(state_.stacks.begin(), state_.stacks.end()), state_.stacks.end());
 }
 
-void Matcher::Expand(Stack s, std::vector<Stack>* out) const {
+void Matcher::Expand(Stack s, std::vector<Stack>* out, int depth) const {
+  if (depth > kMaxExpandDepth) {
+    overflowed_ = true;
+    return;
+  }
   while (true) {
+    if (overflowed_) return;
     if (s.empty()) {
       out->push_back(std::move(s));
+      return;
+    }
+    if (s.size() > kMaxStateEntries / 64) {  // one stack this deep: a rule chain the bound below would miss
+      overflowed_ = true;
       return;
     }
     const uint32_t pos = s.back();
@@ -29,6 +40,11 @@ void Matcher::Expand(Stack s, std::vector<Stack>* out) const {
         s.pop_back();  // an empty alternative: continue with what follows the reference
         continue;
       case Op::kClass:
+        expanded_entries_ += s.size();
+        if (expanded_entries_ > kMaxStateEntries) {
+          overflowed_ = true;
+          return;
+        }
         out->push_back(std::move(s));
         return;
       case Op::kRef: {
@@ -38,7 +54,7 @@ void Matcher::Expand(Stack s, std::vector<Stack>* out) const {
         for (size_t i = 0; i + 1 < alts.size(); ++i) {
           Stack t = s;
           t.push_back(alts[i]);
-          Expand(std::move(t), out);
+          Expand(std::move(t), out, depth + 1);
         }
         s.push_back(alts.back());
         continue;
@@ -49,6 +65,7 @@ void Matcher::Expand(Stack s, std::vector<Stack>* out) const {
 
 void Matcher::AdvanceChar(const std::vector<Stack>& in, uint32_t cp, std::vector<Stack>* out) const {
   out->clear();
+  expanded_entries_ = 0;
   for (const Stack& s : in) {
     if (s.empty()) continue;
     const uint32_t pos = s.back();
@@ -56,6 +73,10 @@ void Matcher::AdvanceChar(const std::vector<Stack>& in, uint32_t cp, std::vector
     Stack t(s.begin(), s.end() - 1);
     if (!g_->EndsAlternative(pos + 1)) t.push_back(pos + 1);
     Expand(std::move(t), out);
+    if (overflowed_) {
+      out->clear();  // cut: nothing matches from here (overflowed() says why)
+      return;
+    }
   }
   if (out->size() > 1) {
     std::sort(out->begin(), out->end());

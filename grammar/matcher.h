@@ -30,6 +30,12 @@ namespace rw::grammar {
 class Matcher {
  public:
   static constexpr size_t kMaxStates = 4096;  // the memo's default bound: 2 MiB of transitions
+  // Bounds on one state, whatever the grammar: the stacks' entries summed (4 bytes each), and how deep one
+  // expansion may nest rules. A grammar can make a state grow with the square of its size (a chain of rules each
+  // starting with the next); past a bound the state is cut to nothing (the text is rejected from there on) and
+  // overflowed() tells why. The server refuses a grammar whose initial state overflows.
+  static constexpr size_t kMaxStateEntries = size_t{1} << 21;
+  static constexpr int kMaxExpandDepth = 2048;
 
   // `memo_states` bounds the memo (at most 32767; tests set it small to exercise the walk without it).
   explicit Matcher(std::shared_ptr<const Grammar> grammar, size_t memo_states = kMaxStates);
@@ -42,6 +48,8 @@ class Matcher {
   bool CanEnd() const;
   // Nothing but the end may follow.
   bool MustEnd() const;
+  // A state grew past kMaxStateEntries or kMaxExpandDepth (then it was cut to nothing).
+  bool overflowed() const { return overflowed_; }
   // Sets to 1 exactly the bits of the trie tokens the grammar accepts next: `mask` becomes
   // [ceil(trie.n_vocab() / 64)] words, token t at bit t % 64 of word t / 64.
   void AllowedMask(const TokenTrie& trie, std::vector<uint64_t>* mask) const;
@@ -61,7 +69,7 @@ class Matcher {
 
  private:
   // Pushes every stack reachable from `s` whose top is a character class (or which is empty) into `out`.
-  void Expand(Stack s, std::vector<Stack>* out) const;
+  void Expand(Stack s, std::vector<Stack>* out, int depth = 0) const;
   bool FeedByte(const State& in, uint8_t byte, State* out) const;
   // Whether FeedByte would succeed, without building the next state (no allocation): most candidate tokens
   // and trie edges are rejected by this check alone.
@@ -98,6 +106,8 @@ class Matcher {
   mutable Memo memo_;
   mutable int32_t current_ = kUnknown;
   mutable std::vector<int32_t> walk_states_;  // scratch [trie depth + 1]
+  mutable size_t expanded_entries_ = 0;       // entries Expand has pushed since the current state began
+  mutable bool overflowed_ = false;
 };
 
 }  // namespace rw::grammar

@@ -225,7 +225,8 @@ struct Converter {
 
 }  // namespace
 
-ParseResult<AnthropicRequest> ParseAnthropicRequest(const json& body, bool count_tokens) {
+ParseResult<AnthropicRequest> ParseAnthropicRequest(const json& body, bool count_tokens,
+                                                    const ParseOptions& options) {
   AnthropicRequest out;
   Converter conv;
   LogIgnoredFieldsOnce(body, kAnthropicKnownFields, "/v1/messages");
@@ -301,7 +302,7 @@ ParseResult<AnthropicRequest> ParseAnthropicRequest(const json& body, bool count
         body["thinking"].contains("budget_tokens") ? body["thinking"]["budget_tokens"] : json();
     if (type == "enabled" && budget.is_number_integer()) oai["thinking_budget_tokens"] = budget;
   }
-  auto chat = ParseChatRequest(oai);
+  auto chat = ParseChatRequest(oai, options);
   if (auto* e = ErrorOf(chat)) return *e;
   out.chat = std::move(std::get<ChatRequest>(chat));
   out.breakpoints = std::move(conv.breakpoints);

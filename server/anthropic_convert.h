@@ -30,8 +30,10 @@ struct AnthropicRequest {
   std::vector<CacheBreakpoint> breakpoints;
 };
 
-// `count_tokens`: /v1/messages/count_tokens (max_tokens not required).
-ParseResult<AnthropicRequest> ParseAnthropicRequest(const nlohmann::ordered_json& body, bool count_tokens);
+// `count_tokens`: /v1/messages/count_tokens (max_tokens not required). `options`: the server's sampling
+// defaults and limits, as for chat completions.
+ParseResult<AnthropicRequest> ParseAnthropicRequest(const nlohmann::ordered_json& body, bool count_tokens,
+                                                    const ParseOptions& options = ParseOptions());
 
 // {"type": "error", "error": {"type", "message"}} with Anthropic's error types.
 nlohmann::json AnthropicErrorJson(const ApiError& e);

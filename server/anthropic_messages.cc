@@ -150,13 +150,13 @@ namespace {
 
 // The request body as an Anthropic request, or false after answering with the error.
 bool ParseAnthropic(const httplib::Request& req, httplib::Response& res, bool count_tokens,
-                    std::optional<AnthropicRequest>* out) {
-  auto body = ParseJsonBody(req.body);
+                    const ParseOptions& options, std::optional<AnthropicRequest>* out) {
+  auto body = ParseJsonBody(req.body, options.limits);
   ParseResult<AnthropicRequest> parsed = ApiError::BadRequest("");
   if (auto* e = std::get_if<ApiError>(&body)) {
     parsed = *e;
   } else {
-    parsed = ParseAnthropicRequest(std::get<nlohmann::ordered_json>(body), count_tokens);
+    parsed = ParseAnthropicRequest(std::get<nlohmann::ordered_json>(body), count_tokens, options);
   }
   if (auto* e = std::get_if<ApiError>(&parsed)) {
     Server::Impl::SendJson(res, e->status, AnthropicErrorJson(*e));
@@ -170,7 +170,7 @@ bool ParseAnthropic(const httplib::Request& req, httplib::Response& res, bool co
 
 void Server::Impl::HandleAnthropicMessages(const httplib::Request& req, httplib::Response& res) {
   std::optional<AnthropicRequest> r;
-  if (!ParseAnthropic(req, res, /*count_tokens=*/false, &r)) return;
+  if (!ParseAnthropic(req, res, /*count_tokens=*/false, parse_options, &r)) return;
   bool has_system = !r->chat.messages.empty() && r->chat.messages[0]["role"] == "system";
   auto hints = [&](const RenderedChat& rc) {
     return BreakpointOffsets(r->breakpoints, rc.prompt, rc.message_offsets, rc.generation_offset, has_system);
@@ -184,7 +184,7 @@ void Server::Impl::HandleAnthropicMessages(const httplib::Request& req, httplib:
 
 void Server::Impl::HandleAnthropicCountTokens(const httplib::Request& req, httplib::Response& res) {
   std::optional<AnthropicRequest> r;
-  if (!ParseAnthropic(req, res, /*count_tokens=*/true, &r)) return;
+  if (!ParseAnthropic(req, res, /*count_tokens=*/true, parse_options, &r)) return;
   auto prepared = PrepareChat(r->chat, nullptr);
   if (auto* e = std::get_if<ApiError>(&prepared)) return SendJson(res, e->status, AnthropicErrorJson(*e));
   SendJson(res, 200, {{"input_tokens", std::get<PreparedGeneration>(prepared).prompt.size()}});

@@ -94,7 +94,10 @@ bool Generation::Poll(std::chrono::milliseconds timeout, GenerationChunk* out) {
     if (budget_.tokens > 0) ids_.push_back(e.token);
     if (logprobs_) {
       TokenReport r{e.token, codec.TokenToPiece(e.token, true), e.logprob, {}};
-      for (const auto& t : e.top) r.top.emplace_back(codec.TokenToPiece(t.token, true), t.logprob);
+      for (const auto& t : e.top) {
+        r.top.emplace_back(codec.TokenToPiece(t.token, true), t.logprob);
+        r.top_ids.push_back(t.token);
+      }
       out->tokens.push_back(std::move(r));
     }
     if (codec.IsEog(e.token)) continue;

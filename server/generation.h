@@ -44,6 +44,7 @@ struct TokenReport {
   std::string piece;  // raw bytes (special tokens rendered)
   float logprob = 0;
   std::vector<std::pair<std::string, float>> top;  // piece, logprob
+  std::vector<int32_t> top_ids;                     // the token id of each entry of `top`
 };
 
 struct GenerationChunk {

@@ -88,6 +88,30 @@ void AddPromptEndHints(size_t prompt_size, std::vector<int32_t>* hints) {
     if (static_cast<int64_t>(prompt_size) - back > 0) hints->push_back(static_cast<int32_t>(prompt_size) - back);
 }
 
+// logit_bias as the engine applies it on every token: one entry per token id, sorted, duplicates summed
+// (llama-server adds every entry), checked against the vocabulary. Text keys expand to several tokens each,
+// so the limit is checked again on the result.
+std::optional<ApiError> PrepareLogitBias(int32_t n_vocab, const RequestLimits& limits,
+                                         std::vector<engine::LogitBias>* bias) {
+  if (static_cast<int64_t>(bias->size()) > limits.logit_bias * 4)
+    return OverLimit("logit_bias", "expands to " + std::to_string(bias->size()) + " token entries",
+                     limits.logit_bias * 4, "4 x --max-logit-bias");
+  std::sort(bias->begin(), bias->end(), [](const auto& a, const auto& b) { return a.token < b.token; });
+  std::vector<engine::LogitBias> merged;
+  for (const auto& b : *bias) {
+    if (b.token < 0 || b.token >= n_vocab)
+      return ApiError::BadRequest("'logit_bias' names token " + std::to_string(b.token) +
+                                      ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")",
+                                  "logit_bias");
+    if (!merged.empty() && merged.back().token == b.token)
+      merged.back().bias += b.bias;
+    else
+      merged.push_back(b);
+  }
+  *bias = std::move(merged);
+  return std::nullopt;
+}
+
 double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -108,10 +132,10 @@ struct ResponseState {
 }  // namespace
 
 void Server::Impl::HandleChat(const httplib::Request& req, httplib::Response& res) {
-  auto body = ParseJsonBody(req.body);
+  auto body = ParseJsonBody(req.body, parse_options.limits);
   nlohmann::ordered_json* j = nullptr;
   if (!Take(body, res, &j)) return;
-  auto parsed = ParseChatRequest(*j, config.sampling_defaults);
+  auto parsed = ParseChatRequest(*j, parse_options);
   ChatRequest* r = nullptr;
   if (!Take(parsed, res, &r)) return;
   auto prepared = PrepareChat(*r, nullptr);
@@ -157,10 +181,13 @@ ParseResult<PreparedGeneration> Server::Impl::PrepareChat(ChatRequest& r, const 
   p.parser = backend.chat->NewParser(*rendered, tools, format);
   p.gen = r.gen;
   if (p.gen.max_tokens < 0) p.gen.max_tokens = config.default_n_predict;
-  if (p.gen.sampling.schema && rendered->thinking_open)  // the JSON answer follows the model's reasoning
+  if (p.gen.sampling.schema && rendered->thinking_open) {  // the JSON answer follows the model's reasoning
     p.gen.sampling.params.grammar = grammar::AfterReasoning(p.gen.sampling.params.grammar);
+    p.gen.sampling.compiled = nullptr;  // compiled again, once, by RunGeneration
+  }
   if (r.tool_choice == "required" || r.tool_choice.rfind("function:", 0) == 0) {
     if (auto e = ForceToolCalls(r, *rendered, config.sampling_defaults.grammar, &p.gen.sampling.params)) return *e;
+    p.gen.sampling.compiled = nullptr;
   }
   if (budget > 0 && format != "none") {
     p.reasoning_budget.tokens = budget;
@@ -173,10 +200,10 @@ ParseResult<PreparedGeneration> Server::Impl::PrepareChat(ChatRequest& r, const 
 }
 
 void Server::Impl::HandleCompletion(const httplib::Request& req, httplib::Response& res) {
-  auto body = ParseJsonBody(req.body);
+  auto body = ParseJsonBody(req.body, parse_options.limits);
   nlohmann::ordered_json* j = nullptr;
   if (!Take(body, res, &j)) return;
-  auto parsed = ParseCompletionRequest(*j, config.sampling_defaults);
+  auto parsed = ParseCompletionRequest(*j, parse_options);
   CompletionRequest* r = nullptr;
   if (!Take(parsed, res, &r)) return;
   PreparedGeneration p;
@@ -189,7 +216,8 @@ void Server::Impl::HandleCompletion(const httplib::Request& req, httplib::Respon
   p.gen = r->gen;
   if (p.gen.max_tokens < 0) p.gen.max_tokens = config.default_n_predict;
   bool native = req.path == "/completion";  // llama-server's own shape
-  p.writer = native ? NewLlamaCompletionWriter(config.model_name, static_cast<int32_t>(p.prompt.size()))
+  p.writer = native ? NewLlamaCompletionWriter(config.model_name, static_cast<int32_t>(p.prompt.size()), info.n_ctx,
+                                               r->gen.logprobs)
                     : NewOpenAiWriter({false, r->gen.include_usage, r->gen.logprobs, config.model_name,
                                        static_cast<int32_t>(p.prompt.size())});
   RunGeneration(req, res, std::move(p));
@@ -215,10 +243,15 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
   g.checkpoint_hints = p.checkpoint_hints;
   g.generation_start = p.generation_start;
   g.max_tokens = p.gen.max_tokens;
+  // The grammar is compiled here once (the parser already compiled it unless it was rewritten since) and
+  // handed to the engine with the rest of the request's prepared sampling.
+  if (auto e = CompileGrammar(&p.gen.sampling, config.limits, "grammar")) return fail(*e);
+  g.compiled_grammar = p.gen.sampling.compiled;
   g.sampling = p.gen.sampling.params;
   for (const auto& [text, bias] : p.gen.sampling.logit_bias_text)
     for (int32_t t : backend.codec->Encode(text, /*parse_special=*/false, /*add_special=*/false))
       g.sampling.logit_bias.push_back({t, bias});
+  if (auto e = PrepareLogitBias(vocab, config.limits, &g.sampling.logit_bias)) return fail(*e);
   g.sampling.seed = p.gen.seed               ? *p.gen.seed
                     : config.default_seed >= 0 ? static_cast<uint64_t>(config.default_seed)
                                                : std::random_device{}() * 0x9E3779B97F4A7C15ull + 1;

@@ -46,7 +46,7 @@ void Server::Impl::HandleMetrics(const httplib::Request&, httplib::Response& res
 }
 
 void Server::Impl::HandleTokenize(const httplib::Request& req, httplib::Response& res) {
-  auto body = ParseJsonBody(req.body);
+  auto body = ParseJsonBody(req.body, parse_options.limits);
   nlohmann::ordered_json* j = nullptr;
   if (!Take(body, res, &j)) return;
   auto parsed = ParseTokenizeRequest(*j);
@@ -73,7 +73,7 @@ void Server::Impl::HandleTokenize(const httplib::Request& req, httplib::Response
 }
 
 void Server::Impl::HandleDetokenize(const httplib::Request& req, httplib::Response& res) {
-  auto body = ParseJsonBody(req.body);
+  auto body = ParseJsonBody(req.body, parse_options.limits);
   nlohmann::ordered_json* j = nullptr;
   if (!Take(body, res, &j)) return;
   auto parsed = ParseDetokenizeRequest(*j);
@@ -92,10 +92,10 @@ void Server::Impl::HandleDetokenize(const httplib::Request& req, httplib::Respon
 }
 
 void Server::Impl::HandleApplyTemplate(const httplib::Request& req, httplib::Response& res) {
-  auto body = ParseJsonBody(req.body);
+  auto body = ParseJsonBody(req.body, parse_options.limits);
   nlohmann::ordered_json* j = nullptr;
   if (!Take(body, res, &j)) return;
-  auto parsed = ParseApplyTemplateRequest(*j);
+  auto parsed = ParseApplyTemplateRequest(*j, parse_options.limits);
   ChatRequest* r = nullptr;
   if (!Take(parsed, res, &r)) return;
   ChatOptions options;

@@ -1,5 +1,7 @@
 // llama-server's own endpoints besides /completion (handlers_generate.cc): GET /props (server properties as
-// llama-server reports them) and POST /props (refused unless started with --props, as llama-server does).
+// llama-server reports them; behind the API key, and the model file's name without its folder) and POST
+// /props (refused unless started with --props, as llama-server does; with it, llama-server answers success and
+// changes nothing, while rewind refuses every property by name, since none can change at run time).
 #include "base/version.h"
 #include "server/server_impl.h"
 
@@ -18,7 +20,7 @@ void Server::Impl::HandleProps(const httplib::Request&, httplib::Response& res) 
            {{"default_generation_settings", {{"n_ctx", info.n_ctx}, {"params", params}}},
             {"total_slots", info.n_parallel},
             {"model_alias", config.model_name},
-            {"model_path", info.model_path},
+            {"model_path", info.model_path.substr(info.model_path.find_last_of('/') + 1)},
             {"modalities", {{"vision", false}, {"video", false}, {"audio", false}}},
             {"endpoint_slots", config.slots_endpoint},
             {"endpoint_props", config.props_endpoint},
@@ -37,10 +39,18 @@ void Server::Impl::HandlePropsUpdate(const httplib::Request& req, httplib::Respo
                                    "`--props`",
                                    "not_supported_error", "", ""});
   }
-  auto body = ParseJsonBody(req.body);
+  auto body = ParseJsonBody(req.body, parse_options.limits);
   nlohmann::ordered_json* j = nullptr;
   if (!Take(body, res, &j)) return;
-  SendJson(res, 200, {{"success", true}});  // nothing is changeable at run time yet
+  if (!j->empty()) {
+    const std::string name = j->begin().key();
+    ApiError e = ApiError::Unsupported("property '" + name +
+                                           "' cannot be changed at run time; no property can (restart the "
+                                           "server with the flag instead)",
+                                       name);
+    return SendError(res, e);
+  }
+  SendJson(res, 200, {{"success", true}});  // an empty object asks for no change
 }
 
 }  // namespace rw::server

@@ -149,13 +149,15 @@ class OpenAiWriter : public ResponseWriter {
 // llama-server's POST /completion: {"content", "stop", ...}; streamed as data-only events, no [DONE].
 class LlamaCompletionWriter : public ResponseWriter {
  public:
-  LlamaCompletionWriter(std::string model, int32_t prompt_tokens)
-      : model_(std::move(model)), prompt_tokens_(prompt_tokens) {}
+  LlamaCompletionWriter(std::string model, int32_t prompt_tokens, int32_t n_ctx, bool probs)
+      : model_(std::move(model)), prompt_tokens_(prompt_tokens), n_ctx_(n_ctx), probs_(probs) {}
 
   std::string StreamChunk(const Generation& g, const GenerationChunk& c) override {
     if (c.empty()) return "";
     (void)g;
-    return Sse({{"content", c.delta.content}, {"stop", false}, {"index", 0}});
+    json j = {{"content", c.delta.content}, {"stop", false}, {"index", 0}};
+    if (probs_ && !c.tokens.empty()) j["completion_probabilities"] = LlamaProbabilitiesJson(c.tokens);
+    return Sse(j);
   }
   std::string StreamEnd(const Generation& g) override {
     const auto& c = g.completion();
@@ -170,6 +172,7 @@ class LlamaCompletionWriter : public ResponseWriter {
   json Full(const Generation& g, const GenerationChunk& total) override {
     json j = Final(g);
     j["content"] = total.delta.content;
+    if (probs_) j["completion_probabilities"] = LlamaProbabilitiesJson(total.tokens);
     return j;
   }
 
@@ -187,12 +190,16 @@ class LlamaCompletionWriter : public ResponseWriter {
             {"tokens_cached", c.cached_tokens},
             {"stop_type", stop_type},
             {"stopping_word", g.matched_stop()},
-            {"truncated", false},
+            // llama-server: the context filled up before the answer ended (rewind never cuts a prompt: one
+            // that does not fit is refused with a 400).
+            {"truncated", reason == "length" && n_ctx_ > 0 && c.prompt_tokens + c.generated_tokens >= n_ctx_},
             {"timings", TimingsJson(c)},
             {"cache", CacheReportJson(c.cache)}};
   }
   std::string model_;
   int32_t prompt_tokens_;
+  int32_t n_ctx_;
+  bool probs_;  // n_probs / logprobs asked: completion_probabilities
 };
 
 }  // namespace
@@ -201,8 +208,9 @@ std::unique_ptr<ResponseWriter> NewOpenAiWriter(OpenAiWriterOptions options) {
   return std::make_unique<OpenAiWriter>(std::move(options));
 }
 
-std::unique_ptr<ResponseWriter> NewLlamaCompletionWriter(std::string model, int32_t prompt_tokens) {
-  return std::make_unique<LlamaCompletionWriter>(std::move(model), prompt_tokens);
+std::unique_ptr<ResponseWriter> NewLlamaCompletionWriter(std::string model, int32_t prompt_tokens, int32_t n_ctx,
+                                                         bool probs) {
+  return std::make_unique<LlamaCompletionWriter>(std::move(model), prompt_tokens, n_ctx, probs);
 }
 
 }  // namespace rw::server

@@ -19,6 +19,8 @@ struct OpenAiWriterOptions {
 std::unique_ptr<ResponseWriter> NewOpenAiWriter(OpenAiWriterOptions options);
 
 // llama-server's native POST /completion shape (content, stop, tokens_predicted, ...).
-std::unique_ptr<ResponseWriter> NewLlamaCompletionWriter(std::string model, int32_t prompt_tokens);
+// `n_ctx`: the context (for `truncated`); `probs`: the request asked for n_probs (completion_probabilities).
+std::unique_ptr<ResponseWriter> NewLlamaCompletionWriter(std::string model, int32_t prompt_tokens, int32_t n_ctx,
+                                                         bool probs);
 
 }  // namespace rw::server

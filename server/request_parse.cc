@@ -99,8 +99,9 @@ Err GetString(const json& obj, const char* name, std::string* out) {
 
 // Fields common to chat and text completions. `chat`: logprobs is a boolean (chat) or an integer
 // (completions).
-Err ParseGeneration(const json& body, bool chat, const engine::SamplingParams& defaults, GenerationParams* g) {
-  g->sampling.params = defaults;
+Err ParseGeneration(const json& body, bool chat, const ParseOptions& options, GenerationParams* g) {
+  const RequestLimits& limits = options.limits;
+  g->sampling.params = options.defaults;
   RETURN_IF_ERR(GetBool(body, "stream", &g->stream));
   if (const json* so = Field(body, "stream_options")) {
     if (!so->is_object()) return TypeError("stream_options", "an object");
@@ -124,29 +125,36 @@ Err ParseGeneration(const json& body, bool chat, const engine::SamplingParams& d
   int32_t best_of = 1;
   RETURN_IF_ERR(GetInt32(body, "best_of", 1, 1 << 20, &best_of));
   if (best_of != 1) return ApiError::Unsupported("only best_of = 1 is supported", "best_of");
-  RETURN_IF_ERR(ParseSampling(body, &g->sampling));
+  RETURN_IF_ERR(ParseSampling(body, &g->sampling, limits));
   if (const json* stop = Field(body, "stop")) {
+    auto add = [&](const json& s) -> Err {
+      if (!s.is_string()) return TypeError("stop", "a string or an array of strings");
+      const std::string& text = s.get_ref<const std::string&>();
+      if (static_cast<int64_t>(text.size()) > limits.stop_length)
+        return OverLimit("stop", "has a string of " + std::to_string(text.size()) + " bytes", limits.stop_length,
+                         "--max-stop-length");
+      if (!text.empty()) g->stop.push_back(text);
+      return std::nullopt;
+    };
     if (stop->is_string()) {
-      if (!stop->get<std::string>().empty()) g->stop.push_back(stop->get<std::string>());
+      RETURN_IF_ERR(add(*stop));
     } else if (stop->is_array()) {
-      if (stop->size() > 16) return ApiError::BadRequest("'stop' has more than 16 strings", "stop");
-      for (const auto& s : *stop) {
-        if (!s.is_string()) return TypeError("stop", "a string or an array of strings");
-        if (!s.get<std::string>().empty()) g->stop.push_back(s.get<std::string>());
-      }
+      if (static_cast<int64_t>(stop->size()) > limits.stop)
+        return OverLimit("stop", "has " + std::to_string(stop->size()) + " strings", limits.stop, "--max-stop");
+      for (const auto& s : *stop) RETURN_IF_ERR(add(s));
     } else {
       return TypeError("stop", "a string or an array of strings");
     }
   }
   if (chat) {
     RETURN_IF_ERR(GetBool(body, "logprobs", &g->logprobs));
-    RETURN_IF_ERR(GetInt32(body, "top_logprobs", 0, 20, &g->top_logprobs));
+    RETURN_IF_ERR(GetInt32(body, "top_logprobs", 0, limits.top_logprobs, &g->top_logprobs));
     if (g->top_logprobs > 0 && !g->logprobs) {
       return ApiError::BadRequest("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
     }
   } else if (Field(body, "logprobs")) {
     int32_t n_top = 0;
-    RETURN_IF_ERR(GetInt32(body, "logprobs", 0, 20, &n_top));
+    RETURN_IF_ERR(GetInt32(body, "logprobs", 0, limits.top_logprobs, &n_top));
     g->logprobs = true;
     g->top_logprobs = n_top;
   }
@@ -278,10 +286,13 @@ Err ParseMessages(const json& body, json* out) {
   return std::nullopt;
 }
 
-Err ParseTools(const json& body, json* tools, std::string* tool_choice) {
+Err ParseTools(const json& body, const RequestLimits& limits, json* tools, std::string* tool_choice) {
   *tools = nullptr;
   if (const json* t = Field(body, "tools")) {
     if (!t->is_array()) return TypeError("tools", "an array");
+    if (static_cast<int64_t>(t->size()) > limits.tools)
+      return OverLimit("tools", "has " + std::to_string(t->size()) + " tools", limits.tools, "--max-tools");
+    int64_t schema_nodes = 0;  // all tools' parameters together
     json norm = json::array();
     for (size_t i = 0; i < t->size(); ++i) {
       std::string w = At("tools", i);
@@ -302,6 +313,7 @@ Err ParseTools(const json& body, json* tools, std::string* tool_choice) {
       }
       if (const json* p = Field(*fn, "parameters")) {
         if (!p->is_object()) return TypeError(w + ".function.parameters", "an object");
+        RETURN_IF_ERR(CheckSchemaSize(*p, limits, "tools", &schema_nodes));
         f["parameters"] = *p;
       }
       norm.push_back({{"type", "function"}, {"function", std::move(f)}});
@@ -402,12 +414,12 @@ Err ParseCheckpoints(const json& body, int64_t n_messages, std::vector<int32_t>*
 
 Err ParseModel(const json& body, std::string* model) { return GetString(body, "model", model); }
 
-ParseResult<ChatRequest> ParseChatImpl(const json& body, bool generation, const engine::SamplingParams& defaults) {
+ParseResult<ChatRequest> ParseChatImpl(const json& body, bool generation, const ParseOptions& options) {
   if (!body.is_object()) return ApiError::BadRequest("the request body must be a JSON object");
   ChatRequest r;
   RETURN_IF_ERR(ParseModel(body, &r.model));
   RETURN_IF_ERR(ParseMessages(body, &r.messages));
-  RETURN_IF_ERR(ParseTools(body, &r.tools, &r.tool_choice));
+  RETURN_IF_ERR(ParseTools(body, options.limits, &r.tools, &r.tool_choice));
   RETURN_IF_ERR(ParseTemplateKwargs(body, &r.template_kwargs, &r.add_generation_prompt));
   RETURN_IF_ERR(GetString(body, "reasoning_format", &r.reasoning_format));
   if (!r.reasoning_format.empty() && r.reasoning_format != "none" && r.reasoning_format != "deepseek" &&
@@ -423,7 +435,7 @@ ParseResult<ChatRequest> ParseChatImpl(const json& body, bool generation, const 
     r.reasoning_budget_message = std::move(message);
   }
   if (generation) {
-    RETURN_IF_ERR(ParseGeneration(body, /*chat=*/true, defaults, &r.gen));
+    RETURN_IF_ERR(ParseGeneration(body, /*chat=*/true, options, &r.gen));
     RETURN_IF_ERR(ParseCheckpoints(body, static_cast<int64_t>(r.messages.size()), &r.checkpoint_messages,
                                    &r.checkpoint_positions));
   }
@@ -447,29 +459,6 @@ Err ParseTokenArray(const json& v, const std::string& where, std::vector<int32_t
 }
 
 constexpr int kMaxJsonDepth = 128;
-
-// Deepest bracket nesting outside strings (guards the recursive parts of nlohmann::json).
-int JsonDepth(std::string_view s) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : s) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
 
 }  // namespace
 
@@ -516,27 +505,24 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
-ParseResult<json> ParseJsonBody(std::string_view body) {
+ParseResult<json> ParseJsonBody(std::string_view body, const RequestLimits& limits) {
   if (!IsValidUtf8(body)) return ApiError::BadRequest("the request body is not valid UTF-8");
-  if (JsonDepth(body) > kMaxJsonDepth) {
-    return ApiError::BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth) +
-                                " levels");
-  }
+  if (auto e = CheckJsonShape(body, limits, kMaxJsonDepth)) return *e;
   json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return ApiError::BadRequest("the request body is not valid JSON");
   if (!j.is_object()) return ApiError::BadRequest("the request body must be a JSON object");
   return j;
 }
 
-ParseResult<ChatRequest> ParseChatRequest(const json& body, const engine::SamplingParams& defaults) {
-  return ParseChatImpl(body, /*generation=*/true, defaults);
+ParseResult<ChatRequest> ParseChatRequest(const json& body, const ParseOptions& options) {
+  return ParseChatImpl(body, /*generation=*/true, options);
 }
 
-ParseResult<ChatRequest> ParseApplyTemplateRequest(const json& body) {
-  return ParseChatImpl(body, /*generation=*/false, engine::SamplingParams());
+ParseResult<ChatRequest> ParseApplyTemplateRequest(const json& body, const RequestLimits& limits) {
+  return ParseChatImpl(body, /*generation=*/false, ParseOptions(engine::SamplingParams(), limits));
 }
 
-ParseResult<CompletionRequest> ParseCompletionRequest(const json& body, const engine::SamplingParams& defaults) {
+ParseResult<CompletionRequest> ParseCompletionRequest(const json& body, const ParseOptions& options) {
   if (!body.is_object()) return ApiError::BadRequest("the request body must be a JSON object");
   CompletionRequest r;
   RETURN_IF_ERR(ParseModel(body, &r.model));
@@ -555,7 +541,7 @@ ParseResult<CompletionRequest> ParseCompletionRequest(const json& body, const en
   } else {
     return TypeError("prompt", "a string or an array of token ids");
   }
-  RETURN_IF_ERR(ParseGeneration(body, /*chat=*/false, defaults, &r.gen));
+  RETURN_IF_ERR(ParseGeneration(body, /*chat=*/false, options, &r.gen));
   bool echo = false;
   RETURN_IF_ERR(GetBool(body, "echo", &echo));
   if (echo) return ApiError::Unsupported("'echo' is not supported", "echo");

@@ -23,9 +23,9 @@ struct GenerationParams {
   int32_t max_tokens = -1;  // -1: until end of generation or context
   SamplingRequest sampling;  // sampling_parse.h: the server's defaults, overridden by the request
   std::optional<uint64_t> seed;   // none: a random seed per request
-  std::vector<std::string> stop;  // up to 16 non-empty strings
+  std::vector<std::string> stop;  // non-empty strings, at most --max-stop of at most --max-stop-length bytes
   bool logprobs = false;
-  int32_t top_logprobs = 0;  // 0..20
+  int32_t top_logprobs = 0;  // 0..--max-top-logprobs (at most 20)
   bool ignore_eos = false;
   bool cache_prompt = true;
   int32_t slot_id = -1;
@@ -76,16 +76,28 @@ struct SlotActionRequest {
   std::string filename;  // save/restore: a plain file name (no directories)
 };
 
-// Parses a JSON body; malformed JSON (including invalid UTF-8) and non-object bodies are 400.
-ParseResult<nlohmann::ordered_json> ParseJsonBody(std::string_view body);
+// What every API's parser starts from: the sampling values of fields a request leaves out (the server's
+// --temp, --top-k, ..., --grammar flags) and the bounds on what a request may ask for. Chat completions,
+// completions, Anthropic messages and the Responses API all parse through ParseGeneration with these.
+struct ParseOptions {
+  ParseOptions(engine::SamplingParams d = engine::SamplingParams(), RequestLimits l = RequestLimits())
+      : defaults(std::move(d)), limits(l) {}
+  engine::SamplingParams defaults;
+  RequestLimits limits;
+};
 
-// `defaults`: the sampling values of fields the request leaves out (the server's --temp, --top-k, ... flags).
+// Parses a JSON body; malformed JSON (including invalid UTF-8), non-object bodies and bodies past the JSON
+// limits (values, object members, depth; checked by a scan before the DOM is built) are 400.
+ParseResult<nlohmann::ordered_json> ParseJsonBody(std::string_view body,
+                                                  const RequestLimits& limits = RequestLimits());
+
 ParseResult<ChatRequest> ParseChatRequest(const nlohmann::ordered_json& body,
-                                          const engine::SamplingParams& defaults = engine::SamplingParams());
+                                          const ParseOptions& options = ParseOptions());
 // /apply-template: the chat fields only (messages, tools, chat_template_kwargs, add_generation_prompt).
-ParseResult<ChatRequest> ParseApplyTemplateRequest(const nlohmann::ordered_json& body);
-ParseResult<CompletionRequest> ParseCompletionRequest(
-    const nlohmann::ordered_json& body, const engine::SamplingParams& defaults = engine::SamplingParams());
+ParseResult<ChatRequest> ParseApplyTemplateRequest(const nlohmann::ordered_json& body,
+                                                   const RequestLimits& limits = RequestLimits());
+ParseResult<CompletionRequest> ParseCompletionRequest(const nlohmann::ordered_json& body,
+                                                      const ParseOptions& options = ParseOptions());
 ParseResult<TokenizeRequest> ParseTokenizeRequest(const nlohmann::ordered_json& body);
 ParseResult<DetokenizeRequest> ParseDetokenizeRequest(const nlohmann::ordered_json& body);
 // slot_id from the path, action from the query, body may be empty for erase.

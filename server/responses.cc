@@ -3,7 +3,9 @@
 #include <chrono>
 #include <random>
 
+#include "base/check.h"
 #include "base/hex.h"
+#include "base/sha256.h"
 
 namespace rw::server {
 
@@ -84,6 +86,24 @@ json CompletionLogprobsJson(const std::vector<TokenReport>& tokens, size_t text_
   return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
+json LlamaProbabilitiesJson(const std::vector<TokenReport>& tokens) {
+  json out = json::array();
+  for (const auto& t : tokens) {
+    json top = json::array();
+    for (size_t i = 0; i < t.top.size(); ++i)
+      top.push_back({{"id", i < t.top_ids.size() ? t.top_ids[i] : -1},
+                     {"token", t.top[i].first},
+                     {"bytes", Bytes(t.top[i].first)},
+                     {"logprob", Lp(t.top[i].second)}});
+    out.push_back({{"id", t.token},
+                   {"token", t.piece},
+                   {"bytes", Bytes(t.piece)},
+                   {"logprob", Lp(t.logprob)},
+                   {"top_logprobs", std::move(top)}});
+  }
+  return out;
+}
+
 json ToolCallJson(const ToolCall& call, int index, bool stream) {
   json j = {{"id", call.id.empty() ? RandomId("call_") : call.id},
             {"type", "function"},
@@ -93,8 +113,11 @@ json ToolCallJson(const ToolCall& call, int index, bool stream) {
 }
 
 std::string RandomId(const char* prefix) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  return prefix + HexU64(rng()) + HexU64(rng()).substr(0, 8);
+  // 128 bits from the kernel's CSPRNG: ids such as previous_response_id are capabilities, not counters.
+  uint64_t r[2] = {0, 0};
+  Status st = SecureRandomBytes(r, sizeof(r));
+  REWIND_CHECK_MSG(st.ok(), "getrandom failed: cannot make an unguessable id");
+  return prefix + HexU64(r[0]) + HexU64(r[1]);
 }
 
 int64_t UnixTime() {

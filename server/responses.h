@@ -20,6 +20,9 @@ nlohmann::json CacheReportJson(const engine::CacheReport& r);
 nlohmann::json ChatLogprobsJson(const std::vector<TokenReport>& tokens);
 // Legacy completions logprobs: {tokens, token_logprobs, top_logprobs, text_offset}.
 nlohmann::json CompletionLogprobsJson(const std::vector<TokenReport>& tokens, size_t text_offset);
+// llama-server's /completion `completion_probabilities` (n_probs): per token {id, token, bytes, logprob,
+// top_logprobs: [{id, token, bytes, logprob}]}.
+nlohmann::json LlamaProbabilitiesJson(const std::vector<TokenReport>& tokens);
 // One tool call; `index` set for stream deltas.
 nlohmann::json ToolCallJson(const ToolCall& call, int index, bool stream);
 // A random id such as "chatcmpl-3f9c2a...".

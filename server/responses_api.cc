@@ -6,11 +6,13 @@
 //                                         messages), reasoning items (the next assistant turn's reasoning)
 //   tools [{type: function, name, ...}] -> function tools; tool_choice, max_output_tokens, temperature, top_p
 //   previous_response_id               -> the stored conversation of that response, then this input
-// Answered conversations are kept in memory (ResponseStore: bounded count and age).
+// Answered conversations are kept in memory (ResponseStore: bounded count, bytes and age), each readable only
+// with the API key that created it.
 #include "server/responses_api.h"
 
 #include <map>
 
+#include "base/log.h"
 #include "server/agent_shapes.h"
 #include "server/responses.h"
 #include "server/server_impl.h"
@@ -159,11 +161,13 @@ ojson ChatMessages(const std::string& instructions, const ojson& conversation) {
 
 }  // namespace
 
-ParseResult<ResponsesRequest> ParseResponsesRequest(const ojson& body, ResponseStore& store) {
+ParseResult<ResponsesRequest> ParseResponsesRequest(const ojson& body, ResponseStore& store,
+                                                    const std::string& owner) {
   ResponsesRequest r;
+  r.owner = owner;
   if (body.contains("previous_response_id") && body["previous_response_id"].is_string()) {
     r.previous_response_id = body["previous_response_id"].get<std::string>();
-    auto prev = store.Get(r.previous_response_id);
+    auto prev = store.Get(r.previous_response_id, owner);
     if (!prev) {
       return ApiError::NotFound("previous response '" + r.previous_response_id +
                                 "' not found (responses are kept in memory for a bounded time)");
@@ -357,7 +361,8 @@ class ResponsesWriter : public ResponseWriter {
       }
     }
     messages.push_back(std::move(answer));
-    store_->Put(id_, std::move(messages));
+    if (!store_->Put(id_, req_.owner, std::move(messages)))
+      LOG_WARN("response %s not stored: its conversation is larger than --responses-max-mib", id_.c_str());
   }
   static json TextPart(const std::string& text) {
     return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}};
@@ -457,14 +462,13 @@ class ResponsesWriter : public ResponseWriter {
 }  // namespace
 
 void Server::Impl::HandleResponses(const httplib::Request& req, httplib::Response& res) {
-  auto body = ParseJsonBody(req.body);
+  auto body = ParseJsonBody(req.body, parse_options.limits);
   nlohmann::ordered_json* j = nullptr;
   if (!Take(body, res, &j)) return;
-  stored_responses.Configure(config.responses_max, std::chrono::seconds(config.responses_ttl_s));
-  auto parsed = ParseResponsesRequest(*j, stored_responses);
+  auto parsed = ParseResponsesRequest(*j, stored_responses, ClientOf(req));
   ResponsesRequest* r = nullptr;
   if (!Take(parsed, res, &r)) return;
-  auto chat = ParseChatRequest(r->chat_body);
+  auto chat = ParseChatRequest(r->chat_body, parse_options);
   ChatRequest* c = nullptr;
   if (!Take(chat, res, &c)) return;
   auto prepared = PrepareChat(*c, nullptr);

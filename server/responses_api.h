@@ -22,11 +22,14 @@ struct ResponsesRequest {
   // Qualified name -> (namespace, name) of the functions of namespace tools (server/agent_shapes.h).
   std::map<std::string, std::pair<std::string, std::string>> namespaced;
   std::vector<std::string> ignored_tools;  // hosted tool types not offered to the model
+  std::string owner;  // the client the response will belong to (Server::Impl::ClientOf)
   bool stream = false;
   bool store = true;
 };
 
-// Never throws; a previous_response_id missing from `store` is a 404.
-ParseResult<ResponsesRequest> ParseResponsesRequest(const nlohmann::ordered_json& body, ResponseStore& store);
+// Never throws; a previous_response_id missing from `store`, or stored by another client than `owner`, is a
+// 404 (the same answer: an id does not reveal whether it exists).
+ParseResult<ResponsesRequest> ParseResponsesRequest(const nlohmann::ordered_json& body, ResponseStore& store,
+                                                    const std::string& owner = "");
 
 }  // namespace rw::server

@@ -105,16 +105,36 @@ TEST(ResponsesApi, StreamsResponseEventsInOrder) {
 
 TEST(ResponseStore, ForgetsTheOldestPastItsCountAndEveryEntryPastItsAge) {
   ResponseStore store;
-  store.Configure(2, std::chrono::seconds(10));
+  store.Configure(2, 1 << 20, std::chrono::seconds(10));
   auto t0 = ResponseStore::Clock::now();
-  store.Put("a", json::array(), t0);
-  store.Put("b", json::array(), t0);
-  store.Put("c", json::array(), t0);
-  EXPECT_FALSE(store.Get("a", t0));
-  EXPECT_TRUE(store.Get("b", t0));
-  EXPECT_TRUE(store.Get("c", t0 + std::chrono::seconds(9)));
-  EXPECT_FALSE(store.Get("c", t0 + std::chrono::seconds(11)));
+  store.Put("a", "", json::array(), t0);
+  store.Put("b", "", json::array(), t0);
+  store.Put("c", "", json::array(), t0);
+  EXPECT_FALSE(store.Get("a", "", t0));
+  EXPECT_TRUE(store.Get("b", "", t0));
+  EXPECT_TRUE(store.Get("c", "", t0 + std::chrono::seconds(9)));
+  EXPECT_FALSE(store.Get("c", "", t0 + std::chrono::seconds(11)));
   EXPECT_EQ(store.size(), 0u);
+}
+
+TEST(ResponseStore, DropsTheOldestPastItsByteBoundAndRefusesAnEntryLargerThanIt) {
+  ResponseStore store;
+  store.Configure(100, 1000, std::chrono::seconds(100));
+  const json msg = json::array({{{"role", "user"}, {"content", std::string(300, 'x')}}});
+  for (const char* id : {"a", "b", "c", "d"}) EXPECT_TRUE(store.Put(id, "", msg));
+  EXPECT_LE(store.bytes(), 1000);
+  EXPECT_FALSE(store.Get("a", ""));  // the oldest went first
+  EXPECT_TRUE(store.Get("d", ""));
+  EXPECT_FALSE(store.Put("big", "", json::array({{{"content", std::string(2000, 'y')}}})));
+  EXPECT_FALSE(store.Get("big", ""));
+}
+
+TEST(ResponseStore, AnswersAnEntryOnlyToTheClientThatStoredIt) {
+  ResponseStore store;
+  store.Put("resp_1", "owner-a", json::array());
+  EXPECT_TRUE(store.Get("resp_1", "owner-a"));
+  EXPECT_FALSE(store.Get("resp_1", "owner-b"));
+  EXPECT_FALSE(store.Get("resp_1", ""));
 }
 
 TEST(LlamaNative, CompletionAcceptsTextOrTokensAndAnswersInLlamaServerShape) {
@@ -150,6 +170,45 @@ TEST(LlamaNative, ServesPropsAndRefusesPropsUpdatesUnlessEnabled) {
   auto ok = enabled.Post("/props", json::object());
   EXPECT_EQ(ok->status, 200);
   EXPECT_EQ(json::parse(ok->body)["success"], true);
+  // A property to change is refused by name, never answered with a success that changed nothing.
+  auto change = enabled.Post("/props", {{"n_ctx", 8}});
+  EXPECT_EQ(change->status, 400);
+  EXPECT_EQ(json::parse(change->body)["error"]["param"], "n_ctx");
+}
+
+TEST(LlamaNative, PropsNeedsTheKeyAndShowsTheModelFileWithoutItsFolder) {
+  ServerConfig c;
+  c.api_key = "k1,k2";
+  TestServer ts(testing::FakeEngine::Options{}, c);
+  EXPECT_EQ(ts.Client().Get("/props")->status, 401);
+  auto cli = ts.Client();
+  cli.set_bearer_token_auth("k2");
+  auto r = cli.Get("/props");
+  ASSERT_EQ(r->status, 200);
+  const std::string path = json::parse(r->body)["model_path"];
+  EXPECT_EQ(path.find('/'), std::string::npos) << path;
+  EXPECT_EQ(ts.Client().Get("/health")->status, 200);
+}
+
+TEST(ResponsesApi, APreviousResponseOfAnotherKeyIsNotFound) {
+  ServerConfig c;
+  c.api_key = "alice";
+  c.api_keys = {"bob"};
+  TestServer ts(testing::FakeEngine::Options{}, c);
+  auto as = [&](const char* key) {
+    auto cli = ts.Client();
+    cli.set_bearer_token_auth(key);
+    return cli;
+  };
+  auto first = as("alice").Post("/v1/responses", json{{"input", "hi"}}.dump(), "application/json");
+  ASSERT_EQ(first->status, 200) << first->body;
+  const std::string id = json::parse(first->body)["id"];
+  EXPECT_EQ(id.size(), std::string("resp_").size() + 32) << id;  // 128 random bits
+  json next = {{"previous_response_id", id}, {"input", "more"}};
+  EXPECT_EQ(as("alice").Post("/v1/responses", next.dump(), "application/json")->status, 200);
+  auto other = as("bob").Post("/v1/responses", next.dump(), "application/json");
+  EXPECT_EQ(other->status, 404) << other->body;
+  EXPECT_EQ(as("mallory").Post("/v1/responses", next.dump(), "application/json")->status, 401);
 }
 
 TEST(Cors, AnswersPreflightAndAddsTheOriginToResponses) {

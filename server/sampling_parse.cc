@@ -7,6 +7,7 @@
 
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
+#include "grammar/matcher.h"
 
 namespace rw::server {
 namespace {
@@ -88,7 +89,10 @@ Err BiasKey(const json& k, SamplingRequest* out, float bias) {
   return std::nullopt;
 }
 
-Err LogitBias(const json& v, SamplingRequest* out) {
+Err LogitBias(const json& v, SamplingRequest* out, const RequestLimits& limits) {
+  if ((v.is_object() || v.is_array()) && static_cast<int64_t>(v.size()) > limits.logit_bias)
+    return OverLimit("logit_bias", "has " + std::to_string(v.size()) + " entries", limits.logit_bias,
+                     "--max-logit-bias");
   if (v.is_object()) {
     for (auto it = v.begin(); it != v.end(); ++it) {
       float bias = 0;
@@ -110,7 +114,7 @@ Err LogitBias(const json& v, SamplingRequest* out) {
 
 // The grammar of the request: `grammar` (GBNF), `json_schema`, or `response_format` (json_object /
 // json_schema).
-Err Constraint(const json& body, SamplingRequest* out) {
+Err Constraint(const json& body, SamplingRequest* out, const RequestLimits& limits) {
   std::string grammar;
   if (const json* g = Field(body, "grammar")) {
     if (!g->is_string()) return Bad("grammar", "must be a string (GBNF)");
@@ -146,6 +150,8 @@ Err Constraint(const json& body, SamplingRequest* out) {
   if (!schema && grammar.empty())
     return std::nullopt;  // no constraint of its own: the server's (if any) stays
   if (schema) {
+    int64_t nodes = 0;
+    RETURN_IF_ERR(CheckSchemaSize(*schema, limits, schema_field, &nodes));
     json s = *schema;
     if (s.is_object() && s.empty()) s = json{{"type", "object"}};  // "any JSON object", as llama-server
     auto g = grammar::JsonSchemaToGbnf(s);
@@ -153,12 +159,9 @@ Err Constraint(const json& body, SamplingRequest* out) {
     grammar = *g;
     out->schema = true;
   }
-  if (!grammar.empty()) {
-    auto parsed = grammar::ParseGbnf(grammar);
-    if (!parsed.ok()) return ApiError::BadRequest(parsed.error().message, schema ? schema_field : "grammar");
-  }
   out->params.grammar = std::move(grammar);
-  return std::nullopt;
+  out->compiled = nullptr;
+  return CompileGrammar(out, limits, schema ? schema_field : "grammar");
 }
 
 }  // namespace
@@ -210,7 +213,41 @@ Err ParseSamplerOrder(const json& v, std::vector<SamplerStage>* out) {
   return std::nullopt;
 }
 
-Err ParseSampling(const json& body, SamplingRequest* out) {
+grammar::GbnfLimits GrammarLimits(const RequestLimits& limits) {
+  grammar::GbnfLimits g;
+  g.max_elements = static_cast<size_t>(limits.grammar_elements);
+  g.max_rules = static_cast<size_t>(limits.grammar_rules);
+  return g;
+}
+
+Err CompileGrammar(SamplingRequest* s, const RequestLimits& limits, const std::string& field) {
+  if (s->params.grammar.empty() || s->compiled) return std::nullopt;
+  auto parsed = grammar::ParseGbnf(s->params.grammar, "root", GrammarLimits(limits));
+  if (!parsed.ok()) {
+    ApiError e = ApiError::BadRequest(parsed.error().message, field);
+    if (parsed.error().kind == ErrorKind::kOutOfRange) {
+      e.message = "'" + field + "': " + e.message + "; this server allows at most " +
+                  std::to_string(limits.grammar_elements) + " elements and " +
+                  std::to_string(limits.grammar_rules) + " rules (--max-grammar-elements, --max-grammar-rules)";
+      e.code = "limit_exceeded";
+    }
+    return e;
+  }
+  // The matcher's first state, built here on the request's thread: a grammar whose state alone passes the
+  // matcher's bounds (a long chain of rules each starting with the next) is refused, not sent to the engine.
+  if (grammar::Matcher(*parsed, 1).overflowed()) {
+    ApiError e = ApiError::BadRequest("'" + field + "': the grammar's rules nest too deeply at its start (its "
+                                          "matcher state would pass " +
+                                          std::to_string(grammar::Matcher::kMaxStateEntries) + " entries)",
+                                      field);
+    e.code = "limit_exceeded";
+    return e;
+  }
+  s->compiled = *parsed;
+  return std::nullopt;
+}
+
+Err ParseSampling(const json& body, SamplingRequest* out, const RequestLimits& limits) {
   engine::SamplingParams& s = out->params;
   RETURN_IF_ERR(Float(body, "temperature", 0.0, 100.0, &s.temperature));
   RETURN_IF_ERR(Float(body, "top_p", 0.0, 1.0, &s.top_p));
@@ -232,10 +269,17 @@ Err ParseSampling(const json& body, SamplingRequest* out) {
   RETURN_IF_ERR(Int(body, "dry_penalty_last_n", -1, 1 << 20, &s.dry_penalty_last_n));
   if (const json* b = Field(body, "dry_sequence_breakers")) {
     if (!b->is_array()) return Bad("dry_sequence_breakers", "must be an array of strings");
+    if (static_cast<int64_t>(b->size()) > limits.dry_breakers)
+      return OverLimit("dry_sequence_breakers", "has " + std::to_string(b->size()) + " entries",
+                       limits.dry_breakers, "--max-dry-breakers");
     s.dry_sequence_breakers.clear();
     for (const auto& x : *b) {
       if (!x.is_string() || x.get<std::string>().empty())
         return Bad("dry_sequence_breakers", "must be an array of non-empty strings");
+      if (static_cast<int64_t>(x.get_ref<const std::string&>().size()) > limits.dry_breaker_length)
+        return OverLimit("dry_sequence_breakers",
+                         "has a breaker of " + std::to_string(x.get_ref<const std::string&>().size()) + " bytes",
+                         limits.dry_breaker_length, "--max-dry-breaker-length");
       s.dry_sequence_breakers.push_back(x.get<std::string>());
     }
   }
@@ -248,9 +292,9 @@ Err ParseSampling(const json& body, SamplingRequest* out) {
   if (dynatemp != 0)
     return ApiError::Unsupported("'dynatemp_range' other than 0 is not supported", "dynatemp_range");
   if (const json* v = Field(body, "samplers")) RETURN_IF_ERR(ParseSamplerOrder(*v, &s.stages));
-  if (const json* v = Field(body, "logit_bias")) RETURN_IF_ERR(LogitBias(*v, out));
-  RETURN_IF_ERR(Int(body, "n_probs", 0, 20, &out->n_probs));
-  RETURN_IF_ERR(Constraint(body, out));
+  if (const json* v = Field(body, "logit_bias")) RETURN_IF_ERR(LogitBias(*v, out, limits));
+  RETURN_IF_ERR(Int(body, "n_probs", 0, limits.top_logprobs, &out->n_probs));
+  RETURN_IF_ERR(Constraint(body, out, limits));
   return std::nullopt;
 }
 

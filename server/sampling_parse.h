@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "grammar/grammar.h"
 #include "server/api_error.h"
+#include "server/request_limits.h"
 
 namespace rw::server {
 
@@ -21,9 +23,21 @@ struct SamplingRequest {
   std::vector<std::pair<std::string, float>> logit_bias_text;
   int32_t n_probs = 0;  // llama-server's n_probs (top alternatives per token), 0 = none
   bool schema = false;  // params.grammar came from a JSON schema (a chat answer may reason before it)
+  // params.grammar compiled (once, on the request's thread; handed to the engine). Null when there is no
+  // grammar or when the grammar was rewritten after parsing (CompileGrammar then compiles the new text).
+  std::shared_ptr<const grammar::Grammar> compiled;
 };
 
-std::optional<ApiError> ParseSampling(const nlohmann::ordered_json& body, SamplingRequest* out);
+// `limits`: the server's bounds (request_limits.h); a field past one is a 400 naming the flag.
+std::optional<ApiError> ParseSampling(const nlohmann::ordered_json& body, SamplingRequest* out,
+                                      const RequestLimits& limits = RequestLimits());
+
+// Compiles params.grammar within the limits into `compiled` unless already done; `field` names the grammar's
+// source in the error ("grammar", "json_schema", "tools"...).
+std::optional<ApiError> CompileGrammar(SamplingRequest* s, const RequestLimits& limits, const std::string& field);
+
+// The limits of a grammar as the grammar library takes them.
+grammar::GbnfLimits GrammarLimits(const RequestLimits& limits);
 
 // `samplers` as llama-server takes it: an array of names or a string of one-letter codes (e.g. "edkypmxt").
 std::optional<ApiError> ParseSamplerOrder(const nlohmann::ordered_json& v,

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/sha256.h"
 #include "server/anthropic_convert.h"
 #include "server/server_impl.h"
 
@@ -45,7 +46,7 @@ const std::vector<Route>& Routes() {
       {"/v1/responses", "/v1/responses", true, &I::HandleResponses, false},
       {"/responses", "/v1/responses", true, &I::HandleResponses, false},
       {"/completion", "/completion", true, &I::HandleCompletion, false},
-      {"/props", "/props", false, &I::HandleProps, true},
+      {"/props", "/props", false, &I::HandleProps, false},
       {"/props", "/props", true, &I::HandlePropsUpdate, false},
       {"/slots/([^/]*)", "/slots/{id}", true, &I::HandleSlotAction, false},  // last (FindRoute)
   };
@@ -106,15 +107,45 @@ void Server::Impl::SendError(httplib::Response& res, const ApiError& error) {
   SendJson(res, error.status, error.ToJson());
 }
 
-bool Server::Impl::Authorized(const httplib::Request& req) const {
-  if (config.api_key.empty()) return true;
+Server::Impl::Impl(ServerConfig c)
+    : config(std::move(c)), parse_options(config.sampling_defaults, config.limits) {
+  size_t start = 0;
+  while (start <= config.api_key.size() && !config.api_key.empty()) {
+    size_t comma = config.api_key.find(',', start);
+    std::string k = config.api_key.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!k.empty()) keys.push_back(std::move(k));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (const auto& k : config.api_keys)
+    if (!k.empty()) keys.push_back(k);
+  stored_responses.Configure(config.responses_max, config.responses_max_bytes,
+                             std::chrono::seconds(config.responses_ttl_s));
+}
+
+namespace {
+
+// The key a request presents: 'Authorization: Bearer KEY' or 'X-Api-Key: KEY' ("" = none).
+std::string PresentedKey(const httplib::Request& req) {
   std::string auth = req.get_header_value("Authorization");
   const std::string bearer = "Bearer ";
-  if (auth.size() > bearer.size() && auth.compare(0, bearer.size(), bearer) == 0) {
-    return ConstantTimeEquals(auth.substr(bearer.size()), config.api_key);
-  }
-  std::string key = req.get_header_value("X-Api-Key");
-  return !key.empty() && ConstantTimeEquals(key, config.api_key);
+  if (auth.size() > bearer.size() && auth.compare(0, bearer.size(), bearer) == 0) return auth.substr(bearer.size());
+  return req.get_header_value("X-Api-Key");
+}
+
+}  // namespace
+
+bool Server::Impl::Authorized(const httplib::Request& req) const {
+  if (keys.empty()) return true;
+  const std::string key = PresentedKey(req);
+  bool ok = false;
+  for (const auto& k : keys) ok |= ConstantTimeEquals(key, k);  // every key compared: no early exit
+  return ok && !key.empty();
+}
+
+std::string Server::Impl::ClientOf(const httplib::Request& req) const {
+  if (keys.empty()) return "";
+  return DigestHex(Sha256("rewind-client\n" + PresentedKey(req)));
 }
 
 void Server::Impl::Routes() {

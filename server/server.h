@@ -6,18 +6,23 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/expected.h"
 #include "engine/engine.h"
 #include "server/backend.h"
 #include "server/metrics.h"
+#include "server/request_limits.h"
 
 namespace rw::server {
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8080;                    // 0: any free port (see Server::port())
-  std::string api_key;                // "" = no authentication
+  // API keys (docs/security.md): none = no authentication. `api_key` may hold several, comma-separated
+  // (llama-server's --api-key); `api_keys` adds more (--api-key-file, one per line).
+  std::string api_key;
+  std::vector<std::string> api_keys;
   std::string model_name = "rewind";  // reported by /v1/models and in responses
   int http_threads = 0;               // 0: derived from the engine's slots (at least 32)
   bool log_requests = true;           // one log line per request
@@ -47,8 +52,10 @@ struct ServerConfig {
   bool props_endpoint = false;            // POST /props allowed (llama-server's --props)
   bool slots_endpoint = true;             // GET /slots (llama-server's --slots / --no-slots)
   bool metrics_endpoint = true;           // GET /metrics (llama-server's --metrics)
-  int responses_max = 256;                // Responses API: stored responses kept for previous_response_id
+  int responses_max = 256;                // Responses API: stored responses kept for previous_response_id,
+  int64_t responses_max_bytes = int64_t{64} << 20;  //   their bytes (JSON text) together,
   int responses_ttl_s = 3600;             //   and for how long
+  RequestLimits limits;                   // bounds on what a request may ask for (--max-* flags)
 };
 
 class Server {

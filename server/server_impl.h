@@ -35,9 +35,11 @@ struct PreparedGeneration {
 using ExtraHints = std::function<std::vector<size_t>(const RenderedChat&)>;
 
 struct Server::Impl {
-  explicit Impl(ServerConfig c) : config(std::move(c)) {}
+  explicit Impl(ServerConfig c);
 
   ServerConfig config;
+  ParseOptions parse_options;     // config.sampling_defaults and config.limits, for every API's parser
+  std::vector<std::string> keys;  // accepted API keys (config.api_key split at commas, then config.api_keys)
   httplib::Server http;
   ServerMetrics metrics;
   int bound_port = -1;
@@ -51,6 +53,9 @@ struct Server::Impl {
 
   void Routes();
   bool Authorized(const httplib::Request& req) const;
+  // The client a request comes from, for what the server keeps per client (stored responses): a digest of
+  // the API key it presented; "" when the server has no keys (then every client is the same one).
+  std::string ClientOf(const httplib::Request& req) const;
 
   // Responses.
   static void SendJson(httplib::Response& res, int status, const nlohmann::json& body);

@@ -298,6 +298,10 @@ void FakeEngine::Run(uint64_t id, engine::GenerationRequest request,
       done.finish_reason = "cancelled";
       break;
     }
+    if (done.prompt_tokens + n >= options_.n_ctx && i + 1 < tokens.size()) {  // the context is full, as the engine
+      done.finish_reason = "length";
+      break;
+    }
   }
   auto t2 = std::chrono::steady_clock::now();
   done.generated_tokens = n;

@@ -58,7 +58,8 @@ test('a llama-server command line with its usual flags serves with their meaning
     const j = await chatOk(srv, { authorization: 'Bearer sk-test' });
     assert.equal(j.model, 'my-model');
     assert.equal(j.choices[0].message.reasoning_content, undefined);  // enable_thinking false by default
-    const props = await (await fetch(`${srv.base}/props`)).json();
+    assert.equal((await fetch(`${srv.base}/props`)).status, 401);  // behind the key, like every endpoint
+    const props = await (await fetch(`${srv.base}/props`, { headers: { authorization: 'Bearer sk-test' } })).json();
     assert.equal(props.total_slots, 2);
     assert.equal(props.endpoint_props, true);
     assert.equal(props.default_generation_settings.n_ctx, 2048);
