@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "base/check.h"
 
@@ -94,7 +95,17 @@ Expected<std::vector<DeviceInfo>> ListDevices() {
   return out;
 }
 
-Expected<std::shared_ptr<Context>> OpenDevice(int32_t index) { return Context::Open(index); }
+// One context per device per process: models loaded one after another (tests, conformance) share its compiled
+// pipelines instead of compiling every shader again. A context is used by one thread at a time (the engine's).
+Expected<std::shared_ptr<Context>> OpenDevice(int32_t index) {
+  static std::mutex mu;
+  static std::map<int32_t, std::weak_ptr<Context>> open;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto c = open[index].lock()) return c;
+  REWIND_ASSIGN_OR_RETURN(std::shared_ptr<Context> c, Context::Open(index));
+  open[index] = c;
+  return c;
+}
 
 // ---- Buffer -----------------------------------------------------------------------------------------------
 
@@ -255,6 +266,10 @@ Expected<Buffer> Context::Alloc(size_t bytes, bool host_visible) {
     return Error::Exhausted("GPU memory allocation of " + std::to_string(bytes) + " bytes failed (VkResult " +
                             std::to_string(r) + ")");
   VK_TRY(vkBindBufferMemory(device_, b.buffer_, b.memory_, 0), "vkBindBufferMemory");
+  // Unified memory (lavapipe, integrated GPUs): device-local memory the host can see is mapped too, so uploads
+  // and downloads are plain copies instead of a staging buffer and a submission each.
+  const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  if ((mem_props_.memoryTypes[type].propertyFlags & hv) == hv) host_visible = true;
   if (host_visible) VK_TRY(vkMapMemory(device_, b.memory_, 0, VK_WHOLE_SIZE, 0, &b.mapped_), "vkMapMemory");
   return b;
 }
