@@ -170,7 +170,7 @@ Expected<std::vector<ModelResult>> RunConformance(const ConformanceOptions& opt,
       return Error::Corrupt(rdir + "/manifest.json: " + e.what());
     }
     if (!opt.model_filter.empty() && opt.model_filter != ref && opt.model_filter != mr.file) continue;
-    auto loaded = Model::Load(opt.dir + "/models/" + mr.file, LoadOptions{opt.n_threads, opt.device});
+    auto loaded = Model::Load(opt.dir + "/models/" + mr.file, LoadOptions{opt.n_threads, opt.device, opt.n_gpu_layers});
     if (!loaded.ok()) {
       if (loaded.error().kind == ErrorKind::kUnsupported) {
         mr.skipped = true;
