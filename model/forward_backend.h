@@ -25,9 +25,13 @@ class ForwardBackend {
   virtual std::string description() const = 0;
   // Bytes this backend holds on its device (weights, activations, KV and state mirrors).
   virtual uint64_t device_bytes() const = 0;
-  // A validated batch: seqs resolved to rows (N in all), new sequences' state slots already cleared.
+  // A validated batch: seqs resolved to rows (N in all), new sequences' state slots already cleared, replay
+  // (optional) sized as Model::Forward sizes it. Same contract as Model::Forward.
   virtual Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
-                         KvStorage& kv, StateStorage& states, ForwardOutput* out) = 0;
+                         KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) = 0;
+  // Model::ReplayState on the device, with the kernels of Forward (validated arguments; slot_in -1 = zero state).
+  virtual Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
+                             StateStorage& states) = 0;
 };
 
 // Checks that the GPU backend can run this model (architecture, layer kinds, weight types: a clear error naming

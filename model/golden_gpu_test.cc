@@ -125,5 +125,67 @@ TEST(GoldenGpu, LogitsAndStatesDoNotDependOnTheBatchShape) {
   EXPECT_EQ(0, std::memcmp(s1.data(), s3.data(), 4 * s1.size()));
 }
 
+// Rollback on the device: the state rebuilt from the replay log after k of a batch's tokens, and a forward that
+// fuses that rollback (BatchSeq::prefix), give the bits of running the first k tokens directly.
+TEST(GoldenGpu, ReplayLogRollbackGivesTheForwardsBits) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  LoadOptions lo;
+  lo.device = 0;
+  auto loaded = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-q8_0.gguf", lo);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  Model& m = **loaded;
+  const std::vector<int32_t> toks = {3, 17, 250, 9, 41, 77}, next = {88};
+  const int32_t k = 4;
+  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
+  auto st = StateStorage::Create(m.MakeStateShape(), 4);
+  ASSERT_TRUE(kv.ok() && st.ok());
+  const std::vector<int32_t> pages = {0};
+  const StateShape sh = m.MakeStateShape();
+  const size_t nd = static_cast<size_t>(sh.n_heads) * sh.head_dim * sh.head_dim;
+  auto delta = [&](int32_t slot) { return std::vector<float>((*st)->Delta(slot, 0), (*st)->Delta(slot, 0) + nd); };
+  // Slot 0: the zero state kept; slot 1: after all tokens, with the replay log; slot 2: after the first k.
+  BatchSeq b;
+  b.state_in = -1;
+  b.state_out = 0;
+  b.pages = pages;
+  b.tokens = std::span<const int32_t>(toks).first(1);
+  ForwardOutput out;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());  // slot 0: after token 0
+  ReplayLog log;
+  b.state_in = 0;
+  b.state_out = 1;
+  b.pos0 = 1;
+  b.tokens = std::span<const int32_t>(toks).subspan(1);
+  ForwardOptions fo;
+  fo.replay = &log;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out, fo).ok());
+  ASSERT_EQ(log.seqs.size(), 1u);
+  b.state_out = 2;
+  b.tokens = std::span<const int32_t>(toks).subspan(1, k);
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());
+  ASSERT_TRUE(m.ReplayState(0, 3, log.seqs[0], k, **st).ok());
+  EXPECT_EQ(delta(2), delta(3)) << "ReplayState vs the forward of the first k tokens";
+  // Fused: from slot 0 with the first k logged rows, then one more token; against slot 2 + the same token.
+  BatchSeq f;
+  f.state_in = 0;
+  f.state_out = 3;
+  f.pages = pages;
+  f.pos0 = 1 + k;
+  f.tokens = next;
+  f.prefix = &log.seqs[0];
+  f.prefix_rows = k;
+  ForwardOutput fused, plain;
+  ASSERT_TRUE(m.Forward({&f, 1}, **kv, **st, &fused).ok());
+  BatchSeq p = f;
+  p.state_in = 2;
+  p.state_out = 2;
+  p.prefix = nullptr;
+  p.prefix_rows = 0;
+  ASSERT_TRUE(m.Forward({&p, 1}, **kv, **st, &plain).ok());
+  EXPECT_EQ(fused.logits, plain.logits);
+  EXPECT_EQ(delta(2), delta(3));
+}
+
 }  // namespace
 }  // namespace rw::model

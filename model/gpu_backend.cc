@@ -68,7 +68,9 @@ class VulkanBackend final : public ForwardBackend {
   }
   uint64_t device_bytes() const override { return ctx_->allocated_bytes(); }
   Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
-                 KvStorage& kv, StateStorage& states, ForwardOutput* out) override;
+                 KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) override;
+  Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
+                     StateStorage& states) override;
 
  private:
   Status Norm(const Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, Buffer& o) {
@@ -79,7 +81,20 @@ class VulkanBackend final : public ForwardBackend {
   }
   Status Elt(Buffer& a, const Buffer& b, uint32_t rows, uint32_t width, uint32_t a_stride, uint32_t b_off,
              uint32_t b_stride, uint32_t mode);
-  Status GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs);
+  struct ReplayRun {
+    const ReplaySeqLog* log = nullptr;
+    int32_t rows = 0;   // the first `rows` logged tokens
+    int32_t state = 0;  // index of the state in the device state buffers
+  };
+  Status CopyRows(const Buffer& src, uint32_t src_off, uint32_t src_stride, Buffer& dst, uint32_t dst_off,
+                  uint32_t dst_stride, uint32_t rows, uint32_t width);
+  Status GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows, int32_t n_seqs, const Buffer& tab);
+  Status GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs, bool record);
+  Status ReplayPass(std::span<const ReplayRun> runs);
+  Status EnsureRows(int32_t N);
+  Status EnsureStates(int32_t n_states);
+  Status UploadStates(std::span<const int32_t> slots, const StateStorage& states);
+  Status DownloadStates(std::span<const int32_t> slots, StateStorage& states);
   Status AttnLayer(const GpuLayer& L, int32_t ai, int32_t N);
   Status FfnBlock(const GpuLayer& L, int32_t N);
 
@@ -93,8 +108,8 @@ class VulkanBackend final : public ForwardBackend {
   bool kv_f16_ = false;  // this forward's KV cache type: F16 (rows rounded as the CPU stores them) or F32
   // Per forward: [N][E] residual / normed / block output, and the layer scratch.
   Grown x_, t_, y_, qkv_, z_, b_, a_, u_, o_, qg_, k_, v_, q_, att_, fg_, fu_, hn_, logits_, rope_, seq_tab_,
-      row_tab_;
-  std::vector<Grown> conv_, delta_, kc_, vc_, knew_, vnew_;  // per recurrent / attention layer
+      row_tab_, replay_tab_, replay_in_;
+  std::vector<Grown> conv_, delta_, log_, kc_, vc_, knew_, vnew_;  // per recurrent / attention layer
 };
 
 Status VulkanBackend::Upload() {
@@ -135,6 +150,7 @@ Status VulkanBackend::Upload() {
   REWIND_ASSIGN_OR_RETURN(output_norm_, UploadFloats(c, w_.output_norm, cfg_.n_embd));
   conv_.resize(cfg_.n_recurrent_layers());
   delta_.resize(cfg_.n_recurrent_layers());
+  log_.resize(cfg_.n_recurrent_layers());
   kc_.resize(cfg_.n_attn_layers());
   vc_.resize(cfg_.n_attn_layers());
   knew_.resize(cfg_.n_attn_layers());
@@ -150,39 +166,99 @@ Status VulkanBackend::Elt(Buffer& a, const Buffer& b, uint32_t rows, uint32_t wi
   return Status::Ok();
 }
 
-Status VulkanBackend::GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs) {
+Status VulkanBackend::CopyRows(const Buffer& src, uint32_t src_off, uint32_t src_stride, Buffer& dst,
+                                uint32_t dst_off, uint32_t dst_stride, uint32_t rows, uint32_t width) {
+  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * p, ctx_->GetPipeline("copy_rows"));
+  struct { uint32_t rows, width, src_off, src_stride, dst_off, dst_stride; } pc{rows, width, src_off, src_stride,
+                                                                                dst_off, dst_stride};
+  ctx_->Dispatch(*p, {{&src}, {&dst}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(rows) * width));
+  return Status::Ok();
+}
+
+// Conv window, SiLU, L2 norms, gates and the delta rule of GDN layer gi for the rows of the sequences in `tab`
+// ({row0, n, state index, -}), from qkv_ [rows][C], b_ and a_ [rows][Hv] (the replay log's inputs): the one
+// code path that changes a GDN state on the device, for forwards and for replays alike. o_ receives the core
+// output.
+Status VulkanBackend::GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows, int32_t n_seqs, const Buffer& tab) {
   const uint32_t S = cfg_.ssm_state, Hk = cfg_.ssm_group, Hv = cfg_.ssm_heads, Kd = cfg_.ssm_key_dim(),
                  C = cfg_.ssm_conv_dim(), Kc = cfg_.ssm_conv_kernel;
+  const uint32_t N = static_cast<uint32_t>(rows);
   Context& c = *ctx_;
-  REWIND_RETURN_IF_ERROR(Mat(L.qkv, t_.buf, N, qkv_.buf));
-  REWIND_RETURN_IF_ERROR(Mat(L.gate, t_.buf, N, z_.buf));
-  REWIND_RETURN_IF_ERROR(Mat(L.beta, t_.buf, N, b_.buf));
-  REWIND_RETURN_IF_ERROR(Mat(L.alpha, t_.buf, N, a_.buf));
-  // Conv window + SiLU per (sequence, channel), token by token.
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * conv, c.GetPipeline("gdn_conv"));
   struct { uint32_t n_seqs, C, Kc, x_stride; } cpc{static_cast<uint32_t>(n_seqs), C, Kc, C};
-  c.Dispatch(*conv, {{&qkv_.buf}, {&L.conv}, {&conv_[gi].buf}, {&u_.buf}, {&seq_tab_.buf}}, &cpc, sizeof(cpc),
+  c.Dispatch(*conv, {{&qkv_.buf}, {&L.conv}, {&conv_[gi].buf}, {&u_.buf}, {&tab}}, &cpc, sizeof(cpc),
              Groups(static_cast<uint64_t>(n_seqs) * C));
-  // q and k heads L2-normalised.
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * l2, c.GetPipeline("l2_norm"));
-  for (uint32_t off : {0u, Kd}) {
+  for (uint32_t off : {0u, Kd}) {  // q heads, then k heads
     struct { uint32_t rows, n, per, outer, inner, x_off; float eps; } lpc{N * Hk, S, Hk, C, S, off, cfg_.eps};
     c.Dispatch(*l2, {{&u_.buf}}, &lpc, sizeof(lpc), Groups(lpc.rows));
   }
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * gates, c.GetPipeline("gdn_gates"));
   struct { uint32_t n, Hv; } gpc{N * Hv, Hv};
   c.Dispatch(*gates, {{&b_.buf}, {&a_.buf}, {&L.dt_bias}, {&L.ssm_a}}, &gpc, sizeof(gpc), Groups(gpc.n));
-  // The delta rule, token by token per (sequence, head, state row).
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * delta, c.GetPipeline("gdn_delta"));
   const bool grouped = cfg_.arch == Arch::kQwen3Next;
   struct { uint32_t n_seqs, Hv, S, C, Kd, key_div, key_mod; } dpc{static_cast<uint32_t>(n_seqs), Hv, S, C, Kd,
                                                                  grouped ? Hv / Hk : 1u, grouped ? 0xFFFFFFFFu : Hk};
-  c.Dispatch(*delta, {{&u_.buf}, {&b_.buf}, {&a_.buf}, {&delta_[gi].buf}, {&o_.buf}, {&seq_tab_.buf}}, &dpc,
-             sizeof(dpc), Groups(static_cast<uint64_t>(n_seqs) * Hv * S));
+  c.Dispatch(*delta, {{&u_.buf}, {&b_.buf}, {&a_.buf}, {&delta_[gi].buf}, {&o_.buf}, {&tab}}, &dpc, sizeof(dpc),
+             Groups(static_cast<uint64_t>(n_seqs) * Hv * S));
+  return Status::Ok();
+}
+
+Status VulkanBackend::GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs, bool record) {
+  const uint32_t S = cfg_.ssm_state, Hv = cfg_.ssm_heads, C = cfg_.ssm_conv_dim(), rw = C + 2 * Hv;
+  REWIND_RETURN_IF_ERROR(Mat(L.qkv, t_.buf, N, qkv_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.gate, t_.buf, N, z_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.beta, t_.buf, N, b_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.alpha, t_.buf, N, a_.buf));
+  if (record) {  // the replay log's rows [C raw qkv | b | a], before the gates overwrite b and a
+    REWIND_RETURN_IF_ERROR(CopyRows(qkv_.buf, 0, C, log_[gi].buf, 0, rw, N, C));
+    REWIND_RETURN_IF_ERROR(CopyRows(b_.buf, 0, Hv, log_[gi].buf, C, rw, N, Hv));
+    REWIND_RETURN_IF_ERROR(CopyRows(a_.buf, 0, Hv, log_[gi].buf, C + Hv, rw, N, Hv));
+  }
+  REWIND_RETURN_IF_ERROR(GdnStateUpdate(L, gi, N, n_seqs, seq_tab_.buf));
   // Gated RMSNorm per head, output projection.
-  REWIND_RETURN_IF_ERROR(gpu::RecordRmsNorm(c, o_.buf, 0, S, N * Hv, S, &L.norm, cfg_.eps, o_.buf, 0, S));
+  REWIND_RETURN_IF_ERROR(gpu::RecordRmsNorm(*ctx_, o_.buf, 0, S, N * Hv, S, &L.norm, cfg_.eps, o_.buf, 0, S));
   REWIND_RETURN_IF_ERROR(Elt(o_.buf, z_.buf, N * Hv, S, S, 0, S, 2));
-  return gpu::RecordMatMul(c, L.gdn_out, o_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
+  return gpu::RecordMatMul(*ctx_, L.gdn_out, o_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
+}
+
+// Re-applies logged rows to the device states: run r takes rows [0, rows) of its log onto state index `state`.
+// Same kernels as the forward (GdnStateUpdate): the same bits as the forward that logged them.
+Status VulkanBackend::ReplayPass(std::span<const ReplayRun> runs) {
+  const uint32_t Hv = cfg_.ssm_heads, C = cfg_.ssm_conv_dim(), rw = C + 2 * Hv;
+  const int32_t n_rec = cfg_.n_recurrent_layers();
+  int32_t R = 0;
+  std::vector<int32_t> tab;
+  for (const ReplayRun& r : runs) {
+    tab.insert(tab.end(), {R, r.rows, r.state, 0});
+    R += r.rows;
+  }
+  if (R == 0) return Status::Ok();
+  Context& c = *ctx_;
+  REWIND_RETURN_IF_ERROR(EnsureRows(R));
+  REWIND_RETURN_IF_ERROR(replay_tab_.Ensure(c, 4 * tab.size()));
+  REWIND_RETURN_IF_ERROR(replay_in_.Ensure(c, 4 * static_cast<size_t>(R) * rw * n_rec));
+  // Rows of every layer from each log ([token][layer][rw]) into one upload [layer][R][rw].
+  std::vector<float> rows(static_cast<size_t>(R) * rw * n_rec);
+  for (int32_t gi = 0; gi < n_rec; ++gi) {
+    size_t at = static_cast<size_t>(gi) * R;
+    for (const ReplayRun& r : runs)
+      for (int32_t t = 0; t < r.rows; ++t, ++at)
+        std::memcpy(rows.data() + at * rw, r.log->rows.data() + (static_cast<size_t>(t) * n_rec + gi) * rw, 4 * rw);
+  }
+  REWIND_RETURN_IF_ERROR(c.Upload(replay_tab_.buf, tab.data(), 4 * tab.size()));
+  REWIND_RETURN_IF_ERROR(c.Upload(replay_in_.buf, rows.data(), 4 * rows.size()));
+  for (int32_t il = 0; il < cfg_.n_layer; ++il) {
+    if (cfg_.kinds[il] != LayerKind::kGdn) continue;
+    const int32_t gi = cfg_.kind_index[il];
+    const uint32_t base = static_cast<uint32_t>(gi) * R * rw;
+    REWIND_RETURN_IF_ERROR(CopyRows(replay_in_.buf, base, rw, qkv_.buf, 0, C, R, C));
+    REWIND_RETURN_IF_ERROR(CopyRows(replay_in_.buf, base + C, rw, b_.buf, 0, Hv, R, Hv));
+    REWIND_RETURN_IF_ERROR(CopyRows(replay_in_.buf, base + C + Hv, rw, a_.buf, 0, Hv, R, Hv));
+    REWIND_RETURN_IF_ERROR(GdnStateUpdate(layers_[il], gi, R, static_cast<int32_t>(runs.size()), replay_tab_.buf));
+  }
+  return c.Submit();
 }
 
 Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N) {
@@ -225,8 +301,74 @@ Status VulkanBackend::FfnBlock(const GpuLayer& L, int32_t N) {
   return gpu::RecordMatMul(*ctx_, L.ffn_down, fg_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
 }
 
+Status VulkanBackend::EnsureRows(int32_t rows) {
+  const ModelConfig& cf = cfg_;
+  Context& c = *ctx_;
+  const size_t n = static_cast<size_t>(rows), E = cf.n_embd, C = cf.ssm_conv_dim(), Hv = cf.ssm_heads,
+               Vd = cf.ssm_inner, QW = static_cast<size_t>(cf.n_head) * cf.head_dim,
+               KW = static_cast<size_t>(cf.n_head_kv) * cf.head_dim, F = cf.n_ff;
+  for (Grown* g : {&x_, &t_, &y_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * E));
+  for (Grown* g : {&qkv_, &u_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * C));
+  for (Grown* g : {&z_, &o_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * Vd));
+  for (Grown* g : {&b_, &a_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * Hv));
+  for (Grown* g : {&q_, &att_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * QW));
+  for (Grown* g : {&k_, &v_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * KW));
+  for (Grown* g : {&fg_, &fu_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * F));
+  REWIND_RETURN_IF_ERROR(qg_.Ensure(c, 4 * n * 2 * QW));
+  REWIND_RETURN_IF_ERROR(rope_.Ensure(c, 4 * n * std::max(cf.n_rot, 2)));
+  for (Grown& g : log_) REWIND_RETURN_IF_ERROR(g.Ensure(c, 4 * n * (C + 2 * Hv)));
+  return Status::Ok();
+}
+
+Status VulkanBackend::EnsureStates(int32_t n_states) {
+  const size_t conv_f = static_cast<size_t>(cfg_.ssm_conv_dim()) * (cfg_.ssm_conv_kernel - 1),
+               delta_f = static_cast<size_t>(cfg_.ssm_heads) * cfg_.ssm_state * cfg_.ssm_state;
+  for (int32_t gi = 0; gi < cfg_.n_recurrent_layers(); ++gi) {
+    REWIND_RETURN_IF_ERROR(conv_[gi].Ensure(*ctx_, 4 * conv_f * n_states));
+    REWIND_RETURN_IF_ERROR(delta_[gi].Ensure(*ctx_, 4 * delta_f * n_states));
+  }
+  return Status::Ok();
+}
+
+// Host state slot slots[i] -> device state i (-1: the zero state), and back.
+Status VulkanBackend::UploadStates(std::span<const int32_t> slots, const StateStorage& states) {
+  const size_t conv_f = static_cast<size_t>(cfg_.ssm_conv_dim()) * (cfg_.ssm_conv_kernel - 1),
+               delta_f = static_cast<size_t>(cfg_.ssm_heads) * cfg_.ssm_state * cfg_.ssm_state;
+  REWIND_RETURN_IF_ERROR(EnsureStates(static_cast<int32_t>(slots.size())));
+  const std::vector<float> zeros(std::max(conv_f, delta_f), 0.0f);
+  for (int32_t gi = 0; gi < cfg_.n_recurrent_layers(); ++gi)
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const float* conv = slots[i] >= 0 ? states.Conv(slots[i], gi) : zeros.data();
+      const float* delta = slots[i] >= 0 ? states.Delta(slots[i], gi) : zeros.data();
+      REWIND_RETURN_IF_ERROR(ctx_->Upload(conv_[gi].buf, conv, 4 * conv_f, 4 * conv_f * i));
+      REWIND_RETURN_IF_ERROR(ctx_->Upload(delta_[gi].buf, delta, 4 * delta_f, 4 * delta_f * i));
+    }
+  return Status::Ok();
+}
+
+Status VulkanBackend::DownloadStates(std::span<const int32_t> slots, StateStorage& states) {
+  const size_t conv_f = static_cast<size_t>(cfg_.ssm_conv_dim()) * (cfg_.ssm_conv_kernel - 1),
+               delta_f = static_cast<size_t>(cfg_.ssm_heads) * cfg_.ssm_state * cfg_.ssm_state;
+  for (int32_t gi = 0; gi < cfg_.n_recurrent_layers(); ++gi)
+    for (size_t i = 0; i < slots.size(); ++i) {
+      REWIND_RETURN_IF_ERROR(ctx_->Download(conv_[gi].buf, states.Conv(slots[i], gi), 4 * conv_f, 4 * conv_f * i));
+      REWIND_RETURN_IF_ERROR(ctx_->Download(delta_[gi].buf, states.Delta(slots[i], gi), 4 * delta_f, 4 * delta_f * i));
+    }
+  return Status::Ok();
+}
+
+Status VulkanBackend::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
+                                  StateStorage& states) {
+  const int32_t in[] = {slot_in}, outs[] = {slot_out};
+  REWIND_RETURN_IF_ERROR(EnsureRows(std::max(k, 1)));
+  REWIND_RETURN_IF_ERROR(UploadStates(in, states));
+  const ReplayRun run[] = {{&log, k, 0}};
+  REWIND_RETURN_IF_ERROR(ReplayPass(run));
+  return DownloadStates(outs, states);
+}
+
 Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
-                              KvStorage& kv, StateStorage& states, ForwardOutput* out) {
+                              KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) {
   const ModelConfig& cf = cfg_;
   const int32_t E = cf.n_embd, V = cf.n_vocab, n_seqs = static_cast<int32_t>(seqs.size());
   const KvTypes kt = kv.config().type;
@@ -237,29 +379,13 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
                                 std::string(kernels::KvTypesName(kt)) + " yet");
     kv_f16_ = f16;
   }
-  for (const internal::SeqRun& s : seqs)
-    if (s.prefix_rows > 0) return Error::Unsupported("replay-log rollback is not supported on the GPU backend yet");
   Context& c = *ctx_;
-  const uint32_t C = cf.ssm_conv_dim(), Hv = cf.ssm_heads, S = cf.ssm_state, Vd = cf.ssm_inner;
-  const uint32_t QW = cf.n_head * cf.head_dim, KW = cf.n_head_kv * cf.head_dim;
+  const uint32_t C = cf.ssm_conv_dim(), Hv = cf.ssm_heads;
+  const uint32_t KW = cf.n_head_kv * cf.head_dim;
   const size_t n = static_cast<size_t>(N);
-  // ---- Buffers for this batch shape.
-  for (Grown* g : {&x_, &t_, &y_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * E));
-  REWIND_RETURN_IF_ERROR(qkv_.Ensure(c, 4 * n * C));
-  REWIND_RETURN_IF_ERROR(u_.Ensure(c, 4 * n * C));
-  REWIND_RETURN_IF_ERROR(z_.Ensure(c, 4 * n * Vd));
-  REWIND_RETURN_IF_ERROR(o_.Ensure(c, 4 * n * Vd));
-  REWIND_RETURN_IF_ERROR(b_.Ensure(c, 4 * n * Hv));
-  REWIND_RETURN_IF_ERROR(a_.Ensure(c, 4 * n * Hv));
-  REWIND_RETURN_IF_ERROR(qg_.Ensure(c, 4 * n * 2 * QW));
-  REWIND_RETURN_IF_ERROR(q_.Ensure(c, 4 * n * QW));
-  REWIND_RETURN_IF_ERROR(att_.Ensure(c, 4 * n * QW));
-  REWIND_RETURN_IF_ERROR(k_.Ensure(c, 4 * n * KW));
-  REWIND_RETURN_IF_ERROR(v_.Ensure(c, 4 * n * KW));
-  const size_t F = cf.n_ff;
-  REWIND_RETURN_IF_ERROR(fg_.Ensure(c, 4 * n * F));
-  REWIND_RETURN_IF_ERROR(fu_.Ensure(c, 4 * n * F));
-  REWIND_RETURN_IF_ERROR(rope_.Ensure(c, 4 * n * std::max(cf.n_rot, 2)));
+  int32_t max_prefix = 0;
+  for (const internal::SeqRun& s : seqs) max_prefix = std::max(max_prefix, s.prefix != nullptr ? s.prefix_rows : 0);
+  REWIND_RETURN_IF_ERROR(EnsureRows(std::max(N, max_prefix * n_seqs)));
 
   // ---- Host-side inputs: embeddings, the sequence and row tables, the RoPE table.
   std::vector<float> host(n * E);
@@ -292,17 +418,17 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     REWIND_RETURN_IF_ERROR(c.Upload(rope_.buf, table.data(), 4 * table.size()));
   }
 
-  // ---- The batch's recurrent states and cached KV rows onto the device.
-  const size_t conv_f = static_cast<size_t>(C) * (cf.ssm_conv_kernel - 1), delta_f = static_cast<size_t>(Hv) * S * S;
-  for (int32_t gi = 0; gi < cf.n_recurrent_layers(); ++gi) {
-    REWIND_RETURN_IF_ERROR(conv_[gi].Ensure(c, 4 * conv_f * n_seqs));
-    REWIND_RETURN_IF_ERROR(delta_[gi].Ensure(c, 4 * delta_f * n_seqs));
-    for (int32_t s = 0; s < n_seqs; ++s) {
-      const int32_t from = seqs[s].slot_in >= 0 ? seqs[s].slot_in : seqs[s].slot;
-      REWIND_RETURN_IF_ERROR(c.Upload(conv_[gi].buf, states.Conv(from, gi), 4 * conv_f, 4 * conv_f * s));
-      REWIND_RETURN_IF_ERROR(c.Upload(delta_[gi].buf, states.Delta(from, gi), 4 * delta_f, 4 * delta_f * s));
-    }
+  // ---- The batch's recurrent states onto the device, then a lazy rollback's logged rows (BatchSeq::prefix)
+  // re-applied by the forward's own kernels before the tokens.
+  std::vector<int32_t> in_slots(n_seqs), out_slots(n_seqs);
+  std::vector<ReplayRun> prefix_runs;
+  for (int32_t s = 0; s < n_seqs; ++s) {
+    in_slots[s] = seqs[s].slot_in >= 0 ? seqs[s].slot_in : seqs[s].slot;
+    out_slots[s] = seqs[s].slot;
+    if (seqs[s].prefix != nullptr && seqs[s].prefix_rows > 0) prefix_runs.push_back({seqs[s].prefix, seqs[s].prefix_rows, s});
   }
+  REWIND_RETURN_IF_ERROR(UploadStates(in_slots, states));
+  REWIND_RETURN_IF_ERROR(ReplayPass(prefix_runs));
   const int32_t ps = kv.page_size();
   for (int32_t ai = 0; ai < cf.n_attn_layers(); ++ai) {
     REWIND_RETURN_IF_ERROR(kc_[ai].Ensure(c, 4 * static_cast<size_t>(kv_rows) * KW));
@@ -329,7 +455,7 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     const GpuLayer& L = layers_[il];
     REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.attn_norm, t_.buf));
     if (cf.kinds[il] == LayerKind::kGdn) {
-      REWIND_RETURN_IF_ERROR(GdnLayer(L, cf.kind_index[il], N, n_seqs));
+      REWIND_RETURN_IF_ERROR(GdnLayer(L, cf.kind_index[il], N, n_seqs, replay != nullptr));
     } else {
       REWIND_RETURN_IF_ERROR(AttnLayer(L, cf.kind_index[il], N));
     }
@@ -360,12 +486,23 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     for (float& v : out->logits) v = v * inv;
   }
 
-  // ---- States and the new KV rows back to the host storage.
-  for (int32_t gi = 0; gi < cf.n_recurrent_layers(); ++gi)
-    for (int32_t s = 0; s < n_seqs; ++s) {
-      REWIND_RETURN_IF_ERROR(c.Download(conv_[gi].buf, states.Conv(seqs[s].slot, gi), 4 * conv_f, 4 * conv_f * s));
-      REWIND_RETURN_IF_ERROR(c.Download(delta_[gi].buf, states.Delta(seqs[s].slot, gi), 4 * delta_f, 4 * delta_f * s));
+  // ---- States, the replay log and the new KV rows back to the host.
+  REWIND_RETURN_IF_ERROR(DownloadStates(out_slots, states));
+  if (replay != nullptr) {
+    const size_t rw = C + 2 * Hv, n_rec = cf.n_recurrent_layers(), per_tok = rw * n_rec;
+    std::vector<float> rows(n * rw);
+    for (size_t gi = 0; gi < n_rec; ++gi) {
+      REWIND_RETURN_IF_ERROR(c.Download(log_[gi].buf, rows.data(), 4 * rows.size()));
+      for (int32_t s = 0; s < n_seqs; ++s) {
+        const int32_t P = seqs[s].prefix != nullptr ? seqs[s].prefix_rows : 0;
+        float* dst = replay->seqs[s].rows.data();
+        if (gi == 0 && P > 0) std::memcpy(dst, seqs[s].prefix->rows.data(), 4 * per_tok * P);
+        for (int32_t j = 0; j < seqs[s].n; ++j)
+          std::memcpy(dst + (static_cast<size_t>(P + j) * n_rec + gi) * rw,
+                      rows.data() + static_cast<size_t>(seqs[s].row0 + j) * rw, 4 * rw);
+      }
     }
+  }
   std::vector<float> kn(n * KW), vn(n * KW);
   for (int32_t ai = 0; ai < cf.n_attn_layers(); ++ai) {
     REWIND_RETURN_IF_ERROR(c.Download(knew_[ai].buf, kn.data(), 4 * kn.size()));

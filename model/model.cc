@@ -106,10 +106,9 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
   const ModelConfig& c = cfg_;
   const int32_t E = c.n_embd, V = c.n_vocab;
   // ---- Validate everything before writing anything.
-  if (backend_ && (options.replay != nullptr || options.want_hidden || options.hidden_all))
+  if (backend_ && (options.want_hidden || options.hidden_all))
     return Error::Unsupported("the GPU backend (" + backend_->name() +
-                              ") does not record replay logs or return hidden rows yet (speculative decoding and "
-                              "the MTP head need them; use --device cpu)");
+                              ") does not return hidden rows yet (the MTP head needs them; use --device cpu)");
   const KvStorageConfig want_kv = MakeKvConfig(kv.n_pages(), kv.page_size(), kv.config().type);
   if (c.n_attn_layers() > 0 && (kv.config().n_layers != want_kv.n_layers || kv.config().row_width != want_kv.row_width))
     return Error::InvalidArgument("KV storage is not shaped for this model");
@@ -182,7 +181,7 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     }
   }
 
-  if (backend_) return backend_->Forward(batch, seqs, N, kv, states, out);
+  if (backend_) return backend_->Forward(batch, seqs, N, kv, states, out, options.replay);
 
   // ---- Embeddings.
   // Residual stream x, normed rows t, block output y: [N][E] each, reused across calls (kernels/alloc_tuning.h).
@@ -309,6 +308,7 @@ Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog&
   if (k < 0 || k > log.n_tokens) return Error::OutOfRange("replay: k outside [0, logged tokens]");
   const int64_t rw = c.replay_row_floats(), n_rec = c.n_recurrent_layers();
   if (!LogFitsModel(c, log)) return Error::InvalidArgument("replay: log size does not match this model");
+  if (backend_) return backend_->ReplayState(slot_in, slot_out, log, k, states);  // the device's arithmetic
   if (slot_in < 0) states.Clear(slot_out);
   const bool other = slot_in >= 0 && slot_in != slot_out;  // then each layer reads slot_in (fused copy)
   // The layers' logged inputs are independent, so threads take whole layers: one dispatch for the whole
