@@ -22,6 +22,15 @@ bool HaveDevice(std::string* why) {
   return !d->empty();
 }
 
+// tiny-qwen35-q8_0 on vulkan0 (null after a failed expectation).
+std::unique_ptr<Model> LoadQ8OnVulkan0() {
+  LoadOptions lo;
+  lo.device = 0;
+  auto loaded = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-q8_0.gguf", lo);
+  EXPECT_TRUE(loaded.ok()) << loaded.error().message;
+  return loaded.ok() ? std::move(*loaded) : nullptr;
+}
+
 TEST(GoldenGpu, TinyQwen35ModelsMatchLlamaCppOnVulkan0) {
   std::string why;
   if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
@@ -76,11 +85,9 @@ TEST(GoldenGpu, PartialOffloadIsAClearError) {
 TEST(GoldenGpu, LogitsAndStatesDoNotDependOnTheBatchShape) {
   std::string why;
   if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
-  LoadOptions lo;
-  lo.device = 0;
-  auto loaded = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-q8_0.gguf", lo);
-  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
-  Model& m = **loaded;
+  std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
+  ASSERT_TRUE(loaded);
+  Model& m = *loaded;
   EXPECT_EQ(m.device_name(), "vulkan0");
   const std::vector<int32_t> toks = {11, 42, 7, 300, 5, 99, 123, 8, 64};
   const int32_t T = static_cast<int32_t>(toks.size());
@@ -130,11 +137,9 @@ TEST(GoldenGpu, LogitsAndStatesDoNotDependOnTheBatchShape) {
 TEST(GoldenGpu, ReplayLogRollbackGivesTheForwardsBits) {
   std::string why;
   if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
-  LoadOptions lo;
-  lo.device = 0;
-  auto loaded = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-q8_0.gguf", lo);
-  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
-  Model& m = **loaded;
+  std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
+  ASSERT_TRUE(loaded);
+  Model& m = *loaded;
   const std::vector<int32_t> toks = {3, 17, 250, 9, 41, 77}, next = {88};
   const int32_t k = 4;
   auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
