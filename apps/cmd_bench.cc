@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "apps/command.h"
+#include "apps/device_flags.h"
 #include "apps/kv_flags.h"
 #include "base/flags.h"
 #include "base/timer.h"
@@ -307,6 +308,8 @@ int CmdBench(int argc, char** argv) {
   FlagSet flags("rewind bench", "Prefill (pp) and decode (tg) tokens/s, like llama-bench.");
   flags.Add("model", 'm', &model_path, "GGUF model file (required)");
   flags.Add("threads", 't', &threads, "threads (0 = all cores)");
+  DeviceFlags dev;
+  dev.Declare(flags);
   flags.Add("n-prompt", 'p', &n_prompt, "prompt tokens for the prefill test (0 = skip)");
   flags.Add("n-gen", 'n', &n_gen, "generated tokens for the decode test (0 = skip)");
   flags.Add("repetitions", 'r', &reps, "runs per test; the median is reported");
@@ -334,6 +337,10 @@ int CmdBench(int argc, char** argv) {
     std::printf("%s", flags.Help().c_str());
     return 0;
   }
+  if (st.ok() && dev.list) {
+    PrintDevices();
+    return 0;
+  }
   if (!st.ok() || model_path.empty() || reps < 1 || n_prompt < 0 || n_gen < 0 || n_depth < 0) {
     std::fprintf(stderr, "rewind bench: %s\n", st.ok() ? "need -m MODEL, r >= 1, p,n,d >= 0" : st.error().message.c_str());
     return 2;
@@ -347,6 +354,13 @@ int CmdBench(int argc, char** argv) {
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
   model::LoadOptions lo;
   lo.n_threads = threads;
+  auto device = dev.Resolve();
+  if (!device.ok()) {
+    std::fprintf(stderr, "rewind bench: %s\n", device.error().message.c_str());
+    return 2;
+  }
+  lo.device = *device;
+  lo.n_gpu_layers = dev.n_gpu_layers;
   auto loaded = model::Model::Load(model_path, lo);
   if (!loaded.ok()) {
     std::fprintf(stderr, "rewind bench: %s\n", loaded.error().ToString().c_str());

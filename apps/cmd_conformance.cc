@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "apps/command.h"
+#include "apps/device_flags.h"
 #include "base/flags.h"
 #include "model/conformance.h"
 
@@ -21,6 +22,8 @@ int Conformance(int argc, char** argv) {
   bool kv_f16 = false;
   flags.Add("kv-f16", 0, &kv_f16, "use an F16 KV cache (serving default) instead of F32 like the references");
   flags.Add("steps", 0, &steps, "greedy steps to compare (-1 = all the reference has)");
+  DeviceFlags dev;
+  dev.Declare(flags);
   Status st = flags.Parse(argc, argv);
   if (!st.ok()) {
     std::fprintf(stderr, "rewind conformance: %s\n%s", st.error().message.c_str(), flags.Help().c_str());
@@ -35,6 +38,17 @@ int Conformance(int argc, char** argv) {
   opt.n_threads = threads;
   opt.greedy_steps = steps;
   opt.kv_f16 = kv_f16;
+  if (dev.list) {
+    PrintDevices();
+    return 0;
+  }
+  auto device = dev.Resolve();
+  if (!device.ok()) {
+    std::fprintf(stderr, "rewind conformance: %s\n", device.error().message.c_str());
+    return 2;
+  }
+  opt.device = *device;
+  opt.n_gpu_layers = dev.n_gpu_layers;
   auto res = model::RunConformance(opt, [](const model::CaseResult& r) {
     std::printf("%s\n", model::FormatCase(r).c_str());
     std::fflush(stdout);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "apps/command.h"
+#include "apps/device_flags.h"
 #include "base/version.h"
 
 namespace rw::apps {
@@ -26,7 +27,9 @@ void PrintUsage() {
   std::sort(cmds.begin(), cmds.end(), [](const Command& a, const Command& b) { return std::strcmp(a.name, b.name) < 0; });
   for (const auto& c : cmds) std::printf("  %-12s %s\n", c.name, c.summary);
   std::printf(
-      "\nglobal flags:\n  --version    print the version and git commit\n  -h, --help   print this help\n"
+      "\nglobal flags:\n  --version    print the version and git commit\n"
+      "  --list-devices  list the devices a model can run on (cpu, vulkanN: name, memory)\n"
+      "  -h, --help   print this help\n"
       "\ndocs: docs/README.md\n");
 }
 
@@ -41,6 +44,10 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
     std::printf("rewind %s (commit %s)\n", rw::Version(), rw::GitCommit());
+    return 0;
+  }
+  if (!std::strcmp(argv[1], "--list-devices")) {
+    PrintDevices();
     return 0;
   }
   for (const auto& c : Commands()) {

@@ -24,6 +24,8 @@ namespace {
 // sequence's K/V once, so larger tiles read the cache fewer times.
 constexpr int32_t kTileQueries = 64;
 
+}  // namespace
+
 kernels::RopeParams MakeRope(const ModelConfig& c) {
   kernels::RopeParams p;
   p.n_rot = c.n_rot;
@@ -36,8 +38,6 @@ kernels::RopeParams MakeRope(const ModelConfig& c) {
   p.n_ctx_orig = c.rope_n_ctx_orig;
   return p;
 }
-
-}  // namespace
 
 void StoreKvRow(KvStorage& kv, int32_t attn_index, const SeqRun& s, int32_t pos, const float* k, const float* v) {
   const int32_t ps = kv.page_size(), page = s.pages[pos / ps];

@@ -17,6 +17,8 @@ struct ConformanceOptions {
   std::string case_filter;   // case name; empty = all
   int32_t n_threads = 1;
   int32_t greedy_steps = -1; // -1: as many as the reference has
+  int32_t device = -1;       // -1: the CPU; N: Vulkan device N (models the GPU cannot run are skipped, with why)
+  int32_t n_gpu_layers = -1; // with a device: layers on it (-1 = all; fewer is an error for now)
   bool kv_f16 = false;       // F16 KV cache (the serving default; references used F32): F32 tolerance 2e-2.
                              // A reference made with a quantised KV cache (its manifest's type_k / type_v) is
                              // always run with those types.

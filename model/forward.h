@@ -79,7 +79,11 @@ struct ForwardOutput {
 
 struct LoadOptions {
   int32_t n_threads = 1;
+  int32_t device = -1;        // -1: the CPU; N: run the forward on Vulkan device N (docs/gpu.md)
+  int32_t n_gpu_layers = -1;  // with a device: layers on it; -1 = all; fewer than all is an error for now
 };
+
+class ForwardBackend;
 
 class Model {
  public:
@@ -95,6 +99,10 @@ class Model {
   // The forward's thread pool, for work that runs between forwards on the same thread (a drafter).
   kernels::ThreadPool* pool() const { return pool_.get(); }
   void SetThreads(int32_t n_threads);
+  // "cpu" or the device backend's name ("vulkan0"), and a line describing it (name, memory).
+  std::string device_name() const;
+  std::string device_description() const;
+  uint64_t device_bytes() const;  // bytes held on the device (0 on the CPU)
 
   // Storage shaped for this model.
   KvStorageConfig MakeKvConfig(int32_t n_pages, int32_t page_size = 32, KvTypes type = KvType::kF16) const;
@@ -120,6 +128,7 @@ class Model {
   ModelConfig cfg_;
   Weights w_;
   std::unique_ptr<kernels::ThreadPool> pool_;
+  std::unique_ptr<ForwardBackend> backend_;  // null: the CPU forward in model.cc
 };
 
 }  // namespace rw::model

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "kernels/rope.h"
 #include "kernels/thread_pool.h"
 #include "model/config.h"
 #include "model/forward.h"
@@ -147,6 +148,12 @@ void AttendRows(const float* q, int32_t Hq, int32_t Hkv, int32_t D, float scale,
                 kernels::ThreadPool* pool);
 // Writes the K and V rows (row_width floats each) of position pos of sequence s to its page.
 void StoreKvRow(KvStorage& kv, int32_t attn_index, const SeqRun& s, int32_t pos, const float* k, const float* v);
+// The model's RoPE settings for kernels::RopeCache (shared by the CPU attention and the GPU backend's tables).
+kernels::RopeParams MakeRope(const ModelConfig& c);
+// The batch rows that get logits (each sequence's last token, all of them, or none) in output order; fills out's
+// n_vocab, n_embd, row_seq, row_pos and seq_first_row (shared by the CPU and GPU forwards).
+std::vector<int32_t> SelectOutputRows(const ModelConfig& c, std::span<const BatchSeq> batch,
+                                      std::span<const SeqRun> seqs, ForwardOutput* out);
 // Position of every batch row.
 std::vector<int32_t> RowPositions(std::span<const SeqRun> seqs, int32_t N);
 

@@ -10,6 +10,7 @@
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "model/forward.h"
+#include "model/forward_backend.h"
 #include "model/layers.h"
 
 namespace rw::model {
@@ -51,8 +52,15 @@ Expected<std::unique_ptr<Model>> Model::Load(const std::string& path, const Load
   REWIND_ASSIGN_OR_RETURN(m->w_, BindWeights(*m->file_, m->cfg_));
   PageIn(*m->file_);
   m->pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, options.n_threads));
+  if (options.device >= 0) {
+    REWIND_ASSIGN_OR_RETURN(m->backend_, MakeVulkanBackend(m->cfg_, m->w_, options.device, options.n_gpu_layers));
+  }
   return m;
 }
+
+std::string Model::device_name() const { return backend_ ? backend_->name() : "cpu"; }
+std::string Model::device_description() const { return backend_ ? backend_->description() : "cpu"; }
+uint64_t Model::device_bytes() const { return backend_ ? backend_->device_bytes() : 0; }
 
 void Model::SetThreads(int32_t n_threads) { pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, n_threads)); }
 
@@ -98,6 +106,9 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
   const ModelConfig& c = cfg_;
   const int32_t E = c.n_embd, V = c.n_vocab;
   // ---- Validate everything before writing anything.
+  if (backend_ && (options.want_hidden || options.hidden_all))
+    return Error::Unsupported("the GPU backend (" + backend_->name() +
+                              ") does not return hidden rows yet (the MTP head needs them; use --device cpu)");
   const KvStorageConfig want_kv = MakeKvConfig(kv.n_pages(), kv.page_size(), kv.config().type);
   if (c.n_attn_layers() > 0 && (kv.config().n_layers != want_kv.n_layers || kv.config().row_width != want_kv.row_width))
     return Error::InvalidArgument("KV storage is not shaped for this model");
@@ -170,6 +181,8 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     }
   }
 
+  if (backend_) return backend_->Forward(batch, seqs, N, kv, states, out, options.replay);
+
   // ---- Embeddings.
   // Residual stream x, normed rows t, block output y: [N][E] each, reused across calls (kernels/alloc_tuning.h).
   thread_local kernels::ScratchBuffer<float> x_buf, t_buf, y_buf;
@@ -233,21 +246,7 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
   }
 
   // ---- Output rows: the last token of each sequence, or all of them.
-  out->n_vocab = V;
-  out->n_embd = E;
-  out->row_seq.clear();
-  out->row_pos.clear();
-  out->seq_first_row.assign(batch.size(), 0);
-  std::vector<int32_t> src_rows;
-  for (size_t s = 0; s < batch.size(); ++s) {
-    out->seq_first_row[s] = static_cast<int32_t>(src_rows.size());
-    const int32_t first = batch[s].no_logits ? seqs[s].n : batch[s].all_logits ? 0 : seqs[s].n - 1;
-    for (int32_t j = first; j < seqs[s].n; ++j) {
-      src_rows.push_back(seqs[s].row0 + j);
-      out->row_seq.push_back(static_cast<int32_t>(s));
-      out->row_pos.push_back(seqs[s].pos0 + j);
-    }
-  }
+  const std::vector<int32_t> src_rows = internal::SelectOutputRows(c, batch, seqs, out);
   const int32_t n_out = static_cast<int32_t>(src_rows.size());
   std::vector<float> hn(static_cast<size_t>(n_out) * E);  // [n_out][E]
   for (int32_t r = 0; r < n_out; ++r)
@@ -275,6 +274,30 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
   return Status::Ok();
 }
 
+namespace internal {
+
+std::vector<int32_t> SelectOutputRows(const ModelConfig& c, std::span<const BatchSeq> batch,
+                                      std::span<const SeqRun> seqs, ForwardOutput* out) {
+  out->n_vocab = c.n_vocab;
+  out->n_embd = c.n_embd;
+  out->row_seq.clear();
+  out->row_pos.clear();
+  out->seq_first_row.assign(batch.size(), 0);
+  std::vector<int32_t> src_rows;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    out->seq_first_row[s] = static_cast<int32_t>(src_rows.size());
+    const int32_t first = batch[s].no_logits ? seqs[s].n : batch[s].all_logits ? 0 : seqs[s].n - 1;
+    for (int32_t j = first; j < seqs[s].n; ++j) {
+      src_rows.push_back(seqs[s].row0 + j);
+      out->row_seq.push_back(static_cast<int32_t>(s));
+      out->row_pos.push_back(seqs[s].pos0 + j);
+    }
+  }
+  return src_rows;
+}
+
+}  // namespace internal
+
 Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
                           StateStorage& states) const {
   const ModelConfig& c = cfg_;
@@ -285,6 +308,7 @@ Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog&
   if (k < 0 || k > log.n_tokens) return Error::OutOfRange("replay: k outside [0, logged tokens]");
   const int64_t rw = c.replay_row_floats(), n_rec = c.n_recurrent_layers();
   if (!LogFitsModel(c, log)) return Error::InvalidArgument("replay: log size does not match this model");
+  if (backend_) return backend_->ReplayState(slot_in, slot_out, log, k, states);  // the device's arithmetic
   if (slot_in < 0) states.Clear(slot_out);
   const bool other = slot_in >= 0 && slot_in != slot_out;  // then each layer reads slot_in (fused copy)
   // The layers' logged inputs are independent, so threads take whole layers: one dispatch for the whole

@@ -1,0 +1,180 @@
+// GPU kernels against their CPU twins, on whatever Vulkan device the machine has (lavapipe in CI). Every test
+// skips with a message when no Vulkan device exists.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "gguf/quants.h"
+#include "gpu/device.h"
+#include "gpu/ops.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "kernels/random_testing.h"
+
+namespace rw::gpu {
+namespace {
+
+using TT = gguf::TensorType;
+
+// The first Vulkan device, opened once for the whole binary; nullptr (and the reason) when there is none.
+Context* TestDevice(std::string* why) {
+  static std::shared_ptr<Context> ctx;
+  static std::string reason;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    auto c = OpenDevice(0);
+    if (c.ok()) ctx = *c;
+    else reason = c.error().message;
+  }
+  *why = reason;
+  return ctx.get();
+}
+
+#define REQUIRE_DEVICE(ctx)                                                    \
+  std::string why_;                                                            \
+  Context* ctx = TestDevice(&why_);                                            \
+  if (ctx == nullptr) GTEST_SKIP() << "no Vulkan device: " << why_
+
+TEST(GpuDevice, ListsTheDeviceItOpensWithANameAndMemory) {
+  REQUIRE_DEVICE(ctx);
+  auto devs = ListDevices();
+  ASSERT_TRUE(devs.ok()) << devs.error().message;
+  ASSERT_FALSE(devs->empty());
+  EXPECT_EQ((*devs)[0].name, ctx->info().name);
+  EXPECT_GT((*devs)[0].memory_bytes, 0u);
+  const std::string list = FormatDeviceList();
+  EXPECT_NE(list.find("cpu"), std::string::npos);
+  EXPECT_NE(list.find("vulkan0"), std::string::npos) << list;
+  std::printf("%s", list.c_str());
+}
+
+TEST(GpuDevice, DeviceNamesParseAndBadOnesAreClearErrors) {
+  EXPECT_EQ(*ParseDeviceName("cpu"), -1);
+  EXPECT_EQ(*ParseDeviceName("vulkan0"), 0);
+  EXPECT_EQ(*ParseDeviceName("vulkan12"), 12);
+  for (const char* bad : {"gpu", "vulkan", "vulkan-1", "vulkanx", "cuda0", ""}) {
+    auto r = ParseDeviceName(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("vulkanN"), std::string::npos);
+  }
+  EXPECT_FALSE(OpenDevice(999).ok());
+}
+
+TEST(GpuDevice, BuffersRoundTripThroughStaging) {
+  REQUIRE_DEVICE(ctx);
+  std::vector<uint32_t> a(1000);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint32_t>(i * 2654435761u);
+  auto b = ctx->Alloc(a.size() * 4);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(ctx->Upload(*b, a.data(), a.size() * 4).ok());
+  std::vector<uint32_t> back(a.size());
+  ASSERT_TRUE(ctx->Download(*b, back.data(), back.size() * 4).ok());
+  EXPECT_EQ(a, back);
+  EXPECT_FALSE(ctx->Upload(*b, a.data(), a.size() * 4, 8).ok()) << "past the end must be an error";
+}
+
+// A random weight of `type`, quantised by the CPU quantiser (what llama-quantize writes).
+std::vector<uint8_t> RandomWeight(TT type, int64_t rows, int64_t cols, uint32_t seed) {
+  const size_t rb = gguf::RowBytes(type, cols);
+  std::vector<uint8_t> w(rb * rows);
+  const std::vector<float> f = kernels::Random(static_cast<size_t>(rows * cols), seed, 0.5f);
+  for (int64_t r = 0; r < rows; ++r) gguf::QuantizeRow(type, f.data() + r * cols, w.data() + r * rb, cols);
+  return w;
+}
+
+struct MatCase {
+  TT type;
+  int64_t rows, cols;
+};
+
+class GpuMatMul : public ::testing::TestWithParam<MatCase> {};
+
+// Bits equal to the scalar reference twin (gguf::QuantizeActivationRow + gguf::VecDotRef) for every element, and
+// within 1e-4 relative of the CPU's fast kernels (kernels::MatMul), whose float order differs.
+TEST_P(GpuMatMul, MatchesTheScalarTwinBitForBitAndTheFastCpuKernelWithinRounding) {
+  REQUIRE_DEVICE(ctx);
+  const MatCase c = GetParam();
+  const int64_t n_tok = 3;
+  const std::vector<uint8_t> w = RandomWeight(c.type, c.rows, c.cols, 7);
+  const size_t rb = gguf::RowBytes(c.type, c.cols);
+  const std::vector<float> x = kernels::Random(static_cast<size_t>(n_tok * c.cols), 11);
+  auto gm = UploadMatrix(*ctx, c.type, w.data(), c.cols, c.rows, rb);
+  ASSERT_TRUE(gm.ok()) << gm.error().message;
+  auto y = MatMulHost(*ctx, *gm, x.data(), n_tok);
+  ASSERT_TRUE(y.ok()) << y.error().message;
+
+  const TT at = gguf::VecDotType(c.type);
+  std::vector<uint8_t> act(gguf::RowBytes(at, c.cols));
+  std::vector<float> fast(static_cast<size_t>(n_tok * c.rows));
+  kernels::Matrix m{c.type, w.data(), c.cols, c.rows, rb};
+  kernels::MatMul(m, x.data(), n_tok, fast.data(), nullptr);
+  int64_t same = 0;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    gguf::QuantizeActivationRow(at, x.data() + t * c.cols, act.data(), c.cols);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      const float ref = gguf::VecDotRef(c.type, c.cols, w.data() + r * rb, act.data());
+      const float got = (*y)[t * c.rows + r];
+      uint32_t a, b;
+      std::memcpy(&a, &ref, 4);
+      std::memcpy(&b, &got, 4);
+      same += a == b;
+      EXPECT_EQ(a, b) << gguf::TypeName(c.type) << " t=" << t << " r=" << r << " ref " << ref << " gpu " << got;
+      const float f = fast[t * c.rows + r];
+      EXPECT_NEAR(got, f, 1e-4f * (1.0f + std::fabs(f))) << gguf::TypeName(c.type) << " vs kernels::MatMul";
+    }
+  }
+  EXPECT_EQ(same, n_tok * c.rows);
+}
+
+// I1 on the device: a token's outputs are the same bits whether it is alone or the 5th of 9 rows.
+TEST_P(GpuMatMul, ATokensOutputsDoNotDependOnTheBatch) {
+  REQUIRE_DEVICE(ctx);
+  const MatCase c = GetParam();
+  const std::vector<uint8_t> w = RandomWeight(c.type, c.rows, c.cols, 3);
+  auto gm = UploadMatrix(*ctx, c.type, w.data(), c.cols, c.rows, gguf::RowBytes(c.type, c.cols));
+  ASSERT_TRUE(gm.ok());
+  const int64_t n = 9, at = 4;
+  const std::vector<float> x = kernels::Random(static_cast<size_t>(n * c.cols), 5);
+  auto all = MatMulHost(*ctx, *gm, x.data(), n);
+  auto one = MatMulHost(*ctx, *gm, x.data() + at * c.cols, 1);
+  ASSERT_TRUE(all.ok() && one.ok());
+  EXPECT_EQ(0, std::memcmp(all->data() + at * c.rows, one->data(), c.rows * sizeof(float)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Types, GpuMatMul,
+    ::testing::Values(MatCase{TT::kF32, 13, 96}, MatCase{TT::kF16, 13, 96}, MatCase{TT::kBF16, 13, 96},
+                      MatCase{TT::kQ8_0, 19, 128}, MatCase{TT::kQ4_0, 19, 128}, MatCase{TT::kQ4_K, 17, 512},
+                      MatCase{TT::kQ5_K, 17, 512}, MatCase{TT::kQ6_K, 17, 512}),
+    [](const ::testing::TestParamInfo<MatCase>& i) { return std::string(gguf::TypeName(i.param.type)); });
+
+TEST(GpuMatMulTypes, AnUnsupportedWeightTypeIsAnErrorNamingIt) {
+  REQUIRE_DEVICE(ctx);
+  std::vector<uint8_t> w(gguf::RowBytes(TT::kQ4_1, 64) * 2);
+  auto gm = UploadMatrix(*ctx, TT::kQ4_1, w.data(), 64, 2, gguf::RowBytes(TT::kQ4_1, 64));
+  ASSERT_FALSE(gm.ok());
+  EXPECT_NE(gm.error().message.find("Q4_1"), std::string::npos) << gm.error().message;
+}
+
+TEST(GpuRmsNorm, MatchesKernelsRmsNormBitForBit) {
+  REQUIRE_DEVICE(ctx);
+  const uint32_t rows = 5, n = 72;
+  const std::vector<float> x = kernels::Random(rows * n, 21), w = kernels::Random(n, 22);
+  auto xb = ctx->Alloc(4 * x.size());
+  auto wb = ctx->Alloc(4 * w.size());
+  auto ob = ctx->Alloc(4 * x.size());
+  ASSERT_TRUE(xb.ok() && wb.ok() && ob.ok());
+  ASSERT_TRUE(ctx->Upload(*xb, x.data(), 4 * x.size()).ok());
+  ASSERT_TRUE(ctx->Upload(*wb, w.data(), 4 * w.size()).ok());
+  ASSERT_TRUE(RecordRmsNorm(*ctx, *xb, 0, n, rows, n, &*wb, 1e-6f, *ob, 0, n).ok());
+  std::vector<float> got(x.size()), want(x.size());
+  ASSERT_TRUE(ctx->Download(*ob, got.data(), 4 * got.size()).ok());
+  for (uint32_t r = 0; r < rows; ++r) kernels::RmsNorm(x.data() + r * n, w.data(), n, 1e-6f, want.data() + r * n);
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), 4 * got.size()));
+}
+
+}  // namespace
+}  // namespace rw::gpu

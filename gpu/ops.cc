@@ -1,0 +1,121 @@
+// GPU kernels: dispatch shapes and the shader of each weight type (gpu/ops.h).
+#include "gpu/ops.h"
+
+#include <string>
+#include <vector>
+
+#include "base/check.h"
+#include "gguf/quants.h"
+
+namespace rw::gpu {
+
+namespace {
+
+const char* MatMulShader(gguf::TensorType t) {
+  using TT = gguf::TensorType;
+  switch (t) {
+    case TT::kF32: return "matmul_f32";
+    case TT::kF16: return "matmul_f16";
+    case TT::kBF16: return "matmul_bf16";
+    case TT::kQ8_0: return "matmul_q8_0";
+    case TT::kQ4_0: return "matmul_q4_0";
+    case TT::kQ4_K: return "matmul_q4_k";
+    case TT::kQ5_K: return "matmul_q5_k";
+    case TT::kQ6_K: return "matmul_q6_k";
+    default: return nullptr;
+  }
+}
+
+// The activation quantiser of a weight type, and its block size (nullptr: F32 activations are used in place).
+const char* ActShader(gguf::TensorType w, uint32_t* block) {
+  using TT = gguf::TensorType;
+  switch (gguf::VecDotType(w)) {
+    case TT::kQ8_0: *block = 32; return "quant_q8_0";
+    case TT::kQ8_K: *block = 256; return "quant_q8_k";
+    case TT::kF16: *block = 1; return "quant_f16";
+    case TT::kBF16: *block = 1; return "quant_bf16";
+    default: *block = 1; return nullptr;
+  }
+}
+
+Status Grow(Context& ctx, Buffer& b, size_t bytes) {
+  if (b.valid() && b.size() >= bytes) return Status::Ok();
+  REWIND_RETURN_IF_ERROR(ctx.Submit());  // recorded work may still read the old buffer
+  REWIND_ASSIGN_OR_RETURN(b, ctx.Alloc(bytes));
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool GpuMatMulSupports(gguf::TensorType type) { return MatMulShader(type) != nullptr; }
+
+Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint8_t* data, int64_t n_cols,
+                                 int64_t n_rows, uint64_t row_bytes) {
+  if (!GpuMatMulSupports(type))
+    return Error::Unsupported(std::string("the GPU backend does not support weight type ") +
+                              gguf::TypeName(type) + " yet (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+  if (n_cols % gguf::BlockSize(type) != 0) return Error::InvalidArgument("weight row is not whole blocks");
+  GpuMatrix m;
+  m.type = type;
+  m.n_cols = n_cols;
+  m.n_rows = n_rows;
+  m.row_bytes = row_bytes;
+  const size_t bytes = static_cast<size_t>(row_bytes * n_rows);
+  REWIND_ASSIGN_OR_RETURN(m.data, ctx.Alloc(bytes));
+  REWIND_RETURN_IF_ERROR(ctx.Upload(m.data, data, bytes));
+  return m;
+}
+
+Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_off, int64_t n_tok, Buffer& y,
+                    uint32_t y_off, uint32_t y_stride, ActScratch& s) {
+  if (n_tok <= 0) return Status::Ok();
+  const uint64_t K = static_cast<uint64_t>(w.n_cols), n = K * static_cast<uint64_t>(n_tok);
+  uint32_t block = 1;
+  const char* act = ActShader(w.type, &block);
+  const Buffer* a = &x;
+  uint32_t a_off = x_off;
+  if (act != nullptr) {
+    const bool q8 = block > 1;
+    REWIND_RETURN_IF_ERROR(Grow(ctx, s.q, q8 ? n : 2 * n));
+    REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 4 * (n / block + 1)));
+    REWIND_RETURN_IF_ERROR(Grow(ctx, s.bsum, 4 * (n / 16 + 1)));
+    REWIND_ASSIGN_OR_RETURN(Pipeline * qp, ctx.GetPipeline(act));
+    struct { uint32_t n_blocks, x_offset; } qpc{static_cast<uint32_t>(n / block), x_off};
+    ctx.Dispatch(*qp, {{&x}, {&s.q}, {&s.d}, {&s.bsum}}, &qpc, sizeof(qpc), Groups(qpc.n_blocks));
+    a = &s.q;
+    a_off = 0;
+  } else {
+    // F32 weights read x in place; the scratch buffers still need to exist for the bindings.
+    REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 16));
+    REWIND_RETURN_IF_ERROR(Grow(ctx, s.bsum, 16));
+  }
+  REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(MatMulShader(w.type)));
+  struct { uint32_t M, K, N, row_bytes, y_stride, y_offset, a_offset; } pc{
+      static_cast<uint32_t>(w.n_rows), static_cast<uint32_t>(K), static_cast<uint32_t>(n_tok),
+      static_cast<uint32_t>(w.row_bytes), y_stride, y_off, a_off};
+  ctx.Dispatch(*mp, {{&w.data}, {a}, {&s.d}, {&s.bsum}, {&y}}, &pc, sizeof(pc), Groups(pc.M), pc.N);
+  return Status::Ok();
+}
+
+Status RecordRmsNorm(Context& ctx, const Buffer& x, uint32_t x_off, uint32_t stride, uint32_t rows, uint32_t n,
+                     const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride) {
+  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("rms_norm"));
+  struct { uint32_t rows, n, stride, x_offset, o_offset, o_stride, w_flag; float eps; } pc{
+      rows, n, stride, x_off, o_off, o_stride, w != nullptr ? 1u : 0u, eps};
+  ctx.Dispatch(*p, {{&x}, {w != nullptr ? w : &x}, {&o}}, &pc, sizeof(pc), Groups(rows));
+  return Status::Ok();
+}
+
+Expected<std::vector<float>> MatMulHost(Context& ctx, const GpuMatrix& w, const float* x, int64_t n_tok) {
+  const size_t nx = static_cast<size_t>(w.n_cols * n_tok), ny = static_cast<size_t>(w.n_rows * n_tok);
+  REWIND_ASSIGN_OR_RETURN(Buffer xb, ctx.Alloc(4 * nx));
+  REWIND_ASSIGN_OR_RETURN(Buffer yb, ctx.Alloc(4 * ny));
+  REWIND_RETURN_IF_ERROR(ctx.Upload(xb, x, 4 * nx));
+  ActScratch s;
+  REWIND_RETURN_IF_ERROR(RecordMatMul(ctx, w, xb, 0, n_tok, yb, 0, static_cast<uint32_t>(w.n_rows), s));
+  std::vector<float> y(ny);
+  REWIND_RETURN_IF_ERROR(ctx.Download(yb, y.data(), 4 * ny));
+  return y;
+}
+
+}  // namespace rw::gpu

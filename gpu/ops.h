@@ -1,0 +1,52 @@
+// GPU kernels over device buffers, recorded into the context's command stream (gpu/vk_context.h), each the twin
+// of a CPU kernel with the arithmetic of its scalar reference (docs/gpu.md "Exactness"). Record* functions only
+// record; Context::Submit runs them. Shapes are checked; a violation is a programming error and aborts.
+#pragma once
+
+#include <cstdint>
+
+#include "base/expected.h"
+#include "gguf/types.h"
+#include "gpu/vk_context.h"
+
+namespace rw::gpu {
+
+// A weight matrix in its GGUF block format on the device: n_rows rows of n_cols elements, row_bytes apart.
+struct GpuMatrix {
+  gguf::TensorType type = gguf::TensorType::kF32;
+  Buffer data;
+  int64_t n_cols = 0;
+  int64_t n_rows = 0;
+  uint64_t row_bytes = 0;
+};
+
+// Weight types the GPU matmul handles: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K.
+bool GpuMatMulSupports(gguf::TensorType type);
+
+// Uploads a weight as it is in the GGUF file. Unsupported types: an error naming the type.
+Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint8_t* data, int64_t n_cols,
+                                 int64_t n_rows, uint64_t row_bytes);
+
+// Activation rows quantised for a matmul (quant_act.comp); grown on demand, reused across calls.
+struct ActScratch {
+  Buffer q;     // int8 (Q8_0/Q8_K) or 16-bit (F16/BF16) values
+  Buffer d;     // a float scale per block
+  Buffer bsum;  // Q8_K: an int sum per 16 values
+};
+
+// y[t·y_stride + y_off + r] = W[r]·x[x_off + t·K ..] for t < n_tok, r < W.n_rows (K = W.n_cols). One dispatch to
+// quantise the activation rows (same bytes as gguf::QuantizeActivationRow), one for the dot products.
+Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_off, int64_t n_tok, Buffer& y,
+                    uint32_t y_off, uint32_t y_stride, ActScratch& scratch);
+
+// RMSNorm of `rows` rows of n floats: row r at x[x_off + r·stride] -> o[o_off + r·o_stride], times w (n floats)
+// when w is not null (kernels::RmsNorm).
+Status RecordRmsNorm(Context& ctx, const Buffer& x, uint32_t x_off, uint32_t stride, uint32_t rows, uint32_t n,
+                     const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride);
+
+// Host convenience for tests and tools: uploads x [n_tok][K], runs RecordMatMul, returns y [n_tok][n_rows].
+Expected<std::vector<float>> MatMulHost(Context& ctx, const GpuMatrix& w, const float* x, int64_t n_tok);
+
+inline uint32_t Groups(uint64_t n, uint32_t per = 64) { return static_cast<uint32_t>((n + per - 1) / per); }
+
+}  // namespace rw::gpu

@@ -1,0 +1,55 @@
+// Shared helpers of the compute shaders: exact fp16 / bf16 conversions done with integer operations (the GLSL
+// built-ins leave rounding and denormals to the implementation), bytewise little-endian reads of GGUF blocks.
+// Every shader runs with workgroups of 64 invocations in x.
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+
+// fp16 bits -> float, exact (subnormals, inf, NaN kept as in gguf::Fp16ToFp32).
+float F16ToF32(uint h) {
+  const uint sign = (h & 0x8000u) << 16;
+  const uint e = (h >> 10) & 0x1Fu;
+  uint m = h & 0x3FFu;
+  if (e == 0u) {
+    if (m == 0u) return uintBitsToFloat(sign);
+    // subnormal: m * 2^-24, exact (and a normal float)
+    const float v = float(m) * 5.9604644775390625e-8;
+    return uintBitsToFloat(floatBitsToUint(v) | sign);
+  }
+  if (e == 31u) return uintBitsToFloat(sign | 0x7F800000u | (m << 13) | (m != 0u ? 0x400000u : 0u));
+  return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+// float -> fp16 bits, round to nearest even (gguf::Fp32ToFp16).
+uint F32ToF16(float f) {
+  uint x = floatBitsToUint(f);
+  const uint sign = (x >> 16) & 0x8000u;
+  x &= 0x7FFFFFFFu;
+  if (x > 0x7F800000u) return sign | 0x7E00u | ((x & 0x7FFFFFu) >> 13);
+  if (x >= 0x477FF000u) return sign | 0x7C00u;
+  const uint e = x >> 23;
+  if (e < 113u) {
+    const uint m = (x & 0x7FFFFFu) | (e != 0u ? 0x800000u : 0u);
+    const uint shift = 126u - e + (e != 0u ? 0u : 1u);
+    if (shift > 24u) return sign;
+    uint r = m >> shift;
+    const uint rem = m & ((1u << shift) - 1u);
+    const uint half_ = 1u << (shift - 1u);
+    if (rem > half_ || (rem == half_ && (r & 1u) != 0u)) ++r;
+    return sign | r;
+  }
+  uint h = ((e - 112u) << 10) | ((x & 0x7FFFFFu) >> 13);
+  const uint rem = x & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u)) ++h;
+  return sign | h;
+}
+
+float Bf16ToF32(uint h) { return uintBitsToFloat(h << 16); }
+
+// float -> bf16 bits, round to nearest even; NaN -> quiet (gguf::Fp32ToBf16).
+uint F32ToBf16(float f) {
+  const uint u = floatBitsToUint(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (u >> 16) | 0x40u;
+  return (u + (0x7FFFu + ((u >> 16) & 1u))) >> 16;
+}

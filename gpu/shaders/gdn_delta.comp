@@ -1,0 +1,45 @@
+#version 450
+// The gated delta rule, strictly token by token, one invocation per (sequence, value head h, state row j):
+// row j of the state (S key channels) reads only itself, k, q and v[j] (kernels::GdnHeadSteps), so the same
+// kernel serves prefill, decode and verify, and a token's bits do not depend on the batch.
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer U { float u[]; };     // [N][C] q Kd | k Kd | v Vd (q, k normalised)
+layout(std430, binding = 1) readonly buffer B { float beta[]; };  // [N][Hv]
+layout(std430, binding = 2) readonly buffer G { float g[]; };     // [N][Hv]
+layout(std430, binding = 3) buffer M { float st[]; };             // [slots][Hv][S][S]
+layout(std430, binding = 4) writeonly buffer O { float o[]; };    // [N][Vd]
+layout(std430, binding = 5) readonly buffer Q { int seqs[]; };    // [n_seqs][4] {row0, n, slot, -}
+layout(push_constant) uniform P { uint n_seqs; uint Hv; uint S; uint C; uint Kd; uint key_div; uint key_mod; } pc;
+
+void main() {
+  const uint gid = gl_GlobalInvocationID.x;
+  if (gid >= pc.n_seqs * pc.Hv * pc.S) return;
+  const uint s = gid / (pc.Hv * pc.S), h = (gid / pc.S) % pc.Hv, j = gid % pc.S;
+  const uint row0 = uint(seqs[4u * s]), n = uint(seqs[4u * s + 1u]), slot = uint(seqs[4u * s + 2u]);
+  // ModelConfig::KeyHead: h mod Hk (qwen35, key_div = 1) or h / r (qwen3next, key_mod = huge).
+  const uint kh = (h / pc.key_div) % pc.key_mod;
+  const uint mb = ((slot * pc.Hv + h) * pc.S + j) * pc.S;
+  const float scale = 1.0 / sqrt(float(pc.S));
+  for (uint t = 0u; t < n; ++t) {
+    const uint row = row0 + t;
+    const uint qb = row * pc.C + kh * pc.S, kb = qb + pc.Kd, vi = row * pc.C + 2u * pc.Kd + h * pc.S + j;
+    const float decay = exp(g[row * pc.Hv + h]);
+    precise float kv = 0.0;
+    for (uint i = 0u; i < pc.S; ++i) {
+      precise const float m = st[mb + i] * decay;
+      st[mb + i] = m;
+      precise const float p = m * u[kb + i];
+      kv += p;
+    }
+    precise const float delta = (u[vi] - kv) * beta[row * pc.Hv + h];
+    precise float out_ = 0.0;
+    for (uint i = 0u; i < pc.S; ++i) {
+      precise const float upd = u[kb + i] * delta;
+      precise const float m = st[mb + i] + upd;
+      st[mb + i] = m;
+      precise const float p = m * u[qb + i];
+      out_ += p;
+    }
+    o[row * (pc.Hv * pc.S) + h * pc.S + j] = out_ * scale;
+  }
+}

@@ -1,0 +1,66 @@
+#version 450
+// Activation rows converted to the format a weight type dots against (gguf::QuantizeActivationRow, same bytes):
+// ACT_Q8_0 (id = 127/amax, round half to even; d kept as the fp16 value), ACT_Q8_K (iscale = -127/max, round
+// half to even, d = 1/iscale, 16-element sums), ACT_F16 / ACT_BF16 (round to nearest even).
+// One invocation per block of a row (Q8_0: 32, Q8_K: 256, F16/BF16: 1 element).
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+#if defined(ACT_F16) || defined(ACT_BF16)
+layout(std430, binding = 1) writeonly buffer Q { uint16_t q16[]; };
+#else
+layout(std430, binding = 1) writeonly buffer Q { int8_t q[]; };
+#endif
+layout(std430, binding = 2) writeonly buffer D { float d[]; };
+layout(std430, binding = 3) writeonly buffer S { int bsum[]; };
+layout(push_constant) uniform P { uint n_blocks; uint x_offset; } pc;  // n_blocks over all rows; x_offset floats
+
+void main() {
+  const uint b = gl_GlobalInvocationID.x;
+  if (b >= pc.n_blocks) return;
+#if defined(ACT_Q8_0)
+  const uint base = b * 32u;
+  float amax = 0.0;
+  for (uint j = 0u; j < 32u; ++j) amax = max(amax, abs(x[pc.x_offset + base + j]));
+  precise const float id = amax != 0.0 ? 127.0 / amax : 0.0;
+  precise const float dd = amax / 127.0;
+  d[b] = F16ToF32(F32ToF16(dd));
+  for (uint j = 0u; j < 32u; ++j) {
+    precise const float v = x[pc.x_offset + base + j] * id;
+    q[base + j] = int8_t(int(clamp(roundEven(v), -128.0, 127.0)));
+  }
+#elif defined(ACT_Q8_K)
+  const uint base = b * 256u;
+  float mx = 0.0, amax = 0.0;
+  for (uint j = 0u; j < 256u; ++j) {
+    const float v = x[pc.x_offset + base + j];
+    if (abs(v) > amax) { amax = abs(v); mx = v; }
+  }
+  if (amax == 0.0) {
+    for (uint j = 0u; j < 256u; ++j) q[base + j] = int8_t(0);
+    for (uint g = 0u; g < 16u; ++g) bsum[b * 16u + g] = 0;
+    d[b] = 0.0;
+    return;
+  }
+  precise const float iscale = -127.0 / mx;
+  for (uint g = 0u; g < 16u; ++g) {
+    int s = 0;
+    for (uint l = 0u; l < 16u; ++l) {
+      precise const float v = iscale * x[pc.x_offset + base + g * 16u + l];
+      const int qi = int(clamp(roundEven(v), -128.0, 127.0));
+      q[base + g * 16u + l] = int8_t(qi);
+      s += qi;
+    }
+    bsum[b * 16u + g] = s;
+  }
+  precise const float dd = 1.0 / iscale;
+  d[b] = dd;
+#else
+#if defined(ACT_F16)
+  q16[b] = uint16_t(F32ToF16(x[pc.x_offset + b]));
+#else
+  q16[b] = uint16_t(F32ToBf16(x[pc.x_offset + b]));
+#endif
+#endif
+}

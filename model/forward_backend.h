@@ -1,0 +1,43 @@
+// The backend seam of the forward pass: Model::Forward validates a batch and resolves its rows on the host, then
+// runs the layers on the CPU (model.cc) or hands them to a device backend chosen at load (--device). The memory
+// policy (memory/) and the storage views the engine plans with (KvStorage, StateStorage) are the same for
+// every backend. docs/gpu.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "base/expected.h"
+#include "model/config.h"
+#include "model/forward.h"
+#include "model/layers.h"
+#include "model/weights.h"
+
+namespace rw::model {
+
+class ForwardBackend {
+ public:
+  virtual ~ForwardBackend() = default;
+  // "vulkan0", and a description with the device's name and memory.
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  // Bytes this backend holds on its device (weights, activations, KV and state mirrors).
+  virtual uint64_t device_bytes() const = 0;
+  // A validated batch: seqs resolved to rows (N in all), new sequences' state slots already cleared, replay
+  // (optional) sized as Model::Forward sizes it. Same contract as Model::Forward.
+  virtual Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
+                         KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) = 0;
+  // Model::ReplayState on the device, with the kernels of Forward (validated arguments; slot_in -1 = zero state).
+  virtual Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
+                             StateStorage& states) = 0;
+};
+
+// Checks that the GPU backend can run this model (architecture, layer kinds, weight types: a clear error naming
+// what it cannot) and uploads the weights, once, in their GGUF block formats. n_gpu_layers must cover every
+// layer: partial offload is an error.
+Expected<std::unique_ptr<ForwardBackend>> MakeVulkanBackend(const ModelConfig& cfg, const Weights& w,
+                                                            int32_t device, int32_t n_gpu_layers);
+
+}  // namespace rw::model

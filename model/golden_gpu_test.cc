@@ -1,0 +1,196 @@
+// Golden conformance on the GPU (docs/gpu.md): the tiny qwen35 models against llama.cpp's logits with
+// --device vulkan0 (lavapipe in CI), within the CPU's tolerances (docs/conformance.md); the GPU forward's
+// logits and states do not depend on the batch shape. Skips with a message where no Vulkan device exists.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "gpu/device.h"
+#include "model/conformance.h"
+#include "model/forward.h"
+
+namespace rw::model {
+namespace {
+
+bool HaveDevice(std::string* why) {
+  auto d = gpu::ListDevices();
+  if (!d.ok()) {
+    *why = d.error().message;
+    return false;
+  }
+  if (d->empty()) *why = "the Vulkan loader found no device";
+  return !d->empty();
+}
+
+// tiny-qwen35-q8_0 on vulkan0 (null after a failed expectation).
+std::unique_ptr<Model> LoadQ8OnVulkan0() {
+  LoadOptions lo;
+  lo.device = 0;
+  auto loaded = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-q8_0.gguf", lo);
+  EXPECT_TRUE(loaded.ok()) << loaded.error().message;
+  return loaded.ok() ? std::move(*loaded) : nullptr;
+}
+
+TEST(GoldenGpu, TinyQwen35ModelsMatchLlamaCppOnVulkan0) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  int ran = 0;
+  for (const char* model : {"tiny-qwen35-f32", "tiny-qwen35-q8_0", "tiny-qwen35-q4_k_m"}) {
+    ConformanceOptions opt;
+    opt.dir = std::string(REWIND_TEST_DATA) + "/golden";
+    opt.model_filter = model;
+    opt.case_filter = "chat_multiturn";
+    opt.device = 0;
+    opt.greedy_steps = 6;  // lavapipe runs shaders on the CPU: a few decode steps keep CI short
+    auto res = RunConformance(opt, [](const CaseResult& r) { std::printf("%s\n", FormatCase(r).c_str()); });
+    ASSERT_TRUE(res.ok()) << model << ": " << res.error().ToString();
+    for (const auto& m : *res) {
+      std::printf("%s\n", FormatModel(m).c_str());
+      EXPECT_FALSE(m.skipped) << m.model << ": " << m.skip_reason;
+      EXPECT_TRUE(m.pass) << m.model << ": " << m.why;
+      EXPECT_EQ(m.cases.size(), 1u);
+      ++ran;
+    }
+  }
+  EXPECT_EQ(ran, 3);
+}
+
+TEST(GoldenGpu, OtherArchitecturesSayTheGpuDoesNotSupportThemYet) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  for (const char* file : {"tiny-lfm2-f32.gguf", "tiny-nemotron-h-f32.gguf", "tiny-kimi-linear-f32.gguf",
+                           "tiny-qwen35moe-f32.gguf"}) {
+    LoadOptions lo;
+    lo.device = 0;
+    auto m = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/" + file, lo);
+    ASSERT_FALSE(m.ok()) << file;
+    EXPECT_EQ(m.error().kind, ErrorKind::kUnsupported);
+    EXPECT_NE(m.error().message.find("GPU backend does not support"), std::string::npos) << m.error().message;
+  }
+}
+
+TEST(GoldenGpu, PartialOffloadIsAClearError) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  LoadOptions lo;
+  lo.device = 0;
+  lo.n_gpu_layers = 1;
+  auto m = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-q8_0.gguf", lo);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("partial offload is not supported yet"), std::string::npos) << m.error().message;
+}
+
+// I1 on the device: the logits of the last token and the final state are the same bits whether the prompt runs
+// as one batch, token by token, or next to another sequence.
+TEST(GoldenGpu, LogitsAndStatesDoNotDependOnTheBatchShape) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
+  ASSERT_TRUE(loaded);
+  Model& m = *loaded;
+  EXPECT_EQ(m.device_name(), "vulkan0");
+  const std::vector<int32_t> toks = {11, 42, 7, 300, 5, 99, 123, 8, 64};
+  const int32_t T = static_cast<int32_t>(toks.size());
+  auto run = [&](int split, bool with_other, std::vector<float>* logits, std::vector<float>* state) {
+    auto kv = KvStorage::Create(m.MakeKvConfig(8, 16));
+    auto st = StateStorage::Create(m.MakeStateShape(), 2);
+    ASSERT_TRUE(kv.ok() && st.ok());
+    const std::vector<int32_t> pages = {0, 1}, other_pages = {2, 3};
+    const std::vector<int32_t> other = {5, 6, 7};
+    ForwardOutput out;
+    for (int32_t p = 0; p < T; p += split) {
+      const int32_t n = std::min(split, T - p);
+      std::vector<BatchSeq> b(1);
+      b[0].state_in = p == 0 ? -1 : 0;
+      b[0].state_out = 0;
+      b[0].pages = pages;
+      b[0].pos0 = p;
+      b[0].tokens = std::span<const int32_t>(toks).subspan(p, n);
+      if (with_other && p == 0) {
+        BatchSeq o;
+        o.state_in = -1;
+        o.state_out = 1;
+        o.pages = other_pages;
+        o.tokens = other;
+        b.insert(b.begin(), o);
+      }
+      ASSERT_TRUE(m.Forward(b, **kv, **st, &out).ok());
+    }
+    const int32_t row = out.seq_first_row.back();
+    *logits = std::vector<float>(out.Row(row).begin(), out.Row(row).end());
+    const StateShape sh = m.MakeStateShape();
+    state->assign((*st)->Delta(0, 0), (*st)->Delta(0, 0) + sh.n_heads * sh.head_dim * sh.head_dim);
+  };
+  std::vector<float> l1, s1, l2, s2, l3, s3;
+  run(T, false, &l1, &s1);
+  run(1, false, &l2, &s2);
+  run(4, true, &l3, &s3);
+  ASSERT_EQ(l1.size(), l2.size());
+  EXPECT_EQ(0, std::memcmp(l1.data(), l2.data(), 4 * l1.size())) << "one batch vs token by token";
+  EXPECT_EQ(0, std::memcmp(l1.data(), l3.data(), 4 * l1.size())) << "one batch vs chunks of 4 beside another sequence";
+  EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), 4 * s1.size()));
+  EXPECT_EQ(0, std::memcmp(s1.data(), s3.data(), 4 * s1.size()));
+}
+
+// Rollback on the device: the state rebuilt from the replay log after k of a batch's tokens, and a forward that
+// fuses that rollback (BatchSeq::prefix), give the bits of running the first k tokens directly.
+TEST(GoldenGpu, ReplayLogRollbackGivesTheForwardsBits) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
+  ASSERT_TRUE(loaded);
+  Model& m = *loaded;
+  const std::vector<int32_t> toks = {3, 17, 250, 9, 41, 77}, next = {88};
+  const int32_t k = 4;
+  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
+  auto st = StateStorage::Create(m.MakeStateShape(), 4);
+  ASSERT_TRUE(kv.ok() && st.ok());
+  const std::vector<int32_t> pages = {0};
+  const StateShape sh = m.MakeStateShape();
+  const size_t nd = static_cast<size_t>(sh.n_heads) * sh.head_dim * sh.head_dim;
+  auto delta = [&](int32_t slot) { return std::vector<float>((*st)->Delta(slot, 0), (*st)->Delta(slot, 0) + nd); };
+  // Slot 0: the zero state kept; slot 1: after all tokens, with the replay log; slot 2: after the first k.
+  BatchSeq b;
+  b.state_in = -1;
+  b.state_out = 0;
+  b.pages = pages;
+  b.tokens = std::span<const int32_t>(toks).first(1);
+  ForwardOutput out;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());  // slot 0: after token 0
+  ReplayLog log;
+  b.state_in = 0;
+  b.state_out = 1;
+  b.pos0 = 1;
+  b.tokens = std::span<const int32_t>(toks).subspan(1);
+  ForwardOptions fo;
+  fo.replay = &log;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out, fo).ok());
+  ASSERT_EQ(log.seqs.size(), 1u);
+  b.state_out = 2;
+  b.tokens = std::span<const int32_t>(toks).subspan(1, k);
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());
+  ASSERT_TRUE(m.ReplayState(0, 3, log.seqs[0], k, **st).ok());
+  EXPECT_EQ(delta(2), delta(3)) << "ReplayState vs the forward of the first k tokens";
+  // Fused: from slot 0 with the first k logged rows, then one more token; against slot 2 + the same token.
+  BatchSeq f;
+  f.state_in = 0;
+  f.state_out = 3;
+  f.pages = pages;
+  f.pos0 = 1 + k;
+  f.tokens = next;
+  f.prefix = &log.seqs[0];
+  f.prefix_rows = k;
+  ForwardOutput fused, plain;
+  ASSERT_TRUE(m.Forward({&f, 1}, **kv, **st, &fused).ok());
+  BatchSeq p = f;
+  p.state_in = 2;
+  p.state_out = 2;
+  p.prefix = nullptr;
+  p.prefix_rows = 0;
+  ASSERT_TRUE(m.Forward({&p, 1}, **kv, **st, &plain).ok());
+  EXPECT_EQ(fused.logits, plain.logits);
+  EXPECT_EQ(delta(2), delta(3));
+}
+
+}  // namespace
+}  // namespace rw::model

@@ -1,0 +1,554 @@
+// The Vulkan forward of qwen35 dense models (Gated DeltaNet + gated attention + SwiGLU FFN): every layer runs
+// on the device with the gpu/ kernels; weights are uploaded once in their GGUF block formats. The host does the
+// embedding lookup (one row per token), builds the RoPE cos/sin table with the CPU's kernels::RopeCache, and
+// moves the batch's recurrent states and KV rows between the engine's StateStorage / KvStorage and device
+// buffers around each forward (docs/gpu.md says what this costs and what is not on the device yet).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpu/ops.h"
+#include "kernels/kv_quant.h"
+#include "kernels/matmul.h"
+#include "kernels/rope.h"
+#include "model/forward_backend.h"
+
+namespace rw::model {
+
+namespace {
+
+using gpu::Buffer;
+using gpu::Context;
+using gpu::GpuMatrix;
+using gpu::Groups;
+
+struct GpuLayer {
+  Buffer attn_norm, post_norm;
+  GpuMatrix qkv, gate, beta, alpha, gdn_out;  // GDN
+  Buffer dt_bias, ssm_a, conv, norm;
+  GpuMatrix q, k, v, attn_out;  // attention
+  Buffer q_norm, k_norm;
+  GpuMatrix ffn_gate, ffn_up, ffn_down;
+};
+
+Expected<Buffer> UploadFloats(Context& c, const float* p, size_t n) {
+  REWIND_ASSIGN_OR_RETURN(Buffer b, c.Alloc(4 * n));
+  REWIND_RETURN_IF_ERROR(c.Upload(b, p, 4 * n));
+  return b;
+}
+
+Expected<GpuMatrix> UploadWeight(Context& c, const Matrix& m, const std::string& what) {
+  auto r = gpu::UploadMatrix(c, m.type, m.data, m.n_cols, m.n_rows, m.row_bytes);
+  if (!r.ok()) return Error{r.error().kind, what + ": " + r.error().message};
+  return r;
+}
+
+// Device buffers sized for the largest batch so far (grow only).
+struct Grown {
+  Buffer buf;
+  Status Ensure(Context& c, size_t bytes) {
+    if (buf.valid() && buf.size() >= bytes) return Status::Ok();
+    REWIND_RETURN_IF_ERROR(c.Submit());
+    REWIND_ASSIGN_OR_RETURN(buf, c.Alloc(std::max<size_t>(bytes, 16)));
+    return Status::Ok();
+  }
+};
+
+class VulkanBackend final : public ForwardBackend {
+ public:
+  VulkanBackend(std::shared_ptr<Context> ctx, const ModelConfig& cfg, const Weights& w)
+      : ctx_(std::move(ctx)), cfg_(cfg), w_(w) {}
+
+  Status Upload();
+  std::string name() const override { return "vulkan" + std::to_string(ctx_->info().index); }
+  std::string description() const override {
+    return name() + " (" + ctx_->info().name + ", " + std::to_string(ctx_->info().memory_bytes >> 20) + " MiB)";
+  }
+  uint64_t device_bytes() const override { return ctx_->allocated_bytes(); }
+  Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
+                 KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) override;
+  Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
+                     StateStorage& states) override;
+
+ private:
+  Status Norm(const Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, Buffer& o) {
+    return gpu::RecordRmsNorm(*ctx_, x, 0, n, rows, n, &w, cfg_.eps, o, 0, n);
+  }
+  Status Mat(const GpuMatrix& m, const Buffer& x, int32_t N, Buffer& y) {
+    return gpu::RecordMatMul(*ctx_, m, x, 0, N, y, 0, static_cast<uint32_t>(m.n_rows), act_);
+  }
+  Status Elt(Buffer& a, const Buffer& b, uint32_t rows, uint32_t width, uint32_t a_stride, uint32_t b_off,
+             uint32_t b_stride, uint32_t mode);
+  struct ReplayRun {
+    const ReplaySeqLog* log = nullptr;
+    int32_t rows = 0;   // the first `rows` logged tokens
+    int32_t state = 0;  // index of the state in the device state buffers
+  };
+  Status CopyRows(const Buffer& src, uint32_t src_off, uint32_t src_stride, Buffer& dst, uint32_t dst_off,
+                  uint32_t dst_stride, uint32_t rows, uint32_t width);
+  Status GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows, int32_t n_seqs, const Buffer& tab);
+  Status GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs, bool record);
+  Status ReplayPass(std::span<const ReplayRun> runs);
+  Status EnsureRows(int32_t N);
+  Status EnsureStates(int32_t n_states);
+  Status UploadStates(std::span<const int32_t> slots, const StateStorage& states);
+  Status DownloadStates(std::span<const int32_t> slots, StateStorage& states);
+  Status AttnLayer(const GpuLayer& L, int32_t ai, int32_t N);
+  Status FfnBlock(const GpuLayer& L, int32_t N);
+
+  std::shared_ptr<Context> ctx_;
+  const ModelConfig& cfg_;
+  const Weights& w_;
+  std::vector<GpuLayer> layers_;
+  GpuMatrix output_;
+  Buffer output_norm_;
+  gpu::ActScratch act_;
+  bool kv_f16_ = false;  // this forward's KV cache type: F16 (rows rounded as the CPU stores them) or F32
+  // Per forward: [N][E] residual / normed / block output, and the layer scratch.
+  Grown x_, t_, y_, qkv_, z_, b_, a_, u_, o_, qg_, k_, v_, q_, att_, fg_, fu_, hn_, logits_, rope_, seq_tab_,
+      row_tab_, replay_tab_, replay_in_;
+  std::vector<Grown> conv_, delta_, log_, kc_, vc_, knew_, vnew_;  // per recurrent / attention layer
+};
+
+Status VulkanBackend::Upload() {
+  Context& c = *ctx_;
+  layers_.resize(cfg_.n_layer);
+  for (int32_t il = 0; il < cfg_.n_layer; ++il) {
+    const LayerWeights& L = w_.layers[il];
+    GpuLayer& G = layers_[il];
+    const std::string at = "layer " + std::to_string(il) + " ";
+    REWIND_ASSIGN_OR_RETURN(G.attn_norm, UploadFloats(c, L.attn_norm, cfg_.n_embd));
+    REWIND_ASSIGN_OR_RETURN(G.post_norm, UploadFloats(c, L.post_norm, cfg_.n_embd));
+    if (cfg_.kinds[il] == LayerKind::kGdn) {
+      const GdnWeights& g = L.gdn;
+      REWIND_ASSIGN_OR_RETURN(G.qkv, UploadWeight(c, g.qkv, at + "attn_qkv"));
+      REWIND_ASSIGN_OR_RETURN(G.gate, UploadWeight(c, g.gate, at + "attn_gate"));
+      REWIND_ASSIGN_OR_RETURN(G.beta, UploadWeight(c, g.beta, at + "ssm_beta"));
+      REWIND_ASSIGN_OR_RETURN(G.alpha, UploadWeight(c, g.alpha, at + "ssm_alpha"));
+      REWIND_ASSIGN_OR_RETURN(G.gdn_out, UploadWeight(c, g.out, at + "ssm_out"));
+      REWIND_ASSIGN_OR_RETURN(G.dt_bias, UploadFloats(c, g.dt_bias, cfg_.ssm_heads));
+      REWIND_ASSIGN_OR_RETURN(G.ssm_a, UploadFloats(c, g.ssm_a, cfg_.ssm_heads));
+      REWIND_ASSIGN_OR_RETURN(G.conv, UploadFloats(c, g.conv, static_cast<size_t>(cfg_.ssm_conv_dim()) * cfg_.ssm_conv_kernel));
+      REWIND_ASSIGN_OR_RETURN(G.norm, UploadFloats(c, g.norm, cfg_.ssm_state));
+    } else {
+      const AttnWeights& a = L.attn;
+      REWIND_ASSIGN_OR_RETURN(G.q, UploadWeight(c, a.q, at + "attn_q"));
+      REWIND_ASSIGN_OR_RETURN(G.k, UploadWeight(c, a.k, at + "attn_k"));
+      REWIND_ASSIGN_OR_RETURN(G.v, UploadWeight(c, a.v, at + "attn_v"));
+      REWIND_ASSIGN_OR_RETURN(G.attn_out, UploadWeight(c, a.out, at + "attn_output"));
+      REWIND_ASSIGN_OR_RETURN(G.q_norm, UploadFloats(c, a.q_norm, cfg_.head_dim));
+      REWIND_ASSIGN_OR_RETURN(G.k_norm, UploadFloats(c, a.k_norm, cfg_.head_dim));
+    }
+    const FfnWeights& f = L.ffn;
+    REWIND_ASSIGN_OR_RETURN(G.ffn_gate, UploadWeight(c, f.gate, at + "ffn_gate"));
+    REWIND_ASSIGN_OR_RETURN(G.ffn_up, UploadWeight(c, f.up, at + "ffn_up"));
+    REWIND_ASSIGN_OR_RETURN(G.ffn_down, UploadWeight(c, f.down, at + "ffn_down"));
+  }
+  REWIND_ASSIGN_OR_RETURN(output_, UploadWeight(c, w_.output, "output"));
+  REWIND_ASSIGN_OR_RETURN(output_norm_, UploadFloats(c, w_.output_norm, cfg_.n_embd));
+  conv_.resize(cfg_.n_recurrent_layers());
+  delta_.resize(cfg_.n_recurrent_layers());
+  log_.resize(cfg_.n_recurrent_layers());
+  kc_.resize(cfg_.n_attn_layers());
+  vc_.resize(cfg_.n_attn_layers());
+  knew_.resize(cfg_.n_attn_layers());
+  vnew_.resize(cfg_.n_attn_layers());
+  return Status::Ok();
+}
+
+Status VulkanBackend::Elt(Buffer& a, const Buffer& b, uint32_t rows, uint32_t width, uint32_t a_stride,
+                          uint32_t b_off, uint32_t b_stride, uint32_t mode) {
+  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * p, ctx_->GetPipeline("eltwise"));
+  struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{rows, width, 0, a_stride, b_off, b_stride, mode};
+  ctx_->Dispatch(*p, {{&a}, {&b}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(rows) * width));
+  return Status::Ok();
+}
+
+Status VulkanBackend::CopyRows(const Buffer& src, uint32_t src_off, uint32_t src_stride, Buffer& dst,
+                                uint32_t dst_off, uint32_t dst_stride, uint32_t rows, uint32_t width) {
+  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * p, ctx_->GetPipeline("copy_rows"));
+  struct { uint32_t rows, width, src_off, src_stride, dst_off, dst_stride; } pc{rows, width, src_off, src_stride,
+                                                                                dst_off, dst_stride};
+  ctx_->Dispatch(*p, {{&src}, {&dst}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(rows) * width));
+  return Status::Ok();
+}
+
+// Conv window, SiLU, L2 norms, gates and the delta rule of GDN layer gi for the rows of the sequences in `tab`
+// ({row0, n, state index, -}), from qkv_ [rows][C], b_ and a_ [rows][Hv] (the replay log's inputs): the one
+// code path that changes a GDN state on the device, for forwards and for replays alike. o_ receives the core
+// output.
+Status VulkanBackend::GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows, int32_t n_seqs, const Buffer& tab) {
+  const uint32_t S = cfg_.ssm_state, Hk = cfg_.ssm_group, Hv = cfg_.ssm_heads, Kd = cfg_.ssm_key_dim(),
+                 C = cfg_.ssm_conv_dim(), Kc = cfg_.ssm_conv_kernel;
+  const uint32_t N = static_cast<uint32_t>(rows);
+  Context& c = *ctx_;
+  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * conv, c.GetPipeline("gdn_conv"));
+  struct { uint32_t n_seqs, C, Kc, x_stride; } cpc{static_cast<uint32_t>(n_seqs), C, Kc, C};
+  c.Dispatch(*conv, {{&qkv_.buf}, {&L.conv}, {&conv_[gi].buf}, {&u_.buf}, {&tab}}, &cpc, sizeof(cpc),
+             Groups(static_cast<uint64_t>(n_seqs) * C));
+  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * l2, c.GetPipeline("l2_norm"));
+  for (uint32_t off : {0u, Kd}) {  // q heads, then k heads
+    struct { uint32_t rows, n, per, outer, inner, x_off; float eps; } lpc{N * Hk, S, Hk, C, S, off, cfg_.eps};
+    c.Dispatch(*l2, {{&u_.buf}}, &lpc, sizeof(lpc), Groups(lpc.rows));
+  }
+  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * gates, c.GetPipeline("gdn_gates"));
+  struct { uint32_t n, Hv; } gpc{N * Hv, Hv};
+  c.Dispatch(*gates, {{&b_.buf}, {&a_.buf}, {&L.dt_bias}, {&L.ssm_a}}, &gpc, sizeof(gpc), Groups(gpc.n));
+  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * delta, c.GetPipeline("gdn_delta"));
+  const bool grouped = cfg_.arch == Arch::kQwen3Next;
+  struct { uint32_t n_seqs, Hv, S, C, Kd, key_div, key_mod; } dpc{static_cast<uint32_t>(n_seqs), Hv, S, C, Kd,
+                                                                 grouped ? Hv / Hk : 1u, grouped ? 0xFFFFFFFFu : Hk};
+  c.Dispatch(*delta, {{&u_.buf}, {&b_.buf}, {&a_.buf}, {&delta_[gi].buf}, {&o_.buf}, {&tab}}, &dpc, sizeof(dpc),
+             Groups(static_cast<uint64_t>(n_seqs) * Hv * S));
+  return Status::Ok();
+}
+
+Status VulkanBackend::GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs, bool record) {
+  const uint32_t S = cfg_.ssm_state, Hv = cfg_.ssm_heads, C = cfg_.ssm_conv_dim(), rw = C + 2 * Hv;
+  REWIND_RETURN_IF_ERROR(Mat(L.qkv, t_.buf, N, qkv_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.gate, t_.buf, N, z_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.beta, t_.buf, N, b_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.alpha, t_.buf, N, a_.buf));
+  if (record) {  // the replay log's rows [C raw qkv | b | a], before the gates overwrite b and a
+    REWIND_RETURN_IF_ERROR(CopyRows(qkv_.buf, 0, C, log_[gi].buf, 0, rw, N, C));
+    REWIND_RETURN_IF_ERROR(CopyRows(b_.buf, 0, Hv, log_[gi].buf, C, rw, N, Hv));
+    REWIND_RETURN_IF_ERROR(CopyRows(a_.buf, 0, Hv, log_[gi].buf, C + Hv, rw, N, Hv));
+  }
+  REWIND_RETURN_IF_ERROR(GdnStateUpdate(L, gi, N, n_seqs, seq_tab_.buf));
+  // Gated RMSNorm per head, output projection.
+  REWIND_RETURN_IF_ERROR(gpu::RecordRmsNorm(*ctx_, o_.buf, 0, S, N * Hv, S, &L.norm, cfg_.eps, o_.buf, 0, S));
+  REWIND_RETURN_IF_ERROR(Elt(o_.buf, z_.buf, N * Hv, S, S, 0, S, 2));
+  return gpu::RecordMatMul(*ctx_, L.gdn_out, o_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
+}
+
+// Re-applies logged rows to the device states: run r takes rows [0, rows) of its log onto state index `state`.
+// Same kernels as the forward (GdnStateUpdate): the same bits as the forward that logged them.
+Status VulkanBackend::ReplayPass(std::span<const ReplayRun> runs) {
+  const uint32_t Hv = cfg_.ssm_heads, C = cfg_.ssm_conv_dim(), rw = C + 2 * Hv;
+  const int32_t n_rec = cfg_.n_recurrent_layers();
+  int32_t R = 0;
+  std::vector<int32_t> tab;
+  for (const ReplayRun& r : runs) {
+    tab.insert(tab.end(), {R, r.rows, r.state, 0});
+    R += r.rows;
+  }
+  if (R == 0) return Status::Ok();
+  Context& c = *ctx_;
+  REWIND_RETURN_IF_ERROR(EnsureRows(R));
+  REWIND_RETURN_IF_ERROR(replay_tab_.Ensure(c, 4 * tab.size()));
+  REWIND_RETURN_IF_ERROR(replay_in_.Ensure(c, 4 * static_cast<size_t>(R) * rw * n_rec));
+  // Rows of every layer from each log ([token][layer][rw]) into one upload [layer][R][rw].
+  std::vector<float> rows(static_cast<size_t>(R) * rw * n_rec);
+  for (int32_t gi = 0; gi < n_rec; ++gi) {
+    size_t at = static_cast<size_t>(gi) * R;
+    for (const ReplayRun& r : runs)
+      for (int32_t t = 0; t < r.rows; ++t, ++at)
+        std::memcpy(rows.data() + at * rw, r.log->rows.data() + (static_cast<size_t>(t) * n_rec + gi) * rw, 4 * rw);
+  }
+  REWIND_RETURN_IF_ERROR(c.Upload(replay_tab_.buf, tab.data(), 4 * tab.size()));
+  REWIND_RETURN_IF_ERROR(c.Upload(replay_in_.buf, rows.data(), 4 * rows.size()));
+  for (int32_t il = 0; il < cfg_.n_layer; ++il) {
+    if (cfg_.kinds[il] != LayerKind::kGdn) continue;
+    const int32_t gi = cfg_.kind_index[il];
+    const uint32_t base = static_cast<uint32_t>(gi) * R * rw;
+    REWIND_RETURN_IF_ERROR(CopyRows(replay_in_.buf, base, rw, qkv_.buf, 0, C, R, C));
+    REWIND_RETURN_IF_ERROR(CopyRows(replay_in_.buf, base + C, rw, b_.buf, 0, Hv, R, Hv));
+    REWIND_RETURN_IF_ERROR(CopyRows(replay_in_.buf, base + C + Hv, rw, a_.buf, 0, Hv, R, Hv));
+    REWIND_RETURN_IF_ERROR(GdnStateUpdate(layers_[il], gi, R, static_cast<int32_t>(runs.size()), replay_tab_.buf));
+  }
+  return c.Submit();
+}
+
+Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N) {
+  const uint32_t D = cfg_.head_dim, Hq = cfg_.n_head, Hkv = cfg_.n_head_kv, QW = Hq * D, KW = Hkv * D;
+  Context& c = *ctx_;
+  REWIND_RETURN_IF_ERROR(Mat(L.q, t_.buf, N, qg_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.k, t_.buf, N, k_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.v, t_.buf, N, v_.buf));
+  // q: normed out of [q | gate] pairs; k normed in place; both rotated.
+  REWIND_RETURN_IF_ERROR(gpu::RecordRmsNorm(c, qg_.buf, 0, 2 * D, N * Hq, D, &L.q_norm, cfg_.eps, q_.buf, 0, D));
+  REWIND_RETURN_IF_ERROR(gpu::RecordRmsNorm(c, k_.buf, 0, D, N * Hkv, D, &L.k_norm, cfg_.eps, k_.buf, 0, D));
+  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * rope, c.GetPipeline("rope"));
+  struct { uint32_t total, heads, row_stride, head_stride, x_off, n_rot; } rq{N * Hq, Hq, QW, D, 0,
+                                                                             static_cast<uint32_t>(cfg_.n_rot)};
+  c.Dispatch(*rope, {{&q_.buf}, {&rope_.buf}}, &rq, sizeof(rq), Groups(rq.total));
+  struct { uint32_t total, heads, row_stride, head_stride, x_off, n_rot; } rk{N * Hkv, Hkv, KW, D, 0,
+                                                                             static_cast<uint32_t>(cfg_.n_rot)};
+  c.Dispatch(*rope, {{&k_.buf}, {&rope_.buf}}, &rk, sizeof(rk), Groups(rk.total));
+  // The new rows go back to the host KvStorage after the forward (copies of the unrounded rows).
+  c.Copy(k_.buf, 0, knew_[ai].buf, 0, static_cast<size_t>(N) * KW * 4);
+  c.Copy(v_.buf, 0, vnew_[ai].buf, 0, static_cast<size_t>(N) * KW * 4);
+  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * store, c.GetPipeline("kv_store"));
+  struct { uint32_t N, KW, f16; } spc{static_cast<uint32_t>(N), KW, kv_f16_ ? 1u : 0u};
+  c.Dispatch(*store, {{&k_.buf}, {&v_.buf}, {&kc_[ai].buf}, {&vc_[ai].buf}, {&row_tab_.buf}}, &spc, sizeof(spc),
+             Groups(static_cast<uint64_t>(N) * KW));
+  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * attn, c.GetPipeline("attention"));
+  const float scale = cfg_.attn_scale != 0.0f ? cfg_.attn_scale : 1.0f / std::sqrt(static_cast<float>(D));
+  struct { uint32_t N, Hq, Hkv, D; float scale; } apc{static_cast<uint32_t>(N), Hq, Hkv, D, scale};
+  c.Dispatch(*attn, {{&q_.buf}, {&kc_[ai].buf}, {&vc_[ai].buf}, {&att_.buf}, {&row_tab_.buf}}, &apc, sizeof(apc),
+             Groups(static_cast<uint64_t>(N) * Hq));
+  REWIND_RETURN_IF_ERROR(Elt(att_.buf, qg_.buf, N * Hq, D, D, D, 2 * D, 3));  // output gate
+  return gpu::RecordMatMul(c, L.attn_out, att_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
+}
+
+Status VulkanBackend::FfnBlock(const GpuLayer& L, int32_t N) {
+  const uint32_t F = static_cast<uint32_t>(L.ffn_gate.n_rows);
+  REWIND_RETURN_IF_ERROR(Mat(L.ffn_gate, t_.buf, N, fg_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.ffn_up, t_.buf, N, fu_.buf));
+  REWIND_RETURN_IF_ERROR(Elt(fg_.buf, fu_.buf, 1, N * F, 0, 0, 0, 1));
+  return gpu::RecordMatMul(*ctx_, L.ffn_down, fg_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
+}
+
+Status VulkanBackend::EnsureRows(int32_t rows) {
+  const ModelConfig& cf = cfg_;
+  Context& c = *ctx_;
+  const size_t n = static_cast<size_t>(rows), E = cf.n_embd, C = cf.ssm_conv_dim(), Hv = cf.ssm_heads,
+               Vd = cf.ssm_inner, QW = static_cast<size_t>(cf.n_head) * cf.head_dim,
+               KW = static_cast<size_t>(cf.n_head_kv) * cf.head_dim, F = cf.n_ff;
+  for (Grown* g : {&x_, &t_, &y_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * E));
+  for (Grown* g : {&qkv_, &u_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * C));
+  for (Grown* g : {&z_, &o_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * Vd));
+  for (Grown* g : {&b_, &a_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * Hv));
+  for (Grown* g : {&q_, &att_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * QW));
+  for (Grown* g : {&k_, &v_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * KW));
+  for (Grown* g : {&fg_, &fu_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * F));
+  REWIND_RETURN_IF_ERROR(qg_.Ensure(c, 4 * n * 2 * QW));
+  REWIND_RETURN_IF_ERROR(rope_.Ensure(c, 4 * n * std::max(cf.n_rot, 2)));
+  for (Grown& g : log_) REWIND_RETURN_IF_ERROR(g.Ensure(c, 4 * n * (C + 2 * Hv)));
+  return Status::Ok();
+}
+
+Status VulkanBackend::EnsureStates(int32_t n_states) {
+  const size_t conv_f = static_cast<size_t>(cfg_.ssm_conv_dim()) * (cfg_.ssm_conv_kernel - 1),
+               delta_f = static_cast<size_t>(cfg_.ssm_heads) * cfg_.ssm_state * cfg_.ssm_state;
+  for (int32_t gi = 0; gi < cfg_.n_recurrent_layers(); ++gi) {
+    REWIND_RETURN_IF_ERROR(conv_[gi].Ensure(*ctx_, 4 * conv_f * n_states));
+    REWIND_RETURN_IF_ERROR(delta_[gi].Ensure(*ctx_, 4 * delta_f * n_states));
+  }
+  return Status::Ok();
+}
+
+// Host state slot slots[i] -> device state i (-1: the zero state), and back.
+Status VulkanBackend::UploadStates(std::span<const int32_t> slots, const StateStorage& states) {
+  const size_t conv_f = static_cast<size_t>(cfg_.ssm_conv_dim()) * (cfg_.ssm_conv_kernel - 1),
+               delta_f = static_cast<size_t>(cfg_.ssm_heads) * cfg_.ssm_state * cfg_.ssm_state;
+  REWIND_RETURN_IF_ERROR(EnsureStates(static_cast<int32_t>(slots.size())));
+  const std::vector<float> zeros(std::max(conv_f, delta_f), 0.0f);
+  for (int32_t gi = 0; gi < cfg_.n_recurrent_layers(); ++gi)
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const float* conv = slots[i] >= 0 ? states.Conv(slots[i], gi) : zeros.data();
+      const float* delta = slots[i] >= 0 ? states.Delta(slots[i], gi) : zeros.data();
+      REWIND_RETURN_IF_ERROR(ctx_->Upload(conv_[gi].buf, conv, 4 * conv_f, 4 * conv_f * i));
+      REWIND_RETURN_IF_ERROR(ctx_->Upload(delta_[gi].buf, delta, 4 * delta_f, 4 * delta_f * i));
+    }
+  return Status::Ok();
+}
+
+Status VulkanBackend::DownloadStates(std::span<const int32_t> slots, StateStorage& states) {
+  const size_t conv_f = static_cast<size_t>(cfg_.ssm_conv_dim()) * (cfg_.ssm_conv_kernel - 1),
+               delta_f = static_cast<size_t>(cfg_.ssm_heads) * cfg_.ssm_state * cfg_.ssm_state;
+  for (int32_t gi = 0; gi < cfg_.n_recurrent_layers(); ++gi)
+    for (size_t i = 0; i < slots.size(); ++i) {
+      REWIND_RETURN_IF_ERROR(ctx_->Download(conv_[gi].buf, states.Conv(slots[i], gi), 4 * conv_f, 4 * conv_f * i));
+      REWIND_RETURN_IF_ERROR(ctx_->Download(delta_[gi].buf, states.Delta(slots[i], gi), 4 * delta_f, 4 * delta_f * i));
+    }
+  return Status::Ok();
+}
+
+Status VulkanBackend::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
+                                  StateStorage& states) {
+  const int32_t in[] = {slot_in}, outs[] = {slot_out};
+  REWIND_RETURN_IF_ERROR(EnsureRows(std::max(k, 1)));
+  REWIND_RETURN_IF_ERROR(UploadStates(in, states));
+  const ReplayRun run[] = {{&log, k, 0}};
+  REWIND_RETURN_IF_ERROR(ReplayPass(run));
+  return DownloadStates(outs, states);
+}
+
+Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
+                              KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) {
+  const ModelConfig& cf = cfg_;
+  const int32_t E = cf.n_embd, V = cf.n_vocab, n_seqs = static_cast<int32_t>(seqs.size());
+  const KvTypes kt = kv.config().type;
+  if (cf.n_attn_layers() > 0) {
+    const bool f32 = kt.k == KvType::kF32 && kt.v == KvType::kF32, f16 = kt.k == KvType::kF16 && kt.v == KvType::kF16;
+    if (!f32 && !f16)
+      return Error::Unsupported("the GPU backend supports f32 and f16 KV caches only, not " +
+                                std::string(kernels::KvTypesName(kt)) + " yet");
+    kv_f16_ = f16;
+  }
+  Context& c = *ctx_;
+  const uint32_t C = cf.ssm_conv_dim(), Hv = cf.ssm_heads;
+  const uint32_t KW = cf.n_head_kv * cf.head_dim;
+  const size_t n = static_cast<size_t>(N);
+  int32_t max_prefix = 0;
+  for (const internal::SeqRun& s : seqs) max_prefix = std::max(max_prefix, s.prefix != nullptr ? s.prefix_rows : 0);
+  REWIND_RETURN_IF_ERROR(EnsureRows(std::max(N, max_prefix * n_seqs)));
+
+  // ---- Host-side inputs: embeddings, the sequence and row tables, the RoPE table.
+  std::vector<float> host(n * E);
+  for (size_t s = 0; s < batch.size(); ++s)
+    for (int32_t j = 0; j < seqs[s].n; ++j)
+      kernels::DequantizeRowTo(w_.token_embd, batch[s].tokens[j], host.data() + static_cast<size_t>(seqs[s].row0 + j) * E);
+  if (cf.embedding_scale != 0.0f)
+    for (float& v : host) v = v * cf.embedding_scale;
+  REWIND_RETURN_IF_ERROR(c.Upload(x_.buf, host.data(), 4 * host.size()));
+  std::vector<int32_t> seq_tab(4 * n_seqs), row_tab(2 * n);
+  int32_t kv_rows = 0;
+  for (int32_t s = 0; s < n_seqs; ++s) {
+    seq_tab[4 * s] = seqs[s].row0;
+    seq_tab[4 * s + 1] = seqs[s].n;
+    seq_tab[4 * s + 2] = s;  // the device state buffers hold the batch's states in batch order
+    for (int32_t j = 0; j < seqs[s].n; ++j) {
+      row_tab[2 * (seqs[s].row0 + j)] = kv_rows;
+      row_tab[2 * (seqs[s].row0 + j) + 1] = seqs[s].pos0 + j;
+    }
+    kv_rows += seqs[s].pos0 + seqs[s].n;
+  }
+  REWIND_RETURN_IF_ERROR(seq_tab_.Ensure(c, 4 * seq_tab.size()));
+  REWIND_RETURN_IF_ERROR(c.Upload(seq_tab_.buf, seq_tab.data(), 4 * seq_tab.size()));
+  REWIND_RETURN_IF_ERROR(row_tab_.Ensure(c, 4 * row_tab.size()));
+  REWIND_RETURN_IF_ERROR(c.Upload(row_tab_.buf, row_tab.data(), 4 * row_tab.size()));
+  if (cf.n_attn_layers() > 0 && cf.n_rot > 0) {
+    const kernels::RopeParams rp = internal::MakeRope(cf);
+    std::vector<float> table(n * cf.n_rot);
+    for (int32_t i = 0; i < N; ++i) kernels::RopeCache(rp, row_tab[2 * i + 1], table.data() + static_cast<size_t>(i) * cf.n_rot);
+    REWIND_RETURN_IF_ERROR(c.Upload(rope_.buf, table.data(), 4 * table.size()));
+  }
+
+  // ---- The batch's recurrent states onto the device, then a lazy rollback's logged rows (BatchSeq::prefix)
+  // re-applied by the forward's own kernels before the tokens.
+  std::vector<int32_t> in_slots(n_seqs), out_slots(n_seqs);
+  std::vector<ReplayRun> prefix_runs;
+  for (int32_t s = 0; s < n_seqs; ++s) {
+    in_slots[s] = seqs[s].slot_in >= 0 ? seqs[s].slot_in : seqs[s].slot;
+    out_slots[s] = seqs[s].slot;
+    if (seqs[s].prefix != nullptr && seqs[s].prefix_rows > 0) prefix_runs.push_back({seqs[s].prefix, seqs[s].prefix_rows, s});
+  }
+  REWIND_RETURN_IF_ERROR(UploadStates(in_slots, states));
+  REWIND_RETURN_IF_ERROR(ReplayPass(prefix_runs));
+  const int32_t ps = kv.page_size();
+  for (int32_t ai = 0; ai < cf.n_attn_layers(); ++ai) {
+    REWIND_RETURN_IF_ERROR(kc_[ai].Ensure(c, 4 * static_cast<size_t>(kv_rows) * KW));
+    REWIND_RETURN_IF_ERROR(vc_[ai].Ensure(c, 4 * static_cast<size_t>(kv_rows) * KW));
+    REWIND_RETURN_IF_ERROR(knew_[ai].Ensure(c, 4 * n * KW));
+    REWIND_RETURN_IF_ERROR(vnew_[ai].Ensure(c, 4 * n * KW));
+    std::vector<float> kh, vh;
+    for (int32_t s = 0, base = 0; s < n_seqs; base += seqs[s].pos0 + seqs[s].n, ++s) {
+      const int32_t P = seqs[s].pos0;
+      kh.resize(static_cast<size_t>(P) * KW);
+      vh.resize(static_cast<size_t>(P) * KW);
+      for (int32_t p = 0; p < P; ++p) {
+        const int32_t page = seqs[s].pages[p / ps], r = p % ps;
+        kernels::DequantizeKvRow(kt.k, kv.K(ai, page) + r * kv.k_row_bytes(), kh.data() + static_cast<size_t>(p) * KW, KW);
+        kernels::DequantizeKvRow(kt.v, kv.V(ai, page) + r * kv.v_row_bytes(), vh.data() + static_cast<size_t>(p) * KW, KW);
+      }
+      REWIND_RETURN_IF_ERROR(c.Upload(kc_[ai].buf, kh.data(), 4 * kh.size(), 4 * static_cast<size_t>(base) * KW));
+      REWIND_RETURN_IF_ERROR(c.Upload(vc_[ai].buf, vh.data(), 4 * vh.size(), 4 * static_cast<size_t>(base) * KW));
+    }
+  }
+
+  // ---- Layers.
+  for (int32_t il = 0; il < cf.n_layer; ++il) {
+    const GpuLayer& L = layers_[il];
+    REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.attn_norm, t_.buf));
+    if (cf.kinds[il] == LayerKind::kGdn) {
+      REWIND_RETURN_IF_ERROR(GdnLayer(L, cf.kind_index[il], N, n_seqs, replay != nullptr));
+    } else {
+      REWIND_RETURN_IF_ERROR(AttnLayer(L, cf.kind_index[il], N));
+    }
+    REWIND_RETURN_IF_ERROR(Elt(x_.buf, y_.buf, 1, N * E, 0, 0, 0, 0));
+    REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.post_norm, t_.buf));
+    REWIND_RETURN_IF_ERROR(FfnBlock(L, N));
+    REWIND_RETURN_IF_ERROR(Elt(x_.buf, y_.buf, 1, N * E, 0, 0, 0, 0));
+  }
+
+  // ---- Output rows (as model.cc): the last token of each sequence, or all of them; final norm, LM head.
+  out->hidden.clear();
+  out->hidden_all.clear();
+  const std::vector<int32_t> src_rows = internal::SelectOutputRows(cf, batch, seqs, out);
+  const int32_t n_out = static_cast<int32_t>(src_rows.size());
+  out->logits.resize(static_cast<size_t>(n_out) * V);
+  if (n_out > 0) {
+    REWIND_RETURN_IF_ERROR(hn_.Ensure(c, 4 * static_cast<size_t>(n_out) * E));
+    REWIND_RETURN_IF_ERROR(logits_.Ensure(c, 4 * static_cast<size_t>(n_out) * V));
+    REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, output_norm_, t_.buf));
+    for (int32_t r = 0; r < n_out; ++r)
+      c.Copy(t_.buf, 4 * static_cast<size_t>(src_rows[r]) * E, hn_.buf, 4 * static_cast<size_t>(r) * E, 4 * E);
+    REWIND_RETURN_IF_ERROR(Mat(output_, hn_.buf, n_out, logits_.buf));
+  }
+  REWIND_RETURN_IF_ERROR(c.Submit());
+  if (n_out > 0) REWIND_RETURN_IF_ERROR(c.Download(logits_.buf, out->logits.data(), 4 * out->logits.size()));
+  if (cf.logit_scale != 0.0f) {
+    const float inv = 1.0f / cf.logit_scale;
+    for (float& v : out->logits) v = v * inv;
+  }
+
+  // ---- States, the replay log and the new KV rows back to the host.
+  REWIND_RETURN_IF_ERROR(DownloadStates(out_slots, states));
+  if (replay != nullptr) {
+    const size_t rw = C + 2 * Hv, n_rec = cf.n_recurrent_layers(), per_tok = rw * n_rec;
+    std::vector<float> rows(n * rw);
+    for (size_t gi = 0; gi < n_rec; ++gi) {
+      REWIND_RETURN_IF_ERROR(c.Download(log_[gi].buf, rows.data(), 4 * rows.size()));
+      for (int32_t s = 0; s < n_seqs; ++s) {
+        const int32_t P = seqs[s].prefix != nullptr ? seqs[s].prefix_rows : 0;
+        float* dst = replay->seqs[s].rows.data();
+        if (gi == 0 && P > 0) std::memcpy(dst, seqs[s].prefix->rows.data(), 4 * per_tok * P);
+        for (int32_t j = 0; j < seqs[s].n; ++j)
+          std::memcpy(dst + (static_cast<size_t>(P + j) * n_rec + gi) * rw,
+                      rows.data() + static_cast<size_t>(seqs[s].row0 + j) * rw, 4 * rw);
+      }
+    }
+  }
+  std::vector<float> kn(n * KW), vn(n * KW);
+  for (int32_t ai = 0; ai < cf.n_attn_layers(); ++ai) {
+    REWIND_RETURN_IF_ERROR(c.Download(knew_[ai].buf, kn.data(), 4 * kn.size()));
+    REWIND_RETURN_IF_ERROR(c.Download(vnew_[ai].buf, vn.data(), 4 * vn.size()));
+    for (int32_t s = 0; s < n_seqs; ++s)
+      for (int32_t j = 0; j < seqs[s].n; ++j) {
+        const size_t i = static_cast<size_t>(seqs[s].row0 + j);
+        internal::StoreKvRow(kv, ai, seqs[s], seqs[s].pos0 + j, kn.data() + i * KW, vn.data() + i * KW);
+      }
+  }
+  return Status::Ok();
+}
+
+// What the GPU forward runs: qwen35 dense layers only (GDN, gated attention with q/k norms and NEOX RoPE, SwiGLU).
+Status CheckSupported(const ModelConfig& cfg, const Weights& w) {
+  if (cfg.arch != Arch::kQwen35)
+    return Error::Unsupported(std::string("the GPU backend does not support the ") + ArchName(cfg.arch) +
+                              " architecture yet (qwen35 dense only; use --device cpu)");
+  for (int32_t il = 0; il < cfg.n_layer; ++il) {
+    const LayerKind k = cfg.kinds[il];
+    if (k != LayerKind::kGdn && k != LayerKind::kAttention)
+      return Error::Unsupported("the GPU backend does not support layer " + std::to_string(il) + "'s kind yet");
+    if (w.layers[il].post_norm == nullptr) return Error::Unsupported("the GPU backend needs an FFN in every block");
+    if (k == LayerKind::kGdn && w.layers[il].gdn.legacy_in)
+      return Error::Unsupported("the GPU backend does not support the legacy fused ssm_in projection yet");
+    if (k == LayerKind::kAttention &&
+        (!cfg.attn_gated || cfg.rope_adjacent || w.layers[il].attn.q_norm == nullptr || w.layers[il].attn.k_norm == nullptr))
+      return Error::Unsupported("the GPU backend supports gated attention with q/k norms and NEOX RoPE only");
+  }
+  if (cfg.residual_scale != 0.0f) return Error::Unsupported("the GPU backend does not support residual scaling yet");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<ForwardBackend>> MakeVulkanBackend(const ModelConfig& cfg, const Weights& w,
+                                                            int32_t device, int32_t n_gpu_layers) {
+  if (n_gpu_layers >= 0 && n_gpu_layers < cfg.n_layer && n_gpu_layers != 0)
+    return Error::Unsupported("partial offload is not supported yet: -ngl " + std::to_string(n_gpu_layers) +
+                              " of " + std::to_string(cfg.n_layer) + " layers (use 0 for the CPU or >= " +
+                              std::to_string(cfg.n_layer) + " for the whole model on the GPU)");
+  REWIND_RETURN_IF_ERROR(CheckSupported(cfg, w));
+  REWIND_ASSIGN_OR_RETURN(std::shared_ptr<gpu::Context> ctx, gpu::OpenDevice(device));
+  auto b = std::make_unique<VulkanBackend>(std::move(ctx), cfg, w);
+  REWIND_RETURN_IF_ERROR(b->Upload());
+  return std::unique_ptr<ForwardBackend>(std::move(b));
+}
+
+}  // namespace rw::model
