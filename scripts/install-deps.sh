@@ -2,9 +2,10 @@
 # Installs the Debian 12 packages rewind needs to build, test and serve. Idempotent.
 # chromium (headless) runs the browser test of the built-in web page (tests/e2e/webui.test.js); redis-server and
 # haproxy run the remote cache tier's tests and deploy/try-replicas.sh.
+# libstb-dev (stb_image) decodes PNG and JPEG images (vision/image_decode.cc).
 set -euo pipefail
 PKGS=(g++ cmake ninja-build pkg-config git libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-      libcpp-httplib-dev libpcre2-dev libhiredis-dev libssl-dev redis-server haproxy curl python3 clang chromium)
+      libcpp-httplib-dev libpcre2-dev libhiredis-dev libssl-dev libstb-dev redis-server haproxy curl python3 clang chromium)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
