@@ -15,7 +15,7 @@ import { CLIENTS, HERE, VERSIONS, clientAvailable, installClients, runClient } f
 const PROMPT = 'Say hello in one word.';
 // Answers are capped where the client lets us (Claude Code, qwen-code) and by -n where it sends no cap (Codex):
 // the demo model's random text would otherwise run to the client's 32000-token default.
-const SERVER_ARGS = ['--cache-dir', '', '--log-requests', '-n', '24', '--seed', '7', '--temp', '0'];
+const SERVER_ARGS = ['--cache-dir', '', '--log-requests', '--seed', '7'];
 
 let installed = false;
 let skipReason = '';
