@@ -4,6 +4,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/file.h"
 #include "chat/chat_render.h"
@@ -55,6 +57,40 @@ TEST(HybridTemplates, EveryCaseRendersLikeJinja2OrFailsWithAClearError) {
     ++rendered;
   }
   EXPECT_GE(rendered, 100);
+}
+
+TEST(HybridTemplates, AnEmptyConversationRaisesWhereJinja2Raises) {
+  // jinja2 3.1.6 (Hugging Face's settings) on messages = []: templates that read messages[0].role raise
+  // UndefinedError "list object has no element 0"; Qwen3.5's raises its own message; Kimi K2's renders.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"granite-4.0.jinja", "list object has no element 0"},
+      {"lfm2-8b-a1b.jinja", "list object has no element 0"},
+      {"nemotron-3-nano.jinja", "list object has no element 0"},
+      {"nemotron-nano-v2.jinja", "list object has no element 0"},
+      {"qwen3-coder.jinja", "list object has no element 0"},
+      {"qwen3.jinja", "list object has no element 0"},
+      {"qwq.jinja", "list object has no element 0"},
+      {"qwen3.5.jinja", "No messages provided."},
+      {"kimi-k2.jinja", ""}};
+  for (const auto& [name, error] : cases) {
+    SCOPED_TRACE(name);
+    auto src = ReadFileToString(Data(name));
+    ASSERT_TRUE(src.ok());
+    auto t = Template::Parse(*src);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    for (bool agp : {true, false}) {
+      RenderOptions o;
+      o.add_generation_prompt = agp;
+      auto r = RenderChat(*t, Json::array(), nullptr, o);
+      if (error.empty()) {
+        EXPECT_TRUE(r.ok()) << r.error().message;
+        continue;
+      }
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.error().kind, ErrorKind::kInvalidArgument);
+      EXPECT_NE(r.error().message.find(error), std::string::npos) << r.error().message;
+    }
+  }
 }
 
 }  // namespace

@@ -39,24 +39,30 @@ TEST(LateSystem, QwenRendersAMidConversationSystemMessageAsAUserBlockInPlace) {
   EXPECT_EQ(r->text.substr(r->spans.message_start[2], 26), "<|im_start|>user\n<system>\n");
 }
 
-TEST(LateSystem, AnEarlierTurnRendersTheSameBytesWhenALaterTurnAddsASystemMessage) {
+TEST(LateSystem, ALateSystemMessageChangesNothingBeforeItAndTheNextTurnExtendsThePrompt) {
   Template t = Qwen35();
   Json turn1 = {Msg("system", "S"), Msg("user", "list files"), Msg("assistant", "a.txt b.txt")};
-  Json turn2 = turn1;
-  turn2.push_back(Msg("system", "The date changed."));
-  turn2.push_back(Msg("user", "and now?"));
-  Json turn3 = turn2;
-  turn3.push_back(Msg("assistant", "same"));
-  turn3.push_back(Msg("user", "thanks"));
-  RenderOptions whole;
-  whole.add_generation_prompt = false;
-  auto r1 = RenderChatAcceptingLateSystem(t, turn1, nullptr, whole);
-  auto r2 = RenderChatAcceptingLateSystem(t, turn2, nullptr, RenderOptions{});
-  auto r2_whole = RenderChatAcceptingLateSystem(t, turn2, nullptr, whole);
-  auto r3 = RenderChatAcceptingLateSystem(t, turn3, nullptr, RenderOptions{});
-  ASSERT_TRUE(r1.ok() && r2.ok() && r2_whole.ok() && r3.ok());
-  EXPECT_EQ(r2->text.rfind(r1->text, 0), 0u) << r1->text << "\n----\n" << r2->text;
-  EXPECT_EQ(r3->text.rfind(r2_whole->text, 0), 0u) << r2_whole->text << "\n----\n" << r3->text;
+  Json plain = turn1, with_system = turn1;
+  plain.push_back(Msg("user", "and now?"));
+  with_system.push_back(Msg("system", "The date changed."));
+  with_system.push_back(Msg("user", "and now?"));
+  auto a = RenderChatAcceptingLateSystem(t, plain, nullptr, RenderOptions{});
+  auto b = RenderChatAcceptingLateSystem(t, with_system, nullptr, RenderOptions{});
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Every byte before the late system message is what the same conversation without it renders.
+  const size_t at = b->spans.message_start[3];
+  EXPECT_EQ(a->text.substr(0, at), b->text.substr(0, at));
+  EXPECT_EQ(a->spans.message_start[3], at);
+  // The next turn (a tool call and its result: the same user query) starts with this turn's whole prompt, so
+  // the cache resumes at its end.
+  Json next = with_system;
+  next.push_back({{"role", "assistant"},
+                  {"content", ""},
+                  {"tool_calls", {{{"type", "function"}, {"function", {{"name", "ls"}, {"arguments", Json::object()}}}}}}});
+  next.push_back({{"role", "tool"}, {"content", "a.txt"}});
+  auto c = RenderChatAcceptingLateSystem(t, next, nullptr, RenderOptions{});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->text.rfind(b->text, 0), 0u) << b->text << "\n----\n" << c->text;
 }
 
 TEST(LateSystem, ATemplateThatTakesLateSystemMessagesGetsThemUnchanged) {

@@ -408,6 +408,8 @@ TEST(DemoModel, IsGeneratedOnceThenReusedAndRegeneratedWhenDamaged) {
   auto f = OpenOrDie(*p1);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->FindTensor("blk.0.attn_qkv.weight")->type, gguf::TensorType::kQ8_0);
+  // A coding agent's prompt fits: `rewind serve` (-c 0: the training context) gets 64K tokens per slot.
+  EXPECT_EQ(*f->GetU32("qwen35.context_length"), static_cast<uint32_t>(kDemoContext));
   f.reset();
 
   auto p2 = EnsureDemoModel(dir, "q8_0");

@@ -4,7 +4,8 @@
 //   input: string | items              -> message items (input_text / output_text parts), function_call items
 //                                         (an assistant turn's tool_calls), function_call_output items (tool
 //                                         messages), reasoning items (the next assistant turn's reasoning)
-//   tools [{type: function, name, ...}] -> function tools; tool_choice, max_output_tokens, temperature, top_p
+//   tools [{type: function, name, ...}] -> function tools; namespace tools flattened, hosted tools left out
+//                                         (server/agent_shapes.h); tool_choice, max_output_tokens, temperature, top_p
 //   previous_response_id               -> the stored conversation of that response, then this input
 // Answered conversations are kept in memory (ResponseStore: bounded count, bytes and age), each readable only
 // with the API key that created it.

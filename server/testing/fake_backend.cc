@@ -57,6 +57,8 @@ std::string FakeCodec::TokenToPiece(int32_t token, bool special) const {
 Expected<RenderedChat> FakeChat::Render(const json& messages, const json& tools,
                                         const ChatOptions& options) const {
   RenderedChat r;
+  // As Qwen3.5's template does (the demo model's): an empty conversation is the template's error.
+  if (messages.empty()) return Error::InvalidArgument("No messages provided.");
   if (tools.is_array()) r.prompt += "<|im_start|>system\n# Tools\n" + tools.dump() + "<|im_end|>\n";
   for (const auto& m : messages) {
     std::string content = ContentText(m["content"]);

@@ -32,7 +32,7 @@ async function capture(name) {
   const logPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rewind-capture-')), 'requests.jsonl');
   const srv = await startScripted(logPath);
   try {
-    const r = await runClient(name, srv.base, PROMPT, { maxTokens: 64, timeoutMs: 300000 });
+    const r = await runClient(name, srv.base, PROMPT, { timeoutMs: 300000 });
     if (r.code !== 0) throw new Error(`${name} exited ${r.code}:\n${r.stdout}\n${r.stderr}`);
   } finally {
     srv.proc.kill();

@@ -31,8 +31,9 @@ const COMMON_ENV = {
   CI: '1',
 };
 
-// Each client: `setup(sandbox, base)` writes its config and returns {cmd, args, env}. `base` is the server's
-// origin (http://127.0.0.1:PORT), `maxTokens` bounds each answer where the client lets it be set.
+// Each client: `setup(sandbox, base, prompt, maxTokens)` writes its config and returns {cmd, args, env}. `base` is
+// the server's origin (http://127.0.0.1:PORT); `maxTokens`, when given, caps each answer where the client lets it
+// be set (Claude Code and qwen-code then fail on an answer cut at the cap, Codex on any cut answer).
 export const CLIENTS = {
   claude: {
     package: '@anthropic-ai/claude-code',
@@ -47,7 +48,7 @@ export const CLIENTS = {
           DISABLE_AUTOUPDATER: '1',
           DISABLE_TELEMETRY: '1',
           DISABLE_ERROR_REPORTING: '1',
-          CLAUDE_CODE_MAX_OUTPUT_TOKENS: String(maxTokens),
+          ...(maxTokens ? { CLAUDE_CODE_MAX_OUTPUT_TOKENS: String(maxTokens) } : {}),
         },
       };
     },
@@ -102,7 +103,7 @@ export const CLIENTS = {
           OPENAI_MODEL: 'rewind-demo',
           QWEN_USAGE_STATISTICS_ENABLED: '0',
           QWEN_TELEMETRY_ENABLED: '0',
-          QWEN_CODE_MAX_OUTPUT_TOKENS: String(maxTokens),
+          ...(maxTokens ? { QWEN_CODE_MAX_OUTPUT_TOKENS: String(maxTokens) } : {}),
         },
       };
     },
@@ -118,7 +119,7 @@ export async function clientAvailable(name) {
 }
 
 // Runs one client's non-interactive mode; resolves {code, stdout, stderr, ms} (code null: killed at `timeoutMs`).
-export function runClient(name, base, prompt, { maxTokens = 32, timeoutMs = 120000 } = {}) {
+export function runClient(name, base, prompt, { maxTokens = 0, timeoutMs = 120000 } = {}) {
   const sb = makeSandbox(name);
   const { cmd, args, env } = CLIENTS[name].setup(sb, base, prompt, maxTokens);
   return run(cmd, args, { HOME: sb.home, ...COMMON_ENV, ...env }, sb.work, timeoutMs);
@@ -138,12 +139,15 @@ function run(cmd, args, env, cwd, timeoutMs) {
   });
 }
 
-// Installs the pinned clients (npm ci from package-lock.json) once; false when that fails (no registry).
+// Installs the pinned clients once: npm ci from package-lock.json, else npm install (npm 11's ci refuses this
+// lock file for the platform packages of optional dependencies it leaves out; the versions are exact either
+// way); false when both fail (no registry).
 export async function installClients() {
   if (fs.existsSync(path.join(HERE, 'node_modules', '.rewind-installed'))) return true;
-  const r = await run('npm', ['ci', '--no-audit', '--no-fund'], {}, HERE, 600000);
+  let r = await run('npm', ['ci', '--no-audit', '--no-fund'], {}, HERE, 600000);
+  if (r.code !== 0) r = await run('npm', ['install', '--no-audit', '--no-fund'], {}, HERE, 600000);
   if (r.code !== 0) {
-    process.stderr.write(`npm ci of the agents failed:\n${r.stderr.slice(-2000)}\n`);
+    process.stderr.write(`npm install of the agents failed:\n${r.stderr.slice(-2000)}\n`);
     return false;
   }
   fs.writeFileSync(path.join(HERE, 'node_modules', '.rewind-installed'), '');

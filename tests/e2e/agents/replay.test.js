@@ -39,7 +39,8 @@ function usageOf(apiPath, text, streamed) {
         prompt = u.input_tokens + cached + (u.cache_creation_input_tokens || 0);
       }
     } else if (apiPath.includes('/responses')) {
-      const r = e.object === 'response' ? e : e.type === 'response.completed' ? e.response : null;
+      const r = e.object === 'response' ? e
+        : e.type === 'response.completed' || e.type === 'response.incomplete' ? e.response : null;
       if (r && r.usage) {
         prompt = r.usage.input_tokens;
         cached = r.usage.input_tokens_details.cached_tokens;
