@@ -9,8 +9,9 @@ void LimitFlags::Register(FlagSet* flags, server::ServerConfig* c) {
   flags->Add("max-json-values", 0, &l.json_values,
              "JSON values (numbers, strings, array and object entries) one request body may hold");
   flags->Add("max-json-members", 0, &l.json_members, "members of any one JSON object in a request body");
-  flags->Add("max-grammar-elements", 0, &l.grammar_elements,
-             "elements of a request's grammar after its repetitions are expanded (GBNF, JSON schema or tools)");
+  flags->Add(
+      "max-grammar-elements", 0, &l.grammar_elements,
+      "elements of a request's grammar after its repetitions are expanded (GBNF, JSON schema or tools)");
   flags->Add("max-grammar-rules", 0, &l.grammar_rules,
              "rules of a request's grammar after expansion (groups and repetitions count)");
   flags->Add("max-schema-nodes", 0, &l.schema_nodes,

@@ -1,5 +1,5 @@
-// The server's sampling flags (--temp, --top-k, --min-p, DRY, penalties, --grammar) reach the engine from every
-// generation endpoint, and the grammar arrives compiled (the engine thread never parses it).
+// The server's sampling flags (--temp, --top-k, --min-p, DRY, penalties, --grammar) reach the engine from
+// every generation endpoint, and the grammar arrives compiled (the engine thread never parses it).
 #include <gtest/gtest.h>
 
 #include "server/testing/test_server.h"
@@ -45,7 +45,8 @@ TEST(SamplingDefaults, EveryGenerationEndpointSubmitsTheServersFlagsAndACompiled
 
 TEST(SamplingDefaults, LogitBiasReachesTheEngineSortedMergedAndInsideTheVocabulary) {
   TestServer ts;
-  json body = {{"prompt", "hi"}, {"max_tokens", 2}, {"logit_bias", json::array({{66, 1.0}, {65, 0.5}, {66, 2.0}})}};
+  json body = {
+      {"prompt", "hi"}, {"max_tokens", 2}, {"logit_bias", json::array({{66, 1.0}, {65, 0.5}, {66, 2.0}})}};
   auto r = ts.Post("/v1/completions", body);
   ASSERT_EQ(r->status, 200) << r->body;
   const auto bias = ts.fake().engine.last_request().sampling.logit_bias;

@@ -8,16 +8,20 @@ namespace rw::server {
 using json = nlohmann::ordered_json;
 
 std::string RequestLimits::Validate() const {
-  const std::pair<const char*, int64_t> positive[] = {
-      {"--max-json-values", json_values},     {"--max-json-members", json_members},
-      {"--max-grammar-elements", grammar_elements}, {"--max-grammar-rules", grammar_rules},
-      {"--max-schema-nodes", schema_nodes},   {"--max-schema-depth", schema_depth},
-      {"--max-dry-breaker-length", dry_breaker_length}, {"--max-stop-length", stop_length}};
+  const std::pair<const char*, int64_t> positive[] = {{"--max-json-values", json_values},
+                                                      {"--max-json-members", json_members},
+                                                      {"--max-grammar-elements", grammar_elements},
+                                                      {"--max-grammar-rules", grammar_rules},
+                                                      {"--max-schema-nodes", schema_nodes},
+                                                      {"--max-schema-depth", schema_depth},
+                                                      {"--max-dry-breaker-length", dry_breaker_length},
+                                                      {"--max-stop-length", stop_length}};
   for (const auto& [flag, v] : positive)
     if (v < 1) return std::string(flag) + " must be at least 1";
-  const std::pair<const char*, int64_t> counts[] = {
-      {"--max-logit-bias", logit_bias}, {"--max-dry-breakers", dry_breakers}, {"--max-stop", stop},
-      {"--max-tools", tools}};
+  const std::pair<const char*, int64_t> counts[] = {{"--max-logit-bias", logit_bias},
+                                                    {"--max-dry-breakers", dry_breakers},
+                                                    {"--max-stop", stop},
+                                                    {"--max-tools", tools}};
   for (const auto& [flag, v] : counts)
     if (v < 0) return std::string(flag) + " must be 0 or more";
   if (top_logprobs < 0 || top_logprobs > 20) return "--max-top-logprobs must be between 0 and 20";
@@ -25,9 +29,9 @@ std::string RequestLimits::Validate() const {
 }
 
 ApiError OverLimit(const std::string& field, const std::string& what, int64_t limit, const char* flag) {
-  ApiError e = ApiError::BadRequest("'" + field + "' " + what + "; this server allows at most " +
-                                        std::to_string(limit) + " (" + flag + ")",
-                                    field);
+  ApiError e = ApiError::BadRequest(
+      "'" + field + "' " + what + "; this server allows at most " + std::to_string(limit) + " (" + flag + ")",
+      field);
   e.code = "limit_exceeded";
   return e;
 }

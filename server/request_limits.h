@@ -1,7 +1,7 @@
 // Bounds on everything a request controls (docs/limits.md). Each is a `rewind serve` flag; a request over one
 // gets a 400 that names the field and the flag. The checks run on the request's own HTTP thread, before any
-// work that grows with the request (a JSON DOM, a grammar, a DRY table), so a hostile request costs little and
-// the engine thread only ever sees prepared, bounded work.
+// work that grows with the request (a JSON DOM, a grammar, a DRY table), so a hostile request costs little
+// and the engine thread only ever sees prepared, bounded work.
 #pragma once
 
 #include <cstdint>

@@ -65,8 +65,8 @@ TEST(RequestLimits, EachSamplingListIsBoundedByItsFlag) {
   ExpectLimit(ChatError(WithMessages({{"logit_bias", pairs}}).dump(), l), "logit_bias", "--max-logit-bias");
   ExpectLimit(ChatError(WithMessages({{"dry_sequence_breakers", {"a", "b", "c"}}}).dump(), l),
               "dry_sequence_breakers", "--max-dry-breakers");
-  ExpectLimit(ChatError(WithMessages({{"dry_sequence_breakers", {"abcdef"}}}).dump(), l), "dry_sequence_breakers",
-              "--max-dry-breaker-length");
+  ExpectLimit(ChatError(WithMessages({{"dry_sequence_breakers", {"abcdef"}}}).dump(), l),
+              "dry_sequence_breakers", "--max-dry-breaker-length");
   ExpectLimit(ChatError(WithMessages({{"stop", {"a", "b", "c"}}}).dump(), l), "stop", "--max-stop");
   ExpectLimit(ChatError(WithMessages({{"stop", "abcde"}}).dump(), l), "stop", "--max-stop-length");
   auto e = ChatError(WithMessages({{"logprobs", true}, {"top_logprobs", 6}}).dump(), l);
@@ -91,8 +91,8 @@ TEST(RequestLimits, ToolsAreBoundedInCountAndInTheSizeOfTheirSchemasTogether) {
     return json{{"type", "function"},
                 {"function", {{"name", name}, {"parameters", {{"type", "object"}, {"properties", p}}}}}};
   };
-  ExpectLimit(ChatError(WithMessages({{"tools", {tool("a", 1), tool("b", 1), tool("c", 1)}}}).dump(), l), "tools",
-              "--max-tools");
+  ExpectLimit(ChatError(WithMessages({{"tools", {tool("a", 1), tool("b", 1), tool("c", 1)}}}).dump(), l),
+              "tools", "--max-tools");
   // Each tool's schema fits; the two together do not.
   ExpectLimit(ChatError(WithMessages({{"tools", {tool("a", 4), tool("b", 4)}}}).dump(), l), "tools",
               "--max-schema-nodes");
@@ -109,11 +109,12 @@ TEST(RequestLimits, ASchemaIsBoundedInNodesAndDepthBeforeItBecomesAGrammar) {
               "--max-schema-nodes");
   json deep = {{"type", "string"}};
   for (int i = 0; i < 5; ++i) deep = {{"type", "object"}, {"properties", {{"x", deep}}}};
-  ExpectLimit(ChatError(WithMessages({{"response_format", {{"type", "json_schema"},
-                                                           {"json_schema", {{"schema", deep}}}}}})
-                            .dump(),
-                        l),
-              "response_format", "--max-schema-depth");
+  ExpectLimit(
+      ChatError(
+          WithMessages({{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", deep}}}}}})
+              .dump(),
+          l),
+      "response_format", "--max-schema-depth");
 }
 
 TEST(RequestLimits, AGrammarWhoseRepetitionsExplodeIsRefusedBeforeItIsExpanded) {
@@ -131,7 +132,8 @@ TEST(RequestLimits, AGrammarWhoseFirstStateWouldGrowWithTheSquareOfItsRulesIsRef
   // its rule's place in the chain (n^2 / 2 entries: 7 GB for 60,000 rules).
   std::string g = "root ::= r0\n";
   const int n = 20000;
-  for (int i = 0; i < n; ++i) g += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\" | \"y\"\n";
+  for (int i = 0; i < n; ++i)
+    g += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\" | \"y\"\n";
   g += "r" + std::to_string(n) + " ::= \"z\"\n";
   auto e = ChatError(WithMessages({{"grammar", g}}).dump());
   ASSERT_TRUE(e.has_value());

@@ -1,8 +1,9 @@
 // libFuzzer target (cmake -DREWIND_FUZZ=ON with clang): every request parser of every endpoint must return a
 // value or an ApiError for any bytes, never crash, throw or run past its limits. The first byte picks the
 // limits: the defaults, or small ones (so the fuzzer reaches the over-limit paths with short inputs).
-//   chat, apply-template, completions, /completion, tokenize, detokenize, Anthropic messages and count_tokens,
-//   Responses (with a stored response to continue), slot actions, and the JSON body scan itself.
+//   chat, apply-template, completions, /completion, tokenize, detokenize, Anthropic messages and
+//   count_tokens, Responses (with a stored response to continue), slot actions, and the JSON body scan
+//   itself.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
