@@ -41,6 +41,9 @@ std::string HybridCache::StatsJson() const {
   num("disk_durable_ms_avg",
       ds.durable_count ? static_cast<int64_t>(ds.durable_seconds_sum * 1e3 / static_cast<double>(ds.durable_count)) : 0);
   num("disk_durable_ms_max", static_cast<int64_t>(ds.durable_seconds_max * 1e3));
+  num("disk_visible_ms_avg",
+      ds.durable_count ? static_cast<int64_t>(ds.visible_seconds_sum * 1e3 / static_cast<double>(ds.durable_count)) : 0);
+  num("disk_visible_ms_max", static_cast<int64_t>(ds.visible_seconds_max * 1e3));
   num("disk_undeleted_bytes", ds.undeleted_bytes);
   num("disk_enqueue_ms", static_cast<int64_t>(im.counters.disk_enqueue_seconds * 1e3));
   num("disk_loaded", static_cast<int64_t>(im.counters.disk_loaded));
@@ -112,6 +115,13 @@ std::string HybridCache::MetricsText() const {
     metric("rewind_cache_disk_durable_max_microseconds", "gauge",
            "The longest time from a response's end to its end state being durable.",
            static_cast<int64_t>(ds.durable_seconds_max * 1e6));
+    metric("rewind_cache_disk_visible_microseconds_total", "counter",
+           "Sum of the times from a response's end to its end state being named by an index a restart after a "
+           "process crash (kill -9) reads (before the sync).",
+           static_cast<int64_t>(ds.visible_seconds_sum * 1e6));
+    metric("rewind_cache_disk_visible_max_microseconds", "gauge",
+           "The longest time from a response's end to its end state surviving a process crash.",
+           static_cast<int64_t>(ds.visible_seconds_max * 1e6));
     metric("rewind_cache_disk_undeleted_bytes", "gauge", "Bytes of evicted values whose delete has not succeeded yet.",
            ds.undeleted_bytes);
     metric("rewind_cache_disk_loaded_total", "counter", "Disk-tier checkpoints a request resumed from.",

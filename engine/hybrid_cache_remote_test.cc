@@ -3,7 +3,9 @@
 // checkpoint the first replica wrote, with tokens and logprobs bit-identical to --no-cache (I1); a dead,
 // flushed, corrupted, hung or full Redis only costs compute, never a wrong or failed answer.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <random>
 #include <thread>
 
@@ -166,6 +168,36 @@ TEST(RemoteTier, AHungOrFullRedisOnlyCostsCompute) {
   EXPECT_EQ(got->logprobs, want2->logprobs);
   EXPECT_NE(got->done.cache.source, "remote");
   EXPECT_EQ(b->MetricsText().find("rewind_remote_errors_total 0"), std::string::npos) << b->MetricsText();
+}
+
+TEST(RemoteTier, AnUnauthenticatedRemoteCacheIsRefusedUnlessTrustedAndTlsUrlsSayWhy) {
+  EngineConfig c;
+  c.model_path = kModel;
+  c.remote_cache = "redis://127.0.0.1:6379";
+  auto refused = c.Validate();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("--remote-cache-trust"), std::string::npos) << refused.error().message;
+  c.remote_cache_trust = true;
+  EXPECT_TRUE(c.Validate().ok());
+  c.remote_cache_key = "short";
+  EXPECT_FALSE(c.Validate().ok());  // a key contradicts trust, and is too short
+  c.remote_cache_trust = false;
+  EXPECT_FALSE(c.Validate().ok());
+  // A key file: one trailing newline is not part of the key.
+  const std::string file = ::testing::TempDir() + "/rewind_remote_key_" + std::to_string(getpid());
+  ASSERT_EQ(std::system(("printf 'sixteen-byte-key-and-more\\n' > " + file).c_str()), 0);
+  c.remote_cache_key.clear();
+  c.remote_cache_key_file = file;
+  ASSERT_TRUE(c.Validate().ok());
+  auto key = c.RemoteCacheKey();
+  ASSERT_TRUE(key.ok()) << key.error().message;
+  EXPECT_EQ(*key, "sixteen-byte-key-and-more");
+  std::remove(file.c_str());
+  EXPECT_FALSE(c.RemoteCacheKey().ok());  // unreadable: a clear error at start
+  c.remote_cache = "rediss://127.0.0.1:6380";
+  auto tls = c.Validate();
+  ASSERT_FALSE(tls.ok());
+  EXPECT_NE(tls.error().message.find("no TLS"), std::string::npos) << tls.error().message;
 }
 
 }  // namespace

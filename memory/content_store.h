@@ -68,9 +68,11 @@ struct ContentStoreStats {
   uint64_t delete_errors = 0;     // deletes the backend refused (each retried later)
   int64_t undeleted_bytes = 0;    // bytes of evicted values still on the medium (counted against max_bytes)
   int64_t index_bytes = 0;        // the index's size
-  // Urgent checkpoints: how long from Enqueue until written, synced and named by a synced index.
+  // Urgent checkpoints: how long from Enqueue until named by an index a restart after a process crash reads
+  // (visible), and until values and index are synced (durable against power loss).
   uint64_t durable_count = 0;
   double durable_seconds_sum = 0, durable_seconds_max = 0;
+  double visible_seconds_sum = 0, visible_seconds_max = 0;
 };
 
 class ContentStore {
@@ -166,7 +168,9 @@ class ContentStore {
   void Sweep();
   void WriterLoop();
   void Process(Job& job);
-  bool WriteIndex();  // mu_ not held; false when the index was not written
+  // mu_ not held; false when the index was not written or not synced. `visible_at`: when the index was in place
+  // (what a restart after a process crash reads), before the sync.
+  bool WriteIndex(std::chrono::steady_clock::time_point* visible_at = nullptr);
   double Score(int64_t saved, uint64_t bytes, uint64_t last_use) const;
 
   std::unique_ptr<StoreBackend> backend_;
