@@ -130,10 +130,16 @@ double MeasureRegionNanos(ThreadPool& pool, int reps) {
   std::atomic<int64_t> sink{0};
   auto region = [&](int i, int) { if (i < 0) sink.fetch_add(1, std::memory_order_relaxed); };
   for (int r = 0; r < 16; ++r) pool.Run(region);  // wake parked workers
+  // At most about 0.2 s (an oversubscribed pool parks between regions: milliseconds each).
   const auto t0 = std::chrono::steady_clock::now();
-  for (int r = 0; r < reps; ++r) pool.Run(region);
+  const auto stop = t0 + std::chrono::milliseconds(200);
+  int done = 0;
+  while (done < reps && (done % 64 != 0 || std::chrono::steady_clock::now() < stop)) {
+    pool.Run(region);
+    ++done;
+  }
   const auto dt = std::chrono::steady_clock::now() - t0;
-  return std::chrono::duration<double, std::nano>(dt).count() / std::max(1, reps);
+  return std::chrono::duration<double, std::nano>(dt).count() / std::max(1, done);
 }
 
 }  // namespace rw::kernels

@@ -83,7 +83,7 @@ inline void RunOnThreads(ThreadPool* pool, const std::function<void(int, int)>& 
   }
 }
 
-// Mean wall time of one empty region on `pool`, in nanoseconds, over `reps` regions (rewind bench).
+// Mean wall time of one empty region on `pool`, in ns, over up to `reps` regions or ~0.2 s (rewind bench).
 double MeasureRegionNanos(ThreadPool& pool, int reps);
 
 }  // namespace rw::kernels
