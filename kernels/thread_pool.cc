@@ -13,15 +13,16 @@ namespace rw::kernels {
 namespace {
 
 // A waiting thread spins on the word it waits for for up to kSpinNanos: a decode step runs a region every few
-// microseconds, and a futex wake-up costs several. The spin pauses the core (_mm_pause) and, after the first
-// kPureSpins polls, yields it every kYieldEvery polls: a pure pause loop made two concurrent processes on a
-// 2-core machine 13x slower (the spinner held the core its partner needed), while sched_yield costs about a
-// syscall when the core has nothing else to run. After kSpinNanos a worker parks on the generation (futex)
-// until the next region, so an idle server uses no CPU. A pool with more threads than the CPUs the process may
-// use does not spin at all: a spinner would hold a CPU that a thread the region waits for needs.
-constexpr int64_t kSpinNanos = 300'000;
+// microseconds, and a futex wake-up costs several. The spin pauses the core (_mm_pause) for its first
+// kPureSpins polls, then yields the core (sched_yield) between polls: a pure pause loop made two concurrent
+// processes on a 2-core machine 13x slower (the spinner held the core its partner needed), while sched_yield
+// costs about a syscall when the core has nothing else to run. After kSpinNanos a thread parks on the word
+// (futex) until the next region, so an idle server uses no CPU and a loaded machine's scheduler sees the
+// threads sleep and wakes them promptly. A pool with more threads than the CPUs the process may use does not
+// spin at all: a spinner would hold a CPU that a thread the region waits for needs.
+constexpr int64_t kSpinNanos = 50'000;
 constexpr int kPureSpins = 64;
-constexpr int kYieldEvery = 16;
+constexpr int kYieldEvery = 1;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
