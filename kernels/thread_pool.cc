@@ -13,15 +13,16 @@ namespace rw::kernels {
 namespace {
 
 // A waiting thread spins on the word it waits for for up to kSpinNanos: a decode step runs a region every few
-// microseconds, and a futex wake-up costs several. The spin pauses the core (_mm_pause) and, after the first
-// kPureSpins polls, yields it every kYieldEvery polls: a pure pause loop made two concurrent processes on a
-// 2-core machine 13x slower (the spinner held the core its partner needed), while sched_yield costs about a
-// syscall when the core has nothing else to run. After kSpinNanos a worker parks on the generation (futex)
-// until the next region, so an idle server uses no CPU. A pool with more threads than the CPUs the process may
-// use does not spin at all: a spinner would hold a CPU that a thread the region waits for needs.
-constexpr int64_t kSpinNanos = 300'000;
+// microseconds, and a futex wake-up costs several. The spin pauses the core (_mm_pause) for its first
+// kPureSpins polls, then yields the core (sched_yield) between polls: a pure pause loop made two concurrent
+// processes on a 2-core machine 13x slower (the spinner held the core its partner needed), while sched_yield
+// costs about a syscall when the core has nothing else to run. After kSpinNanos a thread parks on the word
+// (futex) until the next region, so an idle server uses no CPU and a loaded machine's scheduler sees the
+// threads sleep and wakes them promptly. A pool with more threads than the CPUs the process may use does not
+// spin at all: a spinner would hold a CPU that a thread the region waits for needs.
+constexpr int64_t kSpinNanos = 50'000;
 constexpr int kPureSpins = 64;
-constexpr int kYieldEvery = 16;
+constexpr int kYieldEvery = 1;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -130,10 +131,16 @@ double MeasureRegionNanos(ThreadPool& pool, int reps) {
   std::atomic<int64_t> sink{0};
   auto region = [&](int i, int) { if (i < 0) sink.fetch_add(1, std::memory_order_relaxed); };
   for (int r = 0; r < 16; ++r) pool.Run(region);  // wake parked workers
+  // At most about 0.2 s (an oversubscribed pool parks between regions: milliseconds each).
   const auto t0 = std::chrono::steady_clock::now();
-  for (int r = 0; r < reps; ++r) pool.Run(region);
+  const auto stop = t0 + std::chrono::milliseconds(200);
+  int done = 0;
+  while (done < reps && (done % 64 != 0 || std::chrono::steady_clock::now() < stop)) {
+    pool.Run(region);
+    ++done;
+  }
   const auto dt = std::chrono::steady_clock::now() - t0;
-  return std::chrono::duration<double, std::nano>(dt).count() / std::max(1, reps);
+  return std::chrono::duration<double, std::nano>(dt).count() / std::max(1, done);
 }
 
 }  // namespace rw::kernels

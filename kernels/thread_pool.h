@@ -3,11 +3,11 @@
 // thread count (invariant I1): every task computes whole output elements with the same code.
 //
 // A parallel region costs microseconds at any thread count (docs/performance.md, "Threads"): the caller
-// publishes a job by bumping one atomic generation; workers wait for it by spinning (pause, yielding the core
-// now and then) and park on the generation (a futex) after kSpinNanos without work, so an idle process uses no
+// publishes a job by bumping one atomic generation; workers wait for it by spinning (pause, then yielding the
+// core) and park on the generation (a futex) after kSpinNanos without work, so an idle process uses no
 // CPU; each thread computes its own share from (n, its index), with no shared counter to take tasks from and no
-// lock; completion is one atomic countdown the caller polls (and parks on, woken by the last thread, when the
-// pool has more threads than the process may use CPUs: there every waiting thread parks at once).
+// lock; completion is one atomic countdown the caller polls, then parks on (woken by the last thread). A pool with
+// more threads than the CPUs the process may use parks at once instead of spinning.
 #pragma once
 
 #include <algorithm>
@@ -83,7 +83,7 @@ inline void RunOnThreads(ThreadPool* pool, const std::function<void(int, int)>& 
   }
 }
 
-// Mean wall time of one empty region on `pool`, in nanoseconds, over `reps` regions (rewind bench).
+// Mean wall time of one empty region on `pool`, in ns, over up to `reps` regions or ~0.2 s (rewind bench).
 double MeasureRegionNanos(ThreadPool& pool, int reps);
 
 }  // namespace rw::kernels

@@ -170,7 +170,8 @@ TEST(MakeModel, DrawsKQuantBlocksWithTheTensorScalesIndependentOfThreadCount) {
     double ws = 0, ws2 = 0;
     for (int64_t i = 0; i < n; ++i) ws += w[i], ws2 += static_cast<double>(w[i]) * w[i];
     const double wmean = ws / n, wsd = std::sqrt(ws2 / n - wmean * wmean);
-    EXPECT_NEAR(sd / wsd, 1.0, 0.05) << t.name << " " << gguf::TypeName(t.type);
+    // Two independent samples of the same distribution: their standard deviations differ by ~1/sqrt(n).
+    EXPECT_NEAR(sd / wsd, 1.0, 0.03 + 4 / std::sqrt(static_cast<double>(n))) << t.name << " " << gguf::TypeName(t.type);
     EXPECT_NEAR(mean, wmean, 0.02 * wsd + 8 * wsd / std::sqrt(static_cast<double>(n))) << t.name;
     ++checked[k];
   }

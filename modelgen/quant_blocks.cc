@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "base/check.h"
 #include "modelgen/rng.h"
@@ -19,6 +20,7 @@ struct LevelTable {
   int first = 0, levels = 0;
   double center = 0, std = 0;   // of the discretised, clipped distribution (in levels)
   std::array<uint32_t, 64> upper{};  // upper[l]: cumulative count (of 65536) up to and including level l
+  std::vector<uint8_t> level;        // [65536] the level of each 16-bit draw
 };
 
 LevelTable MakeTable(int first, int levels, double sigma) {
@@ -41,6 +43,12 @@ LevelTable MakeTable(int first, int levels, double sigma) {
   }
   t.center = m1;
   t.std = std::sqrt(m2 - m1 * m1);
+  t.level.resize(65536);
+  int l = first;
+  for (uint32_t u = 0; u < 65536; ++u) {
+    while (l < levels - 1 && u >= t.upper[static_cast<size_t>(l)]) ++l;
+    t.level[u] = static_cast<uint8_t>(l);
+  }
   return t;
 }
 
@@ -60,12 +68,7 @@ const LevelTable& Table(gguf::TensorType type) {
 void DrawLevels(const LevelTable& t, Rng& rng, uint8_t* q, int n) {
   for (int i = 0; i < n; i += 4) {
     uint64_t r = rng.Next();
-    for (int j = 0; j < 4 && i + j < n; ++j, r >>= 16) {
-      const uint32_t u = static_cast<uint32_t>(r & 0xFFFF);
-      int l = t.first;
-      while (l < t.levels - 1 && u >= t.upper[static_cast<size_t>(l)]) ++l;
-      q[i + j] = static_cast<uint8_t>(l);
-    }
+    for (int j = 0; j < 4 && i + j < n; ++j, r >>= 16) q[i + j] = t.level[r & 0xFFFF];
   }
 }
 

@@ -7,7 +7,7 @@
 #
 # DEV_DIR (default .dev, carried with the call) holds: rewind, llama-bench, the shared libraries both need
 # (lib/), as scripts/bench-scaling-device.sh prepare DEV_DIR puts them there on the build machine.
-# Environment: BUDGET_S (default 330): no new (model, threads) step starts after this many seconds of benchmarks;
+# Environment: BUDGET_S (default 300): no new (model, threads) step starts after this many seconds of benchmarks;
 # MODELS_DIR (default /tmp/rewind-scaling-models); SPECS: the bench-scaling.sh model arguments, in priority order
 # (default: 0.8B at 16, 8, 4 threads; 9B at 16; 0.8B at 2, 1; 9B at 8; 35B-A3B at 16).
 set -uo pipefail
@@ -48,6 +48,6 @@ make qwen3.6-35b-a3b q4_k_m 35b-a3b-q4_k_m.gguf
 cd "$models" || exit 1
 specs=${SPECS:-"0.8b-q8_0.gguf@16,8,4 9b-q4_k_m.gguf@16 0.8b-q8_0.gguf@2,1 9b-q4_k_m.gguf@8 35b-a3b-q4_k_m.gguf@16"}
 # shellcheck disable=SC2086
-REWIND=$rewind LLAMA_BENCH=$OLDPWD/$dev/llama-bench "$OLDPWD/scripts/bench-scaling.sh" -b "${BUDGET_S:-330}" \
+REWIND=$rewind LLAMA_BENCH=$OLDPWD/$dev/llama-bench "$OLDPWD/scripts/bench-scaling.sh" -b "${BUDGET_S:-300}" \
   -o "$out/table.md" $specs
 echo "done in $SECONDS s"
