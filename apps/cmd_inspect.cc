@@ -13,7 +13,8 @@ namespace rw::apps {
 namespace {
 
 // The real bytes of one token's K and V rows in all attention layers, for every KV cache type (-ctk / -ctv; the
-// block types store 32-element blocks per head), as the cache budget counts them.
+// block types store 32-element blocks per head), as the cache budget counts them, and one sequence's KV at
+// 32K, 128K and 256K tokens.
 void PrintKvBytesPerToken(int64_t n_attn, int64_t n_head_kv, int64_t head_dim) {
   std::printf("  attention KV per token (K+V, all layers), by cache type (--kv-type / -ctk / -ctv):\n");
   for (kernels::KvType t : kernels::kAllKvTypes) {
@@ -24,8 +25,11 @@ void PrintKvBytesPerToken(int64_t n_attn, int64_t n_head_kv, int64_t head_dim) {
       continue;
     }
     const uint64_t b = n_attn * 2 * kernels::KvRowBytes(t, n_head_kv * head_dim);
-    std::printf("    %-7s %8llu bytes  (%.1f MiB per 1K tokens)\n", name.c_str(), static_cast<unsigned long long>(b),
-                b * 1024 / 1048576.0);
+    // One sequence's KV at long depths (docs/long-context.md): bytes per token times the depth, in GiB.
+    auto gib = [&](uint64_t tokens) { return static_cast<double>(b * tokens) / (1ull << 30); };
+    std::printf("    %-7s %8llu bytes  (%.1f MiB per 1K tokens; 32K: %.2f GiB, 128K: %.2f GiB, 256K: %.2f GiB)\n",
+                name.c_str(), static_cast<unsigned long long>(b), b * 1024 / 1048576.0, gib(32768), gib(131072),
+                gib(262144));
   }
 }
 
