@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/log.h"
+#include "gpu/device.h"
 
 namespace rw::apps {
 namespace {
@@ -42,11 +43,9 @@ struct NoEffect {
 const std::vector<NoEffect>& NoEffectFlags() {
   static const std::vector<NoEffect> flags = {
       // GPU-only.
-      {{"--n-gpu-layers", "-ngl", "--gpu-layers"}, true, nullptr},
       {{"--main-gpu", "-mg"}, true, nullptr},
       {{"--split-mode", "-sm"}, true, nullptr},
       {{"--tensor-split", "-ts"}, true, nullptr},
-      {{"--device", "-dev"}, true, nullptr},
       {{"--n-gpu-layers-draft", "-ngld", "--gpu-layers-draft", "--spec-draft-ngl"}, true, nullptr},
       {{"--device-draft", "-devd", "--spec-draft-device"}, true, nullptr},
       {{"--override-tensor", "-ot"}, true, nullptr},
@@ -188,6 +187,15 @@ void LlamaServerFlags::Declare(FlagSet& flags) {
   flags.Add(
       "reasoning-budget-message", 0, &reasoning_budget_message_,
       "text inserted before the forced end of thinking when the reasoning budget runs out");
+  flags.Add("device", 0, &device_,
+            "where the forward runs: cpu, vulkanN (rewind --list-devices) or auto (the first Vulkan GPU when "
+            "-ngl > 0, else the CPU; CPU Vulkan drivers such as lavapipe are never picked automatically)");
+  flags.Alias("-dev", "device");
+  flags.Add("n-gpu-layers", 0, &n_gpu_layers_,
+            "layers on the GPU: 0 = the CPU, -1 or >= the layer count = the whole model (with --device vulkanN or "
+            "a GPU found by auto); partial offload is not supported yet");
+  flags.Alias("-ngl", "n-gpu-layers");
+  flags.Alias("--gpu-layers", "n-gpu-layers");
   flags.Add("timeout", 0, &timeout_, "HTTP read/write timeout in seconds");
   flags.Alias("-to", "timeout");
   flags.Add("api-key-file", 0, &api_key_file_,
@@ -251,6 +259,28 @@ Status LlamaServerFlags::Apply(const FlagSet& flags, engine::EngineConfig* ec, s
       LOG_WARN("%s has no effect: %s", f.display.c_str(), f.why.c_str());
     }
   }
+  // --device / -ngl (docs/gpu.md): auto takes the first Vulkan device that is a real GPU when -ngl asks for
+  // layers; without one, -ngl keeps its llama-server meaning of "no GPU here" and is only warned about.
+  if (device_ == "auto") {
+    ec->device = -1;
+    if (n_gpu_layers_ > 0) {
+      auto devs = gpu::ListDevices();
+      if (devs.ok())
+        for (const gpu::DeviceInfo& d : *devs)
+          if (d.type != "cpu") {
+            ec->device = d.index;
+            break;
+          }
+    }
+    if (ec->device < 0 && flags.IsSet("n-gpu-layers") && n_gpu_layers_ != 0)
+      gpu += std::string(gpu.empty() ? "" : ", ") + "--n-gpu-layers/-ngl";
+  } else {
+    REWIND_ASSIGN_OR_RETURN(ec->device, gpu::ParseDeviceName(device_));
+    if (ec->device < 0 && flags.IsSet("n-gpu-layers") && n_gpu_layers_ != 0)
+      gpu += std::string(gpu.empty() ? "" : ", ") + "--n-gpu-layers/-ngl";
+  }
+  if (n_gpu_layers_ == 0) ec->device = -1;
+  ec->n_gpu_layers = n_gpu_layers_;
   if (flags.IsSet("flash-attn")) gpu += std::string(gpu.empty() ? "" : ", ") + "-fa";
   if (!gpu.empty()) LOG_WARN("%s: no effect (GPU-only; rewind runs on the CPU)", gpu.c_str());
   if (flags.IsSet("mmap") && !mmap_) LOG_WARN("--no-mmap has no effect: rewind always maps the model file");

@@ -30,7 +30,8 @@ class LlamaServerFlags {
     std::string why;      // "" = GPU-only
   };
   std::string chat_template_kwargs_, reasoning_format_ = "auto", reasoning_ = "auto", api_key_file_,
-                                     reasoning_budget_message_, flash_attn_;
+                                     reasoning_budget_message_, flash_attn_, device_ = "auto";
+  int n_gpu_layers_ = -1;
   int reasoning_budget_ = -1, n_predict_ = -1, threads_batch_ = 0, ubatch_ = 0, timeout_ = 60, verbosity_ = 3;
   bool mlock_ = false, mmap_ = true, jinja_ = true, metrics_ = true, props_ = false, slots_ = true,
        cache_prompt_ = true, verbose_ = false, log_disable_ = false, cont_batching_ = true;

@@ -140,6 +140,8 @@ struct EngineInfo {
   int32_t n_vocab = 0;
   int32_t n_parallel = 0;      // sequence slots
   std::vector<int32_t> eog_tokens;
+  std::string device = "cpu";  // where the forward runs: "cpu" or "vulkanN (name, memory)"
+
 };
 
 struct SlotInfo {

@@ -18,6 +18,8 @@ struct EngineConfig {
   int32_t n_parallel = 4;          // sequence slots served concurrently
   int32_t n_threads = 0;           // 0 = number of cores
   int32_t n_batch = 512;           // max tokens per forward batch (prefill chunk)
+  int32_t device = -1;             // -1: the CPU; N: the forward on Vulkan device N (docs/gpu.md)
+  int32_t n_gpu_layers = -1;       // with a device: layers on it (-1 = all; fewer is an error for now)
   // KV cache element types as llama-server spells them (kernels/kv_quant.h): f32, f16, bf16, q8_0, q5_1, q5_0,
   // q4_1, q4_0, iq4_nl. kv_type sets both; cache_type_k / cache_type_v (-ctk / -ctv), when set, override it.
   std::string kv_type = "f16";

@@ -81,6 +81,8 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   model::LoadOptions lo;
   lo.n_threads = config.n_threads > 0 ? config.n_threads
                                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  lo.device = config.device;
+  lo.n_gpu_layers = config.n_gpu_layers;
   REWIND_ASSIGN_OR_RETURN(e->model_, model::Model::Load(config.model_path, lo));
   const auto& cfg = e->model_->config();
   e->config_.cache_dir = ResolveCacheDir(config.cache_dir, ModelFingerprint(e->model_->file()));
@@ -153,6 +155,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   e->info_.n_ctx = n_ctx;
   e->info_.n_ctx_train = n_ctx_train;
   e->info_.n_vocab = cfg.n_vocab;
+  e->info_.device = e->model_->device_description();
   e->info_.n_parallel = config.n_parallel;
   e->info_.eog_tokens = e->eog_;
   e->slots_.resize(config.n_parallel);

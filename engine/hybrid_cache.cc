@@ -232,6 +232,8 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   // The scalar twins (no AVX2, or REWIND_NO_AVX2) round quantised dot products otherwise than the SIMD kernels,
   // which agree bit for bit whatever their width: their states and pages are kept apart.
   if (!CpuHasAvx2FmaF16c()) f = HashMix(f, 0x5ca1a7ull);
+  // A GPU backend computes other bits than the CPU (docs/gpu.md): its states and pages are kept apart, per device.
+  if (model.device_name() != "cpu") f = HashMix(f, HashString(model.device_description()));
   im.fingerprint = f;
   im.kv_label = kernels::KvTypesName(config.kv_type);
   if (!config.disk_dir.empty() && config.use_cache) im.OpenStore();

@@ -27,6 +27,7 @@ void Server::Impl::HandleProps(const httplib::Request&, httplib::Response& res) 
             {"endpoint_metrics", config.metrics_endpoint},
             {"reasoning_budget", config.reasoning_budget},
             {"n_vocab", info.n_vocab},
+            {"device", info.device},
             {"build_info", std::string("rewind ") + Version() + " (" + GitCommit() + ")"},
             {"webui", config.webui},
             {"is_sleeping", false}});
