@@ -182,6 +182,11 @@ TEST(EngineImages, RefusesBadSpansAndIdsOutsideAnImage) {
   EXPECT_FALSE(e->Submit(wrong_rows, std::make_shared<Collect>()).ok());
 }
 
+TEST(EngineImages, PlaceholderIdsLieInTheRangeTheModelReserves) {
+  static_assert(vision::kImageTokenBase == model::kImageTokenBase);
+  for (int32_t id : vision::ImageTokenIds(Digest256{}, 50)) EXPECT_TRUE(model::IsImageTokenId(id));
+}
+
 TEST(EngineImages, CheckpointHintsLandAtTheImageStartAndAfterItsEnd) {
   GenerationRequest r;
   r.prompt.assign(50, 1);

@@ -15,6 +15,11 @@
 
 namespace rw::model {
 
+// Image placeholder ids (vision::ImageTokenIds) lie in [kImageTokenBase, 2^31), above every vocabulary: a saved
+// prefix may hold them where its images were.
+inline constexpr int32_t kImageTokenBase = 1 << 30;
+inline bool IsImageTokenId(int32_t t) { return t >= kImageTokenBase; }
+
 struct ImageSpan {
   int32_t start = 0;            // sequence index of the image's first token
   int32_t nx = 0, ny = 0;       // token grid: nx per row, ny rows
