@@ -40,7 +40,7 @@ test('an OpenAI image_url part is answered, and a new question about it reuses t
   const b = await ask('How many colours are there?');
   const cached = b.usage.prompt_tokens_details?.cached_tokens ?? 0;
   // Everything up to just after <|vision_end|> is reused: the user header, the image and its markers.
-  assert.ok(cached >= 13, JSON.stringify(b.usage));
+  assert.ok(cached >= 13, JSON.stringify(b.usage) + '\n' + srv.log().slice(-3000));
   assert.ok(b.usage.prompt_tokens - cached <= 12 + 16, JSON.stringify(b.usage));
 });
 
@@ -76,7 +76,9 @@ test('a Responses input_image is answered', { skip }, async () => {
     input: [{ role: 'user', content: [
       { type: 'input_text', text: 'Look:' }, { type: 'input_image', image_url: `data:image/png;base64,${png}` }] }],
   });
-  assert.equal(r.status, 'completed');
+  // 4 output tokens: the response stops at the limit ('incomplete', reason max_output_tokens) or earlier.
+  assert.ok(['completed', 'incomplete'].includes(r.status), r.status);
+  assert.ok(r.usage.input_tokens > 10, JSON.stringify(r.usage));
 });
 
 test('broken, truncated and remote images get a 400 and the server keeps serving', { skip }, async () => {
