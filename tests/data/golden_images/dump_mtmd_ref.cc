@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
       bitmaps.push_back(w.bitmap);
     }
     const std::string prompt = c["prompt"];
-    mtmd_input_text text{prompt.c_str(), true, true};
+    mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
     mtmd_input_chunks* chunks = mtmd_input_chunks_init();
     if (mtmd_tokenize(mctx, chunks, &text, bitmaps.data(), bitmaps.size()) != 0) return 4;
     nlohmann::json segs = nlohmann::json::array();
