@@ -119,6 +119,8 @@ int Run(int argc, char** argv) {
     with_image = std::move(*built);
     input = with_image.tokens;
     images = std::move(model::SeqImages::Make(with_image.spans)).value();
+    std::fprintf(stderr, "image: %d x %d tokens, vision tower %.1f ms\n", with_image.spans[0].nx,
+                 with_image.spans[0].ny, with_image.encode_ms);
   }
   if (input.empty()) {
     std::fprintf(stderr, "rewind run: empty prompt\n");

@@ -74,6 +74,7 @@ Expected<RunImagePrompt> BuildRunImagePrompt(const std::string& prompt, const st
     out.tokens.insert(out.tokens.end(), ids.begin(), ids.end());
     out.tokens.push_back(end[0]);
     out.embeddings.push_back(enc->embedding);
+    out.encode_ms += enc->encode_ms;
     from = at + marker.size();
   }
   const std::vector<int32_t> tail = encode(text.substr(from));

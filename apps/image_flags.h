@@ -39,6 +39,7 @@ struct RunImagePrompt {
   std::vector<int32_t> tokens;
   std::vector<model::ImageSpan> spans;  // rows owned by `embeddings`
   std::vector<std::shared_ptr<const vision::ImageEmbedding>> embeddings;
+  double encode_ms = 0;  // time in the vision tower (all images)
 };
 Expected<RunImagePrompt> BuildRunImagePrompt(const std::string& prompt, const std::vector<std::string>& image_files,
                                              vision::ImagePipeline& pipeline,
