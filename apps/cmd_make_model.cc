@@ -11,12 +11,14 @@
 #include "gguf/gguf.h"
 #include "modelgen/demo_model.h"
 #include "modelgen/make_model.h"
+#include "modelgen/mmproj_gen.h"
 
 namespace rw::apps {
 namespace {
 
 int MakeModelMain(int argc, char** argv) {
-  std::string preset = "tiny", vocab_path, out, type = "f32", extract, name, demo_type, describe;
+  std::string preset = "tiny", vocab_path, out, type = "f32", extract, name, demo_type, describe, mmproj;
+  int64_t mmproj_out = 0;
   int64_t seed = 0;
   int threads = 0;
   bool list = false, quiet = false;
@@ -36,6 +38,10 @@ int MakeModelMain(int argc, char** argv) {
   flags.Add("demo", 0, &demo_type,
             "instead: make sure the built-in demo model (f32 or q8_0) is in the cache, print its path");
   flags.Add("describe", 0, &describe, "instead: print the metadata and tensor layout of this GGUF");
+  flags.Add("mmproj", 0, &mmproj,
+            "instead: write a random qwen3vl_merger vision projector (mmproj) of this preset: tiny or qwen35 "
+            "(Qwen3.5's vision tower; f16 matrices); --mmproj-embd is the language model's embedding length");
+  flags.Add("mmproj-embd", 0, &mmproj_out, "the language model's embedding length for --mmproj (0: required)");
   flags.Add("list", 0, &list, "list the presets and types");
   flags.Add("quiet", 'q', &quiet, "no progress output");
   if (Status s = flags.Parse(argc, argv); !s.ok()) {
@@ -72,6 +78,17 @@ int MakeModelMain(int argc, char** argv) {
   if (out.empty()) {
     std::fprintf(stderr, "rewind make-model: -o OUTPUT is required (see --help)\n");
     return 2;
+  }
+  if (!mmproj.empty()) {
+    auto cfg = modelgen::MmprojPreset(mmproj, mmproj_out);
+    Status s = cfg.ok() ? modelgen::WriteMmproj(*cfg, seed != 0 ? static_cast<uint64_t>(seed) : 1, out)
+                        : Status(cfg.error());
+    if (!s.ok()) {
+      std::fprintf(stderr, "rewind make-model: %s\n", s.error().ToString().c_str());
+      return 1;
+    }
+    if (!quiet) std::printf("wrote %s (mmproj preset %s)\n", out.c_str(), mmproj.c_str());
+    return 0;
   }
   if (!extract.empty()) {
     auto in = gguf::File::Open(extract);

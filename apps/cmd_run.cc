@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "apps/command.h"
+#include "apps/image_flags.h"
 #include "apps/kv_flags.h"
 #include "base/flags.h"
 #include "base/progress.h"
@@ -40,6 +41,11 @@ int Run(int argc, char** argv) {
   AddKvTypeFlags(flags, &kv_flags);
   flags.Add("ids", 0, &ids, "print token ids even when text is available");
   flags.Add("ignore-eos", 0, &ignore_eos, "keep generating after an end-of-generation token");
+  std::string image;
+  flags.Add("image", 0, &image,
+            "an image (PNG or JPEG) for the prompt, with --mmproj: it goes where -p has <__media__>, else first");
+  ImageFlags image_flags;
+  image_flags.Declare(flags);
   Status st = flags.Parse(argc, argv);
   if (!st.ok()) {
     std::fprintf(stderr, "rewind run: %s\n%s", st.error().message.c_str(), flags.Help().c_str());
@@ -86,6 +92,36 @@ int Run(int argc, char** argv) {
     }
     input = tok->Encode(prompt, /*parse_special=*/true, /*add_special=*/false);
   }
+  // --image: the image's rows replace its placeholder ids, positions follow its layout (docs/images.md).
+  RunImagePrompt with_image;
+  model::SeqImages images;
+  std::unique_ptr<vision::ImagePipeline> pipeline;
+  if (!image.empty()) {
+    if (image_flags.mmproj.empty() || prompt.empty() || !tok) {
+      std::fprintf(stderr, "rewind run: --image needs --mmproj FILE and a text prompt -p\n");
+      return 2;
+    }
+    engine::EngineInfo info;
+    info.arch = m.config().arch_name;
+    info.n_embd = m.config().n_embd;
+    info.images = (m.config().arch == model::Arch::kQwen35 || m.config().arch == model::Arch::kQwen35Moe) &&
+                  m.config().imrope;
+    auto p = image_flags.Load(info, threads);
+    Expected<RunImagePrompt> built = p.ok() ? BuildRunImagePrompt(prompt, {image}, **p, [&](const std::string& t) {
+      return tok->Encode(t, /*parse_special=*/true, /*add_special=*/false);
+    })
+                                            : Expected<RunImagePrompt>(p.error());
+    if (!built.ok()) {
+      std::fprintf(stderr, "rewind run: %s\n", built.error().ToString().c_str());
+      return 1;
+    }
+    pipeline = std::move(*p);
+    with_image = std::move(*built);
+    input = with_image.tokens;
+    images = std::move(model::SeqImages::Make(with_image.spans)).value();
+    std::fprintf(stderr, "image: %d x %d tokens, vision tower %.1f ms\n", with_image.spans[0].nx,
+                 with_image.spans[0].ny, with_image.encode_ms);
+  }
   if (input.empty()) {
     std::fprintf(stderr, "rewind run: empty prompt\n");
     return 2;
@@ -117,6 +153,7 @@ int Run(int argc, char** argv) {
     b.pages = pages;
     b.pos0 = static_cast<int32_t>(done);
     b.tokens = std::span<const int32_t>(input.data() + done, n);
+    b.images = images.empty() ? nullptr : &images;
     if (Status s = m.Forward({&b, 1}, **kv, **states, &out); !s.ok()) {
       std::fprintf(stderr, "rewind run: %s\n", s.error().ToString().c_str());
       return 1;
@@ -145,6 +182,7 @@ int Run(int argc, char** argv) {
     d.pages = pages;
     d.pos0 = pos++;
     d.tokens = {&next, 1};
+    d.images = images.empty() ? nullptr : &images;
     if (Status s = m.Forward({&d, 1}, **kv, **states, &out); !s.ok()) {
       std::fprintf(stderr, "\nrewind run: %s\n", s.error().ToString().c_str());
       return 1;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "apps/command.h"
+#include "apps/image_flags.h"
 #include "apps/kv_flags.h"
 #include "apps/llama_flags.h"
 #include "apps/model_backend.h"
@@ -107,6 +108,8 @@ int Serve(int argc, char** argv) {
   LimitFlags limits;
   limits.Register(&flags, &sc);
   flags.Add("webui", 0, &sc.webui, "serve the built-in web page at / (--no-webui turns it off)");
+  ImageFlags image_flags;
+  image_flags.Declare(flags);
   LlamaServerFlags llama_flags;  // llama-server command lines (apps/llama_flags.h); after rewind's own flags
   llama_flags.Declare(flags);
   Status st = flags.Parse(argc, argv);
@@ -217,6 +220,18 @@ int Serve(int argc, char** argv) {
     model = std::move(*loaded);
     llama_flags.AfterLoad();
     engine::EngineInfo info = model.engine->Info();
+    auto images = image_flags.Load(info, ec.n_threads > 0 ? ec.n_threads : static_cast<int32_t>(std::thread::hardware_concurrency()));
+    if (!images.ok()) {
+      LOG_ERROR("%s", images.error().ToString().c_str());
+      http.SetLoadFailed(images.error().message);
+      load_failed = true;
+      kill(getpid(), SIGTERM);
+      return;
+    }
+    model.images = std::move(*images);
+    if (model.images)
+      LOG_INFO("image input on: %s (%d..%d tokens per image)", image_flags.mmproj.c_str(), image_flags.min_tokens,
+               image_flags.max_tokens);
     if (info.n_ctx_train > 0 && info.n_ctx > info.n_ctx_train) {
       LOG_WARN("context %d per slot exceeds the model's training context %d: quality may drop past it",
                info.n_ctx, info.n_ctx_train);

@@ -130,7 +130,6 @@ const std::vector<Refused>& RefusedFlags() {
       {{"--lora"}, true, "LoRA adapters are not supported"},
       {{"--lora-scaled"}, true, "LoRA adapters are not supported"},
       {{"--control-vector"}, true, "control vectors are not supported"},
-      {{"--mmproj", "-mm"}, true, "multimodal input is not supported"},
       {{"--mmproj-url", "-mmu"}, true, "multimodal input is not supported"},
       {{"--embedding", "--embeddings"}, false, "embeddings are not served"},
       {{"--rerank", "--reranking"}, false, "reranking is not served"},

@@ -9,15 +9,17 @@
 #include "base/expected.h"
 #include "engine/engine_config.h"
 #include "server/backend.h"
+#include "vision/image_pipeline.h"
 
 namespace rw::apps {
 
 struct LoadedModel {
   std::unique_ptr<server::TextCodec> codec;
   std::unique_ptr<server::ChatFormatter> chat;
+  std::unique_ptr<vision::ImagePipeline> images;  // --mmproj (null: none)
   std::unique_ptr<engine::Engine>
       engine;  // declared last: destroyed first (its thread calls into sinks only)
-  server::Backend backend() const { return {engine.get(), codec.get(), chat.get()}; }
+  server::Backend backend() const { return {engine.get(), codec.get(), chat.get(), images.get()}; }
 };
 
 // Loads the tokenizer and template from config.model_path (the template from `chat_template_file` when

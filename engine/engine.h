@@ -63,6 +63,15 @@ struct SamplingParams {
   uint64_t seed = 0;         // per-request RNG seed
 };
 
+// An image in the prompt (docs/images.md): prompt[start, start + nx·ny) are its placeholder ids, derived from the
+// image's content key and outside the vocabulary (>= 2^30), so the prefix cache keys the span by content; rows
+// is the vision encoder's output [ny·nx][n_embd] (shared with the encoder cache).
+struct PromptImage {
+  int32_t start = 0;
+  int32_t nx = 0, ny = 0;  // token grid: nx per row, ny rows
+  std::shared_ptr<const std::vector<float>> rows;
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;              // at least one token
   // Prefix-cache placement hints: token positions where a checkpoint is worth keeping (chat message starts,
@@ -83,6 +92,7 @@ struct GenerationRequest {
   bool ignore_eos = false;                  // do not stop at end-of-generation tokens
   bool cache_prompt = true;                 // false: neither read nor write the prefix cache
   int32_t slot_id = -1;                     // -1 = any free sequence slot
+  std::vector<PromptImage> images;          // sorted by start, disjoint; empty for text-only prompts
 };
 
 struct TokenLogprob {
@@ -141,7 +151,9 @@ struct EngineInfo {
   int32_t n_parallel = 0;      // sequence slots
   std::vector<int32_t> eog_tokens;
   std::string device = "cpu";  // where the forward runs: "cpu" or "vulkanN (name, memory)"
-
+  std::string arch;            // general.architecture of the model
+  int32_t n_embd = 0;          // embedding length (what image rows must have)
+  bool images = false;         // the model takes image embeddings (qwen35 / qwen35moe: IMRoPE positions)
 };
 
 struct SlotInfo {

@@ -1,4 +1,5 @@
 #include "engine/engine_impl.h"
+#include "engine/engine_images.h"
 
 #include <unistd.h>
 
@@ -158,6 +159,9 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   e->info_.device = e->model_->device_description();
   e->info_.n_parallel = config.n_parallel;
   e->info_.eog_tokens = e->eog_;
+  e->info_.arch = cfg.arch_name;
+  e->info_.n_embd = cfg.n_embd;
+  e->info_.images = (cfg.arch == model::Arch::kQwen35 || cfg.arch == model::Arch::kQwen35Moe) && cfg.imrope;
   e->slots_.resize(config.n_parallel);
   e->slot_tokens_.resize(config.n_parallel);
   e->slot_infos_.resize(config.n_parallel);
@@ -191,10 +195,7 @@ Status EngineImpl::ValidateRequest(const GenerationRequest& r) const {
     return Error::OutOfRange("the prompt has " + std::to_string(r.prompt.size()) +
                              " tokens, the context holds " + std::to_string(info_.n_ctx) +
                              " (one position must remain for generation)");
-  for (int32_t t : r.prompt)
-    if (t < 0 || t >= info_.n_vocab)
-      return Error::InvalidArgument("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
-                                    std::to_string(info_.n_vocab) + ")");
+  REWIND_RETURN_IF_ERROR(ValidatePromptImages(r, info_));
   const auto& s = r.sampling;
   if (!(s.temperature >= 0) || !std::isfinite(s.temperature))
     return Error::InvalidArgument("temperature must be >= 0");
@@ -212,6 +213,7 @@ Status EngineImpl::ValidateRequest(const GenerationRequest& r) const {
 
 Expected<uint64_t> EngineImpl::Submit(GenerationRequest request, std::shared_ptr<RequestSink> sink) {
   REWIND_RETURN_IF_ERROR(ValidateRequest(request));
+  if (!request.images.empty()) AddImageCheckpointHints(request);
   // Work that grows with the request happens here, on the caller's thread: the engine thread then only runs
   // prepared, bounded work per step.
   std::shared_ptr<const grammar::Grammar> grammar = std::move(request.compiled_grammar);
@@ -396,13 +398,19 @@ void EngineImpl::Admit() {
     a->sink = std::move(p.sink);
     a->sampler = std::make_unique<Sampler>(a->request.sampling, &vocab_, info_.n_ctx, std::move(p.grammar),
                                            std::move(p.dry));
-    a->sampler->AcceptPrompt(a->request.prompt);
+    if (a->request.images.empty()) {
+      a->sampler->AcceptPrompt(a->request.prompt);
+    } else {
+      a->sampler->AcceptPrompt(TextTokens(a->request.prompt, info_.n_vocab));  // image rows are not tokens
+      a->images = MakeSeqImages(a->request.images);
+    }
     a->seq = acq->seq;
     a->n_evaluated = acq->resume_pos;
     a->report = acq->report;
     a->t_start = NowSeconds();
     a->draft_len = 1;  // slow start: +2 per fully accepted round up to --draft-max, so a first probe is cheap
-    for (auto& d : drafters_) d->Begin(slot, a->request.prompt);
+    if (a->request.images.empty())  // drafters see token ids only: requests with images are not drafted
+      for (auto& d : drafters_) d->Begin(slot, a->request.prompt);
     slots_[slot] = std::move(a);
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(at));
   }
@@ -420,7 +428,7 @@ bool EngineImpl::Step() {
     Active* a = slots_[i].get();
     if (!a || a->pending_token < 0) continue;
     std::vector<int32_t> toks = {a->pending_token};
-    int32_t n_draft = PlanDraft(*a);
+    int32_t n_draft = a->request.images.empty() ? PlanDraft(*a) : 0;
     if (n_draft > 0) {
       std::vector<int32_t> context = a->request.prompt;
       context.insert(context.end(), a->generated.begin(), a->generated.end());
@@ -439,7 +447,7 @@ bool EngineImpl::Step() {
     }
     if (!drafters_.empty()) costs.push_back({i, a->id, a->generated.size(), toks.size() > 1});
     owned.push_back(std::move(toks));
-    items.push_back({a->seq, owned.back(), owned.back().size() > 1});
+    items.push_back({a->seq, owned.back(), owned.back().size() > 1, false, a->images.empty() ? nullptr : &a->images});
     item_slot.push_back(i);
     budget -= static_cast<int32_t>(owned.back().size());
   }
@@ -454,7 +462,7 @@ bool EngineImpl::Step() {
     int32_t n = cache_->MaxChunk(a->seq, std::min(remaining, budget));
     std::span<const int32_t> chunk(a->request.prompt.data() + a->n_evaluated, static_cast<size_t>(n));
     // Only the chunk that ends the prompt needs logits (for its first token).
-    items.push_back({a->seq, chunk, false, /*no_logits=*/n < remaining});
+    items.push_back({a->seq, chunk, false, /*no_logits=*/n < remaining, a->images.empty() ? nullptr : &a->images});
     item_slot.push_back(i);
     budget -= n;
   }
@@ -481,7 +489,8 @@ bool EngineImpl::Step() {
       std::span<const float> hidden;
       if (want_hidden && !out.hidden_all.empty())
         hidden = std::span<const float>(out.hidden_all.data() + row * out.n_embd, items[k].tokens.size() * out.n_embd);
-      for (auto& d : drafters_) d->Observe(static_cast<int32_t>(item_slot[k]), pos0[k], items[k].tokens, hidden);
+      if (items[k].images == nullptr)
+        for (auto& d : drafters_) d->Observe(static_cast<int32_t>(item_slot[k]), pos0[k], items[k].tokens, hidden);
       row += items[k].tokens.size();
     }
     counters_.spec_draft_seconds += NowSeconds() - t_observe;

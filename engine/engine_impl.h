@@ -65,6 +65,7 @@ class EngineImpl final : public Engine {
     int32_t prompt_evaluated = 0;
     double t_start = 0, t_first = 0;
     std::unique_ptr<Progress> prefill;  // progress log of a long prompt evaluation (after its first chunk)
+    model::SeqImages images;          // request.images as the model reads them (rows owned by request.images)
     // Speculative decoding (adaptive draft length).
     int32_t draft_len = 0;            // tokens to draft next round
     int32_t skip = 0;                 // decode steps left without drafting (back-off after poor acceptance)

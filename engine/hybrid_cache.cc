@@ -330,8 +330,12 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
     if (!im.mm->has_sequence(it.seq)) return Error::InvalidArgument("unknown sequence " + std::to_string(it.seq));
     if (!seen.insert(it.seq).second) return Error::InvalidArgument("a sequence appears twice in one batch");
     if (it.tokens.empty()) return Error::InvalidArgument("batch item without tokens");
-    for (int32_t t : it.tokens)
-      if (t < 0 || t >= n_vocab) return Error::InvalidArgument("token id " + std::to_string(t) + " out of range");
+    const int32_t pos0 = Position(it.seq);
+    for (size_t j = 0; j < it.tokens.size(); ++j) {
+      const int32_t t = it.tokens[j];
+      if ((t < 0 || t >= n_vocab) && !(it.images && it.images->Find(pos0 + static_cast<int32_t>(j))))
+        return Error::InvalidArgument("token id " + std::to_string(t) + " out of range");
+    }
     if (Position(it.seq) + static_cast<int64_t>(it.tokens.size()) > im.cfg.n_ctx)
       return Error::OutOfRange("sequence would exceed the context of " + std::to_string(im.cfg.n_ctx));
     bytes += im.mm->AppendBytes(it.seq, static_cast<int32_t>(it.tokens.size()));
@@ -359,6 +363,7 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
     batch[i].tokens = items[i].tokens;
     batch[i].all_logits = items[i].all_logits;
     batch[i].no_logits = items[i].no_logits;
+    batch[i].images = items[i].images;
     if (auto pd = im.pending.find(p.state_in); pd != im.pending.end()) {
       if (pd->second > Impl::kMaxFusedRows) {
         im.Materialize(p.state_in);

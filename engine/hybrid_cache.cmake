@@ -17,3 +17,7 @@ if(TARGET rewind_model AND TARGET rewind_memory)
                ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_view_test.cc DEPS rewind_engine
                LABEL exact)
 endif()
+if(TARGET rewind_model AND TARGET rewind_memory AND TARGET rewind_vision AND TARGET rewind_modelgen)
+  rewind_tests(engine_images_tests SOURCES ${CMAKE_CURRENT_LIST_DIR}/engine_images_test.cc
+               DEPS rewind_engine rewind_vision rewind_modelgen LABEL exact)
+endif()

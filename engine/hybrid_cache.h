@@ -57,6 +57,7 @@ struct EvalItem {
   std::span<const int32_t> tokens;
   bool all_logits = false;        // logits for every token, else only the last
   bool no_logits = false;         // none (a prefill chunk that does not end the prompt)
+  const model::SeqImages* images = nullptr;  // the sequence's images (ids >= n_vocab allowed inside their spans)
 };
 
 struct TruncateResult {

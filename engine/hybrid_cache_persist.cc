@@ -46,7 +46,8 @@ Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std
   if (state.size_bytes() != states->bytes_per_state() || kv_bytes.size() != want_kv)
     return Error::Corrupt("saved state/KV sizes do not match this cache (other page size or KV type?)");
   for (int32_t t : tokens)
-    if (t < 0 || t >= model->config().n_vocab) return Error::Corrupt("saved prefix has an invalid token id");
+    if ((t < 0 || t >= model->config().n_vocab) && !model::IsImageTokenId(t))
+      return Error::Corrupt("saved prefix has an invalid token id");
   std::vector<int32_t> probe(tokens.begin(), tokens.end());
   probe.push_back(0);  // the hit rule keeps one token to evaluate: ask for one more
   REWIND_ASSIGN_OR_RETURN(memory::AcquirePlan acq, mm->PlanAcquire(probe, true));

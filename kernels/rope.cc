@@ -12,7 +12,9 @@ float YarnCorrDim(int n_dims, int n_ctx_orig, float n_rot, float base) {
 
 }  // namespace
 
-void RopeCache(const RopeParams& p, int32_t pos, float* out) {
+void RopeCache(const RopeParams& p, int32_t pos, float* out) { RopeCacheMulti(p, {pos, pos, pos, 0}, out); }
+
+void RopeCacheMulti(const RopeParams& p, const std::array<int32_t, 4>& pos, float* out) {
   const int n = p.n_rot;
   const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(n));
   float ext_factor = 0.0f, corr0 = 0.0f, corr1 = 0.0f, mscale = 1.0f;
@@ -23,7 +25,8 @@ void RopeCache(const RopeParams& p, int32_t pos, float* out) {
     mscale = p.yarn_attn_factor * (1.0f + 0.1f * std::log(1.0f / p.freq_scale));
   }
   const int sect_dims = p.sections[0] + p.sections[1] + p.sections[2] + p.sections[3];
-  float theta_t = static_cast<float>(pos), theta_h = theta_t, theta_w = theta_t, theta_e = 0.0f;
+  float theta_t = static_cast<float>(pos[0]), theta_h = static_cast<float>(pos[1]);
+  float theta_w = static_cast<float>(pos[2]), theta_e = static_cast<float>(pos[3]);
   for (int i0 = 0; i0 < n; i0 += 2) {
     float theta_extrap = theta_t;
     if (p.imrope && sect_dims > 0) {

@@ -23,6 +23,9 @@ struct RopeParams {
 
 // cos/sin for one position: out [n_rot] = {cos_0, sin_0, cos_1, sin_1, ...} (pair i at 2i).
 void RopeCache(const RopeParams& p, int32_t pos, float* out);
+// The same with the four IMROPE components given apart (t, h, w, e): image tokens of the Qwen-VL models take
+// (t, row, col, 0) (model/image_positions.h). RopeCache(p, pos) is RopeCacheMulti(p, {pos, pos, pos, 0}).
+void RopeCacheMulti(const RopeParams& p, const std::array<int32_t, 4>& pos, float* out);
 // Rotates one head vector x [head_dim] in place with a cache from RopeCache.
 void RopeApply(const float* cache, int32_t n_rot, float* x);
 // The same rotation with adjacent pairs (x[2i], x[2i+1]) (llama.cpp ROPE_TYPE_NORM: Llama, Granite).

@@ -183,7 +183,14 @@ void AttentionForward(const ModelConfig& cfg, const AttnWeights& w, int32_t attn
     std::vector<float> cache(cfg.n_rot);
     for (int64_t i = i0; i < i1; ++i) {
       const int32_t pos = row_pos[i];
-      if (cfg.attn_rope) kernels::RopeCache(rope, pos, cache.data());
+      if (cfg.attn_rope) {
+        const SeqImages* images = seqs[row_seq[i]].images;
+        if (images != nullptr && !images->empty()) {
+          kernels::RopeCacheMulti(rope, images->RopePos(pos), cache.data());
+        } else {
+          kernels::RopeCache(rope, pos, cache.data());
+        }
+      }
       for (int32_t h = 0; h < (kv_only ? 0 : Hq); ++h) {
         const float* src = qg + i * qm * QW + qm * h * D;
         float* qh = q + i * QW + h * D;

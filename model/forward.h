@@ -16,6 +16,7 @@
 #include "gguf/gguf.h"
 #include "kernels/thread_pool.h"
 #include "model/config.h"
+#include "model/image_positions.h"
 #include "model/kv_storage.h"
 #include "model/state_storage.h"
 #include "model/weights.h"
@@ -43,6 +44,10 @@ struct BatchSeq {
   const ReplaySeqLog* prefix = nullptr;
   int32_t prefix_rows = 0;
   bool no_logits = false;  // no output row at all (a prefill chunk before the prompt's end): saves the LM head
+  // Images of this sequence (null: none): tokens inside a span take the span's embedding rows as input (their
+  // ids may then be >= n_vocab: content-keyed placeholders) and every token its M-RoPE position
+  // (model/image_positions.h); the KV row of a token stays pos0 + j.
+  const SeqImages* images = nullptr;
 };
 
 // Per-token inputs of the GDN state update, recorded by Forward when ForwardOptions::replay is set.

@@ -28,6 +28,7 @@ struct SeqRun {
   int32_t slot_in = -1;  // state to start from when it is another slot (read, never written); -1: `slot` itself
   const ReplaySeqLog* prefix = nullptr;  // replay rows applied before the tokens (BatchSeq::prefix)
   int32_t prefix_rows = 0;
+  const SeqImages* images = nullptr;     // BatchSeq::images (rotary positions of image layouts)
 };
 
 // Inputs of the GDN state update for T consecutive tokens of one sequence.

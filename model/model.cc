@@ -121,10 +121,13 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     const std::string where = "batch sequence " + std::to_string(s) + ": ";
     if (b.tokens.empty()) return Error::InvalidArgument(where + "no tokens");
     if (b.pos0 < 0) return Error::InvalidArgument(where + "negative start position");
-    for (int32_t tok : b.tokens)
-      if (tok < 0 || tok >= V)
+    for (size_t j = 0; j < b.tokens.size(); ++j) {
+      const int32_t tok = b.tokens[j];
+      const bool image_row = b.images != nullptr && b.images->Find(b.pos0 + static_cast<int32_t>(j)) != nullptr;
+      if (!image_row && (tok < 0 || tok >= V))
         return Error::InvalidArgument(where + "token id " + std::to_string(tok) + " out of range [0, " +
                                       std::to_string(V) + ")");
+    }
     if (b.state_out < 0 || b.state_out >= states.n_slots() || b.state_in < -1 || b.state_in >= states.n_slots())
       return Error::InvalidArgument(where + "state slot out of range");
     if (!outs.insert(b.state_out).second) return Error::InvalidArgument(where + "state_out shared with another sequence");
@@ -160,6 +163,7 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     seqs[s] = {row, static_cast<int32_t>(batch[s].tokens.size()), batch[s].pos0, batch[s].state_out, batch[s].pages};
     seqs[s].prefix = batch[s].prefix;
     seqs[s].prefix_rows = batch[s].prefix_rows;
+    seqs[s].images = batch[s].images;
     row += seqs[s].n;
     if (batch[s].state_in < 0) {
       states.Clear(batch[s].state_out);
@@ -191,8 +195,15 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
   float* t = t_buf.Get(NE);
   float* y = y_buf.Get(NE);
   for (size_t s = 0; s < batch.size(); ++s)
-    for (int32_t j = 0; j < seqs[s].n; ++j)
-      kernels::DequantizeRowTo(w_.token_embd, batch[s].tokens[j], x + static_cast<int64_t>(seqs[s].row0 + j) * E);
+    for (int32_t j = 0; j < seqs[s].n; ++j) {
+      float* row = x + static_cast<int64_t>(seqs[s].row0 + j) * E;
+      const ImageSpan* img = batch[s].images ? batch[s].images->Find(batch[s].pos0 + j) : nullptr;
+      if (img != nullptr) {
+        std::memcpy(row, img->rows + static_cast<int64_t>(batch[s].pos0 + j - img->start) * E, E * sizeof(float));
+      } else {
+        kernels::DequantizeRowTo(w_.token_embd, batch[s].tokens[j], row);
+      }
+    }
   if (c.embedding_scale != 0.0f)
     for (size_t i = 0; i < static_cast<size_t>(N) * E; ++i) x[i] = x[i] * c.embedding_scale;
 

@@ -95,6 +95,25 @@ const ApiError* ErrorOf(const ParseResult<T>& r) {
   return std::get_if<ApiError>(&r);
 }
 
+// An Anthropic image block as an OpenAI image_url part with a data: URI (server/image_prompt.cc decodes it). Only
+// base64 sources: a url source is refused, since the server never fetches remote images.
+ParseResult<json> AnthropicImagePart(const json& b, const std::string& where) {
+  const json* src = b.contains("source") && b["source"].is_object() ? &b["source"] : nullptr;
+  if (src == nullptr) return ApiError::BadRequest("an image block in '" + where + "' needs a 'source' object", where);
+  const std::string type = StringField(*src, "type", "");
+  if (type == "url")
+    return ApiError::BadRequest("image sources of type 'url' are not fetched by this server; send the image as a "
+                                "base64 source",
+                                where);
+  if (type != "base64")
+    return ApiError::BadRequest("image source type '" + type + "' is not supported (base64 only)", where);
+  const std::string media = StringField(*src, "media_type", "");
+  if (!src->contains("data") || !(*src)["data"].is_string())
+    return ApiError::BadRequest("a base64 image source in '" + where + "' needs a string 'data'", where);
+  return json{{"type", "image_url"},
+              {"image_url", {{"url", "data:" + media + ";base64," + (*src)["data"].get<std::string>()}}}};
+}
+
 struct Converter {
   json messages = json::array();
   std::vector<CacheBreakpoint> breakpoints;
@@ -197,8 +216,12 @@ struct Converter {
         auto t = SearchResultText(b, w + ".content");
         if (auto* e = ErrorOf(t)) return *e;
         text_parts.push_back({{"type", "text"}, {"text", std::get<std::string>(t)}});
+      } else if (type == "image" && role == "user") {
+        auto part = AnthropicImagePart(b, w);
+        if (auto* e = ErrorOf(part)) return *e;
+        text_parts.push_back(std::get<json>(part));
       } else if (type == "image" || type == "document") {
-        return ApiError::Unsupported("'" + type + "' blocks are not supported (text only)", w);
+        return ApiError::Unsupported("'" + type + "' blocks are not supported here (images in user messages only)", w);
       } else if (std::string why = AnthropicUnrenderableBlock(type); !why.empty()) {
         return ApiError::BadRequest(why + " (in '" + w + "')", w);
       } else {

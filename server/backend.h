@@ -14,6 +14,10 @@
 #include "engine/engine.h"
 #include "grammar/tool_grammar.h"
 
+namespace rw::vision {
+class ImagePipeline;
+}
+
 namespace rw::server {
 
 class TextCodec {
@@ -89,6 +93,7 @@ struct Backend {
   engine::Engine* engine = nullptr;
   const TextCodec* codec = nullptr;
   const ChatFormatter* chat = nullptr;
+  vision::ImagePipeline* images = nullptr;  // --mmproj: image input (null: requests with images get a 400)
 };
 
 }  // namespace rw::server

@@ -7,6 +7,7 @@
 #include "server/generation.h"
 #include "server/openai_writer.h"
 #include "server/responses.h"
+#include "server/image_prompt.h"
 #include "server/server_impl.h"
 #include "server/tool_constraint.h"
 #include "grammar/tool_grammar.h"
@@ -177,6 +178,7 @@ ParseResult<PreparedGeneration> Server::Impl::PrepareChat(ChatRequest& r, const 
     const std::vector<int32_t> g = OffsetsToTokenPositions(*backend.codec, p.prompt, {rendered->generation_offset});
     if (!g.empty()) p.generation_start = g.front();
   }
+  if (auto e = ExpandChatImages(r.messages, *backend.codec, backend.images, &p)) return *e;
   std::string format = r.reasoning_format.empty() ? config.reasoning_format : r.reasoning_format;
   p.parser = backend.chat->NewParser(*rendered, tools, format);
   p.gen = r.gen;
@@ -228,7 +230,13 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
   auto fail = [&](const ApiError& e) { SendJson(res, e.status, writer.ErrorBody(e)); };
   if (p.prompt.empty()) return fail(ApiError::BadRequest("the prompt is empty", "prompt"));
   int32_t vocab = backend.codec->VocabSize();
-  for (int32_t t : p.prompt) {
+  size_t next_image = 0;
+  for (size_t i = 0; i < p.prompt.size(); ++i) {
+    const int32_t t = p.prompt[i];
+    while (next_image < p.images.size() &&
+           i >= static_cast<size_t>(p.images[next_image].start + p.images[next_image].nx * p.images[next_image].ny))
+      ++next_image;
+    if (next_image < p.images.size() && i >= static_cast<size_t>(p.images[next_image].start)) continue;
     if (t < 0 || t >= vocab) {
       return fail(ApiError::BadRequest("token id " + std::to_string(t) + " is outside the vocabulary", "prompt"));
     }
@@ -260,6 +268,7 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
   g.ignore_eos = p.gen.ignore_eos;
   g.cache_prompt = p.gen.cache_prompt;
   g.slot_id = p.gen.slot_id;
+  g.images = std::move(p.images);
 
   auto st = std::make_shared<ResponseState>();
   st->gen = std::make_shared<Generation>(backend, std::move(p.parser), p.gen.stop, p.gen.logprobs);

@@ -171,7 +171,8 @@ Err ParseGeneration(const json& body, bool chat, const ParseOptions& options, Ge
 
 std::string At(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
 
-// Content: a string, null, or an array of text parts. Returns the normalised value.
+// Content: a string, null, or an array of text and image_url parts (an image part becomes {type: image,
+// image_url: {url}}: server/image_prompt.cc decodes it). Returns the normalised value.
 Err ParseContent(const json& v, const std::string& where, bool null_ok, json* out) {
   if (v.is_null()) {
     if (!null_ok) return ApiError::BadRequest(Quote(where) + " is required", where);
@@ -190,8 +191,15 @@ Err ParseContent(const json& v, const std::string& where, bool null_ok, json* ou
     if (!p.is_object()) return TypeError(pw, "an object");
     std::string type;
     RETURN_IF_ERR(GetString(p, "type", &type));
+    if (type == "image_url") {  // {"image_url": {"url": "data:..."}} or {"image_url": "data:..."}
+      const json* iu = Field(p, "image_url");
+      const json* url = iu && iu->is_object() ? Field(*iu, "url") : iu;
+      if (!url || !url->is_string()) return TypeError(pw + ".image_url.url", "a string (a data: URI)");
+      parts.push_back({{"type", "image"}, {"image_url", {{"url", *url}}}});  // rendered by the template
+      continue;
+    }
     if (type != "text") {
-      return ApiError::Unsupported("content part type '" + type + "' is not supported (text only)", pw);
+      return ApiError::Unsupported("content part type '" + type + "' is not supported (text and image_url only)", pw);
     }
     const json* text = Field(p, "text");
     if (!text || !text->is_string()) return TypeError(pw + ".text", "a string");

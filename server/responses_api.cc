@@ -40,12 +40,36 @@ ParseResult<std::string> ItemText(const ojson& content, const std::string& where
       if (!p.contains("text") || !p["text"].is_string()) return Bad("a text part needs 'text'", where);
       out += p["text"].get<std::string>();
     } else if (type == "input_image" || type == "input_file" || type == "input_audio") {
-      return ApiError::Unsupported("'" + type + "' parts are not supported (text only)", where);
+      return ApiError::Unsupported("'" + type + "' parts are not supported here (input_image in user messages only)",
+                                   where);
     } else if (type != "refusal") {
       return Bad("unknown content part type '" + type + "'", where);
     }
   }
   return out;
+}
+
+// A user message's content with input_image parts, as OpenAI chat parts (text, image_url with the data: URI;
+// server/image_prompt.cc decodes it). Null when the content has no image (ItemText applies).
+ParseResult<ojson> UserImageParts(const ojson& content, const std::string& where) {
+  bool any = false;
+  if (content.is_array())
+    for (const auto& p : content) any = any || (p.is_object() && StringField(p, "type", "") == "input_image");
+  if (!any) return ojson(nullptr);
+  ojson parts = ojson::array();
+  for (const auto& p : content) {
+    const std::string type = p.is_object() ? StringField(p, "type", "") : "";
+    if (type == "input_image") {
+      if (!p.contains("image_url") || !p["image_url"].is_string())
+        return Bad("an input_image part needs 'image_url' (a data: URI; file_id is not supported)", where);
+      parts.push_back({{"type", "image_url"}, {"image_url", {{"url", p["image_url"]}}}});
+    } else {
+      auto text = ItemText(ojson::array({p}), where);
+      if (auto* e = std::get_if<ApiError>(&text)) return *e;
+      parts.push_back({{"type", "text"}, {"text", std::get<std::string>(text)}});
+    }
+  }
+  return parts;
 }
 
 // Appends input items to `messages` (chat form).
@@ -78,6 +102,14 @@ std::optional<ApiError> AppendItems(const ojson& input, ojson* messages) {
       if (role == "developer") role = "system";
       if (role != "user" && role != "assistant" && role != "system")
         return Bad("'" + w + ".role' must be user, assistant, system or developer", w);
+      if (role == "user") {
+        auto parts = UserImageParts(item.contains("content") ? item["content"] : ojson(""), w + ".content");
+        if (auto* e = std::get_if<ApiError>(&parts)) return *e;
+        if (!std::get<ojson>(parts).is_null()) {
+          messages->push_back({{"role", role}, {"content", std::get<ojson>(parts)}});
+          continue;
+        }
+      }
       auto text = ItemText(item.contains("content") ? item["content"] : ojson(""), w + ".content");
       if (auto* e = std::get_if<ApiError>(&text)) return *e;
       if (role == "assistant") {

@@ -29,6 +29,7 @@ struct PreparedGeneration {
   std::unique_ptr<OutputParser> parser;  // chat only
   std::unique_ptr<ResponseWriter> writer;
   ReasoningBudget reasoning_budget;  // chat only
+  std::vector<engine::PromptImage> images;  // chat only: image spans of `prompt` (server/image_prompt.h)
 };
 
 // Byte offsets in a rendered chat where a client asked for checkpoints (Anthropic cache_control).
