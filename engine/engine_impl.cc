@@ -1,3 +1,6 @@
+// The engine's scheduler: requests in, admission into slots, one step of continuous batching (prefill chunks
+// and decode rows in one forward), emitting tokens, finishing. Construction is engine_create.cc, speculative
+// decoding engine_speculate.cc.
 #include "engine/engine_impl.h"
 #include "engine/engine_images.h"
 
@@ -23,171 +26,10 @@
 namespace rw::engine {
 namespace {
 
-// Longest speculation back-off, in decode steps: a useless drafter costs one probe round per this many steps.
-constexpr int32_t kMaxBackoff = 256;
 // Prompt tokens per step while other requests decode: at least this many, else --batch-size / 4.
 constexpr int32_t kMinPrefillWhileDecoding = 32;
 
-int64_t AvailableMemoryBytes() {
-  auto text = ReadFileToString("/proc/meminfo");
-  if (!text.ok()) return int64_t{4} << 30;
-  std::istringstream in(*text);
-  std::string key;
-  int64_t kb = 0;
-  std::string unit;
-  while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  return int64_t{4} << 30;
-}
-
-// "auto": a per-model folder under CacheRoot() (~/.cache/rewind), so a restarted server finds
-// its cache again and different models never share files.
-std::string ResolveCacheDir(const std::string& dir, uint64_t fingerprint) {
-  if (dir != "auto") return dir;
-  return CacheRoot() + "/prompt-cache/" + HexU64(fingerprint);
-}
-
-std::string BaseName(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 }  // namespace
-
-Expected<std::unique_ptr<Engine>> CreateEngine(const EngineConfig& config) {
-  auto e = EngineImpl::Create(config);
-  if (!e.ok()) return e.error();
-  return std::unique_ptr<Engine>(std::move(e).value());
-}
-
-namespace {
-
-// What the chosen context costs when every slot fills it: attention KV (pages, from the --cache-ram budget) and
-// the recurrent state of each live sequence (checkpoints come on top, within the same budget).
-void LogContextMemory(const model::ModelConfig& cfg, kernels::KvTypes kv, int32_t n_ctx, int32_t n_parallel) {
-  const double mib = 1048576.0;
-  const double kv_slot = static_cast<double>(cfg.KvBytesPerToken(kv)) * n_ctx;
-  const double state_slot = static_cast<double>(cfg.StateBytesPerSeq());
-  LOG_INFO("context %d tokens per slot needs %.1f MiB per slot (attention KV %.1f MiB + recurrent state %.1f "
-           "MiB), %.1f MiB for %d slots",
-           n_ctx, (kv_slot + state_slot) / mib, kv_slot / mib, state_slot / mib,
-           (kv_slot + state_slot) * n_parallel / mib, n_parallel);
-}
-
-}  // namespace
-
-Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& config) {
-  REWIND_RETURN_IF_ERROR(config.Validate());
-  std::unique_ptr<EngineImpl> e(new EngineImpl(config));
-  model::LoadOptions lo;
-  lo.n_threads = config.n_threads > 0 ? config.n_threads
-                                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  lo.device = config.device;
-  lo.n_gpu_layers = config.n_gpu_layers;
-  REWIND_ASSIGN_OR_RETURN(e->model_, model::Model::Load(config.model_path, lo));
-  const auto& cfg = e->model_->config();
-  e->config_.cache_dir = ResolveCacheDir(config.cache_dir, ModelFingerprint(e->model_->file()));
-  if (!config.cache) e->config_.cache_dir.clear();
-  REWIND_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::FromGguf(e->model_->file()));
-  e->eog_ = tok->eog_ids();
-  e->vocab_ = MakeSamplerVocab(std::shared_ptr<const tokenizer::Tokenizer>(std::move(tok)));
-
-  int32_t n_ctx_train = cfg.n_ctx_train;
-  int32_t n_ctx = config.n_ctx > 0 ? config.n_ctx : n_ctx_train > 0 ? n_ctx_train : 4096;
-  if (n_ctx_train > 0 && n_ctx > n_ctx_train)
-    LOG_WARN("context %d exceeds the model's training context %d (not capped; quality may suffer)", n_ctx,
-             n_ctx_train);
-
-  HybridCacheConfig hc;
-  REWIND_ASSIGN_OR_RETURN(hc.kv_type, config.CacheTypes());
-  hc.n_seq_max = config.n_parallel;
-  hc.n_ctx = n_ctx;
-  hc.checkpoint_every = config.checkpoint_every;
-  hc.use_cache = config.cache;
-  hc.lazy_rollback = config.lazy_rollback;
-  hc.disk_dir = e->config_.cache_dir;
-  hc.disk_bytes = config.cache_disk_mib << 20;
-  hc.remote_url = config.remote_cache;
-  hc.remote_ttl_s = config.remote_cache_ttl_s;
-  hc.remote_wait_ms = config.remote_cache_wait_ms;
-  if (!config.remote_cache.empty()) {
-    REWIND_ASSIGN_OR_RETURN(hc.remote_mac_key, config.RemoteCacheKey());
-  }
-  hc.remote_trust = config.remote_cache_trust;
-  hc.remote_max_fetch_bytes = config.remote_cache_max_fetch_mib << 20;
-  if (config.cache_ram_mib > 0) {
-    hc.budget_bytes = config.cache_ram_mib << 20;
-  } else {
-    // Default: half of the available memory, at most 8 GiB, at least what the live sequences need to reach
-    // a quarter of their context.
-    int64_t avail = AvailableMemoryBytes();
-    hc.budget_bytes = std::min<int64_t>(avail / 2, int64_t{8} << 30);
-  }
-  REWIND_ASSIGN_OR_RETURN(e->cache_, HybridCache::Create(*e->model_, hc));
-  LogContextMemory(cfg, hc.kv_type, n_ctx, config.n_parallel);
-  if (const int32_t fit = e->cache_->MaxSequenceTokens(); fit < n_ctx) {
-    // The budget is never exceeded (docs/cache-budget.md): one request cannot grow past what it holds.
-    LOG_WARN("--cache-ram %" PRId64 " MiB holds the attention pages of %d tokens: requests are limited to %d "
-             "tokens (context %d); raise --cache-ram for longer ones", hc.budget_bytes >> 20, fit, fit, n_ctx);
-    if (fit < 2) return Error::InvalidArgument("the cache budget holds no useful context: raise --cache-ram");
-    n_ctx = fit;
-  }
-
-  if (!config.spec.empty()) {
-    std::stringstream ss(config.spec);
-    std::string kind;
-    while (std::getline(ss, kind, ',')) {
-      if (kind == "ngram") {
-        e->drafters_.push_back(MakeNgramDrafter(3));
-      } else if (kind == "mtp") {
-        REWIND_ASSIGN_OR_RETURN(auto d, MakeMtpDrafter(*e->model_, lo.n_threads, config.draft_vocab));
-        e->drafters_.push_back(std::move(d));
-      } else if (kind == "draft") {
-        REWIND_ASSIGN_OR_RETURN(auto d, MakeModelDrafter(config.model_draft, *e->model_, lo.n_threads));
-        e->drafters_.push_back(std::move(d));
-      }
-    }
-    if (config.spec_synth_accept >= 0)
-      LOG_WARN("--spec-synth-accept %.3f: drafted tokens are accepted at random; the output is NOT the model's "
-               "output (benchmarking only)", config.spec_synth_accept);
-  }
-  e->info_.model_path = config.model_path;
-  e->info_.model_name = config.model_alias.empty() ? BaseName(config.model_path) : config.model_alias;
-  e->info_.n_ctx = n_ctx;
-  e->info_.n_ctx_train = n_ctx_train;
-  e->info_.n_vocab = cfg.n_vocab;
-  e->info_.device = e->model_->device_description();
-  e->info_.n_parallel = config.n_parallel;
-  e->info_.eog_tokens = e->eog_;
-  e->info_.arch = cfg.arch_name;
-  e->info_.n_embd = cfg.n_embd;
-  e->info_.images = (cfg.arch == model::Arch::kQwen35 || cfg.arch == model::Arch::kQwen35Moe) && cfg.imrope;
-  e->slots_.resize(config.n_parallel);
-  e->slot_tokens_.resize(config.n_parallel);
-  e->slot_infos_.resize(config.n_parallel);
-  for (int32_t i = 0; i < config.n_parallel; ++i) e->slot_infos_[i] = {i, false, n_ctx, 0, 0};
-  e->thread_ = std::thread([raw = e.get()] { raw->Loop(); });
-  LOG_INFO("engine: %s, ctx %d, %d slots, %d threads, %s kernels, kv %s, cache %s (budget %" PRId64
-           " MiB, disk %s)",
-           e->info_.model_name.c_str(), n_ctx, config.n_parallel, lo.n_threads, CpuLevelName(),
-           kernels::KvTypesName(hc.kv_type).c_str(), config.cache ? "on" : "off", hc.budget_bytes >> 20,
-           hc.disk_dir.empty() ? "off" : hc.disk_dir.c_str());
-  return e;
-}
-
-EngineImpl::~EngineImpl() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-  RunTasks();  // queued before the stop: their callers are waiting
-  if (cache_) {
-    Status s = cache_->Persist();
-    if (!s.ok()) LOG_WARN("cache persist at shutdown failed: %s", s.error().ToString().c_str());
-  }
-}
 
 Status EngineImpl::ValidateRequest(const GenerationRequest& r) const {
   if (r.prompt.empty()) return Error::InvalidArgument("the prompt is empty");
@@ -530,28 +372,6 @@ bool EngineImpl::Step() {
   return true;
 }
 
-// Speculation must pay for itself: per request, the seconds per emitted token of drafted rounds (drafting,
-// verification, rollback) are compared with those of plain steps; while drafting is slower it backs off
-// (exponentially, up to kMaxBackoff steps) and then probes again. Plain steps are measured first and now and then.
-void EngineImpl::UpdateDraftCost(const std::vector<DecodeCost>& costs, double seconds) {
-  for (const DecodeCost& c : costs) {
-    Active* a = slots_[c.slot].get();
-    if (a == nullptr || a->id != c.id || a->generated.size() <= c.generated_before) continue;
-    const double spt = seconds / static_cast<double>(a->generated.size() - c.generated_before);
-    double& avg = c.drafted ? a->spec_spt : a->plain_spt;
-    avg = avg > 0 ? 0.7 * avg + 0.3 * spt : spt;
-    ++(c.drafted ? a->spec_rounds : a->plain_steps);
-    if (!c.drafted || a->plain_spt <= 0) continue;
-    if (a->spec_spt > a->plain_spt) {
-      a->skip = std::max(a->skip, a->backoff);
-      a->backoff = std::min(a->backoff * 2, kMaxBackoff);
-      a->spec_spt = 0;  // measured afresh by the next probe
-    } else if (a->last_accepted > 0) {
-      a->backoff = 1;  // paid off and accepted something: draft every step again
-    }
-  }
-}
-
 void EngineImpl::Emit(Active& a, std::span<const float> logits) {
   size_t slot = 0;
   while (slots_[slot].get() != &a) ++slot;
@@ -587,108 +407,6 @@ bool EngineImpl::EmitToken(size_t slot, Active& a, int32_t token, std::span<cons
     return false;
   }
   return true;
-}
-
-int32_t EngineImpl::PlanDraft(Active& a) const {
-  if (drafters_.empty()) return 0;
-  if (a.skip > 0) {
-    --a.skip;
-    return 0;
-  }
-  // Plain steps to measure against (UpdateDraftCost): the first three, then one in every 32 rounds.
-  if (a.plain_steps < 3 || (a.plain_steps + a.spec_rounds) % 32 == 31) return 0;
-  int32_t n = a.draft_len;
-  // Never draft past what the request may still generate or what the context holds.
-  if (a.request.max_tokens >= 0)
-    n = std::min<int32_t>(n, a.request.max_tokens - static_cast<int32_t>(a.generated.size()) - 1);
-  n = std::min<int32_t>(n, info_.n_ctx - a.n_evaluated - 2);
-  return std::max<int32_t>(n, 0);
-}
-
-void EngineImpl::VerifyDraft(size_t slot, const model::ForwardOutput& out, int32_t first_row, int32_t pos0,
-                             std::span<const int32_t> item_tokens) {
-  Active& a = *slots_[slot];
-  const int32_t n_draft = static_cast<int32_t>(item_tokens.size()) - 1;
-  const uint64_t id = a.id;
-  int32_t accepted = 0;
-  bool alive = true;
-  bool synth = config_.spec_synth_accept >= 0;
-  for (int32_t i = 0; i <= n_draft && alive; ++i) {
-    std::span<const float> row = out.Row(first_row + i);
-    if (i == n_draft) {  // every draft token accepted: the last row gives one more token for free
-      int32_t t = a.sampler->Sample(row);
-      alive = EmitToken(slot, a, t, row);
-      if (alive) a.pending_token = t;
-      break;
-    }
-    const int32_t d = item_tokens[i + 1];
-    bool ok = false;
-    int32_t t;
-    if (synth) {
-      ok = a.sampler->Uniform() < config_.spec_synth_accept;
-      t = ok ? d : a.sampler->Sample(row);
-      if (!ok && t == d) t = (d + 1) % info_.n_vocab;
-    } else {
-      t = a.sampler->SpeculativeStep(row, d, &ok);
-    }
-    counters_.spec_drafted_at[std::min(i, 63)]++;
-    if (ok) {
-      ++accepted;
-      counters_.spec_accepted_at[std::min(i, 63)]++;
-      alive = EmitToken(slot, a, t, row);
-    } else {
-      alive = EmitToken(slot, a, t, row);
-      if (alive) a.pending_token = t;
-      break;
-    }
-  }
-  counters_.spec_rounds++;
-  counters_.spec_drafted += n_draft;
-  counters_.spec_accepted += accepted;
-  // The request may have finished inside the loop (its sequence is released with everything evaluated; the
-  // rejected tail then sits in the cache after the final state, which is harmless since the tree keys on tokens
-  // and Release rolled nothing back). Only a live request needs its rejected tail removed.
-  if (!slots_[slot] || slots_[slot]->id != id) return;
-  a.drafted += n_draft;
-  a.accepted += accepted;
-  const int32_t keep = pos0 + 1 + accepted;
-  if (keep < a.n_evaluated) {
-    double t0 = NowSeconds();
-    auto tr = cache_->Truncate(a.seq, keep);
-    counters_.rollback_seconds += NowSeconds() - t0;
-    counters_.spec_rollbacks++;
-    if (!tr.ok()) {
-      Finish(slot, "error", tr.error());
-      return;
-    }
-    for (auto& d : drafters_) d->Rollback(static_cast<int32_t>(slot), keep);
-    a.n_evaluated = tr->resume_pos;
-    if (!tr->refeed.empty()) {  // no exact state at keep (should not happen inside one batch): re-evaluate
-      EvalItem item{a.seq, tr->refeed, false};
-      model::ForwardOutput tmp;
-      Status st = cache_->Evaluate({&item, 1}, &tmp);
-      if (!st.ok()) {
-        Finish(slot, "error", st.error());
-        return;
-      }
-      a.n_evaluated += static_cast<int32_t>(tr->refeed.size());
-    }
-  }
-  // Adaptive draft length: grow after full acceptance, shrink to what was accepted. From the second round in
-  // a row that accepted nothing, drafting backs off (x4 each time, up to kMaxBackoff steps); UpdateDraftCost
-  // backs off too after rounds that cost more than they gave. A drafter that is almost always wrong thus costs
-  // a probe round now and then.
-  a.last_accepted = accepted;
-  if (accepted == n_draft) {
-    a.draft_len = std::min<int32_t>(std::max(1, config_.draft_max), a.draft_len + 2);
-  } else {
-    a.draft_len = std::max<int32_t>(1, accepted + 1);
-  }
-  a.fail_streak = accepted == 0 ? a.fail_streak + 1 : 0;
-  if (a.fail_streak >= 2) {
-    a.skip = std::max(a.skip, a.backoff);
-    a.backoff = std::min(a.backoff * 4, kMaxBackoff);
-  }
 }
 
 void EngineImpl::Finish(size_t slot, const std::string& reason, std::optional<Error> error) {
