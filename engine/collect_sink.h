@@ -1,8 +1,13 @@
-// Test helper: a RequestSink that records the streamed tokens and waits for the request to finish.
+// Test helpers: a RequestSink that records the streamed tokens and waits for the request to finish, and a greedy
+// request through it.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <condition_variable>
+#include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.h"
@@ -34,5 +39,23 @@ class Collect : public RequestSink {
   std::vector<float> logprobs;
   Completion done;
 };
+
+// Submits a greedy request (temperature 0, logprobs, ignore_eos) of n tokens with the given checkpoint hints and
+// waits for it; a failed submit or an error completion fails the calling test.
+inline std::shared_ptr<Collect> AskGreedy(Engine& e, const std::vector<int32_t>& prompt,
+                                          std::vector<int32_t> hints, int n = 6) {
+  GenerationRequest r;
+  r.prompt = prompt;
+  r.checkpoint_hints = std::move(hints);
+  r.max_tokens = n;
+  r.sampling.temperature = 0;
+  r.logprobs = true;
+  r.ignore_eos = true;
+  auto sink = std::make_shared<Collect>();
+  EXPECT_TRUE(e.Submit(r, sink).ok());
+  sink->Wait();
+  EXPECT_FALSE(sink->done.error.has_value()) << sink->done.error->ToString();
+  return sink;
+}
 
 }  // namespace rw::engine::testing

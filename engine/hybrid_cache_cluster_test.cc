@@ -34,18 +34,7 @@ std::unique_ptr<Engine> Replica(const std::string& remote, bool cache = true) {
 }
 
 std::shared_ptr<testing::Collect> Ask(Engine& e, const std::vector<int32_t>& prompt, std::vector<int32_t> hints) {
-  GenerationRequest r;
-  r.prompt = prompt;
-  r.checkpoint_hints = std::move(hints);
-  r.max_tokens = 6;
-  r.sampling.temperature = 0;
-  r.logprobs = true;
-  r.ignore_eos = true;
-  auto sink = std::make_shared<testing::Collect>();
-  EXPECT_TRUE(e.Submit(r, sink).ok());
-  sink->Wait();
-  EXPECT_FALSE(sink->done.error.has_value()) << sink->done.error->ToString();
-  return sink;
+  return testing::AskGreedy(e, prompt, std::move(hints));
 }
 
 void Drain(Engine& e) {

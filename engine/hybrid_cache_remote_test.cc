@@ -42,18 +42,7 @@ struct Turn {
 };
 
 std::shared_ptr<testing::Collect> Ask(Engine& e, const Turn& t, int n = 6) {
-  GenerationRequest r;
-  r.prompt = t.prompt;
-  r.checkpoint_hints = t.hints;
-  r.max_tokens = n;
-  r.sampling.temperature = 0;
-  r.logprobs = true;
-  r.ignore_eos = true;
-  auto sink = std::make_shared<testing::Collect>();
-  EXPECT_TRUE(e.Submit(r, sink).ok());
-  sink->Wait();
-  EXPECT_FALSE(sink->done.error.has_value()) << sink->done.error->ToString();
-  return sink;
+  return testing::AskGreedy(e, t.prompt, t.hints, n);
 }
 
 // Turn 2 appends the first answer and a new message to turn 1, like a chat client.

@@ -9,7 +9,6 @@ worst latency, RSS before and after).
 Usage: adversarial_test.py REWIND_BINARY [WORK_DIR]
 """
 
-import http.client
 import json
 import os
 import re
@@ -20,27 +19,16 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import rewind_http  # noqa: E402  (the shared helpers, found through the line above)
+
 BYSTANDER_BOUND_S = 30.0  # generous on a loaded 2-core runner; a stalled engine (the bug) never answers
 RSS_BOUND_MIB = 256       # the 10^6-enum schema alone used to add 900 MiB
 KEYS = ("alice-key", "bob-key")
 
 
 def request(port, method, path, body=None, key=KEYS[0], raw=None, timeout=120):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        headers = {"Content-Type": "application/json"}
-        if key:
-            headers["Authorization"] = "Bearer " + key
-        conn.request(method, path, body=data, headers=headers)
-        r = conn.getresponse()
-        text = r.read()
-        try:
-            return r.status, json.loads(text)
-        except ValueError:
-            return r.status, text.decode(errors="replace")
-    finally:
-        conn.close()
+    return rewind_http.request(port, method, path, body, key=key, raw=raw, timeout=timeout)
 
 
 def rss_mib(pid):

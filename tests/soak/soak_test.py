@@ -25,6 +25,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import rewind_http  # noqa: E402  (the shared helpers, found through the line above)
+
 CLIENTS = 8
 MAX_TOKENS = 12
 SOAK_SECONDS = 14
@@ -98,18 +101,7 @@ class Server:
 
 
 def request(port, method, path, body=None, timeout=60):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        data = json.dumps(body).encode() if body is not None else None
-        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
-        r = conn.getresponse()
-        raw = r.read()
-        try:
-            return r.status, json.loads(raw)
-        except ValueError:
-            return r.status, raw.decode(errors="replace")
-    finally:
-        conn.close()
+    return rewind_http.request(port, method, path, body, timeout=timeout)
 
 
 def completion_body(prompt, stream=False):
