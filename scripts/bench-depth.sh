@@ -43,18 +43,9 @@ if ((ttft_words > 0)); then
   command -v "$serve_bench" >/dev/null || { echo "no serve_bench at $serve_bench (set SERVE_BENCH)" >&2; exit 2; }
 fi
 
-work=$(mktemp -d /tmp/rewind-bench-depth-XXXXXX)
-server_pid=""
-stop_server() {
-  if [ -n "$server_pid" ]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=""
-  fi
-}
-trap 'stop_server; rm -rf "$work"' EXIT
-results="$work/results"
-: >"$results"
+# shellcheck source-path=SCRIPTDIR source=lib/bench-servers.sh
+source "$(dirname "$0")/lib/bench-servers.sh"
+bench_work bench-depth
 
 # Appends "engine model depth pp|tg tok/s" lines.
 run_rewind() {
@@ -84,8 +75,6 @@ for ((rep = 0; rep < reps; ++rep)); do
   done
 done
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
 # Cold TTFT: a fresh server per run, one warm-up request of a few words (loads the weights), then the long one.
 run_ttft() {
   local engine=$1 m=$2 seed=$3 port ctx out
@@ -98,11 +87,7 @@ run_ttft() {
              >"$work/server.log" 2>&1 & ;;
   esac
   server_pid=$!
-  for _ in $(seq 600); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && break
-    kill -0 "$server_pid" 2>/dev/null || { echo "$engine did not start:" >&2; tail -n 20 "$work/server.log" >&2; exit 1; }
-    sleep 0.5
-  done
+  wait_health "$engine" "$port"
   "$serve_bench" --url "http://127.0.0.1:$port" --clients 1 --requests 1 --prompt-words 8 --max-tokens 1 \
     --seed $((seed + 7777)) >/dev/null
   out=$("$serve_bench" --url "http://127.0.0.1:$port" --clients 1 --requests 1 --prompt-words "$ttft_words" \

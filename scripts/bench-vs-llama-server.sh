@@ -45,20 +45,9 @@ if [[ " $engines " == *" llama "* ]]; then
   command -v "$llama_server" >/dev/null || { echo "no llama-server (set LLAMA_SERVER)" >&2; exit 2; }
 fi
 
-work=$(mktemp -d /tmp/rewind-bench-server-XXXXXX)
-server_pid=""
-stop_server() {
-  if [ -n "$server_pid" ]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=""
-  fi
-}
-trap 'stop_server; rm -rf "$work"' EXIT
-results="$work/results"
-: >"$results"
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source-path=SCRIPTDIR source=lib/bench-servers.sh
+source "$(dirname "$0")/lib/bench-servers.sh"
+bench_work bench-server
 
 # Starts engine $1 on port $2 (log in $work/server.log); returns once /health answers 200.
 start_server() {
@@ -79,12 +68,7 @@ start_server() {
     *) echo "unknown engine $engine" >&2; exit 2 ;;
   esac
   server_pid=$!
-  for _ in $(seq 600); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && return 0
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.5
-  done
-  echo "$engine did not start:" >&2; tail -n 20 "$work/server.log" >&2; exit 1
+  wait_health "$engine" "$port"
 }
 
 # One measurement: appends "engine clients tok/s ttft_mean_ms" to $results.
