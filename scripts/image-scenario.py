@@ -10,15 +10,19 @@ side (docs/images.md, "Measured").
 import argparse
 import base64
 import json
+import time
 import urllib.request
 
 
 def chat(url, messages, max_tokens):
+    t0 = time.monotonic()
     body = json.dumps({"model": "m", "messages": messages, "max_tokens": max_tokens, "temperature": 0,
                        "cache_prompt": True}).encode()
     req = urllib.request.Request(url + "/v1/chat/completions", body, {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=600) as r:
-        return json.loads(r.read())
+        out = json.loads(r.read())
+    out["_wall_ms"] = (time.monotonic() - t0) * 1000.0
+    return out
 
 
 def main():
@@ -38,7 +42,7 @@ def main():
     def record(name, r):
         t = r.get("timings", {})
         u = r.get("usage", {})
-        rows.append((name, u.get("prompt_tokens"), t.get("prompt_n")))
+        rows.append((name, u.get("prompt_tokens"), t.get("prompt_n"), r["_wall_ms"]))
         return r["choices"][0]["message"].get("content") or ""
 
     for i, q in enumerate(questions):
@@ -49,9 +53,9 @@ def main():
     turn2 = turn1 + [{"role": "assistant", "content": answer},
                      {"role": "user", "content": "And what would you change about it?"}]
     record("chat turn 2", chat(a.url, turn2, a.max_tokens))
-    print(f"{a.label:12s} {'request':14s} {'prompt':>7s} {'processed':>9s}")
-    for name, p, n in rows:
-        print(f"{a.label:12s} {name:14s} {p!s:>7s} {n!s:>9s}")
+    print(f"{a.label:12s} {'request':14s} {'prompt':>7s} {'processed':>9s} {'wall_ms':>8s}")
+    for name, p, n, ms in rows:
+        print(f"{a.label:12s} {name:14s} {p!s:>7s} {n!s:>9s} {ms:8.0f}")
 
 
 if __name__ == "__main__":
