@@ -10,8 +10,9 @@
 # prefills D tokens before each test (untimed). Prints every run, then per model and depth the medians (ranges)
 # and the ratios rewind / llama.cpp.
 # Part 2 (-T WORDS > 0, first model only): cold time to first token of one chat request of WORDS distinct words
-# (about one token each) with max_tokens 1, against `rewind serve` and `llama-server` started fresh for each run
-# (one slot, context WORDS + 1024), engines alternating, REPS times (build/server/serve_bench measures it).
+# (one to two tokens each, by the vocabulary: the prompt row says how many) with max_tokens 1, against `rewind
+# serve` and `llama-server` started fresh for each run (one slot, context 2 x WORDS + 1024), engines alternating,
+# REPS times (build/server/serve_bench measures it).
 # EXTRA ARGS go to both bench programs (e.g. "-ctk q8_0 -ctv q8_0").
 # Environment: REWIND (default build/rewind), LLAMA_BENCH, LLAMA_SERVER (default: on PATH), SERVE_BENCH
 # (default build/server/serve_bench); LD_LIBRARY_PATH as llama.cpp needs it.
@@ -79,7 +80,7 @@ done
 run_ttft() {
   local engine=$1 m=$2 seed=$3 port ctx out
   port=$(free_port)
-  ctx=$((ttft_words + 1024))
+  ctx=$((2 * ttft_words + 1024))  # a word is one or two tokens
   case $engine in
     rewind) "$rewind" serve -m "$m" --host 127.0.0.1 --port "$port" --threads "$threads" --parallel 1 -c "$ctx" \
               --cache-dir '' >"$work/server.log" 2>&1 & ;;
