@@ -272,8 +272,11 @@ bool EngineImpl::Step() {
     std::vector<int32_t> toks = {a->pending_token};
     int32_t n_draft = a->request.images.empty() ? PlanDraft(*a) : 0;
     if (n_draft > 0) {
-      std::vector<int32_t> context = a->request.prompt;
-      context.insert(context.end(), a->generated.begin(), a->generated.end());
+      // Only the tokens generated since the last draft are appended: no O(position) copy per step.
+      std::vector<int32_t>& context = a->draft_context;
+      if (context.empty()) context = a->request.prompt;
+      context.insert(context.end(), a->generated.begin() + (context.size() - a->request.prompt.size()),
+                     a->generated.end());
       std::vector<int32_t> draft;
       const double t_draft = NowSeconds();
       for (auto& d : drafters_) {

@@ -68,6 +68,7 @@ class EngineImpl final : public Engine {
     model::SeqImages images;          // request.images as the model reads them (rows owned by request.images)
     // Speculative decoding (adaptive draft length).
     int32_t draft_len = 0;            // tokens to draft next round
+    std::vector<int32_t> draft_context;  // prompt + generated as the drafters read it, appended to, not rebuilt
     int32_t skip = 0;                 // decode steps left without drafting (back-off after poor acceptance)
     int32_t backoff = 1;
     int32_t last_accepted = 0;        // drafted tokens accepted in the last verify round
