@@ -92,11 +92,17 @@ TEST(RedisRedirect, ARedirectToANodeOfTheSlotMapIsFollowed) {
   EXPECT_TRUE(SawAuth(b));  // a member of the cluster gets the password like the seed
 }
 
-TEST(RedisUrl, RefusesTlsUrlsAndSaysWhy) {
-  auto u = ParseRedisUrl("rediss://:pw@cache.example:6380");
-  ASSERT_FALSE(u.ok());
-  EXPECT_EQ(u.error().kind, ErrorKind::kUnsupported);
-  EXPECT_NE(u.error().message.find("no TLS"), std::string::npos) << u.error().message;
+TEST(RedisUrl, ParsesTlsUrls) {
+  auto u = ParseRedisUrl("rediss://:pw@cache.example:6380/2");
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->host, "cache.example");
+  EXPECT_EQ(u->port, 6380);
+  EXPECT_EQ(u->db, 2);
+  EXPECT_EQ(u->password, "pw");
+  EXPECT_EQ(u->ToString(), "rediss://cache.example:6380/2");
+  EXPECT_FALSE(ParseRedisUrl("redis://cache.example")->tls);
+  EXPECT_FALSE(ParseRedisUrl("redisss://cache.example").ok());
 }
 
 }  // namespace
