@@ -188,7 +188,10 @@ Status RedisClient::EnsureTopology() {
     seed->port = url_.port;
   }
   REWIND_ASSIGN_OR_RETURN(RedisConnection * conn, Connect(*seed));
-  REWIND_RETURN_IF_ERROR(LoadSlots(*conn));
+  if (Status s = LoadSlots(*conn); !s.ok()) {
+    seed->Drop();
+    return Error{s.error().kind, "redis " + name + ": " + s.error().message};
+  }
   single_ = cluster_ ? nullptr : seed.get();
   if (!cluster_) members_ = {{name, seed.get()}};
   topology_known_ = true;

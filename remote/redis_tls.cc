@@ -65,16 +65,14 @@ bool IsIpAddress(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
-// Why an SSL operation that returned `ret` failed (drains the error queue).
-std::string Why(SSL* ssl, int ret, int code) {
+// Why an SSL operation failed with `code` (drains the error queue; errno was cleared before the operation).
+std::string Why(SSL* ssl, int code) {
+  const int e = errno;
   if (const long v = SSL_get_verify_result(ssl); v != X509_V_OK) {
     ERR_clear_error();
     return std::string("the server's certificate did not verify: ") + X509_verify_cert_error_string(v);
   }
-  if (code == SSL_ERROR_SYSCALL) {
-    const int e = errno;
-    return SslErrors(ret == 0 || e == 0 ? "the server closed the connection" : std::strerror(e));
-  }
+  if (code == SSL_ERROR_SYSCALL) return SslErrors(e == 0 ? "the server closed the connection" : std::strerror(e));
   return SslErrors("TLS error " + std::to_string(code));
 }
 
@@ -110,18 +108,34 @@ class TlsTransport final : public Transport {
     if (failed_) return Error::Unavailable("the TLS connection failed earlier");
     for (;;) {
       ERR_clear_error();
+      errno = 0;
       size_t done = 0;
       const int r = op(&done);
       if (r == 1) return done;
-      const int code = SSL_get_error(ssl_.get(), r);
+      int code = SSL_get_error(ssl_.get(), r);
       if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
         REWIND_RETURN_IF_ERROR(socket_.Wait(code == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, what));
         continue;
       }
       failed_ = true;
       if (code == SSL_ERROR_ZERO_RETURN) return Error::Unavailable("the server closed the TLS connection");
+      std::string why = Why(ssl_.get(), code);
+      if (code == SSL_ERROR_SYSCALL) {
+        // A TLS 1.3 server refuses a client (no client certificate) after the client's handshake has ended: it
+        // sends an alert and closes, and a write may then fail first. The alert says why, when it has arrived.
+        char buf[512];
+        size_t n = 0;
+        ERR_clear_error();
+        errno = 0;
+        if (const int r2 = SSL_read_ex(ssl_.get(), buf, sizeof(buf), &n);
+            r2 != 1 && SSL_get_error(ssl_.get(), r2) == SSL_ERROR_SSL) {
+          code = SSL_ERROR_SSL;
+          why = Why(ssl_.get(), code);
+        }
+        ERR_clear_error();
+      }
       if (code == SSL_ERROR_SSL) context_->CountFailure();  // an alert or a broken record, not a mere reset
-      return Error::Unavailable(std::string("TLS ") + what + " failed: " + Why(ssl_.get(), r, code));
+      return Error::Unavailable(std::string("TLS ") + what + " failed: " + why);
     }
   }
 
@@ -185,6 +199,7 @@ Expected<std::unique_ptr<Transport>> TlsContext::Handshake(Socket socket, const 
   if (!named) return Error::InvalidArgument("cannot verify TLS for host '" + host + "'");
   for (;;) {
     ERR_clear_error();
+    errno = 0;
     const int r = SSL_connect(ssl.get());
     if (r == 1) break;
     const int code = SSL_get_error(ssl.get(), r);
@@ -194,7 +209,7 @@ Expected<std::unique_ptr<Transport>> TlsContext::Handshake(Socket socket, const 
       continue;
     }
     CountFailure();
-    return Error::Unavailable("TLS handshake with " + host + " failed: " + Why(ssl.get(), r, code));
+    return Error::Unavailable("TLS handshake with " + host + " failed: " + Why(ssl.get(), code));
   }
   return std::unique_ptr<Transport>(
       std::make_unique<TlsTransport>(std::move(socket), std::move(ssl), shared_from_this()));
