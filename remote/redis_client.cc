@@ -121,7 +121,7 @@ Expected<RedisConnection*> RedisClient::Connect(Node& node) {
   if (node.conn) return node.conn.get();
   const std::string where = node.host + ":" + std::to_string(node.port);
   auto conn = RedisConnection::Open(node.host, node.port, options_.connect_timeout_ms, options_.command_timeout_ms,
-                                    url_.tls ? options_.tls.get() : nullptr);
+                                    options_.max_reply_bytes, url_.tls ? options_.tls.get() : nullptr);
   if (!conn.ok()) return Error::Unavailable("cannot connect to " + where + ": " + conn.error().message);
   auto hello = [&](std::vector<std::string_view> args) -> Status {
     auto r = (*conn)->Command(args);

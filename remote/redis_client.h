@@ -58,6 +58,9 @@ struct RedisOptions {
   int backoff_min_ms = 100;
   int backoff_max_ms = 30000;
   std::shared_ptr<TlsContext> tls;  // required for rediss:// URLs (TlsContext::Create), unused otherwise
+  // A reply longer than this (a server sending more than was asked for) fails the call before it is read whole,
+  // and the connection is dropped. 0: no cap.
+  int64_t max_reply_bytes = 0;
 };
 
 // The cluster hash slot of a key (CRC16/XMODEM mod 16384, of the {hash tag} when the key has one).

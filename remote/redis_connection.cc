@@ -13,7 +13,7 @@ constexpr size_t kWriteChunk = 1 << 20;  // each chunk gets its own command time
 
 Expected<std::unique_ptr<RedisConnection>> RedisConnection::Open(const std::string& host, int port,
                                                                  int connect_timeout_ms, int command_timeout_ms,
-                                                                 TlsContext* tls) {
+                                                                 int64_t max_reply_bytes, TlsContext* tls) {
   const Deadline deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(connect_timeout_ms);
   REWIND_ASSIGN_OR_RETURN(Socket socket, ConnectTcp(host, port, deadline));
   std::unique_ptr<Transport> transport;
@@ -22,11 +22,16 @@ Expected<std::unique_ptr<RedisConnection>> RedisConnection::Open(const std::stri
   } else {
     transport = MakePlainTransport(std::move(socket));
   }
-  return std::unique_ptr<RedisConnection>(new RedisConnection(std::move(transport), command_timeout_ms));
+  return std::unique_ptr<RedisConnection>(
+      new RedisConnection(std::move(transport), command_timeout_ms, max_reply_bytes));
 }
 
-RedisConnection::RedisConnection(std::unique_ptr<Transport> transport, int command_timeout_ms)
-    : transport_(std::move(transport)), reader_(redisReaderCreate()), command_timeout_ms_(command_timeout_ms) {}
+RedisConnection::RedisConnection(std::unique_ptr<Transport> transport, int command_timeout_ms,
+                                 int64_t max_reply_bytes)
+    : transport_(std::move(transport)),
+      reader_(redisReaderCreate()),
+      command_timeout_ms_(command_timeout_ms),
+      max_reply_bytes_(max_reply_bytes) {}
 
 RedisConnection::~RedisConnection() {
   if (reader_) redisReaderFree(reader_);
@@ -70,6 +75,10 @@ Expected<ReplyPtr> RedisConnection::Read() {
     if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
       return Error::Unavailable(std::string("protocol error: ") + reader_->errstr);
     if (raw) return ReplyPtr(static_cast<redisReply*>(raw));
+    // What the reader holds now is the start of one reply (complete ones were taken above).
+    if (max_reply_bytes_ > 0 && reader_->len - reader_->pos > static_cast<size_t>(max_reply_bytes_))
+      return Error::Unavailable("a reply longer than " + std::to_string(max_reply_bytes_) +
+                                " bytes (the cap of one reply): not read further");
     in_.resize(kReadChunk);
     REWIND_ASSIGN_OR_RETURN(const size_t n, transport_->Read(in_, NextDeadline()));
     if (redisReaderFeed(reader_, in_.data(), n) != REDIS_OK)

@@ -1,8 +1,10 @@
 // Cluster redirects against fake Redis nodes (remote/fake_redis.h): a MOVED or ASK is followed only to a node of
-// the cluster's own slot map, and the URL's password never reaches any other host.
+// the cluster's own slot map, and the URL's password never reaches any other host; a reply longer than the cap
+// is not read whole.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "remote/fake_redis.h"
@@ -90,6 +92,25 @@ TEST(RedisRedirect, ARedirectToANodeOfTheSlotMapIsFollowed) {
   EXPECT_EQ(got->value_or(""), "from b");
   EXPECT_EQ(c.redirects_refused(), 0u);
   EXPECT_TRUE(SawAuth(b));  // a member of the cluster gets the password like the seed
+}
+
+TEST(RedisClient, AReplyLongerThanTheCapFailsBeforeItIsReadWhole) {
+  // A server that answers a GET with a 1 GB string (it sends 4 MB of it and would go on).
+  FakeRedis huge;
+  const std::string start = "$1000000000\r\n" + std::string(4 << 20, 'x');
+  huge.Serve([&](const FakeRedis::Args& a) -> std::string {
+    if (a[0] == "CLUSTER") return "-ERR This instance has cluster support disabled\r\n";
+    return a[0] == "GET" ? start : "+OK\r\n";
+  });
+  RedisOptions o = testing::FastOptions();
+  o.max_reply_bytes = 1 << 20;
+  RedisClient c(ParseRedisUrl(huge.url()).value(), o);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto got = c.Get("k");
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.error().message.find("a reply longer than 1048576 bytes"), std::string::npos) << got.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(400));  // not the command timeout
+  EXPECT_TRUE(c.backing_off());
 }
 
 TEST(RedisUrl, ParsesTlsUrls) {

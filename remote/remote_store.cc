@@ -43,6 +43,8 @@ Expected<std::unique_ptr<RemoteStore>> RemoteStore::Open(const RedisUrl& url, co
     return Error::InvalidArgument(
         "remote cache: no key to authenticate values (--remote-cache-key-file) and Redis not trusted "
         "(--remote-cache-trust)");
+  // No reply the store asks for is longer than what one lookup may read (GETRANGE bounds each value).
+  if (options.max_reply_bytes == 0) options.max_reply_bytes = config.max_fetch_bytes + 4096;
   if (url.tls && !options.tls) {
     REWIND_ASSIGN_OR_RETURN(options.tls, TlsContext::Create(config.tls));
   }
