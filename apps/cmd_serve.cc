@@ -65,7 +65,7 @@ int Serve(int argc, char** argv) {
   flags.Add("cache-disk", 0, &cache_disk, "disk tier bound in MiB");
   flags.Add("remote-cache", 0, &ec.remote_cache,
             "remote tier shared by replicas of the same model file and build: redis://HOST:PORT[/DB], a Redis "
-            "server or Cluster (\"\" = off; docs/replicas.md)");
+            "server or Cluster, or rediss://... over TLS (\"\" = off; docs/replicas.md)");
   flags.Add("remote-cache-ttl", 0, &ec.remote_cache_ttl_s,
             "expiry in seconds of what this replica writes to the remote tier (0 = none: Redis' maxmemory policy "
             "evicts)");
@@ -82,6 +82,14 @@ int Serve(int argc, char** argv) {
             "every replica serves (--remote-cache needs a key or this)");
   flags.Add("remote-cache-max-fetch", 0, &ec.remote_cache_max_fetch_mib,
             "MiB one remote-tier lookup may read from Redis (a deeper checkpoint is then not fetched)");
+  flags.Add("remote-cache-tls-ca", 0, &ec.remote_cache_tls_ca,
+            "rediss:// only: PEM file of the CA certificates that verify the Redis servers' certificates (\"\" = "
+            "the system's CA store); each certificate must name the host or IP address the replica dials");
+  flags.Add("remote-cache-tls-cert", 0, &ec.remote_cache_tls_cert,
+            "rediss:// only: PEM client certificate presented to Redis servers that require one (tls-auth-clients; "
+            "\"\" = none; needs --remote-cache-tls-key)");
+  flags.Add("remote-cache-tls-key", 0, &ec.remote_cache_tls_key,
+            "rediss:// only: PEM private key of --remote-cache-tls-cert (\"\" = none)");
   flags.Add("checkpoint-every", 0, &checkpoint_every,
             "checkpoint every N tokens inside long messages (0 = off)");
   flags.Add("slot-save-path", 0, &ec.slot_save_path, "folder for /slots save|restore (none: --cache-dir)");

@@ -1,5 +1,7 @@
 #include "engine/engine_config.h"
 
+#include <unistd.h>
+
 #include <set>
 #include <sstream>
 
@@ -57,7 +59,21 @@ Status EngineConfig::Validate() const {
   if (!remote_cache_key.empty() && !remote_cache_key_file.empty())
     return Error::InvalidArgument("give --remote-cache-key or --remote-cache-key-file, not both");
   if (!remote_cache.empty()) {
-    if (auto url = remote::ParseRedisUrl(remote_cache); !url.ok()) return url.error();
+    auto url = remote::ParseRedisUrl(remote_cache);
+    if (!url.ok()) return url.error();
+    const std::pair<const char*, const std::string*> tls_files[] = {{"--remote-cache-tls-ca", &remote_cache_tls_ca},
+                                                                    {"--remote-cache-tls-cert", &remote_cache_tls_cert},
+                                                                    {"--remote-cache-tls-key", &remote_cache_tls_key}};
+    for (const auto& [flag, file] : tls_files) {
+      if (file->empty()) continue;
+      if (!url->tls)
+        return Error::InvalidArgument(std::string(flag) + " needs a rediss:// (TLS) --remote-cache URL, got " +
+                                      url->ToString());
+      if (access(file->c_str(), R_OK) != 0)
+        return Error::InvalidArgument(std::string(flag) + ": cannot read " + *file);
+    }
+    if (remote_cache_tls_cert.empty() != remote_cache_tls_key.empty())
+      return Error::InvalidArgument("--remote-cache-tls-cert and --remote-cache-tls-key go together");
     const bool keyed = !remote_cache_key.empty() || !remote_cache_key_file.empty();
     if (keyed && remote_cache_trust)
       return Error::InvalidArgument(

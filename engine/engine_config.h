@@ -29,7 +29,7 @@ struct EngineConfig {
   int64_t cache_ram_mib = 0;       // byte budget of pages + checkpoints; 0 = derived from free memory
   std::string cache_dir;           // disk tier + persistence ("" = off)
   int64_t cache_disk_mib = 4096;   // disk tier bound
-  std::string remote_cache;        // remote tier shared by replicas: redis://HOST:PORT[/DB] ("" = off)
+  std::string remote_cache;        // remote tier shared by replicas: redis[s]://HOST:PORT[/DB] ("" = off)
   int64_t remote_cache_ttl_s = 0;  // expiry of values written there (0 = none: Redis' maxmemory policy evicts)
   int64_t remote_cache_wait_ms = 1000;  // wait for a state another replica announced (0 = never wait)
   // Values in Redis are authenticated (HMAC-SHA256) with this key, given inline or as a file (docs/replicas.md);
@@ -39,6 +39,11 @@ struct EngineConfig {
   std::string remote_cache_key_file;
   bool remote_cache_trust = false;
   int64_t remote_cache_max_fetch_mib = 1024;  // bytes one lookup may read from Redis
+  // TLS (rediss:// only): the CA certificates that verify the servers ("" = the system's store) and a client
+  // certificate with its key for servers that require one ("" = none).
+  std::string remote_cache_tls_ca;
+  std::string remote_cache_tls_cert;
+  std::string remote_cache_tls_key;
   int32_t checkpoint_every = 1024; // checkpoint every N tokens inside long messages (0 = off)
   std::string slot_save_path;      // directory for /slots save|restore ("" = cache_dir or refuse)
   bool lazy_rollback = true;       // replay-log rollbacks fused into the next forward (false = --no-lazy-rollback)

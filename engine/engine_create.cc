@@ -113,6 +113,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   }
   hc.remote_trust = config.remote_cache_trust;
   hc.remote_max_fetch_bytes = config.remote_cache_max_fetch_mib << 20;
+  hc.remote_tls = {config.remote_cache_tls_ca, config.remote_cache_tls_cert, config.remote_cache_tls_key};
   if (config.cache_ram_mib > 0) {
     hc.budget_bytes = config.cache_ram_mib << 20;
   } else {

@@ -41,6 +41,7 @@ struct HybridCacheConfig {
   std::string remote_mac_key;     // authenticates remote values (HMAC-SHA256); "" needs remote_trust
   bool remote_trust = false;      // no key: values are sealed and checked with an empty key (no authentication)
   int64_t remote_max_fetch_bytes = int64_t{1} << 30;  // bytes one remote lookup may read
+  remote::TlsOptions remote_tls;  // rediss:// URLs: CA store, client certificate
   bool lazy_rollback = true;      // replay-log rollbacks are fused into the next forward (docs/checkpoints.md)
 };
 

@@ -62,6 +62,7 @@ std::string HybridCache::StatsJson() const {
   num("remote_unauthenticated", static_cast<int64_t>(rs.unauthenticated));
   num("remote_oversized", static_cast<int64_t>(rs.oversized));
   num("remote_redirects_refused", static_cast<int64_t>(rs.redirects_refused));
+  num("remote_tls_failures", static_cast<int64_t>(rs.tls_failures));
   num("remote_queued_bytes", rs.queued_bytes, true);
   return o + "}";
 }
@@ -168,6 +169,10 @@ std::string HybridCache::MetricsText() const {
            "Remote checkpoints not fetched: more than --remote-cache-max-fetch.", rs.capped);
     metric("rewind_remote_redirects_refused_total", "counter",
            "Cluster redirects to a node outside the cluster's slot map (not followed).", rs.redirects_refused);
+    metric("rewind_remote_tls_failures_total", "counter",
+           "TLS handshakes with Redis that failed (the server's certificate did not verify, the server refused this "
+           "client) and TLS errors on open connections.",
+           rs.tls_failures);
   }
   return o;
 }

@@ -27,6 +27,7 @@ void HybridCache::Impl::OpenRemote() {
   rc.mac_key = cfg.remote_mac_key;
   rc.trust = cfg.remote_trust;
   rc.max_fetch_bytes = cfg.remote_max_fetch_bytes;
+  rc.tls = cfg.remote_tls;
   rc.state_bytes = static_cast<int64_t>(states->bytes_per_state());
   rc.page_bytes_per_token =
       static_cast<int64_t>((kv->k_row_bytes() + kv->v_row_bytes()) * static_cast<size_t>(kv->config().n_layers));

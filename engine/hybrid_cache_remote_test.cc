@@ -159,7 +159,7 @@ TEST(RemoteTier, AHungOrFullRedisOnlyCostsCompute) {
   EXPECT_EQ(b->MetricsText().find("rewind_remote_errors_total 0"), std::string::npos) << b->MetricsText();
 }
 
-TEST(RemoteTier, AnUnauthenticatedRemoteCacheIsRefusedUnlessTrustedAndTlsUrlsSayWhy) {
+TEST(RemoteTier, AnUnauthenticatedRemoteCacheIsRefusedUnlessTrustedAndTlsFlagsAreChecked) {
   EngineConfig c;
   c.model_path = kModel;
   c.remote_cache = "redis://127.0.0.1:6379";
@@ -183,10 +183,25 @@ TEST(RemoteTier, AnUnauthenticatedRemoteCacheIsRefusedUnlessTrustedAndTlsUrlsSay
   EXPECT_EQ(*key, "sixteen-byte-key-and-more");
   std::remove(file.c_str());
   EXPECT_FALSE(c.RemoteCacheKey().ok());  // unreadable: a clear error at start
+  // TLS: its flags need a rediss:// URL, readable files, and a client certificate comes with its key.
+  c.remote_cache_tls_ca = "/nonexistent/ca.pem";
+  auto plain = c.Validate();
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.error().message.find("rediss://"), std::string::npos) << plain.error().message;
   c.remote_cache = "rediss://127.0.0.1:6380";
-  auto tls = c.Validate();
-  ASSERT_FALSE(tls.ok());
-  EXPECT_NE(tls.error().message.find("no TLS"), std::string::npos) << tls.error().message;
+  auto unreadable = c.Validate();
+  ASSERT_FALSE(unreadable.ok());
+  EXPECT_NE(unreadable.error().message.find("--remote-cache-tls-ca"), std::string::npos) << unreadable.error().message;
+  c.remote_cache_tls_ca.clear();  // the system's CA store
+  c.remote_cache_key = "sixteen-byte-key-and-more";
+  c.remote_cache_key_file.clear();
+  EXPECT_TRUE(c.Validate().ok());
+  c.remote_cache_tls_cert = kModel;  // any readable file: Validate checks presence, TLS loading checks the rest
+  auto lone = c.Validate();
+  ASSERT_FALSE(lone.ok());
+  EXPECT_NE(lone.error().message.find("--remote-cache-tls-key"), std::string::npos) << lone.error().message;
+  c.remote_cache_tls_key = kModel;
+  EXPECT_TRUE(c.Validate().ok());
 }
 
 }  // namespace

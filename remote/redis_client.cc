@@ -1,32 +1,17 @@
 #include "remote/redis_client.h"
 
-#include <hiredis.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 
 #include "base/check.h"
 #include "base/log.h"
+#include "remote/redis_connection.h"
 
 namespace rw::remote {
 namespace {
 
 constexpr int kSlots = 16384;
-
-timeval Millis(int ms) { return timeval{ms / 1000, (ms % 1000) * 1000}; }
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const {
-    if (r) freeReplyObject(r);
-  }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-std::string ContextError(redisContext* ctx) {
-  if (!ctx) return "out of memory";
-  return ctx->errstr[0] ? std::string(ctx->errstr) : "connection error " + std::to_string(ctx->err);
-}
 
 Expected<int> ParsePort(std::string_view s, std::string_view what) {
   int v = 0;
@@ -40,23 +25,21 @@ Expected<int> ParsePort(std::string_view s, std::string_view what) {
 }  // namespace
 
 std::string RedisUrl::ToString() const {
-  return "redis://" + host + ":" + std::to_string(port) + (db ? "/" + std::to_string(db) : "");
+  return (tls ? "rediss://" : "redis://") + host + ":" + std::to_string(port) + (db ? "/" + std::to_string(db) : "");
 }
 
 Expected<RedisUrl> ParseRedisUrl(std::string_view url) {
-  constexpr std::string_view kScheme = "redis://";
-  if (url.substr(0, 9) == "rediss://") {
-    return Error::Unsupported(
-        "rediss:// (Redis over TLS) is not supported: this build's hiredis (Debian 12: 0.14.1) has no TLS. Run a "
-        "TLS tunnel (stunnel, spiped) beside the replica and give its local end as redis://127.0.0.1:PORT "
-        "(docs/replicas.md)");
-  }
-  if (url.substr(0, kScheme.size()) != kScheme) {
-    return Error::InvalidArgument("remote cache URL must look like redis://HOST:PORT[/DB], got '" +
-                                  std::string(url) + "'");
-  }
-  std::string_view rest = url.substr(kScheme.size());
   RedisUrl out;
+  std::string_view rest;
+  if (url.starts_with("redis://")) {
+    rest = url.substr(8);
+  } else if (url.starts_with("rediss://")) {
+    rest = url.substr(9);
+    out.tls = true;
+  } else {
+    return Error::InvalidArgument("remote cache URL must look like redis://HOST:PORT[/DB] (or rediss:// for TLS), "
+                                  "got '" + std::string(url) + "'");
+  }
   if (size_t at = rest.rfind('@'); at != std::string_view::npos) {
     std::string_view auth = rest.substr(0, at);
     if (size_t colon = auth.find(':'); colon != std::string_view::npos) auth = auth.substr(colon + 1);
@@ -96,17 +79,13 @@ int KeySlot(std::string_view key) {
 struct RedisClient::Node {
   std::string host;
   int port = 0;
-  redisContext* ctx = nullptr;  // null: not connected
-  ~Node() {
-    if (ctx) redisFree(ctx);
-  }
-  void Drop() {
-    if (ctx) redisFree(ctx);
-    ctx = nullptr;
-  }
+  std::unique_ptr<RedisConnection> conn;  // null: not connected
+  void Drop() { conn.reset(); }
 };
 
-RedisClient::RedisClient(RedisUrl url, RedisOptions options) : url_(std::move(url)), options_(options) {}
+RedisClient::RedisClient(RedisUrl url, RedisOptions options) : url_(std::move(url)), options_(std::move(options)) {
+  REWIND_CHECK(!url_.tls || options_.tls);  // a rediss:// URL needs a TLS context (TlsContext::Create)
+}
 RedisClient::~RedisClient() = default;
 
 bool RedisClient::backing_off() const { return down_ && std::chrono::steady_clock::now() < retry_at_; }
@@ -138,46 +117,30 @@ void RedisClient::Succeeded() {
   backoff_ms_ = 0;
 }
 
-Expected<redisContext*> RedisClient::Connect(Node& node) {
-  if (node.ctx) return node.ctx;
-  redisContext* ctx =
-      redisConnectWithTimeout(node.host.c_str(), node.port, Millis(options_.connect_timeout_ms));
-  if (!ctx || ctx->err) {
-    std::string why = ContextError(ctx);
-    if (ctx) redisFree(ctx);
-    return Error::Unavailable("cannot connect to " + node.host + ":" + std::to_string(node.port) + ": " +
-                              why);
-  }
-  if (redisSetTimeout(ctx, Millis(options_.command_timeout_ms)) != REDIS_OK) {
-    redisFree(ctx);
-    return Error::Unavailable("cannot set a timeout on the redis connection");
-  }
-  auto hello = [&](std::vector<std::string> args) -> Status {
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    ReplyPtr r(static_cast<redisReply*>(
-        redisCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lens.data())));
-    if (!r) return Error::Unavailable(ContextError(ctx));
-    if (r->type == REDIS_REPLY_ERROR) return Error::Unavailable(args[0] + ": " + std::string(r->str, r->len));
+Expected<RedisConnection*> RedisClient::Connect(Node& node) {
+  if (node.conn) return node.conn.get();
+  const std::string where = node.host + ":" + std::to_string(node.port);
+  auto conn = RedisConnection::Open(node.host, node.port, options_.connect_timeout_ms, options_.command_timeout_ms,
+                                    options_.max_reply_bytes, url_.tls ? options_.tls.get() : nullptr);
+  if (!conn.ok()) return Error::Unavailable("cannot connect to " + where + ": " + conn.error().message);
+  auto hello = [&](std::vector<std::string_view> args) -> Status {
+    auto r = (*conn)->Command(args);
+    if (!r.ok()) return Error::Unavailable(where + ": " + r.error().message);
+    if ((*r)->type == REDIS_REPLY_ERROR)
+      return Error::Unavailable(std::string(args[0]) + ": " + std::string((*r)->str, (*r)->len));
     return Status::Ok();
   };
+  const std::string db = std::to_string(url_.db);
   Status s = url_.password.empty() ? Status::Ok() : hello({"AUTH", url_.password});
-  if (s.ok() && url_.db != 0) s = hello({"SELECT", std::to_string(url_.db)});
-  if (!s.ok()) {
-    redisFree(ctx);
-    return s.error();
-  }
-  node.ctx = ctx;
-  return ctx;
+  if (s.ok() && url_.db != 0) s = hello({"SELECT", db});
+  REWIND_RETURN_IF_ERROR(s);
+  node.conn = std::move(conn).value();
+  return node.conn.get();
 }
 
-Status RedisClient::LoadSlots(redisContext* ctx) {
-  ReplyPtr r(static_cast<redisReply*>(redisCommand(ctx, "CLUSTER SLOTS")));
-  if (!r) return Error::Unavailable(ContextError(ctx));
+Status RedisClient::LoadSlots(RedisConnection& conn) {
+  const std::string_view cmd[] = {"CLUSTER", "SLOTS"};
+  REWIND_ASSIGN_OR_RETURN(ReplyPtr r, conn.Command(cmd));
   if (r->type == REDIS_REPLY_ERROR) {  // "ERR This instance has cluster support disabled"
     cluster_ = false;
     return Status::Ok();
@@ -224,8 +187,11 @@ Status RedisClient::EnsureTopology() {
     seed->host = url_.host;
     seed->port = url_.port;
   }
-  REWIND_ASSIGN_OR_RETURN(redisContext * ctx, Connect(*seed));
-  REWIND_RETURN_IF_ERROR(LoadSlots(ctx));
+  REWIND_ASSIGN_OR_RETURN(RedisConnection * conn, Connect(*seed));
+  if (Status s = LoadSlots(*conn); !s.ok()) {
+    seed->Drop();
+    return Error{s.error().kind, "redis " + name + ": " + s.error().message};
+  }
   single_ = cluster_ ? nullptr : seed.get();
   if (!cluster_) members_ = {{name, seed.get()}};
   topology_known_ = true;
@@ -255,33 +221,25 @@ Expected<RedisClient::Node*> RedisClient::NodeFor(std::string_view key) {
 
 Expected<std::vector<RedisClient::Reply>> RedisClient::RunOn(Node& node, std::span<const Argv> commands,
                                                              bool asking) {
-  REWIND_ASSIGN_OR_RETURN(redisContext * ctx, Connect(node));
-  auto append = [&](const Argv& cmd) {
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (auto a : cmd) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    return redisAppendCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lens.data()) == REDIS_OK;
-  };
+  REWIND_ASSIGN_OR_RETURN(RedisConnection * conn, Connect(node));
   size_t expected = commands.size();
-  bool ok = true;
+  const std::string_view asking_cmd[] = {"ASKING"};
   for (const Argv& cmd : commands) {
     if (asking) {
-      ok = ok && append(Argv{"ASKING"});
+      conn->Append(asking_cmd);
       ++expected;
     }
-    ok = ok && append(cmd);
+    conn->Append(cmd);
   }
+  Status io = conn->Flush();
   std::vector<Reply> out;
-  for (size_t i = 0; ok && i < expected; ++i) {
-    void* raw = nullptr;
-    if (redisGetReply(ctx, &raw) != REDIS_OK) {
-      ok = false;
+  for (size_t i = 0; io.ok() && i < expected; ++i) {
+    auto got = conn->Read();
+    if (!got.ok()) {
+      io = got.error();
       break;
     }
-    ReplyPtr r(static_cast<redisReply*>(raw));
+    ReplyPtr r = std::move(got).value();
     if (asking && i % 2 == 0) continue;  // the ASKING acknowledgements
     Reply reply;
     switch (r->type) {
@@ -307,10 +265,9 @@ Expected<std::vector<RedisClient::Reply>> RedisClient::RunOn(Node& node, std::sp
     reply.integer = r->integer;
     out.push_back(std::move(reply));
   }
-  if (!ok) {
-    std::string why = ContextError(ctx);
+  if (!io.ok()) {
     node.Drop();
-    return Error::Unavailable("redis " + node.host + ":" + std::to_string(node.port) + ": " + why);
+    return Error::Unavailable("redis " + node.host + ":" + std::to_string(node.port) + ": " + io.error().message);
   }
   return out;
 }

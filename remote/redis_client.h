@@ -13,9 +13,10 @@
 // is refused (counted, logged) and the call fails, so the password in the URL is only ever sent to the
 // configured node and the nodes its slot map names.
 //
-// TLS: rediss:// URLs are refused at parse time. hiredis 0.14 (Debian 12's libhiredis-dev) has no TLS support,
-// and this client does not tunnel TLS itself: put a TLS tunnel (stunnel, spiped, a service mesh) beside each
-// replica and point the URL at its local end.
+// TLS: a rediss:// URL connects every node (the seed and those of the slot map) over TLS with the context in
+// RedisOptions::tls (remote/redis_tls.h: CA store, client certificate), verifying each server's certificate for
+// the host the client dialled. A TLS failure is an error like any other (back-off, logged once per incident)
+// and is counted in the context's failures().
 //
 // Not thread-safe: one caller at a time (the remote tier drives it from its own worker thread); the counters
 // may be read from any thread.
@@ -33,13 +34,16 @@
 #include <vector>
 
 #include "base/expected.h"
-
-struct redisContext;
+#include "remote/redis_tls.h"
 
 namespace rw::remote {
 
-// redis://[:PASSWORD@]HOST[:PORT][/DB]. PORT defaults to 6379, DB to 0 (a Cluster has only DB 0).
+class RedisConnection;
+
+// redis://[:PASSWORD@]HOST[:PORT][/DB], or rediss://... for TLS. PORT defaults to 6379, DB to 0 (a Cluster has
+// only DB 0).
 struct RedisUrl {
+  bool tls = false;  // rediss://
   std::string host;
   int port = 6379;
   int db = 0;
@@ -53,6 +57,10 @@ struct RedisOptions {
   int command_timeout_ms = 2000;
   int backoff_min_ms = 100;
   int backoff_max_ms = 30000;
+  std::shared_ptr<TlsContext> tls;  // required for rediss:// URLs (TlsContext::Create), unused otherwise
+  // A reply longer than this (a server sending more than was asked for) fails the call before it is read whole,
+  // and the connection is dropped. 0: no cap.
+  int64_t max_reply_bytes = 0;
 };
 
 // The cluster hash slot of a key (CRC16/XMODEM mod 16384, of the {hash tag} when the key has one).
@@ -91,6 +99,8 @@ class RedisClient {
   uint64_t redirects_refused() const { return redirects_refused_.load(std::memory_order_relaxed); }
   // True while the client is backing off after a failure (calls answer Unavailable without I/O).
   bool backing_off() const;
+  // TLS handshake and protocol failures of this client's context (shared with whoever shares the context).
+  uint64_t tls_failures() const { return options_.tls ? options_.tls->failures() : 0; }
   const RedisUrl& url() const { return url_; }
 
  private:
@@ -99,11 +109,11 @@ class RedisClient {
   using Argv = std::vector<std::string_view>;
 
   Status EnsureTopology();
-  Status LoadSlots(redisContext* ctx);
+  Status LoadSlots(RedisConnection& conn);
   // The node of the current slot map (or the configured one) named "host:port" by a redirect; null otherwise.
   Node* MapNode(std::string_view target);
   Expected<Node*> NodeFor(std::string_view key);
-  Expected<redisContext*> Connect(Node& node);
+  Expected<RedisConnection*> Connect(Node& node);
   // Runs commands (all keyed into the same slot owner) pipelined on one node; follows one MOVED/ASK.
   Expected<std::vector<Reply>> Run(std::string_view key, std::span<const Argv> commands);
   Expected<std::vector<Reply>> RunOn(Node& node, std::span<const Argv> commands, bool asking);

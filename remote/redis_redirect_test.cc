@@ -1,8 +1,10 @@
 // Cluster redirects against fake Redis nodes (remote/fake_redis.h): a MOVED or ASK is followed only to a node of
-// the cluster's own slot map, and the URL's password never reaches any other host.
+// the cluster's own slot map, and the URL's password never reaches any other host; a reply longer than the cap
+// is not read whole.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "remote/fake_redis.h"
@@ -92,11 +94,36 @@ TEST(RedisRedirect, ARedirectToANodeOfTheSlotMapIsFollowed) {
   EXPECT_TRUE(SawAuth(b));  // a member of the cluster gets the password like the seed
 }
 
-TEST(RedisUrl, RefusesTlsUrlsAndSaysWhy) {
-  auto u = ParseRedisUrl("rediss://:pw@cache.example:6380");
-  ASSERT_FALSE(u.ok());
-  EXPECT_EQ(u.error().kind, ErrorKind::kUnsupported);
-  EXPECT_NE(u.error().message.find("no TLS"), std::string::npos) << u.error().message;
+TEST(RedisClient, AReplyLongerThanTheCapFailsBeforeItIsReadWhole) {
+  // A server that answers a GET with a 1 GB string (it sends 4 MB of it and would go on).
+  FakeRedis huge;
+  const std::string start = "$1000000000\r\n" + std::string(4 << 20, 'x');
+  huge.Serve([&](const FakeRedis::Args& a) -> std::string {
+    if (a[0] == "CLUSTER") return "-ERR This instance has cluster support disabled\r\n";
+    return a[0] == "GET" ? start : "+OK\r\n";
+  });
+  RedisOptions o = testing::FastOptions();
+  o.max_reply_bytes = 1 << 20;
+  RedisClient c(ParseRedisUrl(huge.url()).value(), o);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto got = c.Get("k");
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.error().message.find("a reply longer than 1048576 bytes"), std::string::npos) << got.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(400));  // not the command timeout
+  EXPECT_TRUE(c.backing_off());
+}
+
+TEST(RedisUrl, ParsesTlsUrls) {
+  auto u = ParseRedisUrl("rediss://:pw@cache.example:6380/2");
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->host, "cache.example");
+  EXPECT_EQ(u->port, 6380);
+  EXPECT_EQ(u->db, 2);
+  EXPECT_EQ(u->password, "pw");
+  EXPECT_EQ(u->ToString(), "rediss://cache.example:6380/2");
+  EXPECT_FALSE(ParseRedisUrl("redis://cache.example")->tls);
+  EXPECT_FALSE(ParseRedisUrl("redisss://cache.example").ok());
 }
 
 }  // namespace

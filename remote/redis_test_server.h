@@ -1,5 +1,6 @@
 // Test helper: a real redis-server on a free loopback port in a temporary folder, started and stopped by the
-// test. Tests that need it skip (and say why) where redis-server is not installed.
+// test, optionally with a TLS port too (the plain port stays open for the test's own redis-cli commands). Tests
+// that need it skip (and say why) where redis-server is not installed.
 #pragma once
 
 #include <netinet/in.h>
@@ -9,9 +10,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,13 +59,28 @@ inline int FreeLoopbackPort() {
   return port;
 }
 
+// A TLS port's certificates (PEM files; remote/tls_test_certs.h makes them).
+struct RedisTls {
+  std::string ca, cert, key;
+  bool auth_clients = false;  // tls-auth-clients: require a client certificate signed by `ca`
+  bool cluster = false;       // tls-cluster and tls-replication (a cluster's bus, slot map and redirects in TLS)
+};
+
 class RedisTestServer {
  public:
   // extra: more redis-server arguments, e.g. {"--maxmemory", "1mb"} or {"--cluster-enabled", "yes"}.
-  explicit RedisTestServer(std::vector<std::string> extra = {}) : extra_(std::move(extra)) {
+  explicit RedisTestServer(std::vector<std::string> extra = {}, std::optional<RedisTls> tls = std::nullopt)
+      : extra_(std::move(extra)) {
     char tmpl[] = "/tmp/rewind-redis-XXXXXX";
     dir_ = mkdtemp(tmpl) ? tmpl : "";
     port_ = FreeLoopbackPort();
+    if (tls) {
+      tls_port_ = FreeLoopbackPort();
+      extra_.insert(extra_.end(), {"--tls-port", std::to_string(tls_port_), "--tls-cert-file", tls->cert,
+                                   "--tls-key-file", tls->key, "--tls-ca-cert-file", tls->ca, "--tls-auth-clients",
+                                   tls->auth_clients ? "yes" : "no"});
+      if (tls->cluster) extra_.insert(extra_.end(), {"--tls-cluster", "yes", "--tls-replication", "yes"});
+    }
     Start();
   }
   ~RedisTestServer() {
@@ -75,6 +93,10 @@ class RedisTestServer {
 
   int port() const { return port_; }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  int tls_port() const { return tls_port_; }
+  std::string tls_url(const std::string& host = "127.0.0.1") const {
+    return "rediss://" + host + ":" + std::to_string(tls_port_);
+  }
   bool running() const { return pid_ > 0; }
 
   bool Start() {
@@ -125,24 +147,40 @@ class RedisTestServer {
   int Cli(const std::string& args) const {
     return std::system(("redis-cli -p " + std::to_string(port_) + " " + args + " >/dev/null 2>&1").c_str());
   }
+  // redis-cli against this server; returns what it printed, without the trailing newline.
+  std::string CliOutput(const std::string& args) const {
+    std::string out;
+    if (FILE* p = popen(("redis-cli -p " + std::to_string(port_) + " " + args + " 2>/dev/null").c_str(), "r")) {
+      char buf[4096];
+      for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+      pclose(p);
+    }
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
 
  private:
   std::vector<std::string> extra_;
   std::string dir_;
   int port_ = -1;
+  int tls_port_ = -1;
   pid_t pid_ = -1;
 };
 
 // Three masters, no replicas, on free loopback ports: keys spread over the nodes by slot. `ok` says whether
 // the cluster formed (redis-cli --cluster create) and every node sees it as up.
+// With `tls` (cluster set), the nodes talk TLS to each other and to clients of their TLS ports; the cluster is
+// formed and checked over the plain ports.
 class RedisCluster {
  public:
-  RedisCluster() {
+  explicit RedisCluster(std::optional<RedisTls> tls = std::nullopt) {
     for (int i = 0; i < 3; ++i) {
-      nodes.push_back(std::make_unique<RedisTestServer>(std::vector<std::string>{
-          "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
-          // The default bus port (port + 10000) overflows for ports above 55535.
-          "--cluster-port", std::to_string(FreeLoopbackPort())}));
+      nodes.push_back(std::make_unique<RedisTestServer>(
+          std::vector<std::string>{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                   "--cluster-node-timeout", "2000",
+                                   // The default bus port (port + 10000) overflows for ports above 55535.
+                                   "--cluster-port", std::to_string(FreeLoopbackPort())},
+          tls));
     }
     std::string create = "timeout 30 redis-cli --cluster create";
     for (auto& n : nodes) create += " 127.0.0.1:" + std::to_string(n->port());

@@ -43,6 +43,11 @@ Expected<std::unique_ptr<RemoteStore>> RemoteStore::Open(const RedisUrl& url, co
     return Error::InvalidArgument(
         "remote cache: no key to authenticate values (--remote-cache-key-file) and Redis not trusted "
         "(--remote-cache-trust)");
+  // No reply the store asks for is longer than what one lookup may read (GETRANGE bounds each value).
+  if (options.max_reply_bytes == 0) options.max_reply_bytes = config.max_fetch_bytes + 4096;
+  if (url.tls && !options.tls) {
+    REWIND_ASSIGN_OR_RETURN(options.tls, TlsContext::Create(config.tls));
+  }
   std::unique_ptr<RemoteStore> s(new RemoteStore(url, config, options));
   // Not reachable now is not an error: the tier retries with back-off and every miss is computed.
   if (Status ping = s->reader_.Ping(); !ping.ok())
@@ -299,6 +304,7 @@ RemoteStats RemoteStore::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   RemoteStats s = stats_;
   s.redirects_refused = reader_.redirects_refused() + writer_client_.redirects_refused();
+  s.tls_failures = reader_.tls_failures();  // the writer shares the reader's TLS context
   return s;
 }
 

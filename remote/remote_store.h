@@ -59,6 +59,7 @@ struct RemoteStoreConfig {
   // unknown (tests); then each value of a lookup may take an equal share of max_fetch_bytes.
   int64_t state_bytes = 0;
   int64_t page_bytes_per_token = 0;
+  TlsOptions tls;  // rediss:// URLs: CA store and client certificate (unless RedisOptions::tls brings a context)
 };
 
 // What a lookup brought back: the state after prompt[0, end) and the pages [first_page, ceil(end / P)).
@@ -83,6 +84,7 @@ struct RemoteStats {
   uint64_t oversized = 0;          // values larger than this cache expects (rejected unread, deleted)
   uint64_t capped = 0;             // checkpoints not fetched: more than max_fetch_bytes
   uint64_t redirects_refused = 0;  // cluster redirects to a node outside the slot map
+  uint64_t tls_failures = 0;       // TLS handshakes that failed (verification, a refused client) and TLS errors
   int64_t queued_bytes = 0;
 };
 

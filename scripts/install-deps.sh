@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages rewind needs to build, test and serve. Idempotent.
 # chromium (headless) runs the browser test of the built-in web page (tests/e2e/webui.test.js); redis-server and
-# haproxy run the remote cache tier's tests and deploy/try-replicas.sh.
+# haproxy run the remote cache tier's tests and deploy/try-replicas.sh; openssl (the command) makes the
+# certificates of its TLS tests (libssl-dev is what the client links).
 # libvulkan-dev, glslc and mesa-vulkan-drivers (lavapipe, a CPU Vulkan device) build and test the GPU backend (docs/gpu.md).
 # libstb-dev (stb_image) decodes PNG and JPEG images (vision/image_decode.cc).
 set -euo pipefail
 PKGS=(g++ cmake ninja-build pkg-config git libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-      libcpp-httplib-dev libpcre2-dev libhiredis-dev libssl-dev libstb-dev redis-server haproxy curl python3 clang chromium
+      libcpp-httplib-dev libpcre2-dev libhiredis-dev libssl-dev openssl libstb-dev redis-server haproxy curl python3 clang chromium
       libvulkan-dev glslc mesa-vulkan-drivers)
 missing=()
 for p in "${PKGS[@]}"; do
