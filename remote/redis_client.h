@@ -1,6 +1,8 @@
 // A small blocking client for one Redis deployment: a single server or a Redis Cluster.
 // It knows only what the remote cache tier needs: GET (one or many keys, pipelined), SET with an optional
-// expiry, EXISTS, DEL and PING, each on one key, so every command stays inside one cluster hash slot.
+// expiry, EXISTS, DEL and PING, each on one key, so every command stays inside one cluster hash slot. Each
+// node is one RedisConnection (remote/redis_connection.h: hiredis formats and parses, the transport is plain
+// TCP or TLS), so everything here is the same for both.
 //
 // Faults are values: a refused connection, a timeout, an error reply or a torn connection comes back as an
 // Error and the connection is dropped and re-opened by the next call. After a failure the client stops

@@ -12,7 +12,8 @@ constexpr size_t kWriteChunk = 1 << 20;  // each chunk gets its own command time
 }  // namespace
 
 Expected<std::unique_ptr<RedisConnection>> RedisConnection::Open(const std::string& host, int port,
-                                                                 int connect_timeout_ms, int command_timeout_ms,
+                                                                 int connect_timeout_ms,
+                                                                 int command_timeout_ms,
                                                                  int64_t max_reply_bytes, TlsContext* tls) {
   const Deadline deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(connect_timeout_ms);
   REWIND_ASSIGN_OR_RETURN(Socket socket, ConnectTcp(host, port, deadline));

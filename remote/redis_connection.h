@@ -31,9 +31,9 @@ using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 class RedisConnection {
  public:
   // TCP to host:port, then the TLS handshake when `tls` is set (verifying the server as `host`).
-  static Expected<std::unique_ptr<RedisConnection>> Open(const std::string& host, int port, int connect_timeout_ms,
-                                                         int command_timeout_ms, int64_t max_reply_bytes,
-                                                         TlsContext* tls);
+  static Expected<std::unique_ptr<RedisConnection>> Open(const std::string& host, int port,
+                                                         int connect_timeout_ms, int command_timeout_ms,
+                                                         int64_t max_reply_bytes, TlsContext* tls);
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;

@@ -33,8 +33,8 @@ std::string SslErrors(const std::string& fallback) {
   return out.empty() ? fallback : out;
 }
 
-// OpenSSL's socket BIO writes with write(2), which raises SIGPIPE when the server has gone; this one sends with
-// MSG_NOSIGNAL and takes everything else from the socket BIO.
+// OpenSSL's socket BIO writes with write(2), which raises SIGPIPE when the server has gone; this one sends
+// with MSG_NOSIGNAL and takes everything else from the socket BIO.
 int SendNoSignal(BIO* bio, const char* data, int len) {
   int fd = -1;
   BIO_get_fd(bio, &fd);
@@ -48,7 +48,8 @@ int SendNoSignal(BIO* bio, const char* data, int len) {
 const BIO_METHOD* SocketMethod() {
   static BIO_METHOD* method = [] {
     const BIO_METHOD* base = BIO_s_socket();
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "rewind socket");
+    BIO_METHOD* m =
+        BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "rewind socket");
     BIO_meth_set_write(m, SendNoSignal);
     BIO_meth_set_read(m, BIO_meth_get_read(base));
     BIO_meth_set_puts(m, BIO_meth_get_puts(base));
@@ -72,7 +73,8 @@ std::string Why(SSL* ssl, int code) {
     ERR_clear_error();
     return std::string("the server's certificate did not verify: ") + X509_verify_cert_error_string(v);
   }
-  if (code == SSL_ERROR_SYSCALL) return SslErrors(e == 0 ? "the server closed the connection" : std::strerror(e));
+  if (code == SSL_ERROR_SYSCALL)
+    return SslErrors(e == 0 ? "the server closed the connection" : std::strerror(e));
   return SslErrors("TLS error " + std::to_string(code));
 }
 
@@ -86,19 +88,18 @@ class TlsTransport final : public Transport {
 
   Status WriteAll(std::string_view data, Deadline deadline) override {
     while (!data.empty()) {
-      REWIND_ASSIGN_OR_RETURN(const size_t n, Drive(
-                                                  [&](size_t* done) {
-                                                    return SSL_write_ex(ssl_.get(), data.data(), data.size(), done);
-                                                  },
-                                                  deadline, "writing"));
+      REWIND_ASSIGN_OR_RETURN(
+          const size_t n,
+          Drive([&](size_t* done) { return SSL_write_ex(ssl_.get(), data.data(), data.size(), done); },
+                deadline, "writing"));
       data.remove_prefix(n);
     }
     return Status::Ok();
   }
 
   Expected<size_t> Read(std::span<char> buf, Deadline deadline) override {
-    return Drive([&](size_t* done) { return SSL_read_ex(ssl_.get(), buf.data(), buf.size(), done); }, deadline,
-                 "reading");
+    return Drive([&](size_t* done) { return SSL_read_ex(ssl_.get(), buf.data(), buf.size(), done); },
+                 deadline, "reading");
   }
 
  private:
@@ -121,8 +122,9 @@ class TlsTransport final : public Transport {
       if (code == SSL_ERROR_ZERO_RETURN) return Error::Unavailable("the server closed the TLS connection");
       std::string why = Why(ssl_.get(), code);
       if (code == SSL_ERROR_SYSCALL) {
-        // A TLS 1.3 server refuses a client (no client certificate) after the client's handshake has ended: it
-        // sends an alert and closes, and a write may then fail first. The alert says why, when it has arrived.
+        // A TLS 1.3 server refuses a client (no client certificate) after the client's handshake has ended:
+        // it sends an alert and closes, and a write may then fail first. The alert says why, when it has
+        // arrived.
         char buf[512];
         size_t n = 0;
         ERR_clear_error();
@@ -160,8 +162,9 @@ Expected<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsOptions& optio
   // A server that closes without close_notify is a closed connection, not a TLS failure (RESP frames itself,
   // so a truncated stream is detected anyway).
   SSL_CTX_set_options(raw, SSL_OP_IGNORE_UNEXPECTED_EOF);
-  const bool ca_ok = options.ca_file.empty() ? SSL_CTX_set_default_verify_paths(raw) == 1
-                                             : SSL_CTX_load_verify_locations(raw, options.ca_file.c_str(), nullptr) == 1;
+  const bool ca_ok = options.ca_file.empty()
+                         ? SSL_CTX_set_default_verify_paths(raw) == 1
+                         : SSL_CTX_load_verify_locations(raw, options.ca_file.c_str(), nullptr) == 1;
   if (!ca_ok)
     return Error::InvalidArgument(
         "cannot load the TLS CA certificates " +
@@ -175,8 +178,8 @@ Expected<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsOptions& optio
       return Error::InvalidArgument("cannot load the TLS client key " + options.key_file + ": " +
                                     SslErrors("unknown error"));
     if (SSL_CTX_check_private_key(raw) != 1)
-      return Error::InvalidArgument("the TLS client key " + options.key_file + " does not match the certificate " +
-                                    options.cert_file);
+      return Error::InvalidArgument("the TLS client key " + options.key_file +
+                                    " does not match the certificate " + options.cert_file);
   }
   return ctx;
 }
@@ -193,9 +196,10 @@ Expected<std::unique_ptr<Transport>> TlsContext::Handshake(Socket socket, const 
   SSL_set_bio(ssl.get(), bio, bio);
   // The certificate must name what the client dialled: an IP address as an IP SAN, a name as a DNS SAN (and
   // only a name goes into SNI).
-  const bool named = IsIpAddress(host) ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), host.c_str()) == 1
-                                       : SSL_set_tlsext_host_name(ssl.get(), host.c_str()) == 1 &&
-                                             SSL_set1_host(ssl.get(), host.c_str()) == 1;
+  const bool named = IsIpAddress(host)
+                         ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), host.c_str()) == 1
+                         : SSL_set_tlsext_host_name(ssl.get(), host.c_str()) == 1 &&
+                               SSL_set1_host(ssl.get(), host.c_str()) == 1;
   if (!named) return Error::InvalidArgument("cannot verify TLS for host '" + host + "'");
   for (;;) {
     ERR_clear_error();
@@ -204,8 +208,8 @@ Expected<std::unique_ptr<Transport>> TlsContext::Handshake(Socket socket, const 
     if (r == 1) break;
     const int code = SSL_get_error(ssl.get(), r);
     if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
-      REWIND_RETURN_IF_ERROR(
-          socket.Wait(code == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "waiting for the TLS handshake"));
+      REWIND_RETURN_IF_ERROR(socket.Wait(code == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline,
+                                         "waiting for the TLS handshake"));
       continue;
     }
     CountFailure();

@@ -1,10 +1,11 @@
-// TLS to Redis (rediss:// URLs) with OpenSSL: the server's certificate is verified against a CA store (a file,
-// or the system's) and against the host name or IP address the client dialled (the URL's host, or a node's
-// address in a cluster's slot map), the name is sent as SNI, and a client certificate is presented when one is
-// given (servers with tls-auth-clients). TLS 1.2 at least.
+// TLS to Redis (rediss:// URLs) with OpenSSL: the server's certificate is verified against a CA store (a
+// file, or the system's) and against the host name or IP address the client dialled (the URL's host, or a
+// node's address in a cluster's slot map), the name is sent as SNI, and a client certificate is presented
+// when one is given (servers with tls-auth-clients). TLS 1.2 at least.
 //
-// A handshake or verification failure, or a TLS alert later (a TLS 1.3 server that wanted a client certificate
-// says so after the handshake), is an error whose message says what failed, and is counted in failures().
+// A handshake or verification failure, or a TLS alert later (a TLS 1.3 server that wanted a client
+// certificate says so after the handshake), is an error whose message says what failed, and is counted in
+// failures().
 #pragma once
 
 #include <atomic>

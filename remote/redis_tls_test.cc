@@ -1,7 +1,7 @@
 // The Redis client over TLS (rediss://) against real redis-server processes with TLS ports and certificates
-// made by the test (remote/tls_test_certs.h): a round trip, servers whose certificate must be refused (another
-// CA, another name, no TLS at all), a server that requires a client certificate, and a 3-node cluster over TLS
-// that moves a slot behind the client's back.
+// made by the test (remote/tls_test_certs.h): a round trip, servers whose certificate must be refused
+// (another CA, another name, no TLS at all), a server that requires a client certificate, and a 3-node
+// cluster over TLS that moves a slot behind the client's back.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -144,7 +144,8 @@ TEST(RedisTls, AClusterOverTlsServesEveryNodeAndFollowsAMovedSlotToItsNewOwner) 
   const size_t target = (owner + 1) % 3;
   const std::string id = cluster.nodes[target]->CliOutput("cluster myid");
   for (size_t n : {target, owner, (owner + 2) % 3})
-    ASSERT_EQ(cluster.nodes[n]->CliOutput("cluster setslot " + std::to_string(KeySlot(key)) + " node " + id), "OK");
+    ASSERT_EQ(cluster.nodes[n]->CliOutput("cluster setslot " + std::to_string(KeySlot(key)) + " node " + id),
+              "OK");
   ASSERT_TRUE(c.Put(key, "moved").ok());
   EXPECT_EQ(c.Get(key)->value_or(""), "moved");
   EXPECT_EQ(cluster.nodes[target]->CliOutput("get " + key), "moved");

@@ -1,6 +1,7 @@
 // The byte stream under a Redis connection (remote/redis_connection.h): plain TCP here, TLS in
 // remote/redis_tls.h. Every wait has a deadline, so a dead or stalled server costs its caller a bounded time;
-// sockets are non-blocking and writes never raise SIGPIPE (a library must not kill a process whose peer left).
+// sockets are non-blocking and writes never raise SIGPIPE (a library must not kill a process whose peer
+// left).
 #pragma once
 
 #include <chrono>
@@ -15,8 +16,8 @@ namespace rw::remote {
 
 using Deadline = std::chrono::steady_clock::time_point;
 
-// A connected stream to one server. Errors are kUnavailable (refused, reset, timed out, closed) with a message
-// that says which; a stream that failed once is not used again.
+// A connected stream to one server. Errors are kUnavailable (refused, reset, timed out, closed) with a
+// message that says which; a stream that failed once is not used again.
 class Transport {
  public:
   virtual ~Transport() = default;

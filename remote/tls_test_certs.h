@@ -1,7 +1,7 @@
-// Test helper: certificates for TLS tests, made by the openssl command in a temporary folder (P-256 keys, so it
-// takes milliseconds): a CA, a server certificate it signed for 127.0.0.1 and localhost, one it signed for
-// another name only, a client certificate it signed, and a second CA that signed none of them. Tests that need
-// it skip (and say why) where openssl or a TLS-capable redis-server is missing.
+// Test helper: certificates for TLS tests, made by the openssl command in a temporary folder (P-256 keys, so
+// it takes milliseconds): a CA, a server certificate it signed for 127.0.0.1 and localhost, one it signed for
+// another name only, a client certificate it signed, and a second CA that signed none of them. Tests that
+// need it skip (and say why) where openssl or a TLS-capable redis-server is missing.
 #pragma once
 
 #include <cstdlib>
@@ -19,13 +19,13 @@ inline bool RedisServerHasTls() {
   return std::system("ldd \"$(command -v redis-server)\" 2>/dev/null | grep -q libssl") == 0;
 }
 
-#define REWIND_REQUIRE_REDIS_TLS()                                                                 \
-  do {                                                                                             \
-    REWIND_REQUIRE_REDIS();                                                                        \
-    if (!::rw::remote::testing::OpensslInstalled())                                                \
-      GTEST_SKIP() << "openssl (the command) is not installed (scripts/install-deps.sh)";          \
-    if (!::rw::remote::testing::RedisServerHasTls())                                               \
-      GTEST_SKIP() << "this redis-server is built without TLS (Debian 12's has it: --tls-port)";   \
+#define REWIND_REQUIRE_REDIS_TLS()                                                               \
+  do {                                                                                           \
+    REWIND_REQUIRE_REDIS();                                                                      \
+    if (!::rw::remote::testing::OpensslInstalled())                                              \
+      GTEST_SKIP() << "openssl (the command) is not installed (scripts/install-deps.sh)";        \
+    if (!::rw::remote::testing::RedisServerHasTls())                                             \
+      GTEST_SKIP() << "this redis-server is built without TLS (Debian 12's has it: --tls-port)"; \
   } while (0)
 
 class TlsTestCerts {
