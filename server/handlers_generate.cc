@@ -382,7 +382,7 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
         }
         // A comment line now and then: SSE clients ignore it, and a failed write tells us the client is gone
         // even while the prompt is still being evaluated.
-        if (out.empty() && MsSince(st->last_write) > 1000) out = ": keep-alive\n\n";
+        if (!done && out.empty() && MsSince(st->last_write) > 1000) out = ": keep-alive\n\n";
         if (!send(out)) return false;
         if (done) {
           st->finished = true;
