@@ -63,6 +63,10 @@ int Serve(int argc, char** argv) {
             "disk tier and persistence folder (\"\" = off; auto = a per-model folder under ~/.cache/rewind, so a "
             "restarted server resumes its cache; the demo model is stored there too)");
   flags.Add("cache-disk", 0, &cache_disk, "disk tier bound in MiB");
+  flags.Add("cache-disk-wait", 0, &sc.cache_disk_wait_ms,
+            "milliseconds a finished response's last event (the body, the final SSE events) waits until its end "
+            "state is on disk, so that a crash right after an answer loses none of it; past that it is sent anyway "
+            "(counted in /metrics); 0 = never wait");
   flags.Add("remote-cache", 0, &ec.remote_cache,
             "remote tier shared by replicas of the same model file and build: redis://HOST:PORT[/DB], a Redis "
             "server or Cluster, or rediss://... over TLS (\"\" = off; docs/replicas.md)");
@@ -159,6 +163,10 @@ int Serve(int argc, char** argv) {
   }
   if (sc.api_key.empty()) {
     if (const char* env = std::getenv("REWIND_API_KEY")) sc.api_key = env;
+  }
+  if (sc.cache_disk_wait_ms < 0) {
+    std::fprintf(stderr, "rewind serve: --cache-disk-wait must be >= 0 (milliseconds; 0 = never wait)\n");
+    return 2;
   }
   if (port < 0 || port > 65535) {
     std::fprintf(stderr, "rewind serve: --port must be in [0, 65535]\n");

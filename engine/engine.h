@@ -2,6 +2,7 @@
 // requests and receives tokens through a sink whose callbacks run on the engine thread (they must not block).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -119,6 +120,23 @@ struct CacheReport {
   double remote_ms = 0;
 };
 
+// A finished request's end state (where the next turn resumes) on its way to the disk tier (--cache-dir). The
+// engine thread only queues it; a caller that must not acknowledge the response before a crash would keep it
+// (the server, before a response's last event) waits here, on its own thread.
+class PersistTicket {
+ public:
+  enum class Outcome {
+    kVisible,    // its value and the index naming it are in place: a restart after kill -9 resumes from it
+    kNotStored,  // the disk tier did not keep it (a write failed, the store refused or evicted it)
+    kTimedOut,   // not in place yet when the timeout passed
+  };
+  virtual ~PersistTicket() = default;
+  // Blocks up to `timeout`. Never call it on the engine thread.
+  virtual Outcome Wait(std::chrono::milliseconds timeout) const = 0;
+  // Token position of the state (its prefix length).
+  virtual int32_t position() const = 0;
+};
+
 struct Completion {
   std::string finish_reason;   // "stop" (end-of-generation token), "length", "cancelled", "error"
   std::optional<Error> error;  // set when finish_reason == "error"
@@ -131,6 +149,9 @@ struct Completion {
   CacheReport cache;
   // Speculative decoding statistics of this request (zero when off).
   int32_t drafted = 0, accepted = 0;
+  // The disk tier's write of the state at the request's end (or of the deepest state of its path the tier keeps);
+  // null when nothing is on its way there (no disk tier, the cache off for the request, a failed request).
+  std::shared_ptr<const PersistTicket> persist;
 };
 
 class RequestSink {

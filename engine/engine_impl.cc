@@ -435,10 +435,10 @@ void EngineImpl::Finish(size_t slot, const std::string& reason, std::optional<Er
   bool keep = reason != "error" && a->request.cache_prompt && config_.cache;
   const std::span<const int32_t> prompt(a->request.prompt);
   const int32_t branch = a->request.generation_start;
-  cache_->Release(a->seq, keep,
-                  branch > 0 && branch < static_cast<int32_t>(prompt.size())
-                      ? prompt.first(static_cast<size_t>(branch))
-                      : std::span<const int32_t>{});
+  c.persist = cache_->Release(a->seq, keep,
+                              branch > 0 && branch < static_cast<int32_t>(prompt.size())
+                                  ? prompt.first(static_cast<size_t>(branch))
+                                  : std::span<const int32_t>{});
   slot_tokens_[slot].clear();
   if (keep) {
     std::vector<int32_t>& held = slot_tokens_[slot];
@@ -465,7 +465,8 @@ void EngineImpl::Finish(size_t slot, const std::string& reason, std::optional<Er
            c.generated_tokens, reason.c_str(), c.prompt_ms, c.predicted_ms,
            c.cache.reason.empty() ? "" : "; cache: ", c.cache.reason.c_str());
   // Release queued the request's new checkpoints for the disk tier's writer thread: nothing here waits for the
-  // disk (a crash loses at most what is still queued; docs/checkpoints.md).
+  // disk. The server waits on c.persist (its HTTP thread) before the response's last event, so that a crash right
+  // after an answer loses nothing of it (docs/checkpoints.md).
   a->sink->OnDone(c);
 }
 

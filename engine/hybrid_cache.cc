@@ -426,7 +426,7 @@ Expected<TruncateResult> HybridCache::Truncate(SeqId seq, int32_t n) {
 
 int32_t HybridCache::Position(SeqId seq) const { return impl_->mm->sequence(seq).pos(); }
 
-void HybridCache::Release(SeqId seq, bool insert, std::span<const int32_t> branch) {
+std::shared_ptr<const PersistTicket> HybridCache::Release(SeqId seq, bool insert, std::span<const int32_t> branch) {
   Impl& im = *impl_;
   insert = insert && im.cfg.use_cache;
   im.mm->DropReservation(seq);  // the request is over: its final checkpoint is cache like any other
@@ -441,8 +441,10 @@ void HybridCache::Release(SeqId seq, bool insert, std::span<const int32_t> branc
   im.mm->Commit(*plan);
   im.Exec(plan->ops);
   im.planned.erase(seq);
-  im.PersistPath(tokens, branch);  // copies into the disk and remote writers' queues, before any page is reused
+  // Copies into the disk and remote writers' queues, before any page is reused.
+  std::shared_ptr<const PersistTicket> ticket = im.PersistPath(tokens, branch);
   im.ReturnFreePages();
+  return ticket;
 }
 
 }  // namespace rw::engine

@@ -14,7 +14,8 @@ if(TARGET rewind_model AND TARGET rewind_memory)
                LABEL exact)
   rewind_tests(exact_tests SOURCES ${CMAKE_CURRENT_LIST_DIR}/exact_test.cc DEPS rewind_engine LABEL exact)
   rewind_tests(cache_tier_tests SOURCES ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_tier_test.cc
-               ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_view_test.cc DEPS rewind_engine
+               ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_view_test.cc ${CMAKE_CURRENT_LIST_DIR}/persist_ticket_test.cc
+               DEPS rewind_engine
                LABEL exact)
 endif()
 if(TARGET rewind_model AND TARGET rewind_memory AND TARGET rewind_vision AND TARGET rewind_modelgen)

@@ -147,8 +147,10 @@ class HybridCache {
   // Ends a sequence. insert=true leaves its tokens, pages and a final-state checkpoint in the prefix tree, and
   // queues its checkpoints for the disk and remote tiers. `branch` (the prompt up to the answer's message start,
   // GenerationRequest::generation_start; empty if unknown) is a state the remote tier always shares, or withdraws
-  // the announcement of (FetchRemote) when there is none.
-  void Release(memory::SeqId seq, bool insert, std::span<const int32_t> branch = {});
+  // the announcement of (FetchRemote) when there is none. Returns the disk tier's ticket for the deepest state of
+  // the sequence's path it keeps (the end state, queued ahead of everything else), null when none (no disk tier,
+  // insert=false, nothing on the path worth its bytes).
+  std::shared_ptr<const PersistTicket> Release(memory::SeqId seq, bool insert, std::span<const int32_t> branch = {});
 
   // Queues the in-RAM cache's checkpoints (those worth their disk bytes) and waits until the writer has written them
   // (shutdown, tests). Finished requests and evictions queue theirs without waiting; Create reads the index.

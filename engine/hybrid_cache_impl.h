@@ -37,7 +37,7 @@ struct HybridCache::Impl {
   int32_t interval = 0;  // checkpoint spacing inside long spans (Create: from the state size, <= checkpoint_every)         // checkpoint positions still to snapshot
   uint64_t fingerprint = 0;
   // The disk tier (hybrid_cache_store.cc); null when off.
-  std::unique_ptr<memory::ContentStore> store;
+  std::shared_ptr<memory::ContentStore> store;  // shared: a PersistTicket holds it weakly
   // Value per byte at the door of the disk tier: a state is written only when it saves at least this many tokens
   // of prefill beyond the previous stored state of its path (the KV of 1/16 of its size; see OpenStore).
   int32_t disk_min_saved_tokens = 1;
@@ -114,8 +114,9 @@ struct HybridCache::Impl {
   // The remote tier's twin of PersistCheckpoint (hybrid_cache_remote.cc shares nothing else on the write side).
   bool ShareCheckpoint(std::span<const int32_t> prefix, memory::CheckpointId ckpt,
                        std::span<const memory::PageId> pages, int64_t saved_tokens);
-  // Queues every checkpoint on the tree path of `tokens` that the store lacks.
-  void PersistPath(std::span<const int32_t> tokens, std::span<const int32_t> branch);
+  // Queues every checkpoint on the tree path of `tokens` that the store lacks; returns the ticket of the deepest
+  // one the disk tier stores or queued (null: none).
+  std::shared_ptr<const PersistTicket> PersistPath(std::span<const int32_t> tokens, std::span<const int32_t> branch);
   // Queues the checkpoints an eviction is about to drop.
   void Spill(const memory::EvictPlan& plan);
   // Snapshots the live state at the sequence's position (evicting if needed). Best effort: false if no room.

@@ -36,6 +36,30 @@ void RemoveOldFormat(const std::string& dir) {
              dir.c_str());
 }
 
+// A state on its way to the store: waits in ContentStore::WaitVisible. The store is held weakly: a ticket outliving
+// the cache (a response still waiting while the server shuts down) finds it gone and does not wait.
+class StoreTicket final : public PersistTicket {
+ public:
+  StoreTicket(std::weak_ptr<memory::ContentStore> store, int32_t end, uint64_t chain)
+      : store_(std::move(store)), end_(end), chain_(chain) {}
+  Outcome Wait(std::chrono::milliseconds timeout) const override {
+    const std::shared_ptr<memory::ContentStore> store = store_.lock();
+    if (!store) return Outcome::kNotStored;
+    switch (store->WaitVisible(end_, chain_, std::chrono::steady_clock::now() + timeout)) {
+      case memory::Visibility::kVisible: return Outcome::kVisible;
+      case memory::Visibility::kNotStored: return Outcome::kNotStored;
+      case memory::Visibility::kTimedOut: break;
+    }
+    return Outcome::kTimedOut;
+  }
+  int32_t position() const override { return end_; }
+
+ private:
+  std::weak_ptr<memory::ContentStore> store_;
+  int32_t end_;
+  uint64_t chain_;
+};
+
 }  // namespace
 
 int32_t HybridCache::Impl::MinSavedTokens() const {
@@ -126,8 +150,9 @@ bool HybridCache::Impl::ShareCheckpoint(std::span<const int32_t> prefix, memory:
   return queued;
 }
 
-void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens, std::span<const int32_t> branch_prefix) {
-  if (!store && !remote) return;
+std::shared_ptr<const PersistTicket> HybridCache::Impl::PersistPath(std::span<const int32_t> tokens,
+                                                                   std::span<const int32_t> branch_prefix) {
+  if (!store && !remote) return nullptr;
   const memory::PrefixTree& tree = mm->tree();
   const auto on_path = tree.CheckpointsOnPath(tokens, static_cast<int32_t>(tokens.size()));
   // The disk tier: the states worth their bytes, each saving at least disk_min_saved_tokens beyond the previous
@@ -152,6 +177,14 @@ void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens, std::span<c
   };
   if (!to_disk.empty()) to_store(to_disk.size() - 1, true);
   for (size_t k = 0; k + 1 < to_disk.size(); ++k) to_store(k, false);
+  // The ticket of the deepest state the disk tier stores or has queued (the end state just queued, unless the queue
+  // refused it or it saves too little beyond a stored one): what a response waits for before its last event.
+  std::shared_ptr<const PersistTicket> ticket;
+  for (auto it = on_path.rbegin(); store && it != on_path.rend() && !ticket; ++it) {
+    if (it->first > prev) continue;  // deeper than every stored or selected state: not on its way to the disk
+    const std::span<const int32_t> prefix = tokens.subspan(0, static_cast<size_t>(it->first));
+    if (store->HasState(prefix)) ticket = std::make_shared<StoreTicket>(store, it->first, store->Chain(prefix));
+  }
   // The remote tier, deepest first: the end of the conversation (where its next turn, maybe on another replica,
   // resumes) and the last state at or before the answer's message start (`branch`: where the next turn resumes
   // when the answer is rewritten) always, and earlier states through the same value-per-byte door, counted back.
@@ -170,6 +203,7 @@ void HybridCache::Impl::PersistPath(std::span<const int32_t> tokens, std::span<c
   }
   // Not shared exactly there (no checkpoint at the branch, a cancelled request): replicas waiting stop waiting.
   if (remote && !branch_prefix.empty() && !remote->HasState(branch_prefix)) remote->Withdraw(branch_prefix);
+  return ticket;
 }
 
 void HybridCache::Impl::Spill(const memory::EvictPlan& plan) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <unordered_set>
 
 #include "base/check.h"
@@ -347,13 +348,31 @@ void ContentStore::Forget(std::span<const int32_t> prefix) {
   DropState(k, &deletions_);
   dirty_ = true;
   cv_.notify_all();
+  visible_cv_.notify_all();
+}
+
+Visibility ContentStore::WaitVisible(int32_t end, uint64_t chain, std::chrono::steady_clock::time_point deadline) {
+  const Key k{end, chain};
+  std::unique_lock<std::mutex> lock(mu_);
+  auto settled = [&]() -> std::optional<Visibility> {
+    if (auto it = states_.find(k); it != states_.end()) {
+      if (it->second.since < visible_snapshot_) return Visibility::kVisible;
+      if (it->second.since < failed_snapshot_) return Visibility::kNotStored;  // the index naming it failed
+      return std::nullopt;                                                    // written, index not put yet
+    }
+    if (queued_states_.count(k) > 0) return std::nullopt;  // queued or being written
+    return Visibility::kNotStored;
+  };
+  std::optional<Visibility> v;
+  visible_cv_.wait_until(lock, deadline, [&] { return (v = settled()).has_value(); });
+  return v.value_or(Visibility::kTimedOut);
 }
 
 void ContentStore::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
   dirty_ = true;
   cv_.notify_all();
-  idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_ && !dirty_ && deletions_.empty(); });
+  idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_ && !dirty_ && deletions_.empty() && !sync_owed_; });
 }
 
 std::vector<ContentStore::StateInfo> ContentStore::States() const {
@@ -375,11 +394,12 @@ ContentStoreStats ContentStore::Stats() const {
   return s;
 }
 
-bool ContentStore::WriteIndex(std::chrono::steady_clock::time_point* visible_at) {
+bool ContentStore::WriteIndex(std::chrono::steady_clock::time_point* visible_at, bool sync) {
   std::vector<StoreEntry> entries;
-  uint64_t clock = 0;
+  uint64_t clock = 0, snapshot = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    snapshot = ++index_snapshots_;
     entries.reserve(pages_.size() + states_.size());
     for (const auto& [k, p] : pages_) entries.push_back({BlobKind::kPage, k.end, k.chain, p.parent, p.bytes, 0, 0});
     for (const auto& [k, s] : states_)
@@ -393,12 +413,18 @@ bool ContentStore::WriteIndex(std::chrono::steady_clock::time_point* visible_at)
   // used), as with any torn value.
   const std::string index = EncodeStoreIndex(cfg_.identity, clock, entries);
   Status s = backend_->Put(kIndexKey, index);
-  if (s.ok()) {
-    if (visible_at) *visible_at = std::chrono::steady_clock::now();
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    stats_.index_bytes = static_cast<int64_t>(index.size());
+    if (s.ok()) {
+      if (visible_at) *visible_at = std::chrono::steady_clock::now();
+      stats_.index_bytes = static_cast<int64_t>(index.size());
+      visible_snapshot_ = std::max(visible_snapshot_, snapshot);
+    } else {
+      failed_snapshot_ = std::max(failed_snapshot_, snapshot);
+    }
   }
-  if (s.ok()) s = backend_->Sync();
+  visible_cv_.notify_all();  // responses waiting for their end state (WaitVisible) go on now
+  if (s.ok() && sync) s = backend_->Sync();
   if (!s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     if (IsPowerOfTwo(++stats_.write_errors))
@@ -515,7 +541,7 @@ void ContentStore::Process(Job& job) {
       pages_[v.key] = {v.parent, v.bytes(), 0};
       stats_.stored_bytes += static_cast<int64_t>(v.bytes());
     }
-    states_[sk] = {state.bytes(), ++clock_, put.saved_tokens};
+    states_[sk] = {state.bytes(), ++clock_, put.saved_tokens, index_snapshots_};
     stats_.stored_bytes += static_cast<int64_t>(state.bytes());
     REWIND_CHECK(WalkPages(sk, +1));
     ++stats_.written;
@@ -525,13 +551,14 @@ void ContentStore::Process(Job& job) {
   for (const Key& k : queued)
     if (--queued_pages_[k] <= 0) queued_pages_.erase(k);
   if (--queued_states_[sk] <= 0) queued_states_.erase(sk);
+  visible_cv_.notify_all();  // a waiter for a state not stored after all stops waiting
 }
 
 void ContentStore::WriterLoop() {
   Sweep();
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty() || dirty_; });
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty() || dirty_ || sync_owed_; });
     if (!queue_.empty()) {
       Job job = std::move(queue_.front());
       queue_.pop_front();
@@ -545,8 +572,12 @@ void ContentStore::WriterLoop() {
       // The index follows every checkpoint written (a crash loses at most the queue), and evicted values are
       // deleted once an index without them is written.
     }
-    if (dirty_ || !deletions_.empty()) {
+    if (dirty_ || !deletions_.empty() || sync_owed_) {
       dirty_ = false;
+      // A response's end state waiting in the queue: this index is put without the sync (fsync of every value and
+      // folder written since the last one, tens of ms for tens of MiB), which follows that state's own index, so
+      // that it is visible to a restart as soon as possible. Durability against a power cut comes a little later.
+      const bool sync = urgent_queued_ == 0;
       std::vector<Deletion> gone = std::move(deletions_);
       deletions_.clear();
       for (Deletion& d : undeleted_) gone.push_back(std::move(d));  // a retry of the deletes that failed
@@ -556,24 +587,27 @@ void ContentStore::WriterLoop() {
       busy_ = true;
       lock.unlock();
       std::chrono::steady_clock::time_point visible{};
-      const bool indexed = WriteIndex(&visible);
+      const bool indexed = WriteIndex(&visible, sync);
       const auto now = std::chrono::steady_clock::now();
       DeleteValues(std::move(gone));
       lock.lock();
       busy_ = false;
+      sync_owed_ = !sync;
       if (!indexed) awaiting_index_.insert(awaiting_index_.begin(), named.begin(), named.end());
-      for (const auto& t : named) {  // urgent checkpoints now survive a crash (or a power loss)
-        if (!indexed) break;
-        const double s = std::chrono::duration<double>(now - t).count();
-        const double v = std::chrono::duration<double>(visible - t).count();
+      for (const auto& t : named)  // urgent checkpoints now survive a process crash
+        if (indexed) awaiting_sync_.push_back({t, std::chrono::duration<double>(visible - t).count()});
+      for (const Unsynced& u : awaiting_sync_) {  // and, synced, a power loss
+        if (!indexed || !sync) break;
+        const double s = std::chrono::duration<double>(now - u.queued_at).count();
         ++stats_.durable_count;
         stats_.durable_seconds_sum += s;
         stats_.durable_seconds_max = std::max(stats_.durable_seconds_max, s);
-        stats_.visible_seconds_sum += v;
-        stats_.visible_seconds_max = std::max(stats_.visible_seconds_max, v);
+        stats_.visible_seconds_sum += u.visible_seconds;
+        stats_.visible_seconds_max = std::max(stats_.visible_seconds_max, u.visible_seconds);
       }
+      if (indexed && sync) awaiting_sync_.clear();
     }
-    if (queue_.empty() && !dirty_ && deletions_.empty()) {
+    if (queue_.empty() && !dirty_ && deletions_.empty() && !sync_owed_) {
       idle_cv_.notify_all();
       if (stop_) return;
     }

@@ -60,6 +60,13 @@ struct StorePut {
   int64_t saved_tokens = 0;                             // end minus the previous checkpoint on its path
 };
 
+// What became of a state a caller waits for (ContentStore::WaitVisible).
+enum class Visibility {
+  kVisible,    // its value and an index naming it are in place: a restart after a process crash serves it
+  kNotStored,  // not stored after all (not worth its bytes, a write or index error, evicted) or not queued
+  kTimedOut,   // still queued or being written at the deadline
+};
+
 struct ContentStoreStats {
   int64_t stored_bytes = 0, states = 0, pages = 0;
   int64_t queued_bytes = 0, queued = 0;
@@ -106,6 +113,11 @@ class ContentStore {
   // A state found unusable (corrupt value, missing page): dropped from the index, its value deleted.
   void Forget(std::span<const int32_t> prefix);
 
+  // Blocks the caller until the state named (end, Chain(prefix)) is visible to a restarted process (its value and
+  // an index naming it are in place; not yet synced), is known not to be stored, or the deadline passes. For a
+  // response's end state (engine/engine.h PersistTicket); never called on the engine thread.
+  Visibility WaitVisible(int32_t end, uint64_t chain, std::chrono::steady_clock::time_point deadline);
+
   // Blocks until everything queued is written and the index is current (shutdown, tests).
   void Flush();
   ContentStoreStats Stats() const;
@@ -135,6 +147,7 @@ class ContentStore {
   struct StateRec {
     uint64_t bytes = 0, last_use = 0;
     int64_t saved_tokens = 0;
+    uint64_t since = 0;  // index_snapshots_ when it was stored: named by every index snapshot after that one
   };
   struct Job {
     StorePut put;
@@ -169,8 +182,9 @@ class ContentStore {
   void WriterLoop();
   void Process(Job& job);
   // mu_ not held; false when the index was not written or not synced. `visible_at`: when the index was in place
-  // (what a restart after a process crash reads), before the sync.
-  bool WriteIndex(std::chrono::steady_clock::time_point* visible_at = nullptr);
+  // (what a restart after a process crash reads), before the sync. sync=false: the values and index are left for
+  // a later sync (an urgent checkpoint is waiting to be made visible first).
+  bool WriteIndex(std::chrono::steady_clock::time_point* visible_at = nullptr, bool sync = true);
   double Score(int64_t saved, uint64_t bytes, uint64_t last_use) const;
 
   std::unique_ptr<StoreBackend> backend_;
@@ -184,6 +198,16 @@ class ContentStore {
   std::deque<Job> queue_;   // urgent jobs first (urgent_queued_ of them), each part in order
   size_t urgent_queued_ = 0;
   std::vector<std::chrono::steady_clock::time_point> awaiting_index_;  // urgent jobs written, index not yet
+  struct Unsynced {
+    std::chrono::steady_clock::time_point queued_at;
+    double visible_seconds = 0;
+  };
+  std::vector<Unsynced> awaiting_sync_;  // urgent jobs named by an index in place, not synced yet
+  bool sync_owed_ = false;               // an index was put without the sync that makes it durable
+  // Index snapshots taken (WriteIndex), the last one in place, the last one that failed: a state whose `since` is
+  // below visible_snapshot_ is named by the index a restart reads. Both start at 1: loaded states are visible.
+  uint64_t index_snapshots_ = 1, visible_snapshot_ = 1, failed_snapshot_ = 0;
+  std::condition_variable visible_cv_;   // a state became visible, or will not be (WaitVisible)
   std::vector<Deletion> deletions_;  // values to delete once an index without them is written
   std::vector<Deletion> undeleted_;  // deletes that failed: retried after the next index write
   bool delete_failing_ = false;      // in a failed-delete incident (logged at its start and end)

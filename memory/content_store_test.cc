@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -16,6 +18,7 @@
 #include "base/file.h"
 #include "base/hash.h"
 #include "memory/dir_store.h"
+#include "memory/store_test_util.h"
 
 namespace rw::memory {
 namespace {
@@ -32,15 +35,18 @@ class ContentStoreTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::unique_ptr<ContentStore> Open(int64_t max_bytes = 0, uint64_t identity = 42) {
-    auto b = DirectoryStore::Open(dir_);
-    EXPECT_TRUE(b.ok());
+  static ContentStoreConfig Config(int64_t max_bytes = 0, uint64_t identity = 42) {
     ContentStoreConfig c;
     c.identity = identity;
     c.page_tokens = kPage;
     c.kv_bytes_per_token = kRowBytes;
     c.max_bytes = max_bytes;
-    auto s = ContentStore::Open(std::move(b).value(), c);
+    return c;
+  }
+  std::unique_ptr<ContentStore> Open(int64_t max_bytes = 0, uint64_t identity = 42) {
+    auto b = DirectoryStore::Open(dir_);
+    EXPECT_TRUE(b.ok());
+    auto s = ContentStore::Open(std::move(b).value(), Config(max_bytes, identity));
     EXPECT_TRUE(s.ok());
     return std::move(s).value();
   }
@@ -55,7 +61,7 @@ class ContentStoreTest : public ::testing::Test {
     return std::string(kStateBytes, static_cast<char>(prefix.size() * 3 + prefix.back()));
   }
   // Queues the checkpoint after prefix, with the pages the store lacks.
-  static bool Put(ContentStore& s, std::span<const int32_t> prefix, int64_t saved) {
+  static bool Put(ContentStore& s, std::span<const int32_t> prefix, int64_t saved, bool urgent = false) {
     StorePut p;
     p.tokens.assign(prefix.begin(), prefix.end());
     auto state = std::make_shared<const std::string>(State(prefix));
@@ -63,7 +69,7 @@ class ContentStoreTest : public ::testing::Test {
     p.state_owner = state;
     for (int32_t e : s.MissingPages(prefix)) p.pages.emplace_back(e, Rows(prefix, ((e - 1) / kPage) * kPage, e));
     p.saved_tokens = saved;
-    return s.Enqueue(std::move(p));
+    return s.Enqueue(std::move(p), urgent);
   }
   // A store holding the checkpoint after `t` (written), and the backend under it.
   std::unique_ptr<ContentStore> Stored(const std::vector<int32_t>& t) {
@@ -217,9 +223,17 @@ TEST_F(ContentStoreTest, TheByteBoundEvictsTheLowestScoringStatesAndTheirPages) 
 }
 
 // A backend whose writes wait until the test opens the gate: a disk that stalls.
+// Every write waits until Open(); puts (their keys) and syncs ("sync") are logged in order; fail_index makes the
+// index's puts fail (a full disk).
 class StalledBackend final : public StoreBackend {
  public:
-  explicit StalledBackend(std::unique_ptr<StoreBackend> inner) : inner_(std::move(inner)) {}
+  explicit StalledBackend(std::unique_ptr<StoreBackend> inner, bool open = false)
+      : inner_(std::move(inner)), open_(open) {}
+  std::atomic<bool> fail_index{false};
+  std::vector<std::string> Log() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return log_;
+  }
   void Open() {
     std::lock_guard<std::mutex> lock(mu_);
     open_ = true;
@@ -234,9 +248,17 @@ class StalledBackend final : public StoreBackend {
     std::unique_lock<std::mutex> lock(mu_);
     waiting_ = true;
     cv_.wait(lock, [&] { return open_; });
+    log_.push_back(key);
+    if (fail_index && key == kIndexKey) return Error::Io("no space left on device");
     return inner_->PutParts(key, parts);
   }
-  Status Sync() override { return inner_->Sync(); }
+  Status Sync() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      log_.push_back("sync");
+    }
+    return inner_->Sync();
+  }
   Expected<bool> Exists(const std::string& key) override { return inner_->Exists(key); }
   Status Delete(const std::string& key) override { return inner_->Delete(key); }
   Expected<std::vector<std::string>> Keys() override { return inner_->Keys(); }
@@ -247,6 +269,7 @@ class StalledBackend final : public StoreBackend {
   std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = false, waiting_ = false;
+  std::vector<std::string> log_;
 };
 
 TEST_F(ContentStoreTest, AStalledDiskNeverBlocksTheCallerAndTheQueueStaysBounded) {
@@ -342,6 +365,75 @@ TEST_F(ContentStoreTest, FailedDeletesAreCountedKeptInTheBoundAndRetried) {
   EXPECT_EQ(st.undeleted_bytes, 0);
   EXPECT_LE(FolderBytes(), static_cast<uint64_t>(bound));
   EXPECT_TRUE((*s)->HasState(Tokens(40, 600)));
+}
+
+TEST_F(ContentStoreTest, AResponsesEndStateGoesFirstAndIsInPlaceForARestartWhenItsWaitReturns) {
+  auto stalled = std::make_unique<StalledBackend>(Backend());
+  StalledBackend* gate = stalled.get();
+  auto opened = ContentStore::Open(std::move(stalled), Config());
+  ASSERT_TRUE(opened.ok());
+  ContentStore& s = **opened;
+  const std::vector<int32_t> x = Tokens(24, 500), older = Tokens(24, 501), end = Tokens(24, 502);
+  ASSERT_TRUE(Put(s, x, 24));
+  while (!gate->Stalled()) std::this_thread::yield();  // the writer is stuck inside x's first write
+  ASSERT_TRUE(Put(s, older, 24));
+  ASSERT_TRUE(Put(s, end, 24, /*urgent=*/true));  // a response's end state, queued after `older`
+  const uint64_t chain = s.Chain(end);
+  using Clock = std::chrono::steady_clock;
+  EXPECT_EQ(s.WaitVisible(24, chain, Clock::now() + std::chrono::milliseconds(20)), Visibility::kTimedOut);
+  gate->Open();
+  ASSERT_EQ(s.WaitVisible(24, chain, Clock::now() + std::chrono::seconds(60)), Visibility::kVisible);
+  const std::string crashed = dir_ + "-crashed";
+  testing::CopyAsACrashLeavesIt(dir_, crashed);
+  {
+    auto b = DirectoryStore::Open(crashed);
+    ASSERT_TRUE(b.ok());
+    auto restarted = ContentStore::Open(std::move(b).value(), Config());
+    ASSERT_TRUE(restarted.ok());
+    EXPECT_TRUE((*restarted)->HasState(end));
+    EXPECT_EQ((*restarted)->WaitVisible(24, chain, Clock::now()), Visibility::kVisible);  // read from the index
+    auto state = (*restarted)->ReadState(end);
+    ASSERT_TRUE(state.ok()) << state.error().ToString();
+    EXPECT_EQ(*state, State(end));
+    auto pages = (*restarted)->ReadPages(end, 0);
+    ASSERT_TRUE(pages.ok()) << pages.error().ToString();
+    EXPECT_EQ(pages->size(), 3u);
+  }
+  std::filesystem::remove_all(crashed);
+  s.Flush();
+  // The order of the writes: x (already under way), then the end state and the index naming it, with no sync
+  // in between (syncs come after), and only then the older checkpoint.
+  const std::vector<std::string> log = gate->Log();
+  auto at = [&](const std::string& key, size_t from = 0) {
+    return static_cast<size_t>(std::find(log.begin() + static_cast<std::ptrdiff_t>(from), log.end(), key) -
+                               log.begin());
+  };
+  const size_t first_index = at(kIndexKey), end_state = at(StateKey(24, chain));
+  const size_t end_index = at(kIndexKey, end_state), older_state = at(StateKey(24, s.Chain(older)));
+  ASSERT_LT(older_state, log.size());
+  EXPECT_LT(first_index, end_state);
+  EXPECT_LT(end_index, older_state);
+  EXPECT_EQ(at("sync", first_index), at("sync", end_index)) << "a sync delayed the end state";
+}
+
+TEST_F(ContentStoreTest, AWaitForAStateThatIsNotStoredEndsAtOnce) {
+  using Clock = std::chrono::steady_clock;
+  const auto later = Clock::now() + std::chrono::seconds(60);  // never reached unless the wait is wrong
+  const std::vector<int32_t> t = Tokens(24, 510);
+  {
+    auto s = Open(/*max_bytes=*/100);  // smaller than one state: it is not kept
+    EXPECT_EQ(s->WaitVisible(24, s->Chain(t), later), Visibility::kNotStored);  // never queued
+    ASSERT_TRUE(Put(*s, t, 24, /*urgent=*/true));
+    EXPECT_EQ(s->WaitVisible(24, s->Chain(t), later), Visibility::kNotStored);
+    EXPECT_EQ(s->Stats().dropped_score, 1u);
+  }
+  auto failing = std::make_unique<StalledBackend>(Backend(), /*open=*/true);
+  failing->fail_index = true;  // the value is written, the index naming it is not
+  auto s = ContentStore::Open(std::move(failing), Config());
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(Put(**s, t, 24, /*urgent=*/true));
+  EXPECT_EQ((*s)->WaitVisible(24, (*s)->Chain(t), later), Visibility::kNotStored);
+  EXPECT_GE((*s)->Stats().write_errors, 1u);
 }
 
 }  // namespace

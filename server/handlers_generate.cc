@@ -225,6 +225,23 @@ void Server::Impl::HandleCompletion(const httplib::Request& req, httplib::Respon
   RunGeneration(req, res, std::move(p));
 }
 
+void Server::Impl::AwaitEndState(const Generation& g) {
+  const std::shared_ptr<const engine::PersistTicket>& ticket = g.completion().persist;
+  if (!ticket || config.cache_disk_wait_ms <= 0) return;
+  const auto t0 = Clock::now();
+  const auto outcome = ticket->Wait(std::chrono::milliseconds(config.cache_disk_wait_ms));
+  const bool timed_out = outcome == engine::PersistTicket::Outcome::kTimedOut;
+  metrics.CountDiskWait(std::chrono::duration<double>(Clock::now() - t0).count(), timed_out);
+  if (timed_out && !disk_wait_incident.exchange(true)) {
+    LOG_WARN("the end state of a response (position %d) was not on disk after %lld ms (--cache-disk-wait): "
+             "answered anyway, a crash now would lose it (counted in rewind_server_cache_disk_wait_timeouts_total; "
+             "logged once until an end state is in place in time again)",
+             ticket->position(), static_cast<long long>(config.cache_disk_wait_ms));
+  } else if (!timed_out && disk_wait_incident.exchange(false)) {
+    LOG_INFO("responses' end states are on disk within --cache-disk-wait again");
+  }
+}
+
 void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response& res, PreparedGeneration p) {
   ResponseWriter& writer = *p.writer;
   auto fail = [&](const ApiError& e) { SendJson(res, e.status, writer.ErrorBody(e)); };
@@ -320,6 +337,7 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
         return;
       }
     }
+    AwaitEndState(*st->gen);  // the body is the response's last event
     finish(false);
     const auto& c = st->gen->completion();
     if (c.finish_reason == "error") {
@@ -333,11 +351,22 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [st, finish](size_t, httplib::DataSink& sink) {
+      [this, st, finish](size_t, httplib::DataSink& sink) {
         if (st->finished) {
           sink.done();
           return true;
         }
+        auto send = [&](const std::string& out) {
+          if (out.empty()) return true;
+          if (!sink.write(out.data(), out.size())) {
+            st->gen->Cancel();
+            st->finished = true;
+            finish(/*client_gone=*/true);
+            return false;
+          }
+          st->last_write = Clock::now();
+          return true;
+        };
         std::string out;
         if (!st->started) {
           out = st->writer->StreamStart(*st->gen);
@@ -346,19 +375,15 @@ void Server::Impl::RunGeneration(const httplib::Request& req, httplib::Response&
         GenerationChunk chunk;
         bool done = st->gen->Poll(std::chrono::milliseconds(100), &chunk);
         out += st->writer->StreamChunk(*st->gen, chunk);
-        if (done) out += st->writer->StreamEnd(*st->gen);
+        if (done) {  // the text goes out now; the last event (finish reason, usage, [DONE]) after the end state
+          if (!send(out)) return false;
+          AwaitEndState(*st->gen);
+          out = st->writer->StreamEnd(*st->gen);
+        }
         // A comment line now and then: SSE clients ignore it, and a failed write tells us the client is gone
         // even while the prompt is still being evaluated.
-        if (out.empty() && MsSince(st->last_write) > 1000) out = ": keep-alive\n\n";
-        if (!out.empty()) {
-          if (!sink.write(out.data(), out.size())) {
-            st->gen->Cancel();
-            st->finished = true;
-            finish(/*client_gone=*/true);
-            return false;
-          }
-          st->last_write = Clock::now();
-        }
+        if (!done && out.empty() && MsSince(st->last_write) > 1000) out = ": keep-alive\n\n";
+        if (!send(out)) return false;
         if (done) {
           st->finished = true;
           finish(false);

@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace rw::server {
@@ -18,6 +19,14 @@ void ServerMetrics::CountGeneration(int64_t prompt, int64_t cached, int64_t eval
   generated_ += generated;
   ++generations_;
   generation_seconds_ += seconds;
+}
+
+void ServerMetrics::CountDiskWait(double seconds, bool timed_out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++disk_waits_;
+  disk_wait_timeouts_ += timed_out ? 1 : 0;
+  disk_wait_seconds_ += seconds;
+  disk_wait_max_seconds_ = std::max(disk_wait_max_seconds_, seconds);
 }
 
 namespace {
@@ -67,6 +76,16 @@ std::string ServerMetrics::Text() const {
           static_cast<double>(generated_));
   Counter(&out, "rewind_server_generation_seconds_total", "Wall time of finished generation requests.",
           "counter", generation_seconds_);
+  Counter(&out, "rewind_server_cache_disk_waits_total",
+          "Responses whose last event waited for their end state to be on disk (--cache-disk-wait).", "counter",
+          static_cast<double>(disk_waits_));
+  Counter(&out, "rewind_server_cache_disk_wait_microseconds_total", "Time those waits took.", "counter",
+          static_cast<double>(static_cast<int64_t>(disk_wait_seconds_ * 1e6)));
+  Counter(&out, "rewind_server_cache_disk_wait_max_microseconds", "The longest of those waits.", "gauge",
+          static_cast<double>(static_cast<int64_t>(disk_wait_max_seconds_ * 1e6)));
+  Counter(&out, "rewind_server_cache_disk_wait_timeouts_total",
+          "Responses sent when --cache-disk-wait passed before their end state was on disk (a crash then loses it).",
+          "counter", static_cast<double>(disk_wait_timeouts_));
   Counter(&out, "rewind_server_client_disconnects_total", "Requests cancelled because the client went away.",
           "counter", static_cast<double>(disconnects_.load()));
   return out;

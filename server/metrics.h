@@ -18,6 +18,8 @@ class ServerMetrics {
   void CountStreamed() { streamed_.fetch_add(1); }
   void RequestStarted() { active_.fetch_add(1); }
   void RequestFinished() { active_.fetch_sub(1); }
+  // A response's last event waited `seconds` for its end state to be on disk; timed_out: sent without it.
+  void CountDiskWait(double seconds, bool timed_out);
 
   // Prometheus text exposition (HELP/TYPE lines, rewind_server_* names).
   std::string Text() const;
@@ -28,6 +30,8 @@ class ServerMetrics {
   std::atomic<int64_t> active_{0}, disconnects_{0}, streamed_{0};
   int64_t prompt_ = 0, cached_ = 0, evaluated_ = 0, generated_ = 0, generations_ = 0;
   double generation_seconds_ = 0;
+  int64_t disk_waits_ = 0, disk_wait_timeouts_ = 0;
+  double disk_wait_seconds_ = 0, disk_wait_max_seconds_ = 0;
 };
 
 }  // namespace rw::server

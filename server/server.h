@@ -56,6 +56,9 @@ struct ServerConfig {
   int64_t responses_max_bytes = int64_t{64} << 20;  //   their bytes (JSON text) together,
   int responses_ttl_s = 3600;             //   and for how long
   RequestLimits limits;                   // bounds on what a request may ask for (--max-* flags)
+  // A finished response's last event waits up to this many milliseconds for its end state to be on disk
+  // (--cache-disk-wait; docs/checkpoints.md, "Disk tier"); 0: it does not wait.
+  int64_t cache_disk_wait_ms = 1000;
 };
 
 class Server {

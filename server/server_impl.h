@@ -66,6 +66,12 @@ struct Server::Impl {
   void HandleChat(const httplib::Request& req, httplib::Response& res);
   void HandleCompletion(const httplib::Request& req, httplib::Response& res);
   void RunGeneration(const httplib::Request& req, httplib::Response& res, PreparedGeneration p);
+  // Before a finished response's last event (the non-streamed body, the final SSE events): waits, on this HTTP
+  // thread and at most config.cache_disk_wait_ms, until the disk tier has the response's end state in place
+  // (engine::Completion::persist), so that an acknowledged answer survives a crash. Timeouts are counted in
+  // /metrics and logged once per incident.
+  void AwaitEndState(const Generation& g);
+  std::atomic<bool> disk_wait_incident{false};  // the last wait timed out (logged at the start of the run)
   // Renders a chat request (server-wide template kwargs and reasoning format applied) into a prompt with its
   // checkpoint hints and output parser; the caller adds the writer.
   ParseResult<PreparedGeneration> PrepareChat(ChatRequest& r, const ExtraHints& extra_hints);

@@ -270,6 +270,7 @@ void FakeEngine::Run(uint64_t id, engine::GenerationRequest request,
   done.prompt_evaluated = done.prompt_tokens - done.cached_tokens;
   done.slot_id = request.slot_id >= 0 ? request.slot_id : 0;
   done.finish_reason = "stop";
+  done.persist = options_.persist;
   auto t1 = std::chrono::steady_clock::now();
   int32_t n = 0;
   for (size_t i = 0; i < tokens.size(); ++i) {

@@ -47,6 +47,8 @@ class FakeEngine : public engine::Engine {
     int32_t n_parallel = 4;
     int token_delay_us = 0;    // per generated token
     int long_delay_us = 2000;  // per token of a LONG answer
+    // Given to every completion (the disk tier's write of its end state): what the server waits on.
+    std::shared_ptr<const engine::PersistTicket> persist;
   };
   explicit FakeEngine(Options options);
   ~FakeEngine() override;

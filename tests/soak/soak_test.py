@@ -8,7 +8,10 @@ What a user who keeps one server running would hit, on the built-in demo model:
      answer (cancels); then kill -9 of the server while its writer has values queued;
   3. truncated and corrupted values, a stray value and an interrupted temporary file planted in the cache folder;
   4. a restart on that folder: each prompt once (the disk tier must serve some: cache report `... loaded from the
-     disk tier`), then the 8 clients again, then SIGTERM (must exit 0).
+     disk tier`), then the 8 clients again, then SIGTERM (must exit 0);
+  5. kill -9 right after each of a few answers (on a fresh folder): the restarted server must resume the next turn
+     from the state the answer left, at the longest common prefix, read from disk (an answer is acknowledged only
+     once its end state survives a crash: --cache-disk-wait).
 Every request must be answered with the reference's output or cleanly refused (503 / 429 with an error body);
 only requests in flight at the kill may fail. Stdlib only: python3 soak_test.py BUILD/rewind [WORKDIR]
 """
@@ -308,6 +311,31 @@ def plant_damage(cache_dir, rng):
     return f"{len(states)} states, {len(pages)} pages on disk; " + "; ".join(done)
 
 
+def crash_right_after_answers(binary, args, log, failures):
+    """Phase 5: each turn's answer, then kill -9 at once, a restart, and the next turn of that conversation."""
+    rng = random.Random(SEED + 5)
+    words = "harbour lamp boat letter compass north light keeper town market bread violin".split()
+    server = Server(binary, args, log)
+    try:
+        for turn in range(3):
+            prompt = f"Story {turn}: " + " ".join(rng.choice(words) for _ in range(250))  # no prefix in common
+            status, j = request(server.port, "POST", "/v1/completions", completion_body(prompt))
+            server.kill9()  # right after the answer
+            server = Server(binary, args, log)
+            if status != 200:
+                failures.append(f"crash phase, turn {turn}: HTTP {status}: {j}")
+                continue
+            status, j = request(server.port, "POST", "/v1/completions",
+                                completion_body(prompt + answer_of(j)[0] + " and then"))
+            c = j.get("cache", {}) if status == 200 else {}
+            print(f"crash phase, turn {turn}: resumed at {c.get('resume_pos')} (LCP {c.get('lcp')}): {c.get('reason')}")
+            if status != 200 or c["resume_pos"] != c["lcp"] or "disk tier" not in c["reason"]:
+                failures.append(f"crash phase, turn {turn}: the next turn after kill -9 did not resume from the "
+                                f"answer's state on disk: HTTP {status}: {c or j}")
+    finally:
+        server.stop()
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     work = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="rewind-soak-")
@@ -377,6 +405,10 @@ def main():
     code = server.stop()
     if code != 0:
         failures.append(f"SIGTERM: exit {code}")
+
+    # A generous bound: this checks that an answer waits for its end state, not how fast the disk is.
+    crash_right_after_answers(binary, common + ["--cache-dir", os.path.join(work, "crash-cache"),
+                                                "--cache-disk-wait", "60000"], log, failures)
     if re.search(r"(?m)^\S+ [EF] |Assertion|Sanitizer|terminate called", open(log, errors="replace").read()):
         failures.append("the server log has errors:\n" + "\n".join(
             l for l in open(log, errors="replace").read().splitlines() if re.match(r"\S+ [EF] ", l))[:2000])
