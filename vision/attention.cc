@@ -87,11 +87,16 @@ void VisionAttention(const float* qkv, int32_t n, int32_t H, int32_t D, float sc
   const int32_t n_pad = (n + attn::kKeyAlign - 1) / attn::kKeyAlign * attn::kKeyAlign, Dp = attn::PaddedDims(D);
   // Per head, the keys packed transposed in tiles (attn::KeyTile) and the values in rows of Dp, zero padded.
   const int64_t kt_head = static_cast<int64_t>(D) * n_pad, v_head = static_cast<int64_t>(n) * Dp;
-  std::vector<float> kt(static_cast<size_t>(H * kt_head)), vp(static_cast<size_t>(H * v_head));
+  // Every element is written below: kept across calls (the tower's layers) without clearing.
+  thread_local std::vector<float> kt, vp;
+  kt.resize(static_cast<size_t>(H * kt_head));
+  vp.resize(static_cast<size_t>(H * v_head));
+  float* const kt_all = kt.data();  // the lambdas below run on other threads: never name the thread_locals there
+  float* const v_all = vp.data();
   kernels::ParallelFor(pool, H, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h) {
-      float* kh = kt.data() + h * kt_head;
-      float* vh = vp.data() + h * v_head;
+      float* kh = kt_all + h * kt_head;
+      float* vh = v_all + h * v_head;
       for (int32_t j = 0; j < n_pad; ++j) {
         float* kj = kh + static_cast<int64_t>(j / attn::kKeyAlign) * D * attn::kKeyAlign + j % attn::kKeyAlign;
         for (int32_t d = 0; d < D; ++d) kj[d * attn::kKeyAlign] = j < n ? qkv[j * stride + E + h * D + d] : 0.0f;
@@ -113,8 +118,8 @@ void VisionAttention(const float* qkv, int32_t n, int32_t H, int32_t D, float sc
       attn::Block b;
       b.q = qkv + static_cast<int64_t>(h) * D;
       b.stride = stride;
-      b.kt = kt.data() + h * kt_head;
-      b.v = vp.data() + h * v_head;
+      b.kt = kt_all + h * kt_head;
+      b.v = v_all + h * v_head;
       b.n = n;
       b.n_pad = n_pad;
       b.D = D;
