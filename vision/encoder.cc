@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/dot.h"
 #include "kernels/matmul.h"
 #include "kernels/rope.h"
+#include "vision/attention.h"
 #include "vision/vision_ops.h"
 
 namespace rw::vision {
@@ -32,38 +32,6 @@ namespace {
 void AddBias(float* y, const float* b, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < n; ++i) y[r * n + i] = y[r * n + i] + b[i];
-}
-
-// Full (non-causal) softmax attention of n tokens for every head: q, k, v [n][3E] interleaved as the fused QKV
-// output rows (q at 0, k at E, v at 2E); att [n][E].
-void Attend(const float* qkv, int32_t n, int32_t H, int32_t D, float* att, kernels::ThreadPool* pool) {
-  const int64_t E = static_cast<int64_t>(H) * D, stride = 3 * E;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  ParallelFor(pool, static_cast<int64_t>(H) * n, [&](int64_t j0, int64_t j1) {
-    std::vector<float> s(n);
-    for (int64_t j = j0; j < j1; ++j) {
-      const int64_t h = j / n, i = j % n;
-      const float* q = qkv + i * stride + h * D;
-      float mx = -INFINITY;
-      for (int32_t t = 0; t < n; ++t) {
-        s[t] = kernels::DotF32(q, qkv + t * stride + E + h * D, D) * scale;
-        mx = std::max(mx, s[t]);
-      }
-      double sum = 0.0;
-      for (int32_t t = 0; t < n; ++t) {
-        s[t] = std::exp(s[t] - mx);
-        sum += s[t];
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      float* o = att + i * E + h * D;
-      std::fill(o, o + D, 0.0f);
-      for (int32_t t = 0; t < n; ++t) {
-        const float p = s[t] * inv;
-        const float* v = qkv + t * stride + 2 * E + h * D;
-        for (int32_t d = 0; d < D; ++d) o[d] += p * v[d];
-      }
-    }
-  });
 }
 
 }  // namespace
@@ -137,7 +105,7 @@ Expected<ImageEmbedding> VisionEncoder::Encode(const PreparedImage& img) const {
           for (int32_t part = 0; part < 2; ++part)  // q, k
             kernels::RopeApply(rope.data() + i * D, D, qkv.data() + i * 3 * E + part * E + h * D);
     });
-    Attend(qkv.data(), n, H, D, att.data(), pool);
+    VisionAttention(qkv.data(), n, H, D, 1.0f / std::sqrt(static_cast<float>(D)), att.data(), pool);
     kernels::MatMul(L.out, att.data(), n, t.data(), pool);
     AddBias(t.data(), L.out_b, n, E);
     for (size_t i = 0; i < x.size(); ++i) x[i] = t[i] + x[i];

@@ -3,11 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "gguf/writer.h"
+#include "kernels/f16.h"
 #include "modelgen/mmproj_gen.h"
 #include "vision/image_cache.h"
+#include "vision/vision_ops.h"
 #include "vision/vision_testing.h"
 
 namespace rw::vision {
@@ -118,6 +123,26 @@ TEST(ImageKey, CoversPixelsSizeMmprojAndSettings) {
   EXPECT_NE(ka, ImageKey(a, id2, opt));
   opt.max_tokens = 100;
   EXPECT_NE(ka, ImageKey(a, id, opt));
+}
+
+// GeluRow converts whole rows (F16C where the CPU has it): the bits of ggml's per-element f16 table lookup.
+TEST(VisionOps, GeluRowHasTheF16TableBitsPerElement) {
+  std::vector<float> x;
+  for (int i = -12000; i <= 12000; ++i) x.push_back(static_cast<float>(i) * 1e-3f);
+  for (float v : {-10.0f, 10.0f, -9.99999f, 9.99999f, 65504.0f, -1e30f, 1e-8f, -0.0f}) x.push_back(v);
+  std::vector<float> got = x;
+  GeluRow(got.data(), static_cast<int64_t>(got.size()));
+  constexpr float kA = 0.044715f, kS = 0.79788456080286535587989211986876f;
+  for (size_t i = 0; i < x.size(); ++i) {
+    float want = x[i];
+    if (x[i] <= -10.0f) {
+      want = 0.0f;
+    } else if (x[i] < 10.0f) {
+      const float h = kernels::HalfToFloat(kernels::FloatToHalf(x[i]));
+      want = kernels::HalfToFloat(kernels::FloatToHalf(0.5f * h * (1.0f + std::tanh(kS * h * (1.0f + kA * h * h)))));
+    }
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want)) << "x = " << x[i];
+  }
 }
 
 }  // namespace

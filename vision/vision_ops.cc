@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/f16.h"
+#include "kernels/f16_row.h"
 
 namespace rw::vision {
 
@@ -44,9 +45,16 @@ const std::array<uint16_t, 65536>& GeluTable() {
 
 void GeluRow(float* x, int64_t n) {
   const auto& t = GeluTable();
+  thread_local std::vector<uint16_t> h;
+  thread_local std::vector<float> g;
+  h.resize(static_cast<size_t>(n));
+  g.resize(static_cast<size_t>(n));
+  kernels::FloatToHalfRow(x, h.data(), n);  // the scalar conversions' bits, F16C where the CPU has it
+  for (int64_t i = 0; i < n; ++i) h[i] = t[h[i]];
+  kernels::HalfToFloatRow(h.data(), g.data(), n);
   for (int64_t i = 0; i < n; ++i) {
     if (x[i] <= -10.0f) x[i] = 0.0f;
-    else if (x[i] < 10.0f) x[i] = kernels::HalfToFloat(t[kernels::FloatToHalf(x[i])]);
+    else if (x[i] < 10.0f) x[i] = g[i];
   }
 }
 
