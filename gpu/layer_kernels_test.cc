@@ -13,6 +13,7 @@
 #include "kernels/activation.h"
 #include "kernels/conv.h"
 #include "kernels/gdn.h"
+#include "kernels/gdn_split.h"
 #include "kernels/norm.h"
 #include "kernels/random_testing.h"
 #include "kernels/rope.h"
@@ -106,6 +107,32 @@ TEST(GpuLayerKernels, GdnConvAndDeltaRuleMatchTheCpuStepsWithinRounding) {
   }
   for (size_t i = 0; i < o.size(); ++i) EXPECT_NEAR(o[i], o_cpu[i], 1e-5f * (1 + std::fabs(o_cpu[i]))) << i;
   for (size_t i = 0; i < M.size(); ++i) EXPECT_NEAR(m_gpu[i], m_cpu[i], 1e-5f * (1 + std::fabs(m_cpu[i]))) << i;
+}
+
+// qwen3next's fused projections: gdn_split.comp makes kernels::SplitQkvzRow's and SplitBaRow's copies.
+TEST(GpuLayerKernels, FusedQwen3NextProjectionsSplitLikeTheCpu) {
+  REQUIRE_DEVICE(ctx);
+  const uint32_t N = 3, S = 4, Hk = 2, r = 3, Kd = Hk * S, Vd = Hk * r * S, C = 2 * Kd + Vd, W = 2 * Kd + 2 * Vd,
+                 Hv = Hk * r;
+  const std::vector<float> in = kernels::Random(N * W, 101), ba = kernels::Random(N * 2 * Hv, 102);
+  std::vector<float> qkv(N * C), z(N * Vd), b(N * Hv), a(N * Hv);
+  for (uint32_t i = 0; i < N; ++i) {
+    kernels::SplitQkvzRow(in.data() + i * W, S, Hk, r, qkv.data() + i * C, z.data() + i * Vd);
+    kernels::SplitBaRow(ba.data() + i * 2 * Hv, Hk, r, b.data() + i * Hv, a.data() + i * Hv);
+  }
+  Buffer ib = Up(*ctx, in), bab = Up(*ctx, ba), qb = Up(*ctx, std::vector<float>(N * C)),
+         zb = Up(*ctx, std::vector<float>(N * Vd)), bb = Up(*ctx, std::vector<float>(N * Hv)),
+         ab = Up(*ctx, std::vector<float>(N * Hv));
+  auto p = ctx->GetPipeline("gdn_split");
+  ASSERT_TRUE(p.ok());
+  struct { uint32_t N, S, Hk, r, mode; } pc{N, S, Hk, r, 0};
+  ctx->Dispatch(**p, {{&ib}, {&qb}, {&zb}}, &pc, sizeof(pc), Groups(N * W));
+  pc.mode = 1;
+  ctx->Dispatch(**p, {{&bab}, {&bb}, {&ab}}, &pc, sizeof(pc), Groups(N * 2 * Hv));
+  EXPECT_EQ(Down(*ctx, qb, qkv.size()), qkv);
+  EXPECT_EQ(Down(*ctx, zb, z.size()), z);
+  EXPECT_EQ(Down(*ctx, bb, b.size()), b);
+  EXPECT_EQ(Down(*ctx, ab, a.size()), a);
 }
 
 }  // namespace
