@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <unistd.h>
 
+#include "gguf/writer.h"
 #include "gpu/device.h"
 #include "gpu/vk_context.h"
 #include "model/conformance.h"
@@ -182,6 +185,81 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenGpuShapes,
                            for (char& c : n) if (c == '-') c = '_';
                            return n;
                          });
+
+// qwen3next files converted before llama.cpp split the fused projection carry ssm_in (Hk groups of q S, k S,
+// v r·S, z r·S rows) instead of attn_qkv + attn_gate: the same rows in another order. The tiny file rewritten
+// that way gives the split file's logits and states bit for bit, on the device (gdn_split.comp) and on the CPU
+// (kernels::SplitQkvzRow).
+TEST(GoldenGpu, Qwen3NextWithTheLegacyFusedSsmInGivesTheSplitFilesBits) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  const std::string src_path = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen3next-f32.gguf";
+  auto src = gguf::File::Open(src_path);
+  ASSERT_TRUE(src.ok());
+  std::unique_ptr<Model> split = LoadOnVulkan0("tiny-qwen3next-f32.gguf");
+  ASSERT_TRUE(split);
+  const ModelConfig& c = split->config();
+  const int64_t E = c.n_embd, S = c.ssm_state, Hk = c.ssm_group, r = c.ssm_heads / c.ssm_group, Kd = Hk * S;
+  gguf::Writer w;
+  for (const auto& [key, value] : (*src)->metadata()) w.Set(key, value);
+  auto is = [](const std::string& name, const char* suffix) {
+    return name.size() > std::strlen(suffix) && name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0;
+  };
+  for (const gguf::TensorInfo& t : (*src)->tensors()) {
+    if (is(t.name, ".attn_gate.weight")) continue;
+    if (is(t.name, ".attn_qkv.weight")) {
+      const std::string blk = t.name.substr(0, t.name.size() - std::strlen("attn_qkv.weight"));
+      ASSERT_TRUE(w.AddTensor(blk + "ssm_in.weight", gguf::TensorType::kF32, {E, 2 * Kd + 2 * Hk * r * S}).ok());
+    } else {
+      ASSERT_TRUE(w.AddTensor(t.name, t.type, std::span<const int64_t>(t.ne, t.n_dims)).ok());
+    }
+  }
+  const std::string dir = std::filesystem::temp_directory_path() / ("rewind-legacy-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string legacy_path = dir + "/tiny-qwen3next-legacy.gguf";
+  ASSERT_TRUE(w.Open(legacy_path).ok());
+  for (const gguf::TensorInfo& t : (*src)->tensors()) {
+    if (is(t.name, ".attn_gate.weight")) continue;
+    if (!is(t.name, ".attn_qkv.weight")) {
+      ASSERT_TRUE(w.WriteTensor(t.name, t.data, t.nbytes).ok());
+      continue;
+    }
+    const std::string blk = t.name.substr(0, t.name.size() - std::strlen("attn_qkv.weight"));
+    const float* qkv = reinterpret_cast<const float*>(t.data);
+    const float* gate = reinterpret_cast<const float*>((*src)->FindTensor(blk + "attn_gate.weight")->data);
+    std::vector<float> in;
+    auto rows = [&](const float* m, int64_t first, int64_t n) { in.insert(in.end(), m + first * E, m + (first + n) * E); };
+    for (int64_t g = 0; g < Hk; ++g) {
+      rows(qkv, g * S, S);
+      rows(qkv, Kd + g * S, S);
+      rows(qkv, 2 * Kd + g * r * S, r * S);
+      rows(gate, g * r * S, r * S);
+    }
+    ASSERT_TRUE(w.WriteTensor(blk + "ssm_in.weight", in.data(), 4 * in.size()).ok());
+  }
+  ASSERT_TRUE(w.Close().ok());
+  LoadOptions lo;
+  lo.device = 0;
+  auto legacy = Model::Load(legacy_path, lo);
+  ASSERT_TRUE(legacy.ok()) << legacy.error().message;
+  ASSERT_TRUE((*legacy)->weights().layers[0].gdn.legacy_in);
+  EXPECT_EQ((*legacy)->device_name(), "vulkan0");
+  lo.device = -1;
+  auto legacy_cpu = Model::Load(legacy_path, lo);
+  auto split_cpu = Model::Load(src_path, lo);
+  ASSERT_TRUE(legacy_cpu.ok() && split_cpu.ok());
+  const std::vector<int32_t> toks = {11, 42, 7, 300, 5, 99, 123, 8, 64};
+  std::vector<float> l1, s1, l2, s2, l3, s3, l4, s4;
+  RunShaped(*split, toks, 9, false, &l1, &s1);
+  RunShaped(**legacy, toks, 9, false, &l2, &s2);
+  RunShaped(**split_cpu, toks, 9, false, &l3, &s3);
+  RunShaped(**legacy_cpu, toks, 9, false, &l4, &s4);
+  EXPECT_EQ(l1, l2) << "vulkan0";
+  EXPECT_EQ(s1, s2) << "vulkan0";
+  EXPECT_EQ(l3, l4) << "cpu";
+  EXPECT_EQ(s3, s4) << "cpu";
+  std::filesystem::remove_all(dir);
+}
 
 // Rollback on the device: the state rebuilt from the replay log after k of a batch's tokens, and a forward that
 // fuses that rollback (BatchSeq::prefix), give the bits of running the first k tokens directly.
