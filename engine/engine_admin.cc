@@ -6,6 +6,7 @@
 
 #include "base/file.h"
 #include "base/log.h"
+#include "base/prometheus.h"
 #include "base/timer.h"
 #include "engine/engine_impl.h"
 
@@ -175,8 +176,27 @@ std::string EngineImpl::MetricsText() {
         "# TYPE rewind_spec_accepted_at_total counter\n";
   for (size_t i = 0; i < c.spec_accepted_at.size(); ++i)
     if (c.spec_drafted_at[i]) os << "rewind_spec_accepted_at_total{position=\"" << i + 1 << "\"} " << c.spec_accepted_at[i] << "\n";
-  std::string cache_text;
-  RunOnEngine([&] { cache_text = cache_->MetricsText(); });
+  std::string cache_text, dev_name, dev_type, dev_desc;
+  uint64_t dev_used = 0, dev_total = 0;
+  RunOnEngine([&] {
+    cache_text = cache_->MetricsText();
+    dev_name = model_->device_name();
+    dev_type = model_->device_type();
+    dev_desc = model_->device_description();
+    dev_used = model_->device_bytes();
+    dev_total = model_->device_memory_total();
+  });
+  // The device the forward runs on (as GET /props names it); its memory on a GPU.
+  os << "# HELP rewind_device_info The device the forward runs on (cpu or vulkanN), its kind and description.\n"
+        "# TYPE rewind_device_info gauge\nrewind_device_info{name=\"" << PromLabelValue(dev_name) << "\",type=\""
+     << PromLabelValue(dev_type) << "\",description=\"" << PromLabelValue(dev_desc) << "\"} 1\n";
+  if (dev_name != "cpu") {
+    os << "# HELP rewind_device_memory_used_bytes Device memory this server holds (weights, KV and state mirrors, "
+          "scratch).\n# TYPE rewind_device_memory_used_bytes gauge\nrewind_device_memory_used_bytes "
+       << dev_used << "\n";
+    os << "# HELP rewind_device_memory_total_bytes The device's memory (its largest device-local heap).\n"
+          "# TYPE rewind_device_memory_total_bytes gauge\nrewind_device_memory_total_bytes " << dev_total << "\n";
+  }
   os << cache_text;
   return os.str();
 }

@@ -113,6 +113,9 @@ TEST(Engine, ACheckpointOnDiskIsReadOffTheEngineThreadAndServesTheNoCacheTokens)
   const std::string metrics = restarted->MetricsText();
   EXPECT_EQ(MetricValue(metrics, "rewind_cache_disk_loaded_total"), 1) << metrics;
   EXPECT_EQ(MetricValue(metrics, "rewind_cache_disk_reads_on_engine_thread_total"), 0) << metrics;
+  EXPECT_NE(metrics.find("rewind_device_info{name=\"cpu\",type=\"cpu\",description=\"cpu\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_EQ(metrics.find("rewind_device_memory_used_bytes"), std::string::npos) << "no device memory on the CPU";
   restarted.reset();
   std::filesystem::remove_all(dir);
 }

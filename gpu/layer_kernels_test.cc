@@ -7,10 +7,13 @@
 #include <vector>
 
 #include "gpu/device.h"
+#include "gpu/gpu_testing.h"
 #include "gpu/ops.h"
+#include "gpu/seq_ops.h"
 #include "kernels/activation.h"
 #include "kernels/conv.h"
 #include "kernels/gdn.h"
+#include "kernels/gdn_split.h"
 #include "kernels/norm.h"
 #include "kernels/random_testing.h"
 #include "kernels/rope.h"
@@ -18,37 +21,8 @@
 namespace rw::gpu {
 namespace {
 
-std::shared_ptr<Context> Device(std::string* why) {
-  auto c = OpenDevice(0);
-  if (!c.ok()) {
-    *why = c.error().message;
-    return nullptr;
-  }
-  return *c;
-}
-
-#define REQUIRE_DEVICE(ctx)                   \
-  std::string why_;                           \
-  std::shared_ptr<Context> ctx = Device(&why_); \
-  if (!ctx) GTEST_SKIP() << "no Vulkan device: " << why_
-
-Buffer Up(Context& c, const std::vector<float>& v) {
-  auto b = c.Alloc(4 * v.size());
-  EXPECT_TRUE(b.ok());
-  EXPECT_TRUE(c.Upload(*b, v.data(), 4 * v.size()).ok());
-  return std::move(*b);
-}
-Buffer UpInts(Context& c, const std::vector<int32_t>& v) {
-  auto b = c.Alloc(4 * v.size());
-  EXPECT_TRUE(b.ok());
-  EXPECT_TRUE(c.Upload(*b, v.data(), 4 * v.size()).ok());
-  return std::move(*b);
-}
-std::vector<float> Down(Context& c, const Buffer& b, size_t n) {
-  std::vector<float> v(n);
-  EXPECT_TRUE(c.Download(b, v.data(), 4 * n).ok());
-  return v;
-}
+using testing::Down;
+using testing::Up;
 
 TEST(GpuLayerKernels, RopeWithTheHostTableMatchesKernelsRopeApplyBitForBit) {
   REQUIRE_DEVICE(ctx);
@@ -101,18 +75,13 @@ TEST(GpuLayerKernels, GdnConvAndDeltaRuleMatchTheCpuStepsWithinRounding) {
   std::vector<float> M = kernels::Random(2 * Hv * S * S, 4, 0.2f);
   const std::vector<int32_t> tab = {0, T0, 0, 0, T0, T1, 1, 0};
   Buffer xb = Up(*ctx, x), wb = Up(*ctx, w), sb = Up(*ctx, st), ub = Up(*ctx, std::vector<float>(N * C)),
-         tb = UpInts(*ctx, tab), bb = Up(*ctx, beta), gb = Up(*ctx, g), mb = Up(*ctx, M),
+         tb = Up(*ctx, tab), bb = Up(*ctx, beta), gb = Up(*ctx, g), mb = Up(*ctx, M),
          ob = Up(*ctx, std::vector<float>(N * Hv * S));
-  auto conv = ctx->GetPipeline("gdn_conv");
-  auto delta = ctx->GetPipeline("gdn_delta");
-  ASSERT_TRUE(conv.ok() && delta.ok());
-  struct { uint32_t n_seqs, C, Kc, x_stride; } cpc{2, C, Kc, C};
-  ctx->Dispatch(**conv, {{&xb}, {&wb}, {&sb}, {&ub}, {&tb}}, &cpc, sizeof(cpc), Groups(2 * C));
+  RecordGdnConv(*ctx, xb, wb, sb, ub, tb, 2, T0, C, Kc, C);
   ASSERT_TRUE(ctx->Submit().ok());
   std::vector<float> u = Down(*ctx, ub, N * C);
   // The conv output is the delta rule's input; use the GPU's u for both sides so the step is compared alone.
-  struct { uint32_t n_seqs, Hv, S, C, Kd, key_div, key_mod; } dpc{2, Hv, S, C, Kd, 1, Hk};
-  ctx->Dispatch(**delta, {{&ub}, {&bb}, {&gb}, {&mb}, {&ob}, {&tb}}, &dpc, sizeof(dpc), Groups(2 * Hv * S));
+  RecordGdnDelta(*ctx, ub, bb, gb, mb, ob, tb, 2, T0, GdnDeltaShape{Hv, S, C, Kd, 1, Hk});
   const std::vector<float> o = Down(*ctx, ob, N * Hv * S), m_gpu = Down(*ctx, mb, M.size()),
                            s_gpu = Down(*ctx, sb, st.size());
   // CPU: conv per sequence, then SiLU.
@@ -138,6 +107,32 @@ TEST(GpuLayerKernels, GdnConvAndDeltaRuleMatchTheCpuStepsWithinRounding) {
   }
   for (size_t i = 0; i < o.size(); ++i) EXPECT_NEAR(o[i], o_cpu[i], 1e-5f * (1 + std::fabs(o_cpu[i]))) << i;
   for (size_t i = 0; i < M.size(); ++i) EXPECT_NEAR(m_gpu[i], m_cpu[i], 1e-5f * (1 + std::fabs(m_cpu[i]))) << i;
+}
+
+// qwen3next's fused projections: gdn_split.comp makes kernels::SplitQkvzRow's and SplitBaRow's copies.
+TEST(GpuLayerKernels, FusedQwen3NextProjectionsSplitLikeTheCpu) {
+  REQUIRE_DEVICE(ctx);
+  const uint32_t N = 3, S = 4, Hk = 2, r = 3, Kd = Hk * S, Vd = Hk * r * S, C = 2 * Kd + Vd, W = 2 * Kd + 2 * Vd,
+                 Hv = Hk * r;
+  const std::vector<float> in = kernels::Random(N * W, 101), ba = kernels::Random(N * 2 * Hv, 102);
+  std::vector<float> qkv(N * C), z(N * Vd), b(N * Hv), a(N * Hv);
+  for (uint32_t i = 0; i < N; ++i) {
+    kernels::SplitQkvzRow(in.data() + i * W, S, Hk, r, qkv.data() + i * C, z.data() + i * Vd);
+    kernels::SplitBaRow(ba.data() + i * 2 * Hv, Hk, r, b.data() + i * Hv, a.data() + i * Hv);
+  }
+  Buffer ib = Up(*ctx, in), bab = Up(*ctx, ba), qb = Up(*ctx, std::vector<float>(N * C)),
+         zb = Up(*ctx, std::vector<float>(N * Vd)), bb = Up(*ctx, std::vector<float>(N * Hv)),
+         ab = Up(*ctx, std::vector<float>(N * Hv));
+  auto p = ctx->GetPipeline("gdn_split");
+  ASSERT_TRUE(p.ok());
+  struct { uint32_t N, S, Hk, r, mode; } pc{N, S, Hk, r, 0};
+  ctx->Dispatch(**p, {{&ib}, {&qb}, {&zb}}, &pc, sizeof(pc), Groups(N * W));
+  pc.mode = 1;
+  ctx->Dispatch(**p, {{&bab}, {&bb}, {&ab}}, &pc, sizeof(pc), Groups(N * 2 * Hv));
+  EXPECT_EQ(Down(*ctx, qb, qkv.size()), qkv);
+  EXPECT_EQ(Down(*ctx, zb, z.size()), z);
+  EXPECT_EQ(Down(*ctx, bb, b.size()), b);
+  EXPECT_EQ(Down(*ctx, ab, a.size()), a);
 }
 
 }  // namespace

@@ -66,34 +66,85 @@ Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint
   return m;
 }
 
+namespace {
+
+// Activation rows [n_tok][K] of x converted to what weight type `type` dots against (quant_act.comp); *a and
+// *a_off say where the matmul reads them (F32: x itself).
+Status QuantiseActs(Context& ctx, gguf::TensorType type, uint64_t K, const Buffer& x, uint32_t x_off, int64_t n_tok,
+                    ActScratch& s, const Buffer** a, uint32_t* a_off) {
+  const uint64_t n = K * static_cast<uint64_t>(n_tok);
+  uint32_t block = 1;
+  const char* act = ActShader(type, &block);
+  *a = &x;
+  *a_off = x_off;
+  if (act == nullptr) {
+    // F32 weights read x in place; the scratch buffers still need to exist for the bindings.
+    REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 16));
+    return Grow(ctx, s.bsum, 16);
+  }
+  const bool q8 = block > 1;
+  REWIND_RETURN_IF_ERROR(Grow(ctx, s.q, q8 ? n : 2 * n));
+  REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 4 * (n / block + 1)));
+  REWIND_RETURN_IF_ERROR(Grow(ctx, s.bsum, 4 * (n / 16 + 1)));
+  REWIND_ASSIGN_OR_RETURN(Pipeline * qp, ctx.GetPipeline(act));
+  struct { uint32_t n_blocks, x_offset; } qpc{static_cast<uint32_t>(n / block), x_off};
+  ctx.Dispatch(*qp, {{&x}, {&s.q}, {&s.d}, {&s.bsum}}, &qpc, sizeof(qpc), Groups(qpc.n_blocks));
+  *a = &s.q;
+  *a_off = 0;
+  return Status::Ok();
+}
+
+// matmul.comp's push constants.
+struct MatMulPush {
+  uint32_t M, K, N, row_bytes, y_stride, y_offset, a_offset, a_div, e_stride, r_off;
+};
+
+}  // namespace
+
 Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_off, int64_t n_tok, Buffer& y,
                     uint32_t y_off, uint32_t y_stride, ActScratch& s) {
   if (n_tok <= 0) return Status::Ok();
-  const uint64_t K = static_cast<uint64_t>(w.n_cols), n = K * static_cast<uint64_t>(n_tok);
-  uint32_t block = 1;
-  const char* act = ActShader(w.type, &block);
-  const Buffer* a = &x;
-  uint32_t a_off = x_off;
-  if (act != nullptr) {
-    const bool q8 = block > 1;
-    REWIND_RETURN_IF_ERROR(Grow(ctx, s.q, q8 ? n : 2 * n));
-    REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 4 * (n / block + 1)));
-    REWIND_RETURN_IF_ERROR(Grow(ctx, s.bsum, 4 * (n / 16 + 1)));
-    REWIND_ASSIGN_OR_RETURN(Pipeline * qp, ctx.GetPipeline(act));
-    struct { uint32_t n_blocks, x_offset; } qpc{static_cast<uint32_t>(n / block), x_off};
-    ctx.Dispatch(*qp, {{&x}, {&s.q}, {&s.d}, {&s.bsum}}, &qpc, sizeof(qpc), Groups(qpc.n_blocks));
-    a = &s.q;
-    a_off = 0;
-  } else {
-    // F32 weights read x in place; the scratch buffers still need to exist for the bindings.
-    REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 16));
-    REWIND_RETURN_IF_ERROR(Grow(ctx, s.bsum, 16));
-  }
+  const Buffer* a = nullptr;
+  uint32_t a_off = 0;
+  REWIND_RETURN_IF_ERROR(QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, x_off, n_tok, s, &a, &a_off));
   REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(MatMulShader(w.type)));
-  struct { uint32_t M, K, N, row_bytes, y_stride, y_offset, a_offset; } pc{
-      static_cast<uint32_t>(w.n_rows), static_cast<uint32_t>(K), static_cast<uint32_t>(n_tok),
-      static_cast<uint32_t>(w.row_bytes), y_stride, y_off, a_off};
+  const MatMulPush pc{static_cast<uint32_t>(w.n_rows), static_cast<uint32_t>(w.n_cols), static_cast<uint32_t>(n_tok),
+                      static_cast<uint32_t>(w.row_bytes), y_stride, y_off, a_off, 1, 0, 0};
   ctx.Dispatch(*mp, {{&w.data}, {a}, {&s.d}, {&s.bsum}, {&y}}, &pc, sizeof(pc), Groups(pc.M), pc.N);
+  return Status::Ok();
+}
+
+Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, const Buffer& ids, const Buffer& x,
+                      int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y, ActScratch& s) {
+  if (n_out <= 0) return Status::Ok();
+  REWIND_CHECK(a_div >= 1 && (n_out + a_div - 1) / a_div <= n_x && er.r_off + er.rows <= er.e_stride);
+  const Buffer* a = nullptr;
+  uint32_t a_off = 0;
+  REWIND_RETURN_IF_ERROR(QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, 0, n_x, s, &a, &a_off));
+  REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(std::string(MatMulShader(w.type)) + "_id"));
+  const MatMulPush pc{static_cast<uint32_t>(er.rows), static_cast<uint32_t>(w.n_cols), static_cast<uint32_t>(n_out),
+                      static_cast<uint32_t>(w.row_bytes), static_cast<uint32_t>(er.rows), 0, a_off, a_div,
+                      static_cast<uint32_t>(er.e_stride), static_cast<uint32_t>(er.r_off)};
+  ctx.Dispatch(*mp, {{&w.data}, {a}, {&s.d}, {&s.bsum}, {&y}, {&ids}}, &pc, sizeof(pc), Groups(pc.M), pc.N);
+  return Status::Ok();
+}
+
+Status RecordMoeRoute(Context& ctx, Buffer& logits, uint32_t n_tok, uint32_t n_expert, uint32_t k, Buffer& sel,
+                      Buffer& wt) {
+  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("moe_route"));
+  struct { uint32_t N, X, K; } pc{n_tok, n_expert, k};
+  ctx.Dispatch(*p, {{&logits}, {&sel}, {&wt}}, &pc, sizeof(pc), Groups(n_tok));
+  return Status::Ok();
+}
+
+Status RecordMoeCombine(Context& ctx, const Buffer& ye, const Buffer& wt, uint32_t n_tok, uint32_t k, uint32_t n_embd,
+                        const Buffer* shared, const Buffer* shared_gate, Buffer& out) {
+  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("moe_combine"));
+  const uint32_t mode = shared == nullptr ? 0u : shared_gate == nullptr ? 1u : 2u;
+  struct { uint32_t N, K, E, shared; } pc{n_tok, k, n_embd, mode};
+  const Buffer* sh = shared != nullptr ? shared : &ye;
+  const Buffer* sg = shared_gate != nullptr ? shared_gate : &wt;
+  ctx.Dispatch(*p, {{&ye}, {&wt}, {sh}, {sg}, {&out}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(n_tok) * n_embd));
   return Status::Ok();
 }
 

@@ -39,6 +39,32 @@ struct ActScratch {
 Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_off, int64_t n_tok, Buffer& y,
                     uint32_t y_off, uint32_t y_stride, ActScratch& scratch);
 
+// Which rows of a stacked expert tensor (qwen35moe / qwen3next ffn_*_exps, n_expert·e_stride rows) make one
+// expert's matrix: rows [e·e_stride + r_off, e·e_stride + r_off + rows) for expert e (r_off: the up half of a
+// fused gate_up tensor).
+struct ExpertRows {
+  int64_t rows = 0;
+  int64_t e_stride = 0;
+  int64_t r_off = 0;
+};
+
+// The MoE experts' product (matmul.comp with MAT_ID): y[t·er.rows + r] = W_{ids[t]}[r]·x[t / a_div] for t < n_out,
+// r < er.rows, x [n_x][w.n_cols]; ids [n_out] int32 expert numbers on the device. Each element is the dense
+// matmul's arithmetic (same activation bytes, same integer block sums, same float order): the bits of
+// RecordMatMul on that expert's rows, whatever the other rows of the batch route to.
+Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, const Buffer& ids, const Buffer& x,
+                      int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y, ActScratch& scratch);
+
+// The softmax router (moe_route.comp, kernels::SoftmaxTopK): logits [n_tok][n_expert] become probabilities;
+// sel [n_tok][k] int32 and wt [n_tok][k] receive the top k experts and their renormalised weights.
+Status RecordMoeRoute(Context& ctx, Buffer& logits, uint32_t n_tok, uint32_t n_expert, uint32_t k, Buffer& sel,
+                      Buffer& wt);
+
+// out [n_tok][n_embd] = Σ_k wt[t][k]·ye[t][k] in k order, + shared (when not null) times sigmoid(shared_gate[t])
+// (when not null) (moe_combine.comp).
+Status RecordMoeCombine(Context& ctx, const Buffer& ye, const Buffer& wt, uint32_t n_tok, uint32_t k, uint32_t n_embd,
+                        const Buffer* shared, const Buffer* shared_gate, Buffer& out);
+
 // RMSNorm of `rows` rows of n floats: row r at x[x_off + r·stride] -> o[o_off + r·o_stride], times w (n floats)
 // when w is not null (kernels::RmsNorm).
 Status RecordRmsNorm(Context& ctx, const Buffer& x, uint32_t x_off, uint32_t stride, uint32_t rows, uint32_t n,

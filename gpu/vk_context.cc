@@ -154,6 +154,14 @@ Expected<std::shared_ptr<Context>> Context::Open(int32_t index) {
   vkGetPhysicalDeviceProperties(c->phys_, &props);
   c->max_buffer_bytes_ = props.limits.maxStorageBufferRange;
   c->offset_alignment_ = std::max<size_t>(16, props.limits.minStorageBufferOffsetAlignment);
+  for (int d = 0; d < 3; ++d) c->max_groups_[d] = c->device_max_groups_[d] = props.limits.maxComputeWorkGroupCount[d];
+  // llvmpipe's loop limiter (Mesa gallivm LP_MAX_TGSI_LOOP_ITERATIONS = 65535, counted over all loops of an
+  // invocation): a margin below it for the loop bookkeeping outside the split loops.
+  VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &drv;
+  vkGetPhysicalDeviceProperties2(c->phys_, &p2);
+  if (drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) c->loop_budget_ = c->device_loop_budget_ = 60000;
   vkGetPhysicalDeviceMemoryProperties(c->phys_, &c->mem_props_);
 
   // Features the shaders use: 8- and 16-bit storage (GGUF blocks are read bytewise), int8 arithmetic, float64
@@ -345,7 +353,25 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
   vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
   if (push_bytes > 0) vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+  if (gx > max_groups_[0]) {  // a 1-D shader (LinearX): x folds into y, and no further
+    REWIND_CHECK_MSG(gy == 1 && gz == 1, "a dispatch of %u x %u x %u groups cannot fold x", gx, gy, gz);
+    gy = (gx + max_groups_[0] - 1) / max_groups_[0];
+    gx = max_groups_[0];
+    REWIND_CHECK_MSG(gy <= max_groups_[1], "a dispatch of %u x %u groups is over the device's limits", gx, gy);
+  } else if (gy > max_groups_[1]) {  // rows in y (LinearY): y folds into z
+    REWIND_CHECK_MSG(gz == 1, "a dispatch of %u x %u x %u groups cannot fold y", gx, gy, gz);
+    gz = (gy + max_groups_[1] - 1) / max_groups_[1];
+    gy = max_groups_[1];
+  }
+  REWIND_CHECK_MSG(gz <= max_groups_[2], "a dispatch of %u x %u x %u groups is over the device's limits", gx, gy, gz);
   if (gx > 0 && gy > 0 && gz > 0) vkCmdDispatch(cmd_, gx, gy, gz);
+}
+
+void Context::LimitForTesting(uint32_t max_groups, uint64_t loop_budget) {
+  for (int d = 0; d < 3; ++d)
+    max_groups_[d] = max_groups > 0 ? std::min(device_max_groups_[d], max_groups) : device_max_groups_[d];
+  loop_budget_ = loop_budget == 0 ? device_loop_budget_
+                 : device_loop_budget_ == 0 ? loop_budget : std::min(device_loop_budget_, loop_budget);
 }
 
 void Context::Copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t dst_offset, size_t bytes) {

@@ -74,6 +74,15 @@ class Context {
   uint64_t max_buffer_bytes() const { return max_buffer_bytes_; }
   size_t offset_alignment() const { return offset_alignment_; }
   uint64_t allocated_bytes() const { return allocated_bytes_; }
+  // The device's workgroup-count limit per dimension (65,535 on lavapipe and most GPUs in y and z).
+  const uint32_t* max_groups() const { return max_groups_; }
+  // The most loop iterations one invocation may run (summed over all its loops): lavapipe (llvmpipe) silently
+  // ends a shader's loops after 65,535 back-edges, so kernels with long loops split their work into several
+  // dispatches at fixed boundaries below this budget (same bits: the state between parts is in memory either
+  // way). 0 = no limit (other drivers).
+  uint64_t loop_budget() const { return loop_budget_; }
+  // Tests: lower both limits to exercise the folds and splits on small inputs; 0 = the device's own limit.
+  void LimitForTesting(uint32_t max_groups, uint64_t loop_budget);
 
   // Device-local storage buffer (host_visible: a mapped, coherent one; used for staging and small readbacks).
   Expected<Buffer> Alloc(size_t bytes, bool host_visible = false);
@@ -85,7 +94,9 @@ class Context {
   // The pipeline of embedded shader `name` (gpu/shaders/CMakeLists.txt names them), built on first use.
   Expected<Pipeline*> GetPipeline(const std::string& name);
 
-  // Records a dispatch of `groups` workgroups; a barrier orders it after every earlier recorded dispatch.
+  // Records a dispatch of `groups` workgroups; a barrier orders it after every earlier recorded dispatch. A count
+  // over the device's limit is folded into the next dimension (x into y, y into z; that dimension must be 1):
+  // shaders index with LinearX() / LinearY() (gpu/shaders/common.glsl), so an element's index is the same.
   void Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffers, const void* push, size_t push_bytes,
                 uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
   // Records a buffer-to-buffer copy (ordered like a dispatch).
@@ -113,6 +124,10 @@ class Context {
   uint64_t max_buffer_bytes_ = 0;
   size_t offset_alignment_ = 16;
   uint64_t allocated_bytes_ = 0;
+  uint32_t max_groups_[3] = {65535, 65535, 65535};
+  uint64_t loop_budget_ = 0;
+  uint32_t device_max_groups_[3] = {65535, 65535, 65535};  // the device's own limits (LimitForTesting)
+  uint64_t device_loop_budget_ = 0;
   bool recording_ = false;
   uint32_t sets_used_ = 0;
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;

@@ -4,12 +4,12 @@
 // element, so which other tokens share an expert does not change any bit.
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
 #include "kernels/activation.h"
 #include "kernels/alloc_tuning.h"
 #include "kernels/matmul.h"
+#include "kernels/moe_route.h"
 #include "model/layers.h"
 
 namespace rw::model::internal {
@@ -75,29 +75,8 @@ void FfnForward(const ModelConfig& cfg, const FfnWeights& w, const float* t, int
   kernels::MatMulMany(jobs, pool);
   std::vector<int32_t> sel(static_cast<size_t>(N) * K);   // [N][K] descending probability
   std::vector<float> wt(static_cast<size_t>(N) * K);      // [N][K]
-  for (int32_t i = 0; i < N; ++i) {
-    float* l = logits.data() + static_cast<int64_t>(i) * X;
-    float mx = -INFINITY;
-    for (int32_t e = 0; e < X; ++e) mx = std::max(mx, l[e]);
-    double sum = 0.0;
-    for (int32_t e = 0; e < X; ++e) {
-      l[e] = std::exp(l[e] - mx);
-      sum += l[e];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int32_t e = 0; e < X; ++e) l[e] *= inv;
-    std::vector<int32_t> idx(X);
-    std::iota(idx.begin(), idx.end(), 0);
-    std::stable_sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return l[a] > l[b]; });
-    float s = 0.0f;
-    for (int32_t k = 0; k < K; ++k) {
-      sel[i * K + k] = idx[k];
-      wt[i * K + k] = l[idx[k]];
-      s += wt[i * K + k];
-    }
-    s = std::max(s, 6.103515625e-5f);
-    for (int32_t k = 0; k < K; ++k) wt[i * K + k] /= s;
-  }
+  for (int32_t i = 0; i < N; ++i)
+    kernels::SoftmaxTopK(logits.data() + static_cast<int64_t>(i) * X, X, K, sel.data() + i * K, wt.data() + i * K);
   // Experts over the gathered rows routed to them, summed in k order into out.
   RunExperts(N, K, X, E, sel.data(), wt.data(), t, out, [&](int32_t e) {
     ExpertFfn m;

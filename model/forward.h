@@ -108,6 +108,8 @@ class Model {
   std::string device_name() const;
   std::string device_description() const;
   uint64_t device_bytes() const;  // bytes held on the device (0 on the CPU)
+  std::string device_type() const;         // "cpu" on the CPU, else the Vulkan device's kind ("discrete", ...)
+  uint64_t device_memory_total() const;    // the device's memory (0 on the CPU)
 
   // Storage shaped for this model.
   KvStorageConfig MakeKvConfig(int32_t n_pages, int32_t page_size = 32, KvTypes type = KvType::kF16) const;

@@ -25,6 +25,10 @@ class ForwardBackend {
   virtual std::string description() const = 0;
   // Bytes this backend holds on its device (weights, activations, KV and state mirrors).
   virtual uint64_t device_bytes() const = 0;
+  // The device's kind ("discrete", "integrated", "virtual", "cpu" for lavapipe, "other") and its memory (the
+  // largest device-local heap).
+  virtual std::string device_type() const = 0;
+  virtual uint64_t device_memory_total() const = 0;
   // A validated batch: seqs resolved to rows (N in all), new sequences' state slots already cleared, replay
   // (optional) sized as Model::Forward sizes it. Same contract as Model::Forward.
   virtual Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,

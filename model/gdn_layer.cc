@@ -6,6 +6,7 @@
 #include "kernels/alloc_tuning.h"
 #include "kernels/conv.h"
 #include "kernels/gdn.h"
+#include "kernels/gdn_split.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "model/layers.h"
@@ -109,7 +110,7 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
   float* b = b_buf.Get(static_cast<size_t>(N) * Hv);     // [N][Hv]
   float* a = a_buf.Get(static_cast<size_t>(N) * Hv);     // [N][Hv]
   // 1. projections, in one region: in (legacy) or qkv and z, then ba or b and a.
-  const int32_t W = 2 * Kd + 2 * Vd, G = 2 * S + 2 * r * S;
+  const int32_t W = 2 * Kd + 2 * Vd;
   float* in = w.legacy_in ? in_buf.Get(static_cast<size_t>(N) * W) : nullptr;  // [N][Hk groups of (q S, k S, v rS, z rS)]
   float* ba = cfg.arch == Arch::kQwen3Next ? ba_buf.Get(static_cast<size_t>(N) * 2 * Hv) : nullptr;  // [N][Hk groups of (b r, a r)]
   std::vector<kernels::MatMulJob> proj;
@@ -126,27 +127,13 @@ void GdnForward(const ModelConfig& cfg, const GdnWeights& w, int32_t gdn_index, 
     proj.push_back(kernels::Product(w.alpha, t, N, a));
   }
   kernels::MatMulMany(proj, pool);
-  if (in != nullptr) {
-    for (int32_t i = 0; i < N; ++i) {
-      const float* src = in + static_cast<int64_t>(i) * W;
-      float* q = qkv + static_cast<int64_t>(i) * C;
-      for (int32_t gi = 0; gi < Hk; ++gi) {
-        const float* grp = src + gi * G;
-        std::memcpy(q + gi * S, grp, S * sizeof(float));
-        std::memcpy(q + Kd + gi * S, grp + S, S * sizeof(float));
-        std::memcpy(q + 2 * Kd + gi * r * S, grp + 2 * S, r * S * sizeof(float));
-        std::memcpy(z + static_cast<int64_t>(i) * Vd + gi * r * S, grp + 2 * S + r * S, r * S * sizeof(float));
-      }
-    }
-  }
-  if (ba != nullptr) {
+  if (in != nullptr)
     for (int32_t i = 0; i < N; ++i)
-      for (int32_t gi = 0; gi < Hk; ++gi)
-        for (int32_t m = 0; m < r; ++m) {
-          b[i * Hv + gi * r + m] = ba[static_cast<int64_t>(i) * 2 * Hv + gi * 2 * r + m];
-          a[i * Hv + gi * r + m] = ba[static_cast<int64_t>(i) * 2 * Hv + gi * 2 * r + r + m];
-        }
-  }
+      kernels::SplitQkvzRow(in + static_cast<int64_t>(i) * W, S, Hk, r, qkv + static_cast<int64_t>(i) * C,
+                            z + static_cast<int64_t>(i) * Vd);
+  if (ba != nullptr)
+    for (int32_t i = 0; i < N; ++i)
+      kernels::SplitBaRow(ba + static_cast<int64_t>(i) * 2 * Hv, Hk, r, b + i * Hv, a + i * Hv);
   // Replay log: the raw inputs of the state update, for the whole run from the start state (a replay prefix's
   // rows first).
   const RowPiece pieces[] = {{qkv, C, C}, {b, Hv, Hv}, {a, Hv, Hv}};

@@ -1,11 +1,16 @@
-// Golden conformance on the GPU (docs/gpu.md): the tiny qwen35 models against llama.cpp's logits with
-// --device vulkan0 (lavapipe in CI), within the CPU's tolerances (docs/conformance.md); the GPU forward's
-// logits and states do not depend on the batch shape. Skips with a message where no Vulkan device exists.
+// Golden conformance on the GPU (docs/gpu.md): the tiny qwen35, qwen35moe and qwen3next models against llama.cpp's
+// logits with --device vulkan0 (lavapipe in CI), within the CPU's tolerances (docs/conformance.md); the GPU
+// forward's logits and states do not depend on the batch shape, nor on how the device splits its dispatches.
+// Skips with a message where no Vulkan device exists.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <unistd.h>
 
+#include "gguf/writer.h"
 #include "gpu/device.h"
+#include "gpu/vk_context.h"
 #include "model/conformance.h"
 #include "model/forward.h"
 
@@ -22,21 +27,22 @@ bool HaveDevice(std::string* why) {
   return !d->empty();
 }
 
-// tiny-qwen35-q8_0 on vulkan0 (null after a failed expectation).
-std::unique_ptr<Model> LoadQ8OnVulkan0() {
+// A golden model file on vulkan0 (null after a failed expectation).
+std::unique_ptr<Model> LoadOnVulkan0(const std::string& file) {
   LoadOptions lo;
   lo.device = 0;
-  auto loaded = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-q8_0.gguf", lo);
-  EXPECT_TRUE(loaded.ok()) << loaded.error().message;
+  auto loaded = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/" + file, lo);
+  EXPECT_TRUE(loaded.ok()) << file << ": " << loaded.error().message;
   return loaded.ok() ? std::move(*loaded) : nullptr;
 }
+std::unique_ptr<Model> LoadQ8OnVulkan0() { return LoadOnVulkan0("tiny-qwen35-q8_0.gguf"); }
 
-TEST(GoldenGpu, TinyQwen35ModelsMatchLlamaCppOnVulkan0) {
+TEST(GoldenGpu, TinyQwenModelsMatchLlamaCppOnVulkan0) {
   std::string why;
   if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
   int ran = 0;
   // (Q8_0 runs in the tests below and in engine/exact_test.cc; its matmul is checked bitwise in gpu_tests.)
-  for (const char* model : {"tiny-qwen35-f32", "tiny-qwen35-q4_k_m"}) {
+  for (const char* model : {"tiny-qwen35-f32", "tiny-qwen35-q4_k_m", "tiny-qwen35moe-f32", "tiny-qwen3next-f32"}) {
     ConformanceOptions opt;
     opt.dir = std::string(REWIND_TEST_DATA) + "/golden";
     opt.model_filter = model;
@@ -53,14 +59,14 @@ TEST(GoldenGpu, TinyQwen35ModelsMatchLlamaCppOnVulkan0) {
       ++ran;
     }
   }
-  EXPECT_EQ(ran, 2);
+  EXPECT_EQ(ran, 4);
 }
 
 TEST(GoldenGpu, OtherArchitecturesSayTheGpuDoesNotSupportThemYet) {
   std::string why;
   if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
   for (const char* file : {"tiny-lfm2-f32.gguf", "tiny-nemotron-h-f32.gguf", "tiny-kimi-linear-f32.gguf",
-                           "tiny-qwen35moe-f32.gguf"}) {
+                           "tiny-granite-h-moe-f32.gguf"}) {
     LoadOptions lo;
     lo.device = 0;
     auto m = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/" + file, lo);
@@ -81,56 +87,178 @@ TEST(GoldenGpu, PartialOffloadIsAClearError) {
   EXPECT_NE(m.error().message.find("partial offload is not supported yet"), std::string::npos) << m.error().message;
 }
 
-// I1 on the device: the logits of the last token and the final state are the same bits whether the prompt runs
-// as one batch, token by token, or next to another sequence.
-TEST(GoldenGpu, LogitsAndStatesDoNotDependOnTheBatchShape) {
+// I1 on the device: the logits of the last token and the final states are the same bits whether the prompt runs
+// as one batch, token by token, or in chunks next to another sequence; on the MoE models a token's experts are
+// multiplied beside whichever other tokens the batch routes to them.
+class GoldenGpuShapes : public ::testing::TestWithParam<const char*> {};
+
+// One prompt through the model in chunks of `split` (beside another sequence in the first chunk when
+// with_other): the last token's logits and every recurrent layer's state.
+void RunShaped(Model& m, const std::vector<int32_t>& toks, int split, bool with_other, std::vector<float>* logits,
+               std::vector<float>* state) {
+  const int32_t T = static_cast<int32_t>(toks.size());
+  auto kv = KvStorage::Create(m.MakeKvConfig((T + 15) / 16 + 4, 16));
+  auto st = StateStorage::Create(m.MakeStateShape(), 2);
+  ASSERT_TRUE(kv.ok() && st.ok());
+  std::vector<int32_t> pages, other_pages;
+  for (int32_t i = 0; i < (T + 15) / 16; ++i) pages.push_back(i);
+  other_pages = {static_cast<int32_t>(pages.size())};
+  const std::vector<int32_t> other = {5, 6, 7};
+  ForwardOutput out;
+  for (int32_t p = 0; p < T; p += split) {
+    const int32_t n = std::min(split, T - p);
+    std::vector<BatchSeq> b(1);
+    b[0].state_in = p == 0 ? -1 : 0;
+    b[0].state_out = 0;
+    b[0].pages = pages;
+    b[0].pos0 = p;
+    b[0].tokens = std::span<const int32_t>(toks).subspan(p, n);
+    if (with_other && p == 0) {
+      BatchSeq o;
+      o.state_in = -1;
+      o.state_out = 1;
+      o.pages = other_pages;
+      o.tokens = other;
+      b.insert(b.begin(), o);
+    }
+    ASSERT_TRUE(m.Forward(b, **kv, **st, &out).ok());
+  }
+  const int32_t row = out.seq_first_row.back();
+  *logits = std::vector<float>(out.Row(row).begin(), out.Row(row).end());
+  const StateShape sh = m.MakeStateShape();
+  state->clear();
+  for (int32_t gi = 0; gi < sh.n_layers; ++gi)
+    state->insert(state->end(), (*st)->Delta(0, gi), (*st)->Delta(0, gi) + sh.n_heads * sh.head_dim * sh.head_dim);
+}
+
+TEST_P(GoldenGpuShapes, LogitsAndStatesDoNotDependOnTheBatchShape) {
   std::string why;
   if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
-  std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
+  std::unique_ptr<Model> loaded = LoadOnVulkan0(GetParam());
   ASSERT_TRUE(loaded);
   Model& m = *loaded;
   EXPECT_EQ(m.device_name(), "vulkan0");
+  auto devs = gpu::ListDevices();
+  ASSERT_TRUE(devs.ok() && !devs->empty());
+  EXPECT_EQ(m.device_type(), (*devs)[0].type);  // what /metrics' rewind_device_info says
+  EXPECT_EQ(m.device_memory_total(), (*devs)[0].memory_bytes);
+  EXPECT_GT(m.device_bytes(), 0u);
   const std::vector<int32_t> toks = {11, 42, 7, 300, 5, 99, 123, 8, 64};
-  const int32_t T = static_cast<int32_t>(toks.size());
-  auto run = [&](int split, bool with_other, std::vector<float>* logits, std::vector<float>* state) {
-    auto kv = KvStorage::Create(m.MakeKvConfig(8, 16));
-    auto st = StateStorage::Create(m.MakeStateShape(), 2);
-    ASSERT_TRUE(kv.ok() && st.ok());
-    const std::vector<int32_t> pages = {0, 1}, other_pages = {2, 3};
-    const std::vector<int32_t> other = {5, 6, 7};
-    ForwardOutput out;
-    for (int32_t p = 0; p < T; p += split) {
-      const int32_t n = std::min(split, T - p);
-      std::vector<BatchSeq> b(1);
-      b[0].state_in = p == 0 ? -1 : 0;
-      b[0].state_out = 0;
-      b[0].pages = pages;
-      b[0].pos0 = p;
-      b[0].tokens = std::span<const int32_t>(toks).subspan(p, n);
-      if (with_other && p == 0) {
-        BatchSeq o;
-        o.state_in = -1;
-        o.state_out = 1;
-        o.pages = other_pages;
-        o.tokens = other;
-        b.insert(b.begin(), o);
-      }
-      ASSERT_TRUE(m.Forward(b, **kv, **st, &out).ok());
-    }
-    const int32_t row = out.seq_first_row.back();
-    *logits = std::vector<float>(out.Row(row).begin(), out.Row(row).end());
-    const StateShape sh = m.MakeStateShape();
-    state->assign((*st)->Delta(0, 0), (*st)->Delta(0, 0) + sh.n_heads * sh.head_dim * sh.head_dim);
-  };
   std::vector<float> l1, s1, l2, s2, l3, s3;
-  run(T, false, &l1, &s1);
-  run(1, false, &l2, &s2);
-  run(4, true, &l3, &s3);
+  RunShaped(m, toks, 9, false, &l1, &s1);
+  RunShaped(m, toks, 1, false, &l2, &s2);
+  RunShaped(m, toks, 4, true, &l3, &s3);
   ASSERT_EQ(l1.size(), l2.size());
   EXPECT_EQ(0, std::memcmp(l1.data(), l2.data(), 4 * l1.size())) << "one batch vs token by token";
   EXPECT_EQ(0, std::memcmp(l1.data(), l3.data(), 4 * l1.size())) << "one batch vs chunks of 4 beside another sequence";
   EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), 4 * s1.size()));
   EXPECT_EQ(0, std::memcmp(s1.data(), s3.data(), 4 * s1.size()));
+}
+
+// The device limits (gpu/seq_ops.h): a 260-token prompt with at most 64 workgroups per dimension (every long
+// dispatch folded) and a loop budget of 13,000 iterations (1 or 2 attention blocks and 191 delta-rule tokens per
+// dispatch) gives the bits of the device's own limits. (The MoE model: its shaders are a superset of qwen35's.)
+TEST(GoldenGpu, DispatchFoldsAndLoopSplitsDoNotChangeABit) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  std::unique_ptr<Model> loaded = LoadOnVulkan0("tiny-qwen35moe-f32.gguf");
+  ASSERT_TRUE(loaded);
+  auto ctx = gpu::OpenDevice(0);  // the model's context (one per device per process)
+  ASSERT_TRUE(ctx.ok());
+  std::vector<int32_t> toks(260);
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int32_t>((i * 37 + 11) % 3000);
+  std::vector<float> l1, s1, l2, s2;
+  RunShaped(*loaded, toks, 260, true, &l1, &s1);
+  (*ctx)->LimitForTesting(64, 13000);
+  RunShaped(*loaded, toks, 260, true, &l2, &s2);
+  (*ctx)->LimitForTesting(0, 0);
+  ASSERT_EQ(l1.size(), l2.size());
+  EXPECT_EQ(0, std::memcmp(l1.data(), l2.data(), 4 * l1.size()));
+  EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), 4 * s1.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GoldenGpuShapes,
+                         ::testing::Values("tiny-qwen35-q8_0.gguf", "tiny-qwen35moe-f32.gguf", "tiny-qwen3next-f32.gguf"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string n = i.param;
+                           n = n.substr(5, n.find('.') - 5);
+                           for (char& c : n) if (c == '-') c = '_';
+                           return n;
+                         });
+
+// qwen3next files converted before llama.cpp split the fused projection carry ssm_in (Hk groups of q S, k S,
+// v r·S, z r·S rows) instead of attn_qkv + attn_gate: the same rows in another order. The tiny file rewritten
+// that way gives the split file's logits and states bit for bit, on the device (gdn_split.comp) and on the CPU
+// (kernels::SplitQkvzRow).
+TEST(GoldenGpu, Qwen3NextWithTheLegacyFusedSsmInGivesTheSplitFilesBits) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  const std::string src_path = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen3next-f32.gguf";
+  auto src = gguf::File::Open(src_path);
+  ASSERT_TRUE(src.ok());
+  std::unique_ptr<Model> split = LoadOnVulkan0("tiny-qwen3next-f32.gguf");
+  ASSERT_TRUE(split);
+  const ModelConfig& c = split->config();
+  const int64_t E = c.n_embd, S = c.ssm_state, Hk = c.ssm_group, r = c.ssm_heads / c.ssm_group, Kd = Hk * S;
+  gguf::Writer w;
+  for (const auto& [key, value] : (*src)->metadata()) w.Set(key, value);
+  auto is = [](const std::string& name, const char* suffix) {
+    return name.size() > std::strlen(suffix) && name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0;
+  };
+  for (const gguf::TensorInfo& t : (*src)->tensors()) {
+    if (is(t.name, ".attn_gate.weight")) continue;
+    if (is(t.name, ".attn_qkv.weight")) {
+      const std::string blk = t.name.substr(0, t.name.size() - std::strlen("attn_qkv.weight"));
+      ASSERT_TRUE(w.AddTensor(blk + "ssm_in.weight", gguf::TensorType::kF32, {E, 2 * Kd + 2 * Hk * r * S}).ok());
+    } else {
+      ASSERT_TRUE(w.AddTensor(t.name, t.type, std::span<const int64_t>(t.ne, t.n_dims)).ok());
+    }
+  }
+  const std::string dir = std::filesystem::temp_directory_path() / ("rewind-legacy-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string legacy_path = dir + "/tiny-qwen3next-legacy.gguf";
+  ASSERT_TRUE(w.Open(legacy_path).ok());
+  for (const gguf::TensorInfo& t : (*src)->tensors()) {
+    if (is(t.name, ".attn_gate.weight")) continue;
+    if (!is(t.name, ".attn_qkv.weight")) {
+      ASSERT_TRUE(w.WriteTensor(t.name, t.data, t.nbytes).ok());
+      continue;
+    }
+    const std::string blk = t.name.substr(0, t.name.size() - std::strlen("attn_qkv.weight"));
+    const float* qkv = reinterpret_cast<const float*>(t.data);
+    const float* gate = reinterpret_cast<const float*>((*src)->FindTensor(blk + "attn_gate.weight")->data);
+    std::vector<float> in;
+    auto rows = [&](const float* m, int64_t first, int64_t n) { in.insert(in.end(), m + first * E, m + (first + n) * E); };
+    for (int64_t g = 0; g < Hk; ++g) {
+      rows(qkv, g * S, S);
+      rows(qkv, Kd + g * S, S);
+      rows(qkv, 2 * Kd + g * r * S, r * S);
+      rows(gate, g * r * S, r * S);
+    }
+    ASSERT_TRUE(w.WriteTensor(blk + "ssm_in.weight", in.data(), 4 * in.size()).ok());
+  }
+  ASSERT_TRUE(w.Close().ok());
+  LoadOptions lo;
+  lo.device = 0;
+  auto legacy = Model::Load(legacy_path, lo);
+  ASSERT_TRUE(legacy.ok()) << legacy.error().message;
+  ASSERT_TRUE((*legacy)->weights().layers[0].gdn.legacy_in);
+  EXPECT_EQ((*legacy)->device_name(), "vulkan0");
+  lo.device = -1;
+  auto legacy_cpu = Model::Load(legacy_path, lo);
+  auto split_cpu = Model::Load(src_path, lo);
+  ASSERT_TRUE(legacy_cpu.ok() && split_cpu.ok());
+  const std::vector<int32_t> toks = {11, 42, 7, 300, 5, 99, 123, 8, 64};
+  std::vector<float> l1, s1, l2, s2, l3, s3, l4, s4;
+  RunShaped(*split, toks, 9, false, &l1, &s1);
+  RunShaped(**legacy, toks, 9, false, &l2, &s2);
+  RunShaped(**split_cpu, toks, 9, false, &l3, &s3);
+  RunShaped(**legacy_cpu, toks, 9, false, &l4, &s4);
+  EXPECT_EQ(l1, l2) << "vulkan0";
+  EXPECT_EQ(s1, s2) << "vulkan0";
+  EXPECT_EQ(l3, l4) << "cpu";
+  EXPECT_EQ(s3, s4) << "cpu";
+  std::filesystem::remove_all(dir);
 }
 
 // Rollback on the device: the state rebuilt from the replay log after k of a batch's tokens, and a forward that

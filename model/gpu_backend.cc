@@ -1,5 +1,5 @@
-// The Vulkan forward of qwen35 dense models (Gated DeltaNet + gated attention + SwiGLU FFN): every layer runs
-// on the device with the gpu/ kernels; weights are uploaded once in their GGUF block formats. The host does the
+// The Vulkan forward of the Qwen hybrids (qwen35 dense, qwen35moe, qwen3next: Gated DeltaNet + gated attention +
+// a SwiGLU FFN or MoE, model/gpu_ffn.cc): every layer runs on the device with the gpu/ kernels; weights are uploaded once in their GGUF block formats. The host does the
 // embedding lookup (one row per token), builds the RoPE cos/sin table with the CPU's kernels::RopeCache, and
 // moves the batch's recurrent states and KV rows between the engine's StateStorage / KvStorage and device
 // buffers around each forward (docs/gpu.md says what this costs and what is not on the device yet).
@@ -10,28 +10,15 @@
 #include <vector>
 
 #include "gpu/ops.h"
+#include "gpu/seq_ops.h"
 #include "kernels/kv_quant.h"
 #include "kernels/matmul.h"
 #include "kernels/rope.h"
-#include "model/forward_backend.h"
+#include "model/gpu_backend.h"
 
 namespace rw::model {
 
-namespace {
-
-using gpu::Buffer;
-using gpu::Context;
-using gpu::GpuMatrix;
-using gpu::Groups;
-
-struct GpuLayer {
-  Buffer attn_norm, post_norm;
-  GpuMatrix qkv, gate, beta, alpha, gdn_out;  // GDN
-  Buffer dt_bias, ssm_a, conv, norm;
-  GpuMatrix q, k, v, attn_out;  // attention
-  Buffer q_norm, k_norm;
-  GpuMatrix ffn_gate, ffn_up, ffn_down;
-};
+namespace vk {
 
 Expected<Buffer> UploadFloats(Context& c, const float* p, size_t n) {
   REWIND_ASSIGN_OR_RETURN(Buffer b, c.Alloc(4 * n));
@@ -45,73 +32,6 @@ Expected<GpuMatrix> UploadWeight(Context& c, const Matrix& m, const std::string&
   return r;
 }
 
-// Device buffers sized for the largest batch so far (grow only).
-struct Grown {
-  Buffer buf;
-  Status Ensure(Context& c, size_t bytes) {
-    if (buf.valid() && buf.size() >= bytes) return Status::Ok();
-    REWIND_RETURN_IF_ERROR(c.Submit());
-    REWIND_ASSIGN_OR_RETURN(buf, c.Alloc(std::max<size_t>(bytes, 16)));
-    return Status::Ok();
-  }
-};
-
-class VulkanBackend final : public ForwardBackend {
- public:
-  VulkanBackend(std::shared_ptr<Context> ctx, const ModelConfig& cfg, const Weights& w)
-      : ctx_(std::move(ctx)), cfg_(cfg), w_(w) {}
-
-  Status Upload();
-  std::string name() const override { return "vulkan" + std::to_string(ctx_->info().index); }
-  std::string description() const override {
-    return name() + " (" + ctx_->info().name + ", " + std::to_string(ctx_->info().memory_bytes >> 20) + " MiB)";
-  }
-  uint64_t device_bytes() const override { return ctx_->allocated_bytes(); }
-  Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
-                 KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) override;
-  Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
-                     StateStorage& states) override;
-
- private:
-  Status Norm(const Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, Buffer& o) {
-    return gpu::RecordRmsNorm(*ctx_, x, 0, n, rows, n, &w, cfg_.eps, o, 0, n);
-  }
-  Status Mat(const GpuMatrix& m, const Buffer& x, int32_t N, Buffer& y) {
-    return gpu::RecordMatMul(*ctx_, m, x, 0, N, y, 0, static_cast<uint32_t>(m.n_rows), act_);
-  }
-  Status Elt(Buffer& a, const Buffer& b, uint32_t rows, uint32_t width, uint32_t a_stride, uint32_t b_off,
-             uint32_t b_stride, uint32_t mode);
-  struct ReplayRun {
-    const ReplaySeqLog* log = nullptr;
-    int32_t rows = 0;   // the first `rows` logged tokens
-    int32_t state = 0;  // index of the state in the device state buffers
-  };
-  Status CopyRows(const Buffer& src, uint32_t src_off, uint32_t src_stride, Buffer& dst, uint32_t dst_off,
-                  uint32_t dst_stride, uint32_t rows, uint32_t width);
-  Status GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows, int32_t n_seqs, const Buffer& tab);
-  Status GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs, bool record);
-  Status ReplayPass(std::span<const ReplayRun> runs);
-  Status EnsureRows(int32_t N);
-  Status EnsureStates(int32_t n_states);
-  Status UploadStates(std::span<const int32_t> slots, const StateStorage& states);
-  Status DownloadStates(std::span<const int32_t> slots, StateStorage& states);
-  Status AttnLayer(const GpuLayer& L, int32_t ai, int32_t N);
-  Status FfnBlock(const GpuLayer& L, int32_t N);
-
-  std::shared_ptr<Context> ctx_;
-  const ModelConfig& cfg_;
-  const Weights& w_;
-  std::vector<GpuLayer> layers_;
-  GpuMatrix output_;
-  Buffer output_norm_;
-  gpu::ActScratch act_;
-  bool kv_f16_ = false;  // this forward's KV cache type: F16 (rows rounded as the CPU stores them) or F32
-  // Per forward: [N][E] residual / normed / block output, and the layer scratch.
-  Grown x_, t_, y_, qkv_, z_, b_, a_, u_, o_, qg_, k_, v_, q_, att_, fg_, fu_, hn_, logits_, rope_, seq_tab_,
-      row_tab_, replay_tab_, replay_in_;
-  std::vector<Grown> conv_, delta_, log_, kc_, vc_, knew_, vnew_;  // per recurrent / attention layer
-};
-
 Status VulkanBackend::Upload() {
   Context& c = *ctx_;
   layers_.resize(cfg_.n_layer);
@@ -123,10 +43,18 @@ Status VulkanBackend::Upload() {
     REWIND_ASSIGN_OR_RETURN(G.post_norm, UploadFloats(c, L.post_norm, cfg_.n_embd));
     if (cfg_.kinds[il] == LayerKind::kGdn) {
       const GdnWeights& g = L.gdn;
-      REWIND_ASSIGN_OR_RETURN(G.qkv, UploadWeight(c, g.qkv, at + "attn_qkv"));
-      REWIND_ASSIGN_OR_RETURN(G.gate, UploadWeight(c, g.gate, at + "attn_gate"));
-      REWIND_ASSIGN_OR_RETURN(G.beta, UploadWeight(c, g.beta, at + "ssm_beta"));
-      REWIND_ASSIGN_OR_RETURN(G.alpha, UploadWeight(c, g.alpha, at + "ssm_alpha"));
+      if (g.legacy_in) {
+        REWIND_ASSIGN_OR_RETURN(G.in, UploadWeight(c, g.in, at + "ssm_in"));
+      } else {
+        REWIND_ASSIGN_OR_RETURN(G.qkv, UploadWeight(c, g.qkv, at + "attn_qkv"));
+        REWIND_ASSIGN_OR_RETURN(G.gate, UploadWeight(c, g.gate, at + "attn_gate"));
+      }
+      if (g.ba.data != nullptr) {
+        REWIND_ASSIGN_OR_RETURN(G.ba, UploadWeight(c, g.ba, at + "ssm_ba"));
+      } else {
+        REWIND_ASSIGN_OR_RETURN(G.beta, UploadWeight(c, g.beta, at + "ssm_beta"));
+        REWIND_ASSIGN_OR_RETURN(G.alpha, UploadWeight(c, g.alpha, at + "ssm_alpha"));
+      }
       REWIND_ASSIGN_OR_RETURN(G.gdn_out, UploadWeight(c, g.out, at + "ssm_out"));
       REWIND_ASSIGN_OR_RETURN(G.dt_bias, UploadFloats(c, g.dt_bias, cfg_.ssm_heads));
       REWIND_ASSIGN_OR_RETURN(G.ssm_a, UploadFloats(c, g.ssm_a, cfg_.ssm_heads));
@@ -141,10 +69,7 @@ Status VulkanBackend::Upload() {
       REWIND_ASSIGN_OR_RETURN(G.q_norm, UploadFloats(c, a.q_norm, cfg_.head_dim));
       REWIND_ASSIGN_OR_RETURN(G.k_norm, UploadFloats(c, a.k_norm, cfg_.head_dim));
     }
-    const FfnWeights& f = L.ffn;
-    REWIND_ASSIGN_OR_RETURN(G.ffn_gate, UploadWeight(c, f.gate, at + "ffn_gate"));
-    REWIND_ASSIGN_OR_RETURN(G.ffn_up, UploadWeight(c, f.up, at + "ffn_up"));
-    REWIND_ASSIGN_OR_RETURN(G.ffn_down, UploadWeight(c, f.down, at + "ffn_down"));
+    REWIND_RETURN_IF_ERROR(UploadFfn(il, G));
   }
   REWIND_ASSIGN_OR_RETURN(output_, UploadWeight(c, w_.output, "output"));
   REWIND_ASSIGN_OR_RETURN(output_norm_, UploadFloats(c, w_.output_norm, cfg_.n_embd));
@@ -176,18 +101,16 @@ Status VulkanBackend::CopyRows(const Buffer& src, uint32_t src_off, uint32_t src
 }
 
 // Conv window, SiLU, L2 norms, gates and the delta rule of GDN layer gi for the rows of the sequences in `tab`
-// ({row0, n, state index, -}), from qkv_ [rows][C], b_ and a_ [rows][Hv] (the replay log's inputs): the one
+// ({row0, n, state index, -}; max_n the largest n), from qkv_ [rows][C], b_ and a_ [rows][Hv] (the replay log's inputs): the one
 // code path that changes a GDN state on the device, for forwards and for replays alike. o_ receives the core
 // output.
-Status VulkanBackend::GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows, int32_t n_seqs, const Buffer& tab) {
+Status VulkanBackend::GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows, int32_t n_seqs, uint32_t max_n,
+                                     const Buffer& tab) {
   const uint32_t S = cfg_.ssm_state, Hk = cfg_.ssm_group, Hv = cfg_.ssm_heads, Kd = cfg_.ssm_key_dim(),
                  C = cfg_.ssm_conv_dim(), Kc = cfg_.ssm_conv_kernel;
   const uint32_t N = static_cast<uint32_t>(rows);
   Context& c = *ctx_;
-  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * conv, c.GetPipeline("gdn_conv"));
-  struct { uint32_t n_seqs, C, Kc, x_stride; } cpc{static_cast<uint32_t>(n_seqs), C, Kc, C};
-  c.Dispatch(*conv, {{&qkv_.buf}, {&L.conv}, {&conv_[gi].buf}, {&u_.buf}, {&tab}}, &cpc, sizeof(cpc),
-             Groups(static_cast<uint64_t>(n_seqs) * C));
+  gpu::RecordGdnConv(c, qkv_.buf, L.conv, conv_[gi].buf, u_.buf, tab, static_cast<uint32_t>(n_seqs), max_n, C, Kc, C);
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * l2, c.GetPipeline("l2_norm"));
   for (uint32_t off : {0u, Kd}) {  // q heads, then k heads
     struct { uint32_t rows, n, per, outer, inner, x_off; float eps; } lpc{N * Hk, S, Hk, C, S, off, cfg_.eps};
@@ -196,27 +119,29 @@ Status VulkanBackend::GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * gates, c.GetPipeline("gdn_gates"));
   struct { uint32_t n, Hv; } gpc{N * Hv, Hv};
   c.Dispatch(*gates, {{&b_.buf}, {&a_.buf}, {&L.dt_bias}, {&L.ssm_a}}, &gpc, sizeof(gpc), Groups(gpc.n));
-  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * delta, c.GetPipeline("gdn_delta"));
   const bool grouped = cfg_.arch == Arch::kQwen3Next;
-  struct { uint32_t n_seqs, Hv, S, C, Kd, key_div, key_mod; } dpc{static_cast<uint32_t>(n_seqs), Hv, S, C, Kd,
-                                                                 grouped ? Hv / Hk : 1u, grouped ? 0xFFFFFFFFu : Hk};
-  c.Dispatch(*delta, {{&u_.buf}, {&b_.buf}, {&a_.buf}, {&delta_[gi].buf}, {&o_.buf}, {&tab}}, &dpc, sizeof(dpc),
-             Groups(static_cast<uint64_t>(n_seqs) * Hv * S));
+  const gpu::GdnDeltaShape sh{Hv, S, C, Kd, grouped ? Hv / Hk : 1u, grouped ? 0xFFFFFFFFu : Hk};
+  gpu::RecordGdnDelta(c, u_.buf, b_.buf, a_.buf, delta_[gi].buf, o_.buf, tab, static_cast<uint32_t>(n_seqs), max_n, sh);
   return Status::Ok();
 }
 
-Status VulkanBackend::GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs, bool record) {
+Status VulkanBackend::GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs, uint32_t max_n, bool record) {
   const uint32_t S = cfg_.ssm_state, Hv = cfg_.ssm_heads, C = cfg_.ssm_conv_dim(), rw = C + 2 * Hv;
-  REWIND_RETURN_IF_ERROR(Mat(L.qkv, t_.buf, N, qkv_.buf));
-  REWIND_RETURN_IF_ERROR(Mat(L.gate, t_.buf, N, z_.buf));
-  REWIND_RETURN_IF_ERROR(Mat(L.beta, t_.buf, N, b_.buf));
-  REWIND_RETURN_IF_ERROR(Mat(L.alpha, t_.buf, N, a_.buf));
+  if (L.in.data.valid() || L.ba.data.valid()) REWIND_RETURN_IF_ERROR(SplitFused(L, N));
+  if (!L.in.data.valid()) {
+    REWIND_RETURN_IF_ERROR(Mat(L.qkv, t_.buf, N, qkv_.buf));
+    REWIND_RETURN_IF_ERROR(Mat(L.gate, t_.buf, N, z_.buf));
+  }
+  if (!L.ba.data.valid()) {
+    REWIND_RETURN_IF_ERROR(Mat(L.beta, t_.buf, N, b_.buf));
+    REWIND_RETURN_IF_ERROR(Mat(L.alpha, t_.buf, N, a_.buf));
+  }
   if (record) {  // the replay log's rows [C raw qkv | b | a], before the gates overwrite b and a
     REWIND_RETURN_IF_ERROR(CopyRows(qkv_.buf, 0, C, log_[gi].buf, 0, rw, N, C));
     REWIND_RETURN_IF_ERROR(CopyRows(b_.buf, 0, Hv, log_[gi].buf, C, rw, N, Hv));
     REWIND_RETURN_IF_ERROR(CopyRows(a_.buf, 0, Hv, log_[gi].buf, C + Hv, rw, N, Hv));
   }
-  REWIND_RETURN_IF_ERROR(GdnStateUpdate(L, gi, N, n_seqs, seq_tab_.buf));
+  REWIND_RETURN_IF_ERROR(GdnStateUpdate(L, gi, N, n_seqs, max_n, seq_tab_.buf));
   // Gated RMSNorm per head, output projection.
   REWIND_RETURN_IF_ERROR(gpu::RecordRmsNorm(*ctx_, o_.buf, 0, S, N * Hv, S, &L.norm, cfg_.eps, o_.buf, 0, S));
   REWIND_RETURN_IF_ERROR(Elt(o_.buf, z_.buf, N * Hv, S, S, 0, S, 2));
@@ -228,11 +153,12 @@ Status VulkanBackend::GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t
 Status VulkanBackend::ReplayPass(std::span<const ReplayRun> runs) {
   const uint32_t Hv = cfg_.ssm_heads, C = cfg_.ssm_conv_dim(), rw = C + 2 * Hv;
   const int32_t n_rec = cfg_.n_recurrent_layers();
-  int32_t R = 0;
+  int32_t R = 0, max_n = 0;
   std::vector<int32_t> tab;
   for (const ReplayRun& r : runs) {
     tab.insert(tab.end(), {R, r.rows, r.state, 0});
     R += r.rows;
+    max_n = std::max(max_n, r.rows);
   }
   if (R == 0) return Status::Ok();
   Context& c = *ctx_;
@@ -256,12 +182,13 @@ Status VulkanBackend::ReplayPass(std::span<const ReplayRun> runs) {
     REWIND_RETURN_IF_ERROR(CopyRows(replay_in_.buf, base, rw, qkv_.buf, 0, C, R, C));
     REWIND_RETURN_IF_ERROR(CopyRows(replay_in_.buf, base + C, rw, b_.buf, 0, Hv, R, Hv));
     REWIND_RETURN_IF_ERROR(CopyRows(replay_in_.buf, base + C + Hv, rw, a_.buf, 0, Hv, R, Hv));
-    REWIND_RETURN_IF_ERROR(GdnStateUpdate(layers_[il], gi, R, static_cast<int32_t>(runs.size()), replay_tab_.buf));
+    REWIND_RETURN_IF_ERROR(GdnStateUpdate(layers_[il], gi, R, static_cast<int32_t>(runs.size()),
+                                          static_cast<uint32_t>(max_n), replay_tab_.buf));
   }
   return c.Submit();
 }
 
-Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N) {
+Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32_t max_pos) {
   const uint32_t D = cfg_.head_dim, Hq = cfg_.n_head, Hkv = cfg_.n_head_kv, QW = Hq * D, KW = Hkv * D;
   Context& c = *ctx_;
   REWIND_RETURN_IF_ERROR(Mat(L.q, t_.buf, N, qg_.buf));
@@ -284,21 +211,12 @@ Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N) {
   struct { uint32_t N, KW, f16; } spc{static_cast<uint32_t>(N), KW, kv_f16_ ? 1u : 0u};
   c.Dispatch(*store, {{&k_.buf}, {&v_.buf}, {&kc_[ai].buf}, {&vc_[ai].buf}, {&row_tab_.buf}}, &spc, sizeof(spc),
              Groups(static_cast<uint64_t>(N) * KW));
-  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * attn, c.GetPipeline("attention"));
   const float scale = cfg_.attn_scale != 0.0f ? cfg_.attn_scale : 1.0f / std::sqrt(static_cast<float>(D));
-  struct { uint32_t N, Hq, Hkv, D; float scale; } apc{static_cast<uint32_t>(N), Hq, Hkv, D, scale};
-  c.Dispatch(*attn, {{&q_.buf}, {&kc_[ai].buf}, {&vc_[ai].buf}, {&att_.buf}, {&row_tab_.buf}}, &apc, sizeof(apc),
-             Groups(static_cast<uint64_t>(N) * Hq));
+  const gpu::AttentionShape ash{static_cast<uint32_t>(N), Hq, Hkv, D, scale};
+  REWIND_RETURN_IF_ERROR(gpu::RecordAttention(c, q_.buf, kc_[ai].buf, vc_[ai].buf, att_.buf, row_tab_.buf, max_pos,
+                                              ash, attn_ml_.buf));
   REWIND_RETURN_IF_ERROR(Elt(att_.buf, qg_.buf, N * Hq, D, D, D, 2 * D, 3));  // output gate
   return gpu::RecordMatMul(c, L.attn_out, att_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
-}
-
-Status VulkanBackend::FfnBlock(const GpuLayer& L, int32_t N) {
-  const uint32_t F = static_cast<uint32_t>(L.ffn_gate.n_rows);
-  REWIND_RETURN_IF_ERROR(Mat(L.ffn_gate, t_.buf, N, fg_.buf));
-  REWIND_RETURN_IF_ERROR(Mat(L.ffn_up, t_.buf, N, fu_.buf));
-  REWIND_RETURN_IF_ERROR(Elt(fg_.buf, fu_.buf, 1, N * F, 0, 0, 0, 1));
-  return gpu::RecordMatMul(*ctx_, L.ffn_down, fg_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
 }
 
 Status VulkanBackend::EnsureRows(int32_t rows) {
@@ -315,6 +233,17 @@ Status VulkanBackend::EnsureRows(int32_t rows) {
   for (Grown* g : {&k_, &v_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * KW));
   for (Grown* g : {&fg_, &fu_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * F));
   REWIND_RETURN_IF_ERROR(qg_.Ensure(c, 4 * n * 2 * QW));
+  if (cf.arch == Arch::kQwen3Next)  // the fused ssm_in (2Kd + 2Vd) or ssm_ba (2Hv) rows before their split
+    REWIND_RETURN_IF_ERROR(fused_.Ensure(c, 4 * n * std::max<size_t>(2 * cf.ssm_key_dim() + 2 * Vd, 2 * Hv)));
+  if (cf.is_moe()) {
+    const size_t X = cf.n_expert, K = cf.n_expert_used, Fe = cf.n_ff_exp, Fs = cf.n_ff_shexp;
+    REWIND_RETURN_IF_ERROR(moe_logits_.Ensure(c, 4 * n * X));
+    for (Grown* g : {&moe_sel_, &moe_wt_, &sh_g_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * K));
+    for (Grown* g : {&moe_h_, &moe_u_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * K * Fe));
+    REWIND_RETURN_IF_ERROR(moe_y_.Ensure(c, 4 * n * K * E));
+    REWIND_RETURN_IF_ERROR(sh_y_.Ensure(c, 4 * n * E));
+    for (Grown* g : {&fg_, &fu_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * Fs));
+  }
   REWIND_RETURN_IF_ERROR(rope_.Ensure(c, 4 * n * std::max(cf.n_rot, 2)));
   for (Grown& g : log_) REWIND_RETURN_IF_ERROR(g.Ensure(c, 4 * n * (C + 2 * Hv)));
   return Status::Ok();
@@ -397,7 +326,10 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
   REWIND_RETURN_IF_ERROR(c.Upload(x_.buf, host.data(), 4 * host.size()));
   std::vector<int32_t> seq_tab(4 * n_seqs), row_tab(2 * n);
   int32_t kv_rows = 0;
+  uint32_t max_n = 0, max_pos = 0;
   for (int32_t s = 0; s < n_seqs; ++s) {
+    max_n = std::max(max_n, static_cast<uint32_t>(seqs[s].n));
+    max_pos = std::max(max_pos, static_cast<uint32_t>(seqs[s].pos0 + seqs[s].n - 1));
     seq_tab[4 * s] = seqs[s].row0;
     seq_tab[4 * s + 1] = seqs[s].n;
     seq_tab[4 * s + 2] = s;  // the device state buffers hold the batch's states in batch order
@@ -455,9 +387,9 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     const GpuLayer& L = layers_[il];
     REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.attn_norm, t_.buf));
     if (cf.kinds[il] == LayerKind::kGdn) {
-      REWIND_RETURN_IF_ERROR(GdnLayer(L, cf.kind_index[il], N, n_seqs, replay != nullptr));
+      REWIND_RETURN_IF_ERROR(GdnLayer(L, cf.kind_index[il], N, n_seqs, max_n, replay != nullptr));
     } else {
-      REWIND_RETURN_IF_ERROR(AttnLayer(L, cf.kind_index[il], N));
+      REWIND_RETURN_IF_ERROR(AttnLayer(L, cf.kind_index[il], N, max_pos));
     }
     REWIND_RETURN_IF_ERROR(Elt(x_.buf, y_.buf, 1, N * E, 0, 0, 0, 0));
     REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.post_norm, t_.buf));
@@ -518,16 +450,14 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
 
 // What the GPU forward runs: qwen35 dense layers only (GDN, gated attention with q/k norms and NEOX RoPE, SwiGLU).
 Status CheckSupported(const ModelConfig& cfg, const Weights& w) {
-  if (cfg.arch != Arch::kQwen35)
+  if (cfg.arch != Arch::kQwen35 && cfg.arch != Arch::kQwen35Moe && cfg.arch != Arch::kQwen3Next)
     return Error::Unsupported(std::string("the GPU backend does not support the ") + ArchName(cfg.arch) +
-                              " architecture yet (qwen35 dense only; use --device cpu)");
+                              " architecture yet (qwen35, qwen35moe and qwen3next only; use --device cpu)");
   for (int32_t il = 0; il < cfg.n_layer; ++il) {
     const LayerKind k = cfg.kinds[il];
     if (k != LayerKind::kGdn && k != LayerKind::kAttention)
       return Error::Unsupported("the GPU backend does not support layer " + std::to_string(il) + "'s kind yet");
     if (w.layers[il].post_norm == nullptr) return Error::Unsupported("the GPU backend needs an FFN in every block");
-    if (k == LayerKind::kGdn && w.layers[il].gdn.legacy_in)
-      return Error::Unsupported("the GPU backend does not support the legacy fused ssm_in projection yet");
     if (k == LayerKind::kAttention &&
         (!cfg.attn_gated || cfg.rope_adjacent || w.layers[il].attn.q_norm == nullptr || w.layers[il].attn.k_norm == nullptr))
       return Error::Unsupported("the GPU backend supports gated attention with q/k norms and NEOX RoPE only");
@@ -536,7 +466,7 @@ Status CheckSupported(const ModelConfig& cfg, const Weights& w) {
   return Status::Ok();
 }
 
-}  // namespace
+}  // namespace vk
 
 Expected<std::unique_ptr<ForwardBackend>> MakeVulkanBackend(const ModelConfig& cfg, const Weights& w,
                                                             int32_t device, int32_t n_gpu_layers) {
@@ -544,9 +474,9 @@ Expected<std::unique_ptr<ForwardBackend>> MakeVulkanBackend(const ModelConfig& c
     return Error::Unsupported("partial offload is not supported yet: -ngl " + std::to_string(n_gpu_layers) +
                               " of " + std::to_string(cfg.n_layer) + " layers (use 0 for the CPU or >= " +
                               std::to_string(cfg.n_layer) + " for the whole model on the GPU)");
-  REWIND_RETURN_IF_ERROR(CheckSupported(cfg, w));
+  REWIND_RETURN_IF_ERROR(vk::CheckSupported(cfg, w));
   REWIND_ASSIGN_OR_RETURN(std::shared_ptr<gpu::Context> ctx, gpu::OpenDevice(device));
-  auto b = std::make_unique<VulkanBackend>(std::move(ctx), cfg, w);
+  auto b = std::make_unique<vk::VulkanBackend>(std::move(ctx), cfg, w);
   REWIND_RETURN_IF_ERROR(b->Upload());
   return std::unique_ptr<ForwardBackend>(std::move(b));
 }

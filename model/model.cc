@@ -61,6 +61,8 @@ Expected<std::unique_ptr<Model>> Model::Load(const std::string& path, const Load
 std::string Model::device_name() const { return backend_ ? backend_->name() : "cpu"; }
 std::string Model::device_description() const { return backend_ ? backend_->description() : "cpu"; }
 uint64_t Model::device_bytes() const { return backend_ ? backend_->device_bytes() : 0; }
+std::string Model::device_type() const { return backend_ ? backend_->device_type() : "cpu"; }
+uint64_t Model::device_memory_total() const { return backend_ ? backend_->device_memory_total() : 0; }
 
 void Model::SetThreads(int32_t n_threads) { pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, n_threads)); }
 

@@ -29,8 +29,7 @@ run "$rewind" --list-devices
 run nvidia-smi --query-gpu=name,memory.total,clocks.sm --format=csv
 
 mkdir -p "$models"
-# name preset type: the files of the issue (the 35B-A3B is qwen35moe, which the GPU backend does not run yet:
-# rewind says so and llama.cpp's number stands alone).
+# name preset type: the files of the issue (the 35B-A3B is qwen35moe: its experts run on the GPU too).
 set -- "0.8b-q8_0 qwen3.5-0.8b q8_0" "9b-q4_k_m qwen3.5-9b q4_k_m" "35b-a3b-q4_k_m qwen3.6-35b-a3b q4_k_m"
 for spec in "$@"; do
   read -r name preset type <<<"$spec"

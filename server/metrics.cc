@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/prometheus.h"
+
 namespace rw::server {
 
 void ServerMetrics::CountRequest(const std::string& route, int status) {
@@ -36,19 +38,6 @@ void Counter(std::string* out, const char* name, const char* help, const char* t
                 value);
   out->append(buf);
 }
-
-std::string EscapeLabel(const std::string& v) {
-  std::string o;
-  for (char c : v) {
-    if (c == '\\' || c == '"') o.push_back('\\');
-    if (c == '\n') {
-      o += "\\n";
-      continue;
-    }
-    o.push_back(c);
-  }
-  return o;
-}
 }  // namespace
 
 std::string ServerMetrics::Text() const {
@@ -57,7 +46,7 @@ std::string ServerMetrics::Text() const {
   out += "# HELP rewind_server_http_requests_total HTTP requests answered, by route and status.\n";
   out += "# TYPE rewind_server_http_requests_total counter\n";
   for (const auto& [key, count] : requests_) {
-    out += "rewind_server_http_requests_total{route=\"" + EscapeLabel(key.first) + "\",status=\"" +
+    out += "rewind_server_http_requests_total{route=\"" + PromLabelValue(key.first) + "\",status=\"" +
            std::to_string(key.second) + "\"} " + std::to_string(count) + "\n";
   }
   Counter(&out, "rewind_server_requests_active", "Generation requests in flight.", "gauge",

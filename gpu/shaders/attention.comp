@@ -1,48 +1,84 @@
 #version 450
-// Causal softmax attention, one invocation per (batch row, query head): keys in ascending position, scores in
-// one pass for the maximum, then exp-weighted values in the same order (a fixed order for every batch shape,
-// split nowhere, no atomics). K and V rows live in one buffer per layer: sequence s's position p at row
-// kv_base(s) + p. GQA: query head h reads KV head h / (Hq / Hkv).
+// Causal softmax attention, one invocation per (batch row, query head), over keys in blocks of B absolute
+// positions [b·B, (b+1)·B) in ascending order with an online softmax: per block, the block's maximum score, the
+// running maximum m, the running sum l and the output accumulator rescaled by exp(m_old - m_new), then the
+// block's exp-weighted values added in position order; after the block holding the row's own position,
+// o = acc · (1 / l). The blocks are fixed by absolute position and B by the head size (the host's
+// AttentionBlock), so a row's bits depend on its position and keys alone: not on the batch, not on the device.
+// A dispatch runs blocks [b0, b1): the host splits a long context into several dispatches where the driver
+// limits an invocation's loop iterations (lavapipe); m and l live in `ml` between dispatches, acc in o, so the
+// bits are the same however the blocks are grouped. K and V rows live in one buffer per layer: sequence s's
+// position p at row kv_base(s) + p. GQA: query head h reads KV head h / (Hq / Hkv). No atomics.
 layout(local_size_x = 64) in;
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
 layout(std430, binding = 0) readonly buffer Qb { float q[]; };    // [N][Hq·D]
 layout(std430, binding = 1) readonly buffer Kb { float kc[]; };   // [rows][Hkv·D]
 layout(std430, binding = 2) readonly buffer Vb { float vc[]; };   // [rows][Hkv·D]
 layout(std430, binding = 3) buffer Ob { float o[]; };             // [N][Hq·D]
 layout(std430, binding = 4) readonly buffer R { int rows[]; };    // [N][2] {kv row of the first key, position}
-layout(push_constant) uniform P { uint N; uint Hq; uint Hkv; uint D; float scale; } pc;
+layout(std430, binding = 5) buffer ML { float ml[]; };            // [N·Hq][2] running max and sum
+layout(push_constant) uniform P { uint N; uint Hq; uint Hkv; uint D; float scale; uint B; uint b0; uint b1; } pc;
+
+float Score(uint qb, uint kb) {
+  precise float sc = 0.0;
+  for (uint d = 0u; d < pc.D; ++d) {
+    precise const float t = q[qb + d] * kc[kb + d];
+    sc += t;
+  }
+  precise const float s = sc * pc.scale;
+  return s;
+}
 
 void main() {
-  const uint gid = gl_GlobalInvocationID.x;
+  const uint gid = LinearX();
   if (gid >= pc.N * pc.Hq) return;
   const uint i = gid / pc.Hq, h = gid % pc.Hq, kvh = h / (pc.Hq / pc.Hkv);
   const uint base = uint(rows[2u * i]), pos = uint(rows[2u * i + 1u]);
   const uint qb = i * pc.Hq * pc.D + h * pc.D, KW = pc.Hkv * pc.D;
-  float mx = -1.0 / 0.0;
-  for (uint p = 0u; p <= pos; ++p) {
-    const uint kb = (base + p) * KW + kvh * pc.D;
-    precise float sc = 0.0;
-    for (uint d = 0u; d < pc.D; ++d) {
-      precise const float t = q[qb + d] * kc[kb + d];
-      sc += t;
-    }
-    mx = max(mx, sc * pc.scale);
+  const uint last = pos / pc.B;  // the block holding the row's own position
+  if (pc.b0 > last) return;
+  float m = -1.0 / 0.0;
+  precise float l = 0.0;
+  if (pc.b0 == 0u) {
+    for (uint d = 0u; d < pc.D; ++d) o[qb + d] = 0.0;
+  } else {
+    m = ml[2u * gid];
+    l = ml[2u * gid + 1u];
   }
-  for (uint d = 0u; d < pc.D; ++d) o[qb + d] = 0.0;
-  precise float den = 0.0;
-  for (uint p = 0u; p <= pos; ++p) {
-    const uint kb = (base + p) * KW + kvh * pc.D;
-    precise float sc = 0.0;
-    for (uint d = 0u; d < pc.D; ++d) {
-      precise const float t = q[qb + d] * kc[kb + d];
-      sc += t;
+  const uint b_end = min(pc.b1, last + 1u);
+  for (uint b = pc.b0; b < b_end; ++b) {
+    const uint p0 = b * pc.B, p1 = min(p0 + pc.B, pos + 1u);
+    float bm = -1.0 / 0.0;
+    for (uint p = p0; p < p1; ++p) bm = max(bm, Score(qb, (base + p) * KW + kvh * pc.D));
+    const float mn = max(m, bm);
+    if (mn != m) {  // rescale what came before (exp(m - mn); the first block: acc and l are 0)
+      precise const float dm = m - mn;
+      const float c = exp(dm);
+      precise const float lc = l * c;
+      l = lc;
+      for (uint d = 0u; d < pc.D; ++d) {
+        precise const float a = o[qb + d] * c;
+        o[qb + d] = a;
+      }
+      m = mn;
     }
-    const float w = exp(sc * pc.scale - mx);
-    den += w;
-    for (uint d = 0u; d < pc.D; ++d) {
-      precise const float t = w * vc[kb + d];
-      o[qb + d] = o[qb + d] + t;
+    for (uint p = p0; p < p1; ++p) {
+      const uint kb = (base + p) * KW + kvh * pc.D;
+      precise const float ds = Score(qb, kb) - m;
+      const float w = exp(ds);
+      l += w;
+      for (uint d = 0u; d < pc.D; ++d) {
+        precise const float t = w * vc[kb + d];
+        o[qb + d] = o[qb + d] + t;
+      }
     }
   }
-  const float inv = 1.0 / den;
-  for (uint d = 0u; d < pc.D; ++d) o[qb + d] = o[qb + d] * inv;
+  if (b_end == last + 1u) {
+    const float inv = 1.0 / l;
+    for (uint d = 0u; d < pc.D; ++d) o[qb + d] = o[qb + d] * inv;
+  } else {
+    ml[2u * gid] = m;
+    ml[2u * gid + 1u] = l;
+  }
 }

@@ -53,3 +53,34 @@ uint F32ToBf16(float f) {
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (u >> 16) | 0x40u;
   return (u + (0x7FFFu + ((u >> 16) & 1u))) >> 16;
 }
+
+// The invocation's linear index along x (1-D shaders) or y (matmul's token rows) when the host folded a dispatch
+// longer than the device's workgroup-count limit into the next dimension (Context::Dispatch): an element's
+// index, and so its arithmetic, is the same folded or not.
+// (Workgroups are 64 x 1 x 1.)
+uint LinearX() { return gl_GlobalInvocationID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x * 64u; }
+uint LinearY() { return gl_GlobalInvocationID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y; }
+
+// kernels::ExpApprox (kernels/exp_approx.h), the same float operations in the same order: its bits.
+float ExpApprox(float x) {
+  if (!(x >= -87.0)) return 0.0;
+  if (x > 88.0) x = 88.0;
+  precise const float nx = x * 1.44269504088896341;
+  const float n = roundEven(nx);
+  precise const float h = n * 0.693359375;
+  precise float r = x - h;
+  precise const float lo = n * -2.12194440e-4;
+  r = r - lo;
+  precise const float r2 = r * r;
+  precise float p = 1.9875691500e-4;
+  p = p * r + 1.3981999507e-3;
+  p = p * r + 8.3334519073e-3;
+  p = p * r + 4.1665795894e-2;
+  p = p * r + 1.6666665459e-1;
+  p = p * r + 5.0000001201e-1;
+  p = p * r2 + r;
+  p = p + 1.0;
+  const float scale = intBitsToFloat((int(n) + 127) << 23);
+  precise const float y = p * scale;
+  return y;
+}

@@ -14,7 +14,7 @@ float Silu(float x) { return x / (1.0 + exp(-x)); }
 float Sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
 
 void main() {
-  const uint e = gl_GlobalInvocationID.x;
+  const uint e = LinearX();
   if (e >= pc.rows * pc.width) return;
   const uint r = e / pc.width, c = e % pc.width;
   const uint ai = pc.a_off + r * pc.a_stride + c, bi = pc.b_off + r * pc.b_stride + c;

@@ -12,7 +12,7 @@ layout(push_constant) uniform P { uint N; uint KW; uint f16; } pc;
 #include "common.glsl"
 
 void main() {
-  const uint e = gl_GlobalInvocationID.x;
+  const uint e = LinearX();
   if (e >= pc.N * pc.KW) return;
   const uint i = e / pc.KW, c = e % pc.KW;
   const uint dst = (uint(rows[2u * i]) + uint(rows[2u * i + 1u])) * pc.KW + c;

@@ -5,6 +5,9 @@
 // reorder it (`precise`): integer block sums, float block partials in block order (K-quants: 8 float lanes
 // summed at the end), F32 / F16 / BF16 products rounded to float and summed in double.
 // W_<TYPE> picks the weight type; the activation a is in gguf::VecDotType(TYPE) (quant_act.comp).
+// MAT_ID (matmul_<type>_id, the MoE experts): output row t multiplies the weight rows of expert ids[t] (rows
+// ids[t]·e_stride + r_off + r of the stacked expert tensor) with activation row t / a_div; the element is the
+// same arithmetic as the dense product of that expert's matrix.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 layout(local_size_x = 64) in;
@@ -19,29 +22,41 @@ layout(std430, binding = 1) readonly buffer A { int8_t aq[]; };
 layout(std430, binding = 2) readonly buffer AD { float ad[]; };
 layout(std430, binding = 3) readonly buffer AS { int abs_[]; };
 layout(std430, binding = 4) buffer Y { float y[]; };
+#if defined(MAT_ID)
+layout(std430, binding = 5) readonly buffer I { int ids[]; };  // [N] expert of each output row
+#endif
 // rows, cols (K), tokens, weight row bytes, y row stride (floats), y offset (floats), activation offset
-// (elements, for F32 activations read in place)
-layout(push_constant) uniform P { uint M; uint K; uint N; uint row_bytes; uint y_stride; uint y_offset; uint a_offset; } pc;
+// (elements, for F32 activations read in place); MAT_ID: activation rows per output row's divisor, weight rows
+// per expert, first weight row of the expert's matrix.
+layout(push_constant) uniform P {
+  uint M; uint K; uint N; uint row_bytes; uint y_stride; uint y_offset; uint a_offset; uint a_div; uint e_stride; uint r_off;
+} pc;
 
 uint U8(uint o) { return uint(w[o]); }
 int I8(uint o) { return int(int8_t(w[o])); }
 float WF16(uint o) { return F16ToF32(U8(o) | (U8(o + 1u) << 8)); }
 
 void main() {
-  const uint r = gl_GlobalInvocationID.x, t = gl_GlobalInvocationID.y;
+  const uint r = gl_GlobalInvocationID.x, t = LinearY();
   if (r >= pc.M || t >= pc.N) return;
+#if defined(MAT_ID)
+  const uint ta = t / pc.a_div;  // activation row
+  const uint row = (uint(ids[t]) * pc.e_stride + pc.r_off + r) * pc.row_bytes;
+#else
+  const uint ta = t;
   const uint row = r * pc.row_bytes;
+#endif
 #if defined(W_F32) || defined(W_F16) || defined(W_BF16)
   precise double sum = 0.0LF;
   for (uint i = 0u; i < pc.K; ++i) {
 #if defined(W_F32)
     const uint o = row + 4u * i;
     const float wv = uintBitsToFloat(U8(o) | (U8(o + 1u) << 8) | (U8(o + 2u) << 16) | (U8(o + 3u) << 24));
-    precise const float p = wv * af[pc.a_offset + t * pc.K + i];
+    precise const float p = wv * af[pc.a_offset + ta * pc.K + i];
 #elif defined(W_F16)
-    precise const float p = WF16(row + 2u * i) * F16ToF32(uint(ah[t * pc.K + i]));
+    precise const float p = WF16(row + 2u * i) * F16ToF32(uint(ah[ta * pc.K + i]));
 #else
-    precise const float p = Bf16ToF32(U8(row + 2u * i) | (U8(row + 2u * i + 1u) << 8)) * Bf16ToF32(uint(ah[t * pc.K + i]));
+    precise const float p = Bf16ToF32(U8(row + 2u * i) | (U8(row + 2u * i + 1u) << 8)) * Bf16ToF32(uint(ah[ta * pc.K + i]));
 #endif
     sum += double(p);
   }
@@ -50,12 +65,12 @@ void main() {
   const uint nb = pc.K / 32u;
   precise float sumf = 0.0;
   for (uint i = 0u; i < nb; ++i) {
-    const uint a = t * pc.K + i * 32u;
+    const uint a = ta * pc.K + i * 32u;
     int sumi = 0;
 #if defined(W_Q8_0)
     const uint blk = row + i * 34u;
     for (uint j = 0u; j < 32u; ++j) sumi += I8(blk + 2u + j) * int(aq[a + j]);
-    precise const float dd = WF16(blk) * ad[t * nb + i];
+    precise const float dd = WF16(blk) * ad[ta * nb + i];
     precise const float p = float(sumi) * dd;
 #else
     const uint blk = row + i * 18u;
@@ -65,7 +80,7 @@ void main() {
       sumi += (int(qb >> 4) - 8) * int(aq[a + j + 16u]);
     }
     precise const float p0 = float(sumi) * WF16(blk);
-    precise const float p = p0 * ad[t * nb + i];
+    precise const float p = p0 * ad[ta * nb + i];
 #endif
     sumf += p;
   }
@@ -75,8 +90,8 @@ void main() {
   precise float sums[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
   precise float sumf = 0.0;
   for (uint i = 0u; i < nb; ++i) {
-    const uint a = t * pc.K + i * 256u;
-    const float yd = ad[t * nb + i];
+    const uint a = ta * pc.K + i * 256u;
+    const float yd = ad[ta * nb + i];
     int aux32[8] = int[8](0, 0, 0, 0, 0, 0, 0, 0);
 #if defined(W_Q4_K) || defined(W_Q5_K)
 #if defined(W_Q4_K)
@@ -96,7 +111,7 @@ void main() {
         mins[j] = (U8(sc + j + 4u) >> 4) | ((U8(sc + j) >> 6) << 4);
       }
     }
-    for (uint j = 0u; j < 16u; ++j) sumi += abs_[(t * nb + i) * 16u + j] * int(mins[j / 2u]);
+    for (uint j = 0u; j < 16u; ++j) sumi += abs_[(ta * nb + i) * 16u + j] * int(mins[j / 2u]);
     for (uint j = 0u; j < 8u; ++j) {  // sub-block j: 32 values
       const uint chunk = j / 2u, hi = j & 1u;
       for (uint k = 0u; k < 32u; k += 8u)

@@ -17,7 +17,7 @@ layout(std430, binding = 3) writeonly buffer S { int bsum[]; };
 layout(push_constant) uniform P { uint n_blocks; uint x_offset; } pc;  // n_blocks over all rows; x_offset floats
 
 void main() {
-  const uint b = gl_GlobalInvocationID.x;
+  const uint b = LinearX();
   if (b >= pc.n_blocks) return;
 #if defined(ACT_Q8_0)
   const uint base = b * 32u;

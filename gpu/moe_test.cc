@@ -1,0 +1,140 @@
+// The MoE kernels against their CPU twins on whatever Vulkan device the machine has (lavapipe in CI): the
+// expert-indexed matmul (bits of the scalar twin and of the dense matmul on the expert's rows, every weight
+// type), the router (kernels::SoftmaxTopK) and the weighted combine (model/experts.cc's order). Each test skips
+// with a message without a device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "gguf/quants.h"
+#include "gpu/device.h"
+#include "gpu/gpu_testing.h"
+#include "gpu/ops.h"
+#include "kernels/activation.h"
+#include "kernels/moe_route.h"
+#include "kernels/random_testing.h"
+
+namespace rw::gpu {
+namespace {
+
+using TT = gguf::TensorType;
+
+using testing::Down;
+using testing::Up;
+
+struct IdCase {
+  TT type;
+  int64_t rows, cols;
+  bool fused;  // the up half of a fused gate_up tensor: expert stride 2·rows, rows [rows, 2·rows)
+};
+
+class GpuMatMulId : public ::testing::TestWithParam<IdCase> {};
+
+// 4 tokens x K = 2 routed rows over 3 experts: every output element has the bits of gguf::VecDotRef on the
+// expert's row, and of the dense RecordMatMul on that expert's matrix alone.
+TEST_P(GpuMatMulId, MatchesTheScalarTwinAndTheDenseMatMulOfTheExpertBitForBit) {
+  REQUIRE_DEVICE(ctx);
+  const IdCase c = GetParam();
+  const int64_t X = 3, N = 4, K = 2, stride = c.fused ? 2 * c.rows : c.rows, off = c.fused ? c.rows : 0;
+  const size_t rb = gguf::RowBytes(c.type, c.cols);
+  std::vector<uint8_t> w(rb * X * stride);
+  const std::vector<float> f = kernels::Random(static_cast<size_t>(X * stride * c.cols), 31, 0.5f);
+  for (int64_t r = 0; r < X * stride; ++r) gguf::QuantizeRow(c.type, f.data() + r * c.cols, w.data() + r * rb, c.cols);
+  const std::vector<float> x = kernels::Random(static_cast<size_t>(N * c.cols), 32);
+  const std::vector<int32_t> ids = {2, 0, 1, 2, 0, 0, 2, 1};  // [N][K]
+  auto gm = UploadMatrix(*ctx, c.type, w.data(), c.cols, X * stride, rb);
+  ASSERT_TRUE(gm.ok()) << gm.error().message;
+  Buffer xb = Up(*ctx, x), ib = Up(*ctx, ids);
+  auto yb = ctx->Alloc(4 * N * K * c.rows);
+  ASSERT_TRUE(yb.ok());
+  ActScratch s;
+  ASSERT_TRUE(RecordMatMulId(*ctx, *gm, ExpertRows{c.rows, stride, off}, ib, xb, N, K, N * K, *yb, s).ok());
+  const std::vector<float> y = Down(*ctx, *yb, N * K * c.rows);
+  const TT at = gguf::VecDotType(c.type);
+  std::vector<uint8_t> act(gguf::RowBytes(at, c.cols));
+  for (int64_t t = 0; t < N * K; ++t) {
+    gguf::QuantizeActivationRow(at, x.data() + (t / K) * c.cols, act.data(), c.cols);
+    // The dense product of this expert's matrix on the token's row.
+    auto em = UploadMatrix(*ctx, c.type, w.data() + (ids[t] * stride + off) * rb, c.cols, c.rows, rb);
+    ASSERT_TRUE(em.ok());
+    auto dense = MatMulHost(*ctx, *em, x.data() + (t / K) * c.cols, 1);
+    ASSERT_TRUE(dense.ok());
+    for (int64_t r = 0; r < c.rows; ++r) {
+      const float ref = gguf::VecDotRef(c.type, c.cols, w.data() + (ids[t] * stride + off + r) * rb, act.data());
+      const float got = y[t * c.rows + r];
+      EXPECT_EQ(0, std::memcmp(&ref, &got, 4)) << gguf::TypeName(c.type) << " t=" << t << " r=" << r;
+      EXPECT_EQ(0, std::memcmp(&(*dense)[r], &got, 4)) << "vs the dense matmul, t=" << t << " r=" << r;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Types, GpuMatMulId,
+    ::testing::Values(IdCase{TT::kF32, 5, 64, false}, IdCase{TT::kF16, 5, 64, true}, IdCase{TT::kBF16, 5, 64, false},
+                      IdCase{TT::kQ8_0, 7, 64, true}, IdCase{TT::kQ4_0, 7, 64, false}, IdCase{TT::kQ4_K, 3, 256, true},
+                      IdCase{TT::kQ5_K, 3, 256, false}, IdCase{TT::kQ6_K, 3, 256, false}),
+    [](const ::testing::TestParamInfo<IdCase>& i) {
+      return std::string(gguf::TypeName(i.param.type)) + (i.param.fused ? "_fused" : "");
+    });
+
+// The router against kernels::SoftmaxTopK: the same experts in the same order (ties to the lower index, exact
+// ties included), weights within rounding of the device's exp.
+TEST(GpuMoe, RouterPicksTheCpusExpertsInItsOrderWithItsWeights) {
+  REQUIRE_DEVICE(ctx);
+  const uint32_t N = 5, X = 16, K = 4;
+  std::vector<float> logits = kernels::Random(N * X, 41, 3.0f);
+  for (uint32_t e = 0; e < X; ++e) logits[3 * X + e] = (e % 4 == 1) ? 2.0f : -1.0f;  // a row of exact ties
+  for (uint32_t e = 0; e < X; ++e) logits[4 * X + e] = (e == 2 || e == 7 || e == 11) ? 5.0f : 0.1f * e;
+  Buffer lb = Up(*ctx, logits), sb = Up(*ctx, std::vector<int32_t>(N * K)), wb = Up(*ctx, std::vector<float>(N * K));
+  ASSERT_TRUE(RecordMoeRoute(*ctx, lb, N, X, K, sb, wb).ok());
+  const std::vector<int32_t> sel = Down<int32_t>(*ctx, sb, N * K);
+  const std::vector<float> wt = Down(*ctx, wb, N * K);
+  for (uint32_t i = 0; i < N; ++i) {
+    std::vector<float> l(logits.begin() + i * X, logits.begin() + (i + 1) * X), w(K);
+    std::vector<int32_t> s(K);
+    kernels::SoftmaxTopK(l.data(), X, K, s.data(), w.data());
+    for (uint32_t k = 0; k < K; ++k) {
+      EXPECT_EQ(sel[i * K + k], s[k]) << "token " << i << " k " << k;
+      EXPECT_NEAR(wt[i * K + k], w[k], 2e-6f * w[k]) << "token " << i << " k " << k;
+    }
+  }
+  EXPECT_EQ(sel[3 * K], 1);
+  EXPECT_EQ(sel[3 * K + 1], 5);
+  EXPECT_EQ(sel[4 * K], 2);
+  EXPECT_EQ(sel[4 * K + 1], 7);
+  EXPECT_EQ(sel[4 * K + 2], 11);
+}
+
+// The combine in the CPU's order (model/experts.cc: weighted rows summed in k order; ffn.cc: + shared ·
+// kernels::Sigmoid(gate)): the same bits, with and without the gated shared expert.
+TEST(GpuMoe, CombineSumsInTheCpusOrderBitForBit) {
+  REQUIRE_DEVICE(ctx);
+  const uint32_t N = 3, K = 3, E = 40;
+  const std::vector<float> ye = kernels::Random(N * K * E, 51), wt = kernels::Random(N * K, 52),
+                           sh = kernels::Random(N * E, 53), sg = kernels::Random(N, 54, 4.0f);
+  Buffer yb = Up(*ctx, ye), wb = Up(*ctx, wt), shb = Up(*ctx, sh), sgb = Up(*ctx, sg),
+         ob = Up(*ctx, std::vector<float>(N * E));
+  for (int mode = 0; mode < 2; ++mode) {
+    ASSERT_TRUE(RecordMoeCombine(*ctx, yb, wb, N, K, E, mode ? &shb : nullptr, mode ? &sgb : nullptr, ob).ok());
+    const std::vector<float> got = Down(*ctx, ob, N * E);
+    for (uint32_t i = 0; i < N; ++i)
+      for (uint32_t d = 0; d < E; ++d) {
+        float o = ye[i * K * E + d] * wt[i * K];
+        for (uint32_t k = 1; k < K; ++k) {
+          const float p = ye[(i * K + k) * E + d] * wt[i * K + k];
+          o = o + p;
+        }
+        if (mode) {
+          const float gs = kernels::Sigmoid(sg[i]);
+          const float p = sh[i * E + d] * gs;
+          o = o + p;
+        }
+        EXPECT_EQ(0, std::memcmp(&o, &got[i * E + d], 4)) << "mode " << mode << " token " << i << " d " << d;
+      }
+  }
+}
+
+}  // namespace
+}  // namespace rw::gpu

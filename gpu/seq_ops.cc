@@ -1,0 +1,80 @@
+// Dispatch splits of the sequence kernels (gpu/seq_ops.h).
+#include "gpu/seq_ops.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+#include "gpu/ops.h"
+
+namespace rw::gpu {
+
+namespace {
+
+// How many units (tokens, key blocks) of `per_unit` loop iterations one dispatch may run: all of them without a
+// budget, else as many as fit (at least one). llvmpipe counts a loop of n trips as n + 1 back-edges (measured:
+// the delta rule with S = 2, 4, 8, 16 ends early after 65,535 / (2S + 3) tokens), so the counts below charge
+// every loop one more than its trips.
+uint32_t UnitsPerDispatch(const Context& ctx, uint64_t per_unit, uint64_t fixed, uint32_t total) {
+  const uint64_t budget = ctx.loop_budget();
+  if (budget == 0) return std::max<uint32_t>(total, 1);
+  REWIND_CHECK_MSG(fixed + per_unit <= budget, "one unit of %llu loop iterations is over the budget of %llu",
+                   static_cast<unsigned long long>(fixed + per_unit), static_cast<unsigned long long>(budget));
+  return static_cast<uint32_t>(std::max<uint64_t>(1, (budget - fixed) / per_unit));
+}
+
+}  // namespace
+
+void RecordGdnConv(Context& ctx, const Buffer& x, const Buffer& w, Buffer& state, Buffer& u, const Buffer& tab,
+                   uint32_t n_seqs, uint32_t max_n, uint32_t C, uint32_t Kc, uint32_t x_stride) {
+  auto p = ctx.GetPipeline("gdn_conv");
+  REWIND_CHECK(p.ok());
+  // Per token: the taps (Kc - 1 trips), the window shift (Kc - 2) and the token loop itself.
+  const uint32_t step = UnitsPerDispatch(ctx, 2ull * Kc + 3, 0, max_n);
+  for (uint32_t t0 = 0; t0 < max_n; t0 += step) {
+    struct { uint32_t n_seqs, C, Kc, x_stride, t0, t1; } pc{n_seqs, C, Kc, x_stride, t0, t0 + step};
+    ctx.Dispatch(**p, {{&x}, {&w}, {&state}, {&u}, {&tab}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(n_seqs) * C));
+  }
+}
+
+void RecordGdnDelta(Context& ctx, const Buffer& u, const Buffer& beta, const Buffer& g, Buffer& state, Buffer& o,
+                    const Buffer& tab, uint32_t n_seqs, uint32_t max_n, const GdnDeltaShape& sh) {
+  auto p = ctx.GetPipeline("gdn_delta");
+  REWIND_CHECK(p.ok());
+  const uint32_t step = UnitsPerDispatch(ctx, 2ull * sh.S + 4, 0, max_n);  // two loops of S per token
+  for (uint32_t t0 = 0; t0 < max_n; t0 += step) {
+    struct { uint32_t n_seqs, Hv, S, C, Kd, key_div, key_mod, t0, t1; } pc{
+        n_seqs, sh.Hv, sh.S, sh.C, sh.Kd, sh.key_div, sh.key_mod, t0, t0 + step};
+    ctx.Dispatch(**p, {{&u}, {&beta}, {&g}, {&state}, {&o}, {&tab}}, &pc, sizeof(pc),
+                 Groups(static_cast<uint64_t>(n_seqs) * sh.Hv * sh.S));
+  }
+}
+
+uint32_t AttentionBlock(uint32_t D) {
+  uint32_t b = 64;
+  while (b > 1 && static_cast<uint64_t>(b) * (3ull * D + 5) + 3ull * D + 16 > 50000) b /= 2;
+  return b;
+}
+
+Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kc, const Buffer& vc, Buffer& o,
+                       const Buffer& rows, uint32_t max_pos, const AttentionShape& sh, Buffer& ml) {
+  if (sh.N == 0) return Status::Ok();
+  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("attention"));
+  const size_t ml_bytes = 8ull * sh.N * sh.Hq;
+  if (!ml.valid() || ml.size() < ml_bytes) {
+    REWIND_RETURN_IF_ERROR(ctx.Submit());  // recorded work may still use the old buffer
+    REWIND_ASSIGN_OR_RETURN(ml, ctx.Alloc(ml_bytes));
+  }
+  const uint32_t B = AttentionBlock(sh.D), blocks = max_pos / B + 1;
+  // Per block: two score passes and the value loop over B keys, the rescale; outside: the init and the norm.
+  const uint32_t step =
+      UnitsPerDispatch(ctx, static_cast<uint64_t>(B) * (3ull * sh.D + 5) + sh.D + 8, 2ull * sh.D + 8, blocks);
+  for (uint32_t b0 = 0; b0 < blocks; b0 += step) {
+    struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1; } pc{sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B,
+                                                                           b0, b0 + step};
+    ctx.Dispatch(*p, {{&q}, {&kc}, {&vc}, {&o}, {&rows}, {&ml}}, &pc, sizeof(pc),
+                 Groups(static_cast<uint64_t>(sh.N) * sh.Hq));
+  }
+  return Status::Ok();
+}
+
+}  // namespace rw::gpu

@@ -1,0 +1,43 @@
+// The GPU kernels whose loops run along a sequence (the GDN conv window and delta rule token by token, attention
+// over the keys of a position), recorded as one dispatch, or, where the driver limits the loop iterations of an
+// invocation (lavapipe: Context::loop_budget), as several dispatches at fixed token / key-block boundaries. The
+// arithmetic of an element is the same either way (its running state is in device memory between parts), so a
+// device's bits do not depend on the split. docs/gpu.md "Exactness".
+#pragma once
+
+#include <cstdint>
+
+#include "base/expected.h"
+#include "gpu/vk_context.h"
+
+namespace rw::gpu {
+
+// The GDN short causal convolution and SiLU (gdn_conv.comp) of n_seqs sequences described by `tab`
+// ({row0, n, state index, -} each; max_n = the largest n): x [rows][x_stride] raw qkv, w [C][Kc] taps, state
+// [states][C][Kc-1] (updated), u [rows][C] output.
+void RecordGdnConv(Context& ctx, const Buffer& x, const Buffer& w, Buffer& state, Buffer& u, const Buffer& tab,
+                   uint32_t n_seqs, uint32_t max_n, uint32_t C, uint32_t Kc, uint32_t x_stride);
+
+// The gated delta rule (gdn_delta.comp) over the same table: u [rows][C] (q, k normalised), beta and g [rows][Hv],
+// state [states][Hv][S][S] (updated), o [rows][Hv·S]. Key head of value head h: (h / key_div) % key_mod.
+struct GdnDeltaShape {
+  uint32_t Hv = 0, S = 0, C = 0, Kd = 0, key_div = 1, key_mod = 1;
+};
+void RecordGdnDelta(Context& ctx, const Buffer& u, const Buffer& beta, const Buffer& g, Buffer& state, Buffer& o,
+                    const Buffer& tab, uint32_t n_seqs, uint32_t max_n, const GdnDeltaShape& sh);
+
+// Keys per attention block for head size D: fixed by D alone (the same on every device), so that one block's
+// loops stay under lavapipe's budget (B·(3D + 5) + 3D + 16 <= 50,000 iterations; D = 256: 32 keys).
+uint32_t AttentionBlock(uint32_t D);
+
+// Causal attention (attention.comp) of N rows x Hq heads: q [N][Hq·D], K/V rows in kc/vc, rows [N][2] {kv row of
+// the sequence's position 0, position} (max_pos = the largest position), o [N][Hq·D]; ml is grown to the
+// running max / sum scratch it needs.
+struct AttentionShape {
+  uint32_t N = 0, Hq = 0, Hkv = 0, D = 0;
+  float scale = 1.0f;
+};
+Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kc, const Buffer& vc, Buffer& o,
+                       const Buffer& rows, uint32_t max_pos, const AttentionShape& sh, Buffer& ml);
+
+}  // namespace rw::gpu

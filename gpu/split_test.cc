@@ -1,0 +1,192 @@
+// Device limits (docs/gpu.md "Exactness"): dispatches over the workgroup-count limit fold into the next
+// dimension, and kernels whose loops run along a sequence split into several dispatches where the driver limits
+// an invocation's loop iterations (lavapipe ends loops silently after 65,535 back-edges). The splits and folds
+// must not change a bit (tested with the limits lowered), and long runs must be right on the real limits (tested
+// against CPU twins past 65,535 iterations). Each test skips with a message without a Vulkan device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "gguf/quants.h"
+#include "gpu/device.h"
+#include "gpu/gpu_testing.h"
+#include "gpu/ops.h"
+#include "gpu/seq_ops.h"
+#include "kernels/gdn.h"
+#include "kernels/random_testing.h"
+
+namespace rw::gpu {
+namespace {
+
+using testing::Down;
+using testing::Up;
+
+// Lowers the context's limits for one scope.
+struct Limited {
+  Limited(Context& c, uint32_t groups, uint64_t budget) : c_(c) { c_.LimitForTesting(groups, budget); }
+  ~Limited() { c_.LimitForTesting(0, 0); }
+  Context& c_;
+};
+
+TEST(GpuLimits, FoldedDispatchesGiveTheSameBits) {
+  REQUIRE_DEVICE(ctx);
+  // RMSNorm over 1,000 rows (16 groups of 64) and a Q8_0 matmul over 40 tokens, with at most 7 groups per
+  // dimension: x folds into y, the matmul's token rows into z.
+  const uint32_t rows = 1000, n = 32;
+  const std::vector<float> x = kernels::Random(rows * n, 61);
+  Buffer xb = Up(*ctx, x), ob = Up(*ctx, std::vector<float>(x.size()));
+  const int64_t M = 9, K = 64, T = 40;
+  std::vector<uint8_t> w(gguf::RowBytes(gguf::TensorType::kQ8_0, K) * M);
+  const std::vector<float> wf = kernels::Random(M * K, 62);
+  for (int64_t r = 0; r < M; ++r)
+    gguf::QuantizeRow(gguf::TensorType::kQ8_0, wf.data() + r * K, w.data() + r * (w.size() / M), K);
+  auto gm = UploadMatrix(*ctx, gguf::TensorType::kQ8_0, w.data(), K, M, w.size() / M);
+  ASSERT_TRUE(gm.ok());
+  const std::vector<float> a = kernels::Random(T * K, 63);
+  std::vector<float> norm[2], mm[2];
+  for (int lim = 0; lim < 2; ++lim) {
+    Limited l(*ctx, lim ? 7 : 0, 0);
+    ASSERT_TRUE(RecordRmsNorm(*ctx, xb, 0, n, rows, n, nullptr, 1e-6f, ob, 0, n).ok());
+    norm[lim] = Down(*ctx, ob, x.size());
+    auto y = MatMulHost(*ctx, *gm, a.data(), T);
+    ASSERT_TRUE(y.ok());
+    mm[lim] = *y;
+  }
+  EXPECT_EQ(0, std::memcmp(norm[0].data(), norm[1].data(), 4 * norm[0].size()));
+  EXPECT_EQ(0, std::memcmp(mm[0].data(), mm[1].data(), 4 * mm[0].size()));
+  std::vector<float> nz(norm[0].size(), 0.0f);
+  EXPECT_NE(norm[1], nz) << "every folded row was written";
+}
+
+// Two sequences of 23 and 40 tokens through the conv window and the delta rule, in one dispatch each and split
+// every 1 (delta) and 3 (conv) tokens: the same outputs and states, bit for bit.
+TEST(GpuLimits, GdnSplitsAtTokenBoundariesGiveTheSameBits) {
+  REQUIRE_DEVICE(ctx);
+  const uint32_t S = 8, Hv = 2, Hk = 1, Kd = Hk * S, C = 2 * Kd + Hv * S, Kc = 4, T0 = 23, T1 = 40, N = T0 + T1;
+  const std::vector<float> x = kernels::Random(N * C, 71), w = kernels::Random(C * Kc, 72, 0.5f);
+  std::vector<float> beta(N * Hv), g(N * Hv);
+  for (uint32_t i = 0; i < N * Hv; ++i) {
+    beta[i] = 0.2f + 0.01f * static_cast<float>(i % 17);
+    g[i] = -0.05f * static_cast<float>(1 + i % 3);
+  }
+  const std::vector<int32_t> tab = {0, T0, 0, 0, T0, T1, 1, 0};
+  std::vector<float> out[2], conv[2], delta[2];
+  for (int lim = 0; lim < 2; ++lim) {
+    Limited l(*ctx, 0, lim ? 30 : 0);  // conv: 11 iterations per token, delta: 20
+    Buffer xb = Up(*ctx, x), wb = Up(*ctx, w), sb = Up(*ctx, std::vector<float>(2 * C * (Kc - 1))),
+           ub = Up(*ctx, std::vector<float>(N * C)), tb = Up(*ctx, tab), bb = Up(*ctx, beta), gb = Up(*ctx, g),
+           mb = Up(*ctx, std::vector<float>(2 * Hv * S * S)), ob = Up(*ctx, std::vector<float>(N * Hv * S));
+    RecordGdnConv(*ctx, xb, wb, sb, ub, tb, 2, T1, C, Kc, C);
+    RecordGdnDelta(*ctx, ub, bb, gb, mb, ob, tb, 2, T1, GdnDeltaShape{Hv, S, C, Kd, 1, Hk});
+    out[lim] = Down(*ctx, ob, N * Hv * S);
+    conv[lim] = Down(*ctx, sb, 2 * C * (Kc - 1));
+    delta[lim] = Down(*ctx, mb, 2 * Hv * S * S);
+  }
+  EXPECT_EQ(0, std::memcmp(out[0].data(), out[1].data(), 4 * out[0].size()));
+  EXPECT_EQ(0, std::memcmp(conv[0].data(), conv[1].data(), 4 * conv[0].size()));
+  EXPECT_EQ(0, std::memcmp(delta[0].data(), delta[1].data(), 4 * delta[0].size()));
+}
+
+struct AttnCase {
+  std::vector<float> q, k, v;
+  std::vector<int32_t> rows;
+  uint32_t N, Hq, Hkv, D, max_pos;
+};
+
+AttnCase MakeAttn(uint32_t D, std::vector<int32_t> positions) {
+  AttnCase a;
+  a.N = static_cast<uint32_t>(positions.size());
+  a.Hq = 2;
+  a.Hkv = 1;
+  a.D = D;
+  a.max_pos = 0;
+  for (int32_t p : positions) {
+    a.rows.insert(a.rows.end(), {0, p});
+    a.max_pos = std::max(a.max_pos, static_cast<uint32_t>(p));
+  }
+  a.q = kernels::Random(a.N * a.Hq * D, 81);
+  a.k = kernels::Random((a.max_pos + 1) * a.Hkv * D, 82);
+  a.v = kernels::Random((a.max_pos + 1) * a.Hkv * D, 83);
+  return a;
+}
+
+std::vector<float> RunAttn(Context& ctx, const AttnCase& a) {
+  Buffer qb = Up(ctx, a.q), kb = Up(ctx, a.k), vb = Up(ctx, a.v), rb = Up(ctx, a.rows),
+         ob = Up(ctx, std::vector<float>(a.q.size())), ml;
+  const AttentionShape sh{a.N, a.Hq, a.Hkv, a.D, 1.0f / std::sqrt(static_cast<float>(a.D))};
+  EXPECT_TRUE(RecordAttention(ctx, qb, kb, vb, ob, rb, a.max_pos, sh, ml).ok());
+  return Down(ctx, ob, a.q.size());
+}
+
+// Rows at positions 0..300 (5 blocks of 64 keys), in one dispatch and one block per dispatch: the same bits.
+TEST(GpuLimits, AttentionSplitAtFixedKeyBlocksGivesTheSameBits) {
+  REQUIRE_DEVICE(ctx);
+  const uint32_t D = 8;
+  ASSERT_EQ(AttentionBlock(D), 64u);
+  const AttnCase a = MakeAttn(D, {0, 5, 63, 64, 65, 200, 300});
+  const std::vector<float> one = RunAttn(*ctx, a);
+  std::vector<float> split;
+  {
+    Limited l(*ctx, 0, 2000);  // one block of 64 keys per dispatch (1,880 iterations)
+    split = RunAttn(*ctx, a);
+  }
+  EXPECT_EQ(0, std::memcmp(one.data(), split.data(), 4 * one.size()));
+}
+
+// On the device's real limits: attention over 5,000 keys (135,000 loop iterations for one invocation unsplit)
+// and the delta rule over 9,000 tokens (90,000) against the CPU.
+TEST(GpuLimits, LongRunsPastLavapipesLoopLimitMatchTheCpu) {
+  REQUIRE_DEVICE(ctx);
+  const uint32_t D = 8;
+  const AttnCase a = MakeAttn(D, {4999, 70});
+  const std::vector<float> o = RunAttn(*ctx, a);
+  for (uint32_t i = 0; i < a.N; ++i)
+    for (uint32_t h = 0; h < a.Hq; ++h) {
+      const float* q = a.q.data() + (i * a.Hq + h) * D;
+      const uint32_t pos = static_cast<uint32_t>(a.rows[2 * i + 1]);
+      std::vector<double> s(pos + 1);
+      double mx = -1e300, den = 0.0;
+      for (uint32_t p = 0; p <= pos; ++p) {
+        float sc = 0.0f;
+        for (uint32_t d = 0; d < D; ++d) sc += q[d] * a.k[p * D + d];
+        s[p] = sc / std::sqrt(static_cast<double>(D));
+        mx = std::max(mx, s[p]);
+      }
+      std::vector<double> acc(D, 0.0);
+      for (uint32_t p = 0; p <= pos; ++p) {
+        const double w = std::exp(s[p] - mx);
+        den += w;
+        for (uint32_t d = 0; d < D; ++d) acc[d] += w * a.v[p * D + d];
+      }
+      for (uint32_t d = 0; d < D; ++d)
+        EXPECT_NEAR(o[(i * a.Hq + h) * D + d], acc[d] / den, 1e-5) << "row " << i << " head " << h << " d " << d;
+    }
+  // Delta rule: one sequence of 9,000 tokens, S = 4.
+  const uint32_t S = 4, C = 3 * S, T = 9000;
+  std::vector<float> u = kernels::Random(T * C, 91), beta(T), g(T);
+  for (uint32_t t = 0; t < T; ++t) {
+    float n = 0.0f;
+    for (uint32_t j = 0; j < S; ++j) n += u[t * C + S + j] * u[t * C + S + j];
+    for (uint32_t j = 0; j < S; ++j) u[t * C + S + j] /= std::sqrt(n);  // a unit key keeps the state bounded
+    beta[t] = 0.5f;
+    g[t] = -0.02f;
+  }
+  const std::vector<int32_t> tab = {0, static_cast<int32_t>(T), 0, 0};
+  Buffer ub = Up(*ctx, u), bb = Up(*ctx, beta), gb = Up(*ctx, g), mb = Up(*ctx, std::vector<float>(S * S)),
+         ob = Up(*ctx, std::vector<float>(T * S)), tb = Up(*ctx, tab);
+  RecordGdnDelta(*ctx, ub, bb, gb, mb, ob, tb, 1, T, GdnDeltaShape{1, S, C, S, 1, 1});
+  const std::vector<float> out = Down(*ctx, ob, T * S);
+  std::vector<float> M(S * S, 0.0f), want(S);
+  for (uint32_t t = 0; t < T; ++t) {
+    const float* row = u.data() + t * C;
+    kernels::GdnHeadStepPortable(M.data(), row, row + S, row + 2 * S, beta[t], g[t], S, want.data());
+    if (t == T - 1 || t % 1000 == 0)
+      for (uint32_t j = 0; j < S; ++j)
+        EXPECT_NEAR(out[t * S + j], want[j], 1e-4f * (1.0f + std::fabs(want[j]))) << "token " << t << " j " << j;
+  }
+}
+
+}  // namespace
+}  // namespace rw::gpu

@@ -1,0 +1,116 @@
+// The Vulkan forward (docs/gpu.md), internal to model/: the device copy of the weights and the backend that
+// records each layer with the gpu/ kernels. gpu_backend.cc runs the forward (GDN, attention, states, replay),
+// gpu_ffn.cc the FFN blocks (dense SwiGLU, the MoE of qwen35moe and qwen3next).
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpu/ops.h"
+#include "model/forward_backend.h"
+
+namespace rw::model::vk {
+
+using gpu::Buffer;
+using gpu::Context;
+using gpu::GpuMatrix;
+using gpu::Groups;
+
+struct GpuLayer {
+  Buffer attn_norm, post_norm;
+  GpuMatrix qkv, gate, beta, alpha, gdn_out;  // GDN
+  GpuMatrix in, ba;                           // qwen3next: fused ssm_in (legacy files) and ssm_ba
+  Buffer dt_bias, ssm_a, conv, norm;
+  GpuMatrix q, k, v, attn_out;  // attention
+  Buffer q_norm, k_norm;
+  GpuMatrix ffn_gate, ffn_up, ffn_down;  // dense FFN
+  // MoE: router {E, X}; the stacked experts (gate_exps holds the fused gate_up tensor when fused_gate_up); the
+  // shared expert and its gate row.
+  GpuMatrix router, gate_exps, up_exps, down_exps, shexp_gate_inp, shexp_gate, shexp_up, shexp_down;
+  bool fused_gate_up = false;
+};
+
+Expected<Buffer> UploadFloats(Context& c, const float* p, size_t n);
+Expected<GpuMatrix> UploadWeight(Context& c, const Matrix& m, const std::string& what);
+
+// Device buffers sized for the largest batch so far (grow only).
+struct Grown {
+  Buffer buf;
+  Status Ensure(Context& c, size_t bytes) {
+    if (buf.valid() && buf.size() >= bytes) return Status::Ok();
+    REWIND_RETURN_IF_ERROR(c.Submit());
+    REWIND_ASSIGN_OR_RETURN(buf, c.Alloc(std::max<size_t>(bytes, 16)));
+    return Status::Ok();
+  }
+};
+
+class VulkanBackend final : public ForwardBackend {
+ public:
+  VulkanBackend(std::shared_ptr<Context> ctx, const ModelConfig& cfg, const Weights& w)
+      : ctx_(std::move(ctx)), cfg_(cfg), w_(w) {}
+
+  Status Upload();
+  std::string name() const override { return "vulkan" + std::to_string(ctx_->info().index); }
+  std::string description() const override {
+    return name() + " (" + ctx_->info().name + ", " + std::to_string(ctx_->info().memory_bytes >> 20) + " MiB)";
+  }
+  uint64_t device_bytes() const override { return ctx_->allocated_bytes(); }
+  std::string device_type() const override { return ctx_->info().type; }
+  uint64_t device_memory_total() const override { return ctx_->info().memory_bytes; }
+  Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
+                 KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) override;
+  Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
+                     StateStorage& states) override;
+
+ private:
+  Status Norm(const Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, Buffer& o) {
+    return gpu::RecordRmsNorm(*ctx_, x, 0, n, rows, n, &w, cfg_.eps, o, 0, n);
+  }
+  Status Mat(const GpuMatrix& m, const Buffer& x, int32_t N, Buffer& y) {
+    return gpu::RecordMatMul(*ctx_, m, x, 0, N, y, 0, static_cast<uint32_t>(m.n_rows), act_);
+  }
+  Status Elt(Buffer& a, const Buffer& b, uint32_t rows, uint32_t width, uint32_t a_stride, uint32_t b_off,
+             uint32_t b_stride, uint32_t mode);
+  struct ReplayRun {
+    const ReplaySeqLog* log = nullptr;
+    int32_t rows = 0;   // the first `rows` logged tokens
+    int32_t state = 0;  // index of the state in the device state buffers
+  };
+  Status CopyRows(const Buffer& src, uint32_t src_off, uint32_t src_stride, Buffer& dst, uint32_t dst_off,
+                  uint32_t dst_stride, uint32_t rows, uint32_t width);
+  Status GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows, int32_t n_seqs, uint32_t max_n, const Buffer& tab);
+  Status GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs, uint32_t max_n, bool record);
+  Status ReplayPass(std::span<const ReplayRun> runs);
+  Status EnsureRows(int32_t N);
+  Status EnsureStates(int32_t n_states);
+  Status UploadStates(std::span<const int32_t> slots, const StateStorage& states);
+  Status DownloadStates(std::span<const int32_t> slots, StateStorage& states);
+  Status AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32_t max_pos);
+  // FFN (model/gpu_ffn.cc): the weights of layer il, and the block on t_ into y_: dense SwiGLU or the MoE.
+  Status UploadFfn(int32_t il, GpuLayer& G);
+  Status FfnBlock(const GpuLayer& L, int32_t N);
+  Status MoeBlock(const GpuLayer& L, int32_t N);
+  // qwen3next: the fused projections split into qkv_ / z_ and b_ / a_ (gdn_split.comp).
+  Status SplitFused(const GpuLayer& L, int32_t N);
+
+  std::shared_ptr<Context> ctx_;
+  const ModelConfig& cfg_;
+  const Weights& w_;
+  std::vector<GpuLayer> layers_;
+  GpuMatrix output_;
+  Buffer output_norm_;
+  gpu::ActScratch act_;
+  bool kv_f16_ = false;  // this forward's KV cache type: F16 (rows rounded as the CPU stores them) or F32
+  // Per forward: [N][E] residual / normed / block output, and the layer scratch.
+  Grown x_, t_, y_, qkv_, z_, b_, a_, u_, o_, qg_, k_, v_, q_, att_, fg_, fu_, hn_, logits_, rope_, seq_tab_,
+      row_tab_, replay_tab_, replay_in_, attn_ml_, fused_;
+  // MoE per forward: router logits [N][X], chosen experts [N][K] (int32), their weights [N][K], expert hidden
+  // rows [N·K][F] (gate, up), expert outputs [N·K][E], shared expert output [N][E] and gate logit [N].
+  Grown moe_logits_, moe_sel_, moe_wt_, moe_h_, moe_u_, moe_y_, sh_y_, sh_g_;
+  std::vector<Grown> conv_, delta_, log_, kc_, vc_, knew_, vnew_;  // per recurrent / attention layer
+};
+
+}  // namespace rw::model::vk
