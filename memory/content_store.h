@@ -3,7 +3,7 @@
 // and conversation containing them; recurrent states are named by their exact prefix. A conversation of n
 // tokens therefore costs its pages once plus one state per checkpoint: disk bytes grow linearly with its length.
 //
-// Writes happen on the store's own writer thread: the engine copies a checkpoint's bytes into a bounded queue
+// Writes happen on the store's own writer thread (content_store_writer.cc): the engine copies a checkpoint's bytes into a bounded queue
 // (Enqueue) and never waits for the disk. The writer puts the values, then the index naming them; a crash loses
 // at most what was queued, and a value the index names was complete before the index was written. At start, the
 // index is read (one small value: 48 bytes per page or state) and values no index names are deleted.
