@@ -1,6 +1,7 @@
 // GPU kernels: dispatch shapes and the shader of each weight type (gpu/ops.h).
 #include "gpu/ops.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,7 @@ Status Grow(Context& ctx, Buffer& b, size_t bytes) {
 bool GpuMatMulSupports(gguf::TensorType type) { return MatMulShader(type) != nullptr; }
 
 Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint8_t* data, int64_t n_cols,
-                                 int64_t n_rows, uint64_t row_bytes) {
+                                 int64_t n_rows, uint64_t row_bytes, int64_t row_group) {
   if (!GpuMatMulSupports(type))
     return Error::Unsupported(std::string("the GPU backend does not support weight type ") +
                               gguf::TypeName(type) + " yet (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
@@ -60,9 +61,22 @@ Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint
   m.n_cols = n_cols;
   m.n_rows = n_rows;
   m.row_bytes = row_bytes;
-  const size_t bytes = static_cast<size_t>(row_bytes * n_rows);
-  REWIND_ASSIGN_OR_RETURN(m.data, ctx.Alloc(bytes));
-  REWIND_RETURN_IF_ERROR(ctx.Upload(m.data, data, bytes));
+  REWIND_CHECK(row_group >= 1 && n_rows % row_group == 0);
+  const uint64_t group_bytes = row_bytes * static_cast<uint64_t>(row_group);
+  if (group_bytes > ctx.max_buffer_bytes())
+    return Error::Exhausted("a weight's row group of " + std::to_string(group_bytes) +
+                            " bytes is over this device's storage buffer range of " +
+                            std::to_string(ctx.max_buffer_bytes()) + " bytes");
+  const int64_t per_part = static_cast<int64_t>(ctx.max_buffer_bytes() / group_bytes) * row_group;
+  for (int64_t r0 = 0; r0 < std::max<int64_t>(n_rows, 1); r0 += per_part) {
+    GpuMatrixPart p;
+    p.row0 = r0;
+    p.rows = std::min(per_part, n_rows - r0);
+    const size_t bytes = static_cast<size_t>(row_bytes * p.rows);
+    REWIND_ASSIGN_OR_RETURN(p.data, ctx.Alloc(bytes));
+    REWIND_RETURN_IF_ERROR(ctx.Upload(p.data, data + row_bytes * r0, bytes));
+    m.parts.push_back(std::move(p));
+  }
   return m;
 }
 
@@ -96,7 +110,7 @@ Status QuantiseActs(Context& ctx, gguf::TensorType type, uint64_t K, const Buffe
 
 // matmul.comp's push constants.
 struct MatMulPush {
-  uint32_t M, K, N, row_bytes, y_stride, y_offset, a_offset, a_div, e_stride, r_off;
+  uint32_t M, K, N, row_bytes, y_stride, y_offset, a_offset, a_div, e_stride, r_off, e_lo, e_hi;
 };
 
 }  // namespace
@@ -108,9 +122,12 @@ Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t 
   uint32_t a_off = 0;
   REWIND_RETURN_IF_ERROR(QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, x_off, n_tok, s, &a, &a_off));
   REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(MatMulShader(w.type)));
-  const MatMulPush pc{static_cast<uint32_t>(w.n_rows), static_cast<uint32_t>(w.n_cols), static_cast<uint32_t>(n_tok),
-                      static_cast<uint32_t>(w.row_bytes), y_stride, y_off, a_off, 1, 0, 0};
-  ctx.Dispatch(*mp, {{&w.data}, {a}, {&s.d}, {&s.bsum}, {&y}}, &pc, sizeof(pc), Groups(pc.M), pc.N);
+  for (const GpuMatrixPart& part : w.parts) {  // rows [row0, row0 + rows) of y from each part
+    const MatMulPush pc{static_cast<uint32_t>(part.rows), static_cast<uint32_t>(w.n_cols), static_cast<uint32_t>(n_tok),
+                        static_cast<uint32_t>(w.row_bytes), y_stride, y_off + static_cast<uint32_t>(part.row0), a_off,
+                        1, 0, 0, 0, 0};
+    ctx.Dispatch(*mp, {{&part.data}, {a}, {&s.d}, {&s.bsum}, {&y}}, &pc, sizeof(pc), Groups(pc.M), pc.N);
+  }
   return Status::Ok();
 }
 
@@ -122,10 +139,15 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
   uint32_t a_off = 0;
   REWIND_RETURN_IF_ERROR(QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, 0, n_x, s, &a, &a_off));
   REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(std::string(MatMulShader(w.type)) + "_id"));
-  const MatMulPush pc{static_cast<uint32_t>(er.rows), static_cast<uint32_t>(w.n_cols), static_cast<uint32_t>(n_out),
-                      static_cast<uint32_t>(w.row_bytes), static_cast<uint32_t>(er.rows), 0, a_off, a_div,
-                      static_cast<uint32_t>(er.e_stride), static_cast<uint32_t>(er.r_off)};
-  ctx.Dispatch(*mp, {{&w.data}, {a}, {&s.d}, {&s.bsum}, {&y}, {&ids}}, &pc, sizeof(pc), Groups(pc.M), pc.N);
+  for (const GpuMatrixPart& part : w.parts) {  // the rows routed to the experts [e_lo, e_hi) held by each part
+    REWIND_CHECK(part.row0 % er.e_stride == 0 && part.rows % er.e_stride == 0);
+    const MatMulPush pc{static_cast<uint32_t>(er.rows), static_cast<uint32_t>(w.n_cols), static_cast<uint32_t>(n_out),
+                        static_cast<uint32_t>(w.row_bytes), static_cast<uint32_t>(er.rows), 0, a_off, a_div,
+                        static_cast<uint32_t>(er.e_stride), static_cast<uint32_t>(er.r_off),
+                        static_cast<uint32_t>(part.row0 / er.e_stride),
+                        static_cast<uint32_t>((part.row0 + part.rows) / er.e_stride)};
+    ctx.Dispatch(*mp, {{&part.data}, {a}, {&s.d}, {&s.bsum}, {&y}, {&ids}}, &pc, sizeof(pc), Groups(pc.M), pc.N);
+  }
   return Status::Ok();
 }
 

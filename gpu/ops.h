@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "base/expected.h"
 #include "gguf/types.h"
@@ -11,21 +12,32 @@
 
 namespace rw::gpu {
 
-// A weight matrix in its GGUF block format on the device: n_rows rows of n_cols elements, row_bytes apart.
+// A weight matrix in its GGUF block format on the device: n_rows rows of n_cols elements, row_bytes apart, in
+// one buffer, or in several of consecutive whole row groups when it is larger than the device's storage buffer
+// range (lavapipe: 128 MiB, less than a real vocabulary's LM head); each part is multiplied by its own dispatch
+// with the same per-element arithmetic.
+struct GpuMatrixPart {
+  Buffer data;
+  int64_t row0 = 0;  // first row of the matrix in this part
+  int64_t rows = 0;
+};
 struct GpuMatrix {
   gguf::TensorType type = gguf::TensorType::kF32;
-  Buffer data;
+  std::vector<GpuMatrixPart> parts;
   int64_t n_cols = 0;
   int64_t n_rows = 0;
   uint64_t row_bytes = 0;
+  bool valid() const { return !parts.empty(); }
 };
 
 // Weight types the GPU matmul handles: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K.
 bool GpuMatMulSupports(gguf::TensorType type);
 
-// Uploads a weight as it is in the GGUF file. Unsupported types: an error naming the type.
+// Uploads a weight as it is in the GGUF file. Unsupported types: an error naming the type. A matrix over the
+// device's buffer range is split into parts of whole groups of row_group rows (an expert's rows of a stacked
+// expert tensor stay in one part).
 Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint8_t* data, int64_t n_cols,
-                                 int64_t n_rows, uint64_t row_bytes);
+                                 int64_t n_rows, uint64_t row_bytes, int64_t row_group = 1);
 
 // Activation rows quantised for a matmul (quant_act.comp); grown on demand, reused across calls.
 struct ActScratch {

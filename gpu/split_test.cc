@@ -60,6 +60,46 @@ TEST(GpuLimits, FoldedDispatchesGiveTheSameBits) {
   EXPECT_NE(norm[1], nz) << "every folded row was written";
 }
 
+// A weight over the device's storage buffer range (lavapipe: 128 MiB, less than a real vocabulary's LM head) is
+// uploaded in parts of whole row groups; the dense and the expert-indexed products give the unsplit bits.
+TEST(GpuLimits, WeightsOverTheBufferRangeSplitIntoPartsWithTheSameBits) {
+  REQUIRE_DEVICE(ctx);
+  using TT = gguf::TensorType;
+  const int64_t X = 3, F = 5, K = 64, N = 4;  // 3 experts of 5 rows; a dense view of all 15 rows
+  const uint64_t rb = gguf::RowBytes(TT::kQ8_0, K);
+  std::vector<uint8_t> w(rb * X * F);
+  const std::vector<float> wf = kernels::Random(X * F * K, 64);
+  for (int64_t r = 0; r < X * F; ++r) gguf::QuantizeRow(TT::kQ8_0, wf.data() + r * K, w.data() + r * rb, K);
+  const std::vector<float> x = kernels::Random(N * K, 65);
+  const std::vector<int32_t> ids = {2, 0, 1, 2, 0, 0, 2, 1};  // [N][2]
+  Buffer xb = Up(*ctx, x), ib = Up(*ctx, ids);
+  std::vector<float> dense[2], routed[2];
+  for (int lim = 0; lim < 2; ++lim) {
+    ctx->LimitForTesting(0, 0, lim ? 2 * rb : 0);  // dense: 2 rows a part; experts: the group is over it
+    auto gd = UploadMatrix(*ctx, TT::kQ8_0, w.data(), K, X * F, rb);
+    ctx->LimitForTesting(0, 0, lim ? F * rb : 0);  // experts: one a part
+    auto ge = UploadMatrix(*ctx, TT::kQ8_0, w.data(), K, X * F, rb, F);
+    ctx->LimitForTesting(0, 0, 0);
+    ASSERT_TRUE(gd.ok() && ge.ok());
+    EXPECT_EQ(gd->parts.size(), lim ? 8u : 1u);
+    EXPECT_EQ(ge->parts.size(), lim ? 3u : 1u);
+    auto y = MatMulHost(*ctx, *gd, x.data(), N);
+    ASSERT_TRUE(y.ok());
+    dense[lim] = *y;
+    auto yb = ctx->Alloc(4 * N * 2 * F);
+    ASSERT_TRUE(yb.ok());
+    ActScratch s;
+    ASSERT_TRUE(RecordMatMulId(*ctx, *ge, ExpertRows{F, F, 0}, ib, xb, N, 2, N * 2, *yb, s).ok());
+    routed[lim] = Down(*ctx, *yb, N * 2 * F);
+  }
+  EXPECT_EQ(0, std::memcmp(dense[0].data(), dense[1].data(), 4 * dense[0].size()));
+  EXPECT_EQ(0, std::memcmp(routed[0].data(), routed[1].data(), 4 * routed[0].size()));
+  ctx->LimitForTesting(0, 0, F * rb - 1);
+  auto too_big = UploadMatrix(*ctx, TT::kQ8_0, w.data(), K, X * F, rb, F);
+  ctx->LimitForTesting(0, 0, 0);
+  EXPECT_FALSE(too_big.ok()) << "an expert larger than the buffer range is a clear error";
+}
+
 // Two sequences of 23 and 40 tokens through the conv window and the delta rule, in one dispatch each and split
 // every 1 (delta) and 3 (conv) tokens: the same outputs and states, bit for bit.
 TEST(GpuLimits, GdnSplitsAtTokenBoundariesGiveTheSameBits) {

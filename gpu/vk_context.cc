@@ -152,7 +152,7 @@ Expected<std::shared_ptr<Context>> Context::Open(int32_t index) {
   c->info_ = Describe(c->phys_, index);
   VkPhysicalDeviceProperties props{};
   vkGetPhysicalDeviceProperties(c->phys_, &props);
-  c->max_buffer_bytes_ = props.limits.maxStorageBufferRange;
+  c->max_buffer_bytes_ = c->device_max_buffer_bytes_ = props.limits.maxStorageBufferRange;
   c->offset_alignment_ = std::max<size_t>(16, props.limits.minStorageBufferOffsetAlignment);
   for (int d = 0; d < 3; ++d) c->max_groups_[d] = c->device_max_groups_[d] = props.limits.maxComputeWorkGroupCount[d];
   // llvmpipe's loop limiter (Mesa gallivm LP_MAX_TGSI_LOOP_ITERATIONS = 65535, counted over all loops of an
@@ -367,7 +367,8 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
   if (gx > 0 && gy > 0 && gz > 0) vkCmdDispatch(cmd_, gx, gy, gz);
 }
 
-void Context::LimitForTesting(uint32_t max_groups, uint64_t loop_budget) {
+void Context::LimitForTesting(uint32_t max_groups, uint64_t loop_budget, uint64_t max_buffer_bytes) {
+  max_buffer_bytes_ = max_buffer_bytes > 0 ? std::min(device_max_buffer_bytes_, max_buffer_bytes) : device_max_buffer_bytes_;
   for (int d = 0; d < 3; ++d)
     max_groups_[d] = max_groups > 0 ? std::min(device_max_groups_[d], max_groups) : device_max_groups_[d];
   loop_budget_ = loop_budget == 0 ? device_loop_budget_

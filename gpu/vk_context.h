@@ -81,8 +81,8 @@ class Context {
   // dispatches at fixed boundaries below this budget (same bits: the state between parts is in memory either
   // way). 0 = no limit (other drivers).
   uint64_t loop_budget() const { return loop_budget_; }
-  // Tests: lower both limits to exercise the folds and splits on small inputs; 0 = the device's own limit.
-  void LimitForTesting(uint32_t max_groups, uint64_t loop_budget);
+  // Tests: lower the limits to exercise the folds and splits on small inputs; 0 = the device's own limit.
+  void LimitForTesting(uint32_t max_groups, uint64_t loop_budget, uint64_t max_buffer_bytes = 0);
 
   // Device-local storage buffer (host_visible: a mapped, coherent one; used for staging and small readbacks).
   Expected<Buffer> Alloc(size_t bytes, bool host_visible = false);
@@ -128,6 +128,7 @@ class Context {
   uint64_t loop_budget_ = 0;
   uint32_t device_max_groups_[3] = {65535, 65535, 65535};  // the device's own limits (LimitForTesting)
   uint64_t device_loop_budget_ = 0;
+  uint64_t device_max_buffer_bytes_ = 0;
   bool recording_ = false;
   uint32_t sets_used_ = 0;
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;

@@ -26,8 +26,8 @@ Expected<Buffer> UploadFloats(Context& c, const float* p, size_t n) {
   return b;
 }
 
-Expected<GpuMatrix> UploadWeight(Context& c, const Matrix& m, const std::string& what) {
-  auto r = gpu::UploadMatrix(c, m.type, m.data, m.n_cols, m.n_rows, m.row_bytes);
+Expected<GpuMatrix> UploadWeight(Context& c, const Matrix& m, const std::string& what, int64_t row_group) {
+  auto r = gpu::UploadMatrix(c, m.type, m.data, m.n_cols, m.n_rows, m.row_bytes, row_group);
   if (!r.ok()) return Error{r.error().kind, what + ": " + r.error().message};
   return r;
 }
@@ -127,12 +127,12 @@ Status VulkanBackend::GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows
 
 Status VulkanBackend::GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs, uint32_t max_n, bool record) {
   const uint32_t S = cfg_.ssm_state, Hv = cfg_.ssm_heads, C = cfg_.ssm_conv_dim(), rw = C + 2 * Hv;
-  if (L.in.data.valid() || L.ba.data.valid()) REWIND_RETURN_IF_ERROR(SplitFused(L, N));
-  if (!L.in.data.valid()) {
+  if (L.in.valid() || L.ba.valid()) REWIND_RETURN_IF_ERROR(SplitFused(L, N));
+  if (!L.in.valid()) {
     REWIND_RETURN_IF_ERROR(Mat(L.qkv, t_.buf, N, qkv_.buf));
     REWIND_RETURN_IF_ERROR(Mat(L.gate, t_.buf, N, z_.buf));
   }
-  if (!L.ba.data.valid()) {
+  if (!L.ba.valid()) {
     REWIND_RETURN_IF_ERROR(Mat(L.beta, t_.buf, N, b_.buf));
     REWIND_RETURN_IF_ERROR(Mat(L.alpha, t_.buf, N, a_.buf));
   }

@@ -34,7 +34,8 @@ struct GpuLayer {
 };
 
 Expected<Buffer> UploadFloats(Context& c, const float* p, size_t n);
-Expected<GpuMatrix> UploadWeight(Context& c, const Matrix& m, const std::string& what);
+// A weight in its GGUF format (gpu::UploadMatrix; row_group: an expert's rows of a stacked expert tensor).
+Expected<GpuMatrix> UploadWeight(Context& c, const Matrix& m, const std::string& what, int64_t row_group = 1);
 
 // Device buffers sized for the largest batch so far (grow only).
 struct Grown {

@@ -21,13 +21,14 @@ Status VulkanBackend::UploadFfn(int32_t il, GpuLayer& G) {
   }
   REWIND_ASSIGN_OR_RETURN(G.router, UploadWeight(c, f.router, at + "ffn_gate_inp"));
   G.fused_gate_up = f.fused_gate_up;
+  const int64_t F = cfg_.n_ff_exp, E = cfg_.n_embd;  // an expert's rows stay in one buffer
   if (f.fused_gate_up) {
-    REWIND_ASSIGN_OR_RETURN(G.gate_exps, UploadWeight(c, f.gate_up_exps, at + "ffn_gate_up_exps"));
+    REWIND_ASSIGN_OR_RETURN(G.gate_exps, UploadWeight(c, f.gate_up_exps, at + "ffn_gate_up_exps", 2 * F));
   } else {
-    REWIND_ASSIGN_OR_RETURN(G.gate_exps, UploadWeight(c, f.gate_exps, at + "ffn_gate_exps"));
-    REWIND_ASSIGN_OR_RETURN(G.up_exps, UploadWeight(c, f.up_exps, at + "ffn_up_exps"));
+    REWIND_ASSIGN_OR_RETURN(G.gate_exps, UploadWeight(c, f.gate_exps, at + "ffn_gate_exps", F));
+    REWIND_ASSIGN_OR_RETURN(G.up_exps, UploadWeight(c, f.up_exps, at + "ffn_up_exps", F));
   }
-  REWIND_ASSIGN_OR_RETURN(G.down_exps, UploadWeight(c, f.down_exps, at + "ffn_down_exps"));
+  REWIND_ASSIGN_OR_RETURN(G.down_exps, UploadWeight(c, f.down_exps, at + "ffn_down_exps", E));
   REWIND_ASSIGN_OR_RETURN(G.shexp_gate_inp, UploadWeight(c, f.shexp_gate_inp, at + "ffn_gate_inp_shexp"));
   REWIND_ASSIGN_OR_RETURN(G.shexp_gate, UploadWeight(c, f.shexp_gate, at + "ffn_gate_shexp"));
   REWIND_ASSIGN_OR_RETURN(G.shexp_up, UploadWeight(c, f.shexp_up, at + "ffn_up_shexp"));
@@ -75,11 +76,11 @@ Status VulkanBackend::SplitFused(const GpuLayer& L, int32_t N) {
   const uint32_t S = cfg_.ssm_state, Hk = cfg_.ssm_group, r = cfg_.ssm_heads / cfg_.ssm_group;
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * p, c.GetPipeline("gdn_split"));
   struct { uint32_t N, S, Hk, r, mode; } pc{static_cast<uint32_t>(N), S, Hk, r, 0};
-  if (L.in.data.valid()) {
+  if (L.in.valid()) {
     REWIND_RETURN_IF_ERROR(Mat(L.in, t_.buf, N, fused_.buf));
     c.Dispatch(*p, {{&fused_.buf}, {&qkv_.buf}, {&z_.buf}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(N) * L.in.n_rows));
   }
-  if (L.ba.data.valid()) {
+  if (L.ba.valid()) {
     REWIND_RETURN_IF_ERROR(Mat(L.ba, t_.buf, N, fused_.buf));
     pc.mode = 1;
     c.Dispatch(*p, {{&fused_.buf}, {&b_.buf}, {&a_.buf}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(N) * L.ba.n_rows));

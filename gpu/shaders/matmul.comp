@@ -27,9 +27,12 @@ layout(std430, binding = 5) readonly buffer I { int ids[]; };  // [N] expert of 
 #endif
 // rows, cols (K), tokens, weight row bytes, y row stride (floats), y offset (floats), activation offset
 // (elements, for F32 activations read in place); MAT_ID: activation rows per output row's divisor, weight rows
-// per expert, first weight row of the expert's matrix.
+// per expert, first weight row of the expert's matrix, and the experts [e_lo, e_hi) this dispatch's weight
+// buffer holds (a stacked tensor over the device's buffer range comes in parts; rows of other experts are left
+// to the dispatches of their parts).
 layout(push_constant) uniform P {
   uint M; uint K; uint N; uint row_bytes; uint y_stride; uint y_offset; uint a_offset; uint a_div; uint e_stride; uint r_off;
+  uint e_lo; uint e_hi;
 } pc;
 
 uint U8(uint o) { return uint(w[o]); }
@@ -41,7 +44,9 @@ void main() {
   if (r >= pc.M || t >= pc.N) return;
 #if defined(MAT_ID)
   const uint ta = t / pc.a_div;  // activation row
-  const uint row = (uint(ids[t]) * pc.e_stride + pc.r_off + r) * pc.row_bytes;
+  const uint e = uint(ids[t]);
+  if (e < pc.e_lo || e >= pc.e_hi) return;
+  const uint row = ((e - pc.e_lo) * pc.e_stride + pc.r_off + r) * pc.row_bytes;
 #else
   const uint ta = t;
   const uint row = r * pc.row_bytes;
