@@ -79,7 +79,7 @@ const char* AttnIsaName(AttnIsa isa) {
 }
 
 void VisionAttention(const float* qkv, int32_t n, int32_t H, int32_t D, float scale, float* out,
-                     kernels::ThreadPool* pool, AttnIsa isa) {
+                     kernels::ThreadPool* pool, VisionAttentionBuffers* buffers, AttnIsa isa) {
   REWIND_CHECK_MSG(AttnIsaAvailable(isa), "vision attention: this CPU lacks %s", AttnIsaName(isa));
   REWIND_CHECK(n >= 0 && H > 0 && D > 0);
   if (n == 0) return;
@@ -87,12 +87,13 @@ void VisionAttention(const float* qkv, int32_t n, int32_t H, int32_t D, float sc
   const int32_t n_pad = (n + attn::kKeyAlign - 1) / attn::kKeyAlign * attn::kKeyAlign, Dp = attn::PaddedDims(D);
   // Per head, the keys packed transposed in tiles (attn::KeyTile) and the values in rows of Dp, zero padded.
   const int64_t kt_head = static_cast<int64_t>(D) * n_pad, v_head = static_cast<int64_t>(n) * Dp;
-  // Every element is written below: kept across calls (the tower's layers) without clearing.
-  thread_local std::vector<float> kt, vp;
-  kt.resize(static_cast<size_t>(H * kt_head));
-  vp.resize(static_cast<size_t>(H * v_head));
-  float* const kt_all = kt.data();  // the lambdas below run on other threads: never name the thread_locals there
-  float* const v_all = vp.data();
+  // Every element is written below, so reused buffers need no clearing.
+  VisionAttentionBuffers local;
+  VisionAttentionBuffers& bufs = buffers != nullptr ? *buffers : local;
+  bufs.keys.resize(static_cast<size_t>(H * kt_head));
+  bufs.values.resize(static_cast<size_t>(H * v_head));
+  float* const kt_all = bufs.keys.data();
+  float* const v_all = bufs.values.data();
   kernels::ParallelFor(pool, H, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h) {
       float* kh = kt_all + h * kt_head;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/thread_pool.h"
 
@@ -26,10 +27,17 @@ bool AttnIsaAvailable(AttnIsa isa);
 AttnIsa BestAttnIsa();
 const char* AttnIsaName(AttnIsa isa);
 
+// The packed keys and values of one call, kept by a caller that runs several (the tower's layers) so they are
+// allocated once per image; freed with it.
+struct VisionAttentionBuffers {
+  std::vector<float> keys, values;
+};
+
 // qkv: n rows of 3·H·D floats as the fused QKV projection writes them (q of head h at h·D, k at (H + h)·D, v at
-// (2H + h)·D). out: n rows of H·D floats, head h at h·D. scale multiplies the dot products. The isa must be
-// available (checked).
+// (2H + h)·D). out: n rows of H·D floats, head h at h·D. scale multiplies the dot products. buffers: optional
+// (null: allocated for this call). The isa must be available (checked).
 void VisionAttention(const float* qkv, int32_t n, int32_t H, int32_t D, float scale, float* out,
-                     kernels::ThreadPool* pool, AttnIsa isa = BestAttnIsa());
+                     kernels::ThreadPool* pool, VisionAttentionBuffers* buffers = nullptr,
+                     AttnIsa isa = BestAttnIsa());
 
 }  // namespace rw::vision

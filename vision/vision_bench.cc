@@ -64,7 +64,7 @@ int TimeAttention(const rw::vision::VisionConfig& c, int32_t n, int threads, int
     for (size_t i = 0; i < isas.size(); ++i) {
       const double w0 = Now(CLOCK_MONOTONIC), c0 = Now(CLOCK_PROCESS_CPUTIME_ID);
       rw::vision::VisionAttention(qkv.data(), n, H, D, 1.0f / std::sqrt(static_cast<float>(D)), out.data(), &pool,
-                                  isas[i]);
+                                  nullptr, isas[i]);
       wall[i].push_back(Now(CLOCK_MONOTONIC) - w0);
       cpu[i].push_back(Now(CLOCK_PROCESS_CPUTIME_ID) - c0);
     }
