@@ -10,7 +10,9 @@
 
 #include "gguf/writer.h"
 #include "gpu/device.h"
-#include "gpu/vk_context.h"
+#if REWIND_HAVE_VULKAN
+#include "gpu/vk_context.h"  // Context::LimitForTesting
+#endif
 #include "model/conformance.h"
 #include "model/forward.h"
 
@@ -164,6 +166,7 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenGpuShapes,
                            return n;
                          });
 
+#if REWIND_HAVE_VULKAN
 // The device limits (gpu/seq_ops.h): a 260-token prompt with at most 64 workgroups per dimension (every long
 // dispatch folded), a loop budget of 13,000 iterations (1 or 2 attention blocks and 191 delta-rule tokens per
 // dispatch) and a storage buffer range of 1 MiB (the 2 MB token_embd / output matrices in parts) gives the bits of
@@ -188,6 +191,7 @@ TEST(GoldenGpu, DispatchFoldsAndLoopSplitsDoNotChangeABit) {
   EXPECT_EQ(0, std::memcmp(l1.data(), l2.data(), 4 * l1.size()));
   EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), 4 * s1.size()));
 }
+#endif  // REWIND_HAVE_VULKAN
 
 // qwen3next files converted before llama.cpp split the fused projection carry ssm_in (Hk groups of q S, k S,
 // v r·S, z r·S rows) instead of attn_qkv + attn_gate: the same rows in another order. The tiny file rewritten

@@ -49,7 +49,11 @@ for round in $(seq 1 "$rounds"); do
       -c 4096 -t "$threads" -tb "$threads" -fa "$fa" >"$work/llama.log" 2>&1 ||
       { tail -20 "$work/llama.log" >&2; exit 1; }
     ms=$(sed -n 's/.*batch encoding done in \([0-9]*\) ms.*/\1/p' "$work/llama.log" | head -1)
-    [ -n "$ms" ] || { echo "no 'batch encoding done in' line in llama-mtmd-cli's log:" >&2; tail -20 "$work/llama.log" >&2; exit 1; }
+    if [ -z "$ms" ]; then
+      echo "no 'batch encoding done in' line in llama-mtmd-cli's log:" >&2
+      tail -20 "$work/llama.log" >&2
+      exit 1
+    fi
     printf 'llama.cpp -fa %s\t%s\t%s\n' "$fa" "$(awk -v ms="$ms" 'BEGIN { printf "%.2f", ms / 1000 }')" "$(cpu_of)" |
       tee -a "$rows" | sed "s/^/round $round: /"
   done

@@ -55,9 +55,12 @@ void AttendBlockScalar(const Block& b, const Scratch& sc) { AttendBlock<ScalarKe
 
 bool AttnIsaAvailable(AttnIsa isa) {
   switch (isa) {
-    case AttnIsa::kScalar: return true;
-    case AttnIsa::kAvx2: return CpuHasAvx2Fma();
-    case AttnIsa::kAvx512: return CpuHasAvx512();
+    case AttnIsa::kScalar:
+      return true;
+    case AttnIsa::kAvx2:
+      return CpuHasAvx2Fma();
+    case AttnIsa::kAvx512:
+      return CpuHasAvx512();
   }
   return false;
 }
@@ -71,35 +74,41 @@ AttnIsa BestAttnIsa() {
 
 const char* AttnIsaName(AttnIsa isa) {
   switch (isa) {
-    case AttnIsa::kScalar: return "scalar";
-    case AttnIsa::kAvx2: return "avx2";
-    case AttnIsa::kAvx512: return "avx512";
+    case AttnIsa::kScalar:
+      return "scalar";
+    case AttnIsa::kAvx2:
+      return "avx2";
+    case AttnIsa::kAvx512:
+      return "avx512";
   }
   return "?";
 }
 
 void VisionAttention(const float* qkv, int32_t n, int32_t H, int32_t D, float scale, float* out,
-                     kernels::ThreadPool* pool, AttnIsa isa) {
+                     kernels::ThreadPool* pool, VisionAttentionBuffers* buffers, AttnIsa isa) {
   REWIND_CHECK_MSG(AttnIsaAvailable(isa), "vision attention: this CPU lacks %s", AttnIsaName(isa));
   REWIND_CHECK(n >= 0 && H > 0 && D > 0);
   if (n == 0) return;
   const int64_t E = static_cast<int64_t>(H) * D, stride = 3 * E;
-  const int32_t n_pad = (n + attn::kKeyAlign - 1) / attn::kKeyAlign * attn::kKeyAlign, Dp = attn::PaddedDims(D);
+  const int32_t n_pad = (n + attn::kKeyAlign - 1) / attn::kKeyAlign * attn::kKeyAlign,
+                Dp = attn::PaddedDims(D);
   // Per head, the keys packed transposed in tiles (attn::KeyTile) and the values in rows of Dp, zero padded.
   const int64_t kt_head = static_cast<int64_t>(D) * n_pad, v_head = static_cast<int64_t>(n) * Dp;
-  // Every element is written below: kept across calls (the tower's layers) without clearing.
-  thread_local std::vector<float> kt, vp;
-  kt.resize(static_cast<size_t>(H * kt_head));
-  vp.resize(static_cast<size_t>(H * v_head));
-  float* const kt_all = kt.data();  // the lambdas below run on other threads: never name the thread_locals there
-  float* const v_all = vp.data();
+  // Every element is written below, so reused buffers need no clearing.
+  VisionAttentionBuffers local;
+  VisionAttentionBuffers& bufs = buffers != nullptr ? *buffers : local;
+  bufs.keys.resize(static_cast<size_t>(H * kt_head));
+  bufs.values.resize(static_cast<size_t>(H * v_head));
+  float* const kt_all = bufs.keys.data();
+  float* const v_all = bufs.values.data();
   kernels::ParallelFor(pool, H, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h) {
       float* kh = kt_all + h * kt_head;
       float* vh = v_all + h * v_head;
       for (int32_t j = 0; j < n_pad; ++j) {
-        float* kj = kh + static_cast<int64_t>(j / attn::kKeyAlign) * D * attn::kKeyAlign + j % attn::kKeyAlign;
-        for (int32_t d = 0; d < D; ++d) kj[d * attn::kKeyAlign] = j < n ? qkv[j * stride + E + h * D + d] : 0.0f;
+        float* kj = kh + (attn::KeyTile(kh, D, j) - kh);  // key j's element 0 in its tile
+        for (int32_t d = 0; d < D; ++d)
+          kj[d * attn::kKeyAlign] = j < n ? qkv[j * stride + E + h * D + d] : 0.0f;
       }
       for (int32_t j = 0; j < n; ++j) {
         std::copy_n(qkv + j * stride + 2 * E + h * D, D, vh + static_cast<int64_t>(j) * Dp);
@@ -130,9 +139,15 @@ void VisionAttention(const float* qkv, int32_t n, int32_t H, int32_t D, float sc
       b.out = out + static_cast<int64_t>(h) * D;
       b.out_stride = E;
       switch (isa) {
-        case AttnIsa::kScalar: attn::AttendBlockScalar(b, sc); break;
-        case AttnIsa::kAvx2: attn::AttendBlockAvx2(b, sc); break;
-        case AttnIsa::kAvx512: attn::AttendBlockAvx512(b, sc); break;
+        case AttnIsa::kScalar:
+          attn::AttendBlockScalar(b, sc);
+          break;
+        case AttnIsa::kAvx2:
+          attn::AttendBlockAvx2(b, sc);
+          break;
+        case AttnIsa::kAvx512:
+          attn::AttendBlockAvx512(b, sc);
+          break;
       }
     }
   });

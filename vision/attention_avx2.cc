@@ -1,6 +1,7 @@
 // The AVX2 twin of the vision attention tiles (vision/attention.h), compiled with -mavx2 -mfma
-// -ffp-contract=off and called only after the CPU check. Scores: 4 queries x 16 keys (keys in lanes); values:
-// 4 queries x 24 head dims (dims in lanes), then 8 at a time; every lane one element's chain.
+// -ffp-contract=off and called only after the CPU check. Scores: 4 queries x 24 keys (keys in lanes; 16 at
+// the end of each 64-key tile); values: 4 queries x 24 head dims (dims in lanes), then 8 at a time; every
+// lane one element's chain.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -25,7 +26,7 @@ struct Ymm {
 };
 
 struct Avx2Kernels {
-  static constexpr auto Scores = ScoresTiles<Ymm, 2>;
+  static constexpr auto Scores = ScoresTiles<Ymm, 3>;
   static float ExpRow(float* s, int32_t n) { return ExpRowAvx2(s, n); }
   static constexpr auto Values = ValuesTiles<Ymm, 3>;
 };

@@ -1,7 +1,8 @@
-// The AVX-512 twin of the vision attention tiles (vision/attention.h), compiled with -mavx512f -mavx512dq -mavx2
-// -mfma -ffp-contract=off and called only after the CPU check. Scores: 4 queries x 64 keys (keys in lanes, 16
-// accumulators); values: 4 queries x 80 head dims (dims in lanes; the packed rows are padded to 16, so D = 72 is
-// one chunk of 5 vectors), 20 accumulators. The softmax row is the AVX2 one (the same operations per lane).
+// The AVX-512 twin of the vision attention tiles (vision/attention.h), compiled with -mavx512f -mavx512dq
+// -mavx2 -mfma -ffp-contract=off and called only after the CPU check. Scores: 4 queries x 64 keys (keys in
+// lanes, 16 accumulators); values: 4 queries x 80 head dims (dims in lanes; the packed rows are padded to 16,
+// so D = 72 is one chunk of 5 vectors), 20 accumulators. The softmax row is the AVX2 one (the same operations
+// per lane).
 #include <immintrin.h>
 
 #include <cstdint>

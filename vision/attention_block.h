@@ -1,6 +1,7 @@
-// Internal to vision/attention*.cc: one (head, query block) of VisionAttention as a template over an ISA's tile
-// kernels, instantiated once per twin in a file compiled for that ISA (attention.cc: scalar, attention_avx2.cc,
-// attention_avx512.cc), all with -ffp-contract=off so only the explicit fused multiply-adds are fused.
+// Internal to vision/attention*.cc: one (head, query block) of VisionAttention as a template over an ISA's
+// tile kernels, instantiated once per twin in a file compiled for that ISA (attention.cc: scalar,
+// attention_avx2.cc, attention_avx512.cc), all with -ffp-contract=off so only the explicit fused
+// multiply-adds are fused.
 #pragma once
 
 #include <algorithm>
@@ -11,11 +12,11 @@ namespace rw::vision::attn {
 inline constexpr int32_t kQueryBlock = 32;  // queries per work item
 inline constexpr int32_t kKeyChunk = 256;   // keys whose K (and V) stay in cache across the query block
 inline constexpr int32_t kKeyAlign = 64;    // keys per tile of the packed transposed keys (padded with zeros)
-inline constexpr int32_t kDimAlign = 16;    // the packed values' rows are padded to a multiple of this (zeros)
-inline constexpr int32_t kTileRows = 4;     // queries per register tile
+inline constexpr int32_t kDimAlign = 16;  // the packed values' rows are padded to a multiple of this (zeros)
+inline constexpr int32_t kTileRows = 4;   // queries per register tile
 
-// The head's keys packed transposed in tiles of kKeyAlign keys, [n_pad / kKeyAlign][D][kKeyAlign], so a tile's
-// D rows are contiguous: key j's element d at KeyTile(kt, D, j)[d·kKeyAlign].
+// The head's keys packed transposed in tiles of kKeyAlign keys, [n_pad / kKeyAlign][D][kKeyAlign], so a
+// tile's D rows are contiguous: key j's element d at KeyTile(kt, D, j)[d·kKeyAlign].
 inline const float* KeyTile(const float* kt, int32_t D, int32_t j) {
   return kt + static_cast<int64_t>(j / kKeyAlign) * D * kKeyAlign + j % kKeyAlign;
 }
@@ -28,8 +29,8 @@ struct Block {
   const float* v = nullptr;   // the head's values packed: [n][Dp], the padding zero
   int32_t n = 0, n_pad = 0, D = 0, Dp = 0;
   float scale = 1.0f;
-  int32_t i0 = 0, i1 = 0;     // the block's queries
-  float* out = nullptr;       // query i's D outputs at out + i·out_stride
+  int32_t i0 = 0, i1 = 0;  // the block's queries
+  float* out = nullptr;    // query i's D outputs at out + i·out_stride
   int64_t out_stride = 0;
 };
 
@@ -59,13 +60,15 @@ void AttendBlock(const Block& b, const Scratch& sc) {
                 sc.s + static_cast<int64_t>(t) * b.n_pad, b.n_pad);
     }
   }
-  for (int32_t i = 0; i < nq; ++i) sc.inv[i] = 1.0f / K::ExpRow(sc.s + static_cast<int64_t>(i) * b.n_pad, b.n);
+  for (int32_t i = 0; i < nq; ++i)
+    sc.inv[i] = 1.0f / K::ExpRow(sc.s + static_cast<int64_t>(i) * b.n_pad, b.n);
   const int32_t Dp = b.Dp;
   std::fill_n(sc.acc, static_cast<int64_t>(nq) * Dp, 0.0f);
   for (int32_t k0 = 0; k0 < b.n; k0 += kKeyChunk) {
     const int32_t k1 = std::min(b.n, k0 + kKeyChunk);
     for (int32_t t = 0; t < nq; t += kTileRows) {
-      for (int32_t r = 0; r < kTileRows; ++r) rows[r] = sc.s + static_cast<int64_t>(std::min(t + r, nq - 1)) * b.n_pad;
+      for (int32_t r = 0; r < kTileRows; ++r)
+        rows[r] = sc.s + static_cast<int64_t>(std::min(t + r, nq - 1)) * b.n_pad;
       K::Values(rows, std::min(kTileRows, nq - t), b.v, k0, k1, Dp, sc.acc + static_cast<int64_t>(t) * Dp);
     }
   }

@@ -90,6 +90,7 @@ Expected<ImageEmbedding> VisionEncoder::Encode(const PreparedImage& img) const {
 
   std::vector<float> t(static_cast<size_t>(n) * E), qkv(static_cast<size_t>(n) * 3 * E),
       att(static_cast<size_t>(n) * E), ff(static_cast<size_t>(n) * c.n_ff);
+  VisionAttentionBuffers attn_buffers;
   auto norm_rows = [&](const float* w, const float* b, float* out) {
     ParallelFor(pool, n, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) LayerNormRow(x.data() + i * E, w, b, E, c.eps, out + i * E);
@@ -105,7 +106,7 @@ Expected<ImageEmbedding> VisionEncoder::Encode(const PreparedImage& img) const {
           for (int32_t part = 0; part < 2; ++part)  // q, k
             kernels::RopeApply(rope.data() + i * D, D, qkv.data() + i * 3 * E + part * E + h * D);
     });
-    VisionAttention(qkv.data(), n, H, D, 1.0f / std::sqrt(static_cast<float>(D)), att.data(), pool);
+    VisionAttention(qkv.data(), n, H, D, 1.0f / std::sqrt(static_cast<float>(D)), att.data(), pool, &attn_buffers);
     kernels::MatMul(L.out, att.data(), n, t.data(), pool);
     AddBias(t.data(), L.out_b, n, E);
     for (size_t i = 0; i < x.size(); ++i) x[i] = t[i] + x[i];

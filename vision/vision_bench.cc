@@ -1,17 +1,17 @@
-// The vision tower's speed on one image: decode, prepare (smart resize, normalisation) once, then R encodes, each
-// timed in wall and process CPU time (on a shared machine the wall clock also counts other processes' turns).
-// Prints every run, the medians and a digest of the output bits (the same for any thread count, I1).
+// The vision tower's speed on one image: decode, prepare (smart resize, normalisation) once, then R encodes,
+// each timed in wall and process CPU time (on a shared machine the wall clock also counts other processes'
+// turns). Prints every run, the medians and a digest of the output bits (the same for any thread count, I1).
 //
 //   build/vision/vision_bench --mmproj MMPROJ.gguf --image IMAGE.png [-t THREADS] [-r RUNS] [--attention]
 //
-// --attention times one block's attention alone (random inputs of the image's shape) with every ISA twin the CPU
-// runs, instead of the whole tower.
+// --attention times one block's attention alone (random inputs of the image's shape) with every ISA twin the
+// CPU runs, instead of the whole tower.
 //
 // scripts/bench-vision.sh runs it next to llama.cpp's llama-mtmd-cli on the same files (docs/images.md).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cmath>
 #include <ctime>
 #include <random>
 #include <string>
@@ -63,16 +63,17 @@ int TimeAttention(const rw::vision::VisionConfig& c, int32_t n, int threads, int
   for (int r = 0; r < runs; ++r)
     for (size_t i = 0; i < isas.size(); ++i) {
       const double w0 = Now(CLOCK_MONOTONIC), c0 = Now(CLOCK_PROCESS_CPUTIME_ID);
-      rw::vision::VisionAttention(qkv.data(), n, H, D, 1.0f / std::sqrt(static_cast<float>(D)), out.data(), &pool,
-                                  isas[i]);
+      rw::vision::VisionAttention(qkv.data(), n, H, D, 1.0f / std::sqrt(static_cast<float>(D)), out.data(),
+                                  &pool, nullptr, isas[i]);
       wall[i].push_back(Now(CLOCK_MONOTONIC) - w0);
       cpu[i].push_back(Now(CLOCK_PROCESS_CPUTIME_ID) - c0);
     }
   const double flops = 4.0 * n * n * H * D;
   for (size_t i = 0; i < isas.size(); ++i)
-    std::printf("attention %s: %d patches, %d heads of %d: median %.3f s wall, %.3f s CPU (%.1f GFLOP/s per CPU s)\n",
-                rw::vision::AttnIsaName(isas[i]), n, H, D, Median(wall[i]), Median(cpu[i]),
-                flops / Median(cpu[i]) * 1e-9);
+    std::printf(
+        "attention %s: %d patches, %d heads of %d: median %.3f s wall, %.3f s CPU (%.1f GFLOP/s per CPU s)\n",
+        rw::vision::AttnIsaName(isas[i]), n, H, D, Median(wall[i]), Median(cpu[i]),
+        flops / Median(cpu[i]) * 1e-9);
   return 0;
 }
 
@@ -89,8 +90,9 @@ int main(int argc, char** argv) {
   flags.Add("runs", 'r', &runs, "timed encodes; the medians are reported");
   flags.Add("image-min-tokens", 0, &min_tokens, "minimum merged tokens per image (llama.cpp's default)");
   flags.Add("image-max-tokens", 0, &max_tokens, "maximum merged tokens per image (llama.cpp's default)");
-  flags.Add("attention", 0, &attention_only,
-            "instead: time one block's attention alone (random inputs of the image's shape) per vector ISA twin");
+  flags.Add(
+      "attention", 0, &attention_only,
+      "instead: time one block's attention alone (random inputs of the image's shape) per vector ISA twin");
   if (const rw::Status st = flags.Parse(argc, argv); !st.ok()) {
     std::fprintf(stderr, "vision_bench: %s\n%s", st.error().ToString().c_str(), flags.Help().c_str());
     return 2;
@@ -114,8 +116,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vision_bench: %s\n", bytes.error().ToString().c_str());
     return 1;
   }
-  auto img = rw::vision::DecodeImage(
-      {reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()}, rw::vision::ImageLimits{});
+  auto img = rw::vision::DecodeImage({reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()},
+                                     rw::vision::ImageLimits{});
   if (!img.ok()) {
     std::fprintf(stderr, "vision_bench: %s\n", img.error().ToString().c_str());
     return 1;
@@ -124,9 +126,9 @@ int main(int argc, char** argv) {
       rw::vision::Prepare(*img, (*mm)->config(), rw::vision::PreprocessOptions{min_tokens, max_tokens});
   if (attention_only) return TimeAttention((*mm)->config(), prepared.nx() * prepared.ny() * 4, threads, runs);
   const rw::vision::VisionEncoder enc(**mm, threads);
-  std::printf("image %d x %d -> %d x %d px, %d x %d tokens (%d patches), %d threads\n", img->width, img->height,
-              prepared.width, prepared.height, prepared.nx(), prepared.ny(), prepared.nx() * prepared.ny() * 4,
-              threads);
+  std::printf("image %d x %d -> %d x %d px, %d x %d tokens (%d patches), %d threads\n", img->width,
+              img->height, prepared.width, prepared.height, prepared.nx(), prepared.ny(),
+              prepared.nx() * prepared.ny() * 4, threads);
   std::vector<double> wall, cpu;
   uint64_t digest = 0;
   for (int r = 0; r < runs; ++r) {
