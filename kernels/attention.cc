@@ -9,6 +9,8 @@
 
 #include "base/check.h"
 #include "base/cpu_features.h"
+#include "kernels/attention_avx512.h"
+#include "kernels/attention_reduce.h"
 #include "kernels/exp_approx.h"
 #include "kernels/exp_approx_avx2.h"
 #include "kernels/f16_row.h"
@@ -20,6 +22,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int kTileQ = 4;  // queries per register tile (scores: 4 queries x 2 keys; values: 4 queries x 16 dims)
 
 const bool kFast = CpuHasAvx2Fma();
+
+// 0 (portable), 256 (AVX2 + FMA) or 512 (AVX-512): the same bits (attention.h).
+int BestWidth() { return kFast ? (CpuHasAvx512() ? 512 : 256) : 0; }
 
 // Where one head's part of the cached rows sits: row r of a page at r·row_bytes + head_bytes.
 struct RowGeometry {
@@ -61,14 +66,6 @@ float ScorePortable(const float* q, const float* k, int32_t D, float scale) {
   return r * scale;
 }
 
-// Lane j of the result = ((v_j[0] + v_j[1]) + (v_j[2] + v_j[3])) + ((v_j[4] + v_j[5]) + (v_j[6] + v_j[7])).
-__attribute__((target("avx2,fma"))) inline __m256 Reduce8(__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 v4,
-                                                          __m256 v5, __m256 v6, __m256 v7) {
-  const __m256 ab = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3));
-  const __m256 cd = _mm256_hadd_ps(_mm256_hadd_ps(v4, v5), _mm256_hadd_ps(v6, v7));
-  return _mm256_add_ps(_mm256_permute2f128_ps(ab, cd, 0x20), _mm256_permute2f128_ps(ab, cd, 0x31));
-}
-
 // out[2i + c] = score of query q[i] against key k[c], i < 4, c < 2.
 __attribute__((target("avx2,fma"))) void ScoreTileAvx2(const float* const* q, const float* k0, const float* k1,
                                                        int32_t D, float scale, float* out) {
@@ -89,7 +86,7 @@ __attribute__((target("avx2,fma"))) void ScoreTileAvx2(const float* const* q, co
     a30 = _mm256_fmadd_ps(y, x0, a30);
     a31 = _mm256_fmadd_ps(y, x1, a31);
   }
-  __m256 r = Reduce8(a00, a01, a10, a11, a20, a21, a30, a31);
+  __m256 r = AttnReduce8(a00, a01, a10, a11, a20, a21, a30, a31);
   if (D8 < D) {
     float t[8];
     for (int i = 0; i < 4; ++i) {
@@ -102,9 +99,9 @@ __attribute__((target("avx2,fma"))) void ScoreTileAvx2(const float* const* q, co
 }
 
 // s[i·kAttnBlock + p] = score of queries[i] (i < nq <= 4) against krow[p] (p < nk).
-void ScoreTile(const float* const* q, int32_t nq, const float* const* krow, int32_t nk, int32_t D, float scale,
-               float* s) {
-  if (!kFast) {
+void ScoreTile(int width, const float* const* q, int32_t nq, const float* const* krow, int32_t nk, int32_t D,
+               float scale, float* s) {
+  if (width == 0) {
     for (int32_t i = 0; i < nq; ++i)
       for (int32_t p = 0; p < nk; ++p) s[i * kAttnBlock + p] = ScorePortable(q[i], krow[p], D, scale);
     return;
@@ -219,8 +216,9 @@ __attribute__((target("avx2,fma"))) void ValueOneAvx2(float* acc, float corr, co
   ValueTail(acc, corr, e, vrow, nb, D8, D);
 }
 
-void ValueOne(float* acc, float corr, const float* e, const float* const* vrow, int32_t nb, int32_t D) {
-  if (kFast) return ValueOneAvx2(acc, corr, e, vrow, nb, D);
+void ValueOne(int width, float* acc, float corr, const float* e, const float* const* vrow, int32_t nb, int32_t D) {
+  if (width == 512) return attention_avx512::ValueOne(acc, corr, e, vrow, nb, D);
+  if (width == 256) return ValueOneAvx2(acc, corr, e, vrow, nb, D);
   ValueTail(acc, corr, e, vrow, nb, 0, D);
 }
 
@@ -235,10 +233,11 @@ __attribute__((target("avx2"))) void ExpShiftedAvx2(const float* s, float m, int
 // ---- one segment ---------------------------------------------------------------------------------------------
 
 struct Scratch {
-  std::vector<float> kv;  // [2][kAttnBlock][D]: the block's keys, then its values, as floats
-  std::vector<float> s;   // [n][kAttnBlock] scores, then weights e
+  std::vector<float> kv;    // [2][kAttnBlock][D]: the block's keys (packed by lane groups at width 512), then values
+  std::vector<float> row;   // [D]: one dequantised key row before packing
+  std::vector<float> s;     // [n rounded up to kTileQ][kAttnBlock] scores, then weights e
   std::vector<float> corr;
-  std::vector<float> part;  // [n][D + 2] AttendGroup's partial of the current segment
+  std::vector<float> part;   // [n][D + 2] AttendGroup's partial of the current segment
   std::vector<float> total;  // [n][D + 2] the merged segments
 };
 
@@ -246,16 +245,40 @@ Scratch& ThreadScratch(int32_t n, int32_t D) {
   thread_local Scratch sc;
   const size_t pf = static_cast<size_t>(AttnPartialFloats(D));
   sc.kv.resize(static_cast<size_t>(2) * kAttnBlock * D);
-  sc.s.resize(static_cast<size_t>(n) * kAttnBlock);
+  sc.row.resize(D);
+  sc.s.resize(static_cast<size_t>((n + kTileQ - 1) / kTileQ * kTileQ) * kAttnBlock);
   sc.corr.resize(n);
   sc.part.resize(static_cast<size_t>(n) * pf);
   sc.total.resize(static_cast<size_t>(n) * pf);
   return sc;
 }
 
-// The partial state of segment `seg` of every query into part[j·(D + 2)]: acc[D], m, l.
-void RunSegment(const AttendQuery* queries, int32_t n, int32_t D, int32_t kvh, const KvPages& kv, float scale,
-                int32_t seg, float* part, Scratch& sc) {
+// Keys [b0, b0 + nk) of the block packed by lane groups into pk (width 512, D % 8 == 0), slots up to the next
+// multiple of 8 zero.
+void PackKeys(const KvPages& kv, const RowGeometry& g, int32_t b0, int32_t nk, int32_t D, float* pk, float* tmp) {
+  for (int32_t p = 0; p < nk; ++p) {
+    const int32_t pos = b0 + p;
+    const uint8_t* src = kv.k_pages[pos / kv.page_size] + static_cast<size_t>(pos % kv.page_size) * g.row_bytes +
+                         g.head_bytes;
+    if (g.type == KvType::kF32) {
+      attention_avx512::PackKeyF32(reinterpret_cast<const float*>(src), D, p, pk);
+    } else if (g.type == KvType::kF16) {
+      attention_avx512::PackKeyF16(reinterpret_cast<const uint16_t*>(src), D, p, pk);
+    } else {
+      DequantizeKvRow(g.type, src, tmp, D);
+      attention_avx512::PackKeyF32(tmp, D, p, pk);
+    }
+  }
+  if (nk % 8 != 0) {
+    std::fill_n(tmp, D, 0.0f);
+    for (int32_t p = nk; p % 8 != 0; ++p) attention_avx512::PackKeyF32(tmp, D, p, pk);
+  }
+}
+
+// The partial state of segment `seg` of every query into part[j·(D + 2)]: acc[D], m, l. Per block: the scores
+// and the online softmax step of every query tile while the keys are in cache, then the value updates.
+void RunSegment(int width, const AttendQuery* queries, int32_t n, int32_t D, int32_t kvh, const KvPages& kv,
+                float scale, int32_t seg, float* part, Scratch& sc) {
   REWIND_CHECK(D > 0 && D <= kMaxHeadDim);
   const int32_t pf = AttnPartialFloats(D);
   const int32_t seg0 = seg * kAttnSegment;
@@ -267,6 +290,8 @@ void RunSegment(const AttendQuery* queries, int32_t n, int32_t D, int32_t kvh, c
     pj[D + 1] = 0.0f;
     max_keys = std::max(max_keys, queries[j].n_keys);
   }
+  const bool packed = width == 512 && D % 8 == 0;
+  if (width == 512 && !packed) width = 256;  // a head dim with a tail: the 256-bit tiles (the same bits)
   const int32_t seg1 = std::min(max_keys, seg0 + kAttnSegment);
   float* const kb = sc.kv.data();                   // [kAttnBlock][D]
   float* const vb = sc.kv.data() + kAttnBlock * D;  // [kAttnBlock][D]
@@ -276,27 +301,34 @@ void RunSegment(const AttendQuery* queries, int32_t n, int32_t D, int32_t kvh, c
   const RowGeometry kg(kv.k_type, kv, kvh, D), vg(kv.v_type, kv, kvh, D);
   for (int32_t b0 = seg0; b0 < seg1; b0 += kAttnBlock) {
     const int32_t b1 = std::min(seg1, b0 + kAttnBlock), nk = b1 - b0;
-    for (int32_t p = b0; p < b1; ++p) {  // each row of the block once, for every query
-      krow[p - b0] = LoadRow(kv.k_pages[p / kv.page_size], p % kv.page_size, kg, D, kb + (p - b0) * D);
+    // Each row of the block once, for every query.
+    if (packed) PackKeys(kv, kg, b0, nk, D, kb, sc.row.data());
+    for (int32_t p = b0; p < b1; ++p) {
+      if (!packed) krow[p - b0] = LoadRow(kv.k_pages[p / kv.page_size], p % kv.page_size, kg, D, kb + (p - b0) * D);
       vrow[p - b0] = LoadRow(kv.v_pages[p / kv.page_size], p % kv.page_size, vg, D, vb + (p - b0) * D);
     }
     auto keys_of = [&](int32_t j) { return std::clamp(queries[j].n_keys - b0, 0, nk); };
+    // Tiles of kTileQ queries (usually one token's heads): the most keys of the tile's queries in the block.
+    auto tile_keys_of = [&](int32_t j0, int32_t j1) {
+      int32_t t = 0;
+      for (int32_t j = j0; j < j1; ++j) t = std::max(t, keys_of(j));
+      return t;
+    };
     for (int32_t j0 = 0; j0 < n; j0 += kTileQ) {
       const int32_t j1 = std::min(n, j0 + kTileQ);
-      // Scores of the tile's queries that have keys in the block (a tile's queries are usually one token's heads).
-      const float* qs[kTileQ];
-      int32_t tile_keys = 0;
-      for (int32_t j = j0; j < j1; ++j) {
-        qs[j - j0] = queries[j].q;
-        tile_keys = std::max(tile_keys, keys_of(j));
-      }
+      const int32_t tile_keys = tile_keys_of(j0, j1);
       if (tile_keys == 0) continue;
-      ScoreTile(qs, j1 - j0, krow, tile_keys, D, scale, s + static_cast<size_t>(j0) * kAttnBlock);
+      const float* qs[kTileQ];
+      for (int32_t i = 0; i < kTileQ; ++i) qs[i] = queries[std::min(j0 + i, j1 - 1)].q;  // padding repeats the last
+      float* const sj0 = s + static_cast<size_t>(j0) * kAttnBlock;
+      if (packed) {
+        for (int32_t p0 = 0; p0 < tile_keys; p0 += 8) attention_avx512::ScoreTile4x8(qs, kb, p0, D, scale, sj0 + p0);
+      } else {
+        ScoreTile(width, qs, j1 - j0, krow, tile_keys, D, scale, sj0);
+      }
       // The online softmax step per query, in ascending p.
-      bool full = j1 - j0 == kTileQ;
       for (int32_t j = j0; j < j1; ++j) {
         const int32_t nb = keys_of(j);
-        full = full && nb == tile_keys;
         if (nb == 0) continue;
         float* sj = s + static_cast<size_t>(j) * kAttnBlock;
         float* pj = part + static_cast<size_t>(j) * pf;
@@ -305,7 +337,7 @@ void RunSegment(const AttendQuery* queries, int32_t n, int32_t D, int32_t kvh, c
         const float m_new = std::max(pj[D], mb);
         const float c = ExpApprox(pj[D] - m_new);  // 0 on the first block (m = -inf)
         float l = pj[D + 1] * c;
-        if (kFast) {
+        if (width != 0) {
           ExpShiftedAvx2(sj, m_new, nb, sj);
         } else {
           for (int32_t p = 0; p < nb; ++p) sj[p] = ExpApprox(sj[p] - m_new);
@@ -315,19 +347,30 @@ void RunSegment(const AttendQuery* queries, int32_t n, int32_t D, int32_t kvh, c
         pj[D + 1] = l;
         sc.corr[j] = c;
       }
-      if (full && kFast) {
+    }
+    for (int32_t j0 = 0; j0 < n; j0 += kTileQ) {
+      const int32_t j1 = std::min(n, j0 + kTileQ);
+      const int32_t tile_keys = tile_keys_of(j0, j1);
+      if (tile_keys == 0) continue;
+      bool full = j1 - j0 == kTileQ;
+      for (int32_t j = j0; j < j1; ++j) full = full && keys_of(j) == tile_keys;
+      if (full && width != 0) {
         float* acc[kTileQ];
         const float* e[kTileQ];
         for (int i = 0; i < kTileQ; ++i) {
           acc[i] = part + static_cast<size_t>(j0 + i) * pf;
           e[i] = s + static_cast<size_t>(j0 + i) * kAttnBlock;
         }
-        ValueTile4Avx2(acc, sc.corr.data() + j0, e, vrow, tile_keys, D);
+        if (width == 512) {
+          attention_avx512::ValueTile4(acc, sc.corr.data() + j0, e, vrow, tile_keys, D);
+        } else {
+          ValueTile4Avx2(acc, sc.corr.data() + j0, e, vrow, tile_keys, D);
+        }
       } else {
         for (int32_t j = j0; j < j1; ++j)
           if (keys_of(j) > 0)
-            ValueOne(part + static_cast<size_t>(j) * pf, sc.corr[j], s + static_cast<size_t>(j) * kAttnBlock, vrow,
-                     keys_of(j), D);
+            ValueOne(width, part + static_cast<size_t>(j) * pf, sc.corr[j], s + static_cast<size_t>(j) * kAttnBlock,
+                     vrow, keys_of(j), D);
       }
     }
   }
@@ -371,7 +414,13 @@ void Finish(const AttendQuery& q, const float* total, int32_t D) {
 
 void AttendGroup(const AttendQuery* queries, int32_t n_queries, int32_t D, int32_t kvh, const KvPages& kv,
                  float scale) {
+  AttendGroupSimd(BestWidth(), queries, n_queries, D, kvh, kv, scale);
+}
+
+void AttendGroupSimd(int width, const AttendQuery* queries, int32_t n_queries, int32_t D, int32_t kvh,
+                     const KvPages& kv, float scale) {
   REWIND_CHECK(D > 0 && D <= kMaxHeadDim && n_queries >= 0);
+  REWIND_CHECK(width == 0 || width == 256 || width == 512);
   if (n_queries == 0) return;
   Scratch& sc = ThreadScratch(n_queries, D);
   const int32_t pf = AttnPartialFloats(D);
@@ -381,7 +430,7 @@ void AttendGroup(const AttendQuery* queries, int32_t n_queries, int32_t D, int32
     max_keys = std::max(max_keys, queries[j].n_keys);
   }
   for (int32_t seg = 0; seg < AttnSegments(max_keys); ++seg) {
-    RunSegment(queries, n_queries, D, kvh, kv, scale, seg, sc.part.data(), sc);
+    RunSegment(width, queries, n_queries, D, kvh, kv, scale, seg, sc.part.data(), sc);
     for (int32_t j = 0; j < n_queries; ++j)
       if (queries[j].n_keys > seg * kAttnSegment)
         Merge(sc.total.data() + static_cast<size_t>(j) * pf, sc.part.data() + static_cast<size_t>(j) * pf, D);
@@ -399,7 +448,7 @@ void AttendSegment(const AttendQuery* queries, int32_t n_queries, int32_t D, int
                    float scale, int32_t seg, float* partial) {
   REWIND_CHECK(D > 0 && D <= kMaxHeadDim && n_queries >= 0 && seg >= 0);
   if (n_queries == 0) return;
-  RunSegment(queries, n_queries, D, kvh, kv, scale, seg, partial, ThreadScratch(n_queries, D));
+  RunSegment(BestWidth(), queries, n_queries, D, kvh, kv, scale, seg, partial, ThreadScratch(n_queries, D));
 }
 
 void AttendCombine(const AttendQuery* queries, int32_t n_queries, int32_t D, const float* const* partials,

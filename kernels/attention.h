@@ -53,6 +53,11 @@ struct AttendQuery {
 void AttendGroup(const AttendQuery* queries, int32_t n_queries, int32_t D, int32_t kvh, const KvPages& kv,
                  float scale);
 
+// AttendGroup on the tiles of one SIMD width, for tests: 0 (portable), 256 (AVX2 + FMA) or 512 (AVX-512; keys
+// packed by lane groups, kernels/attention_avx512.h); the caller checks the CPU. Every width gives the same bits.
+void AttendGroupSimd(int width, const AttendQuery* queries, int32_t n_queries, int32_t D, int32_t kvh,
+                     const KvPages& kv, float scale);
+
 // The same result split over segments, for spreading one query group's long context over threads (decode at
 // depth): AttendSegment writes the partial state of segment `seg` (keys [seg·kAttnSegment, ...)) of every query
 // into partial[j·AttnPartialFloats(D) ...] (a query without keys in the segment gets an empty state);

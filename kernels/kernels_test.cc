@@ -309,6 +309,44 @@ TEST(Attention, TilesAndSegmentsAtDepthGiveTheBitsOfOneQueryForEveryKvType) {
   }
 }
 
+// Every SIMD width of the tiles gives the portable code's bits: head dims with and without a tail (36), with a
+// 16-wide part and an 8-wide rest (40), the model's (128, 256); groups of 1 to 12 queries whose key counts end
+// inside blocks, at block and segment edges, and at zero, either shared by 4 consecutive queries (one token's
+// heads: full register tiles) or each its own; every cache type (K packed by lane groups at 512).
+class AttentionWidth : public ::testing::TestWithParam<int> {};
+
+TEST_P(AttentionWidth, GivesThePortableBitsForEveryShapeAndKvType) {
+  const int width = GetParam();
+  REWIND_SKIP_WITHOUT_WIDTH(width);
+  const int Hkv = 2, n = kAttnSegment + 77;
+  const std::vector<int> keys = {n, 1, 31, 32, 33, kAttnSegment, kAttnSegment + 1, 0, n - 3, 200, n - 1};
+  for (int D : {36, 40, 128, 256}) {
+    const int W = D * Hkv;
+    auto K = Random(n * W, 41), V = Random(n * W, 42);
+    for (KvTypes types : AllKvTypeCombos()) {
+      if (D % KvBlockElems(types.k) != 0 || D % KvBlockElems(types.v) != 0) continue;
+      PagedFixture kv(K, V, n, W, 16, types);
+      for (int Q : {1, 3, 4, 5, 11, 12}) {
+        const int per_token = Q % 2 == 0 ? 4 : 1;
+        auto qs = Random(Q * D, 43 + Q, 2.0f);
+        std::vector<float> want(Q * D, -1.0f), got(Q * D, -2.0f);
+        std::vector<AttendQuery> wq, gq;
+        for (int j = 0; j < Q; ++j) {
+          const int nk = keys[((j / per_token) * 7 + Q) % keys.size()];
+          wq.push_back({qs.data() + j * D, want.data() + j * D, nk});
+          gq.push_back({qs.data() + j * D, got.data() + j * D, nk});
+        }
+        AttendGroupSimd(0, wq.data(), Q, D, 1, kv.view, 0.125f);
+        AttendGroupSimd(width, gq.data(), Q, D, 1, kv.view, 0.125f);
+        ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+            << "width " << width << " D " << D << " " << KvTypesName(types) << " Q " << Q;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Widths, AttentionWidth, ::testing::Values(256, 512), SimdWidthName);
+
 TEST(ExpApprox, IsWithinThreeUlpOfExpAndZeroBelowTheRange) {
   float worst = 0.0f;
   for (float x = -87.0f; x <= 88.0f; x += 0.0137f) {
