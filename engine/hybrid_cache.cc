@@ -108,7 +108,15 @@ BigVector<float> HybridCache::Impl::TakeRows(size_t floats) {
     if (it->capacity() >= floats && it->capacity() <= most &&
         (best == spare_rows.end() || it->capacity() < best->capacity()))
       best = it;
-  if (best == spare_rows.end()) return {};
+  if (best == spare_rows.end()) {
+    // A fresh buffer. A log of at least half the largest one gets the largest's capacity: prompt chunks differ
+    // by a few tokens (the first one is often shorter), and a buffer a few rows too small for every later chunk
+    // would make each of them pay the fresh buffer's page faults (about 4% of a long prefill).
+    BigVector<float> rows;
+    const size_t largest = spare_cap_floats / 2;
+    rows.reserve(floats >= largest / 2 ? largest : floats);
+    return rows;
+  }
   BigVector<float> rows = std::move(*best);
   spare_rows.erase(best);
   return rows;
