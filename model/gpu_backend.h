@@ -11,6 +11,7 @@
 
 #include "gpu/ops.h"
 #include "model/forward_backend.h"
+#include "model/gpu_storage.h"
 
 namespace rw::model::vk {
 
@@ -78,7 +79,7 @@ class VulkanBackend final : public ForwardBackend {
   struct ReplayRun {
     const ReplaySeqLog* log = nullptr;
     int32_t rows = 0;   // the first `rows` logged tokens
-    int32_t state = 0;  // index of the state in the device state buffers
+    int32_t state = 0;  // the state slot it changes (DeviceStates)
   };
   Status CopyRows(const Buffer& src, uint32_t src_off, uint32_t src_stride, Buffer& dst, uint32_t dst_off,
                   uint32_t dst_stride, uint32_t rows, uint32_t width);
@@ -86,9 +87,8 @@ class VulkanBackend final : public ForwardBackend {
   Status GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs, uint32_t max_n, bool record);
   Status ReplayPass(std::span<const ReplayRun> runs);
   Status EnsureRows(int32_t N);
-  Status EnsureStates(int32_t n_states);
-  Status UploadStates(std::span<const int32_t> slots, const StateStorage& states);
-  Status DownloadStates(std::span<const int32_t> slots, StateStorage& states);
+  // The device slots of `states` (made and attached on first use): st_ for this call.
+  Status AttachStates(StateStorage& states);
   Status AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32_t max_pos);
   // FFN (model/gpu_ffn.cc): the weights of layer il, and the block on t_ into y_: dense SwiGLU or the MoE.
   Status UploadFfn(int32_t il, GpuLayer& G);
@@ -111,7 +111,8 @@ class VulkanBackend final : public ForwardBackend {
   // MoE per forward: router logits [N][X], chosen experts [N][K] (int32), their weights [N][K], expert hidden
   // rows [N·K][F] (gate, up), expert outputs [N·K][E], shared expert output [N][E] and gate logit [N].
   Grown moe_logits_, moe_sel_, moe_wt_, moe_h_, moe_u_, moe_y_, sh_y_, sh_g_;
-  std::vector<Grown> conv_, delta_, log_, kc_, vc_, knew_, vnew_;  // per recurrent / attention layer
+  std::vector<Grown> log_, kc_, vc_, knew_, vnew_;  // per recurrent / attention layer
+  DeviceStates* st_ = nullptr;                      // the states of the running call
 };
 
 }  // namespace rw::model::vk
