@@ -4,6 +4,7 @@
 // Skips with a message where no Vulkan device exists.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <unistd.h>
@@ -330,19 +331,21 @@ TEST(GoldenGpu, ReplayLogRollbackGivesTheForwardsBits) {
   EXPECT_EQ(delta(2), delta(3));
 }
 
-// The states live on the device (model/gpu_storage.h): forwards move no state bytes through the host; a
-// checkpoint is one device -> host copy of the slot and a restore one host -> device copy, and a restored slot
-// continues with the bits of the slot it was taken from.
-TEST(GoldenGpu, StatesStayOnTheDeviceAndCheckpointsRoundTripBitForBit) {
+// The states and KV pages live on the device (model/gpu_storage.h): forwards move no state or KV bytes through
+// the host; a checkpoint is one device -> host copy of the slot and a restore one host -> device copy, and a
+// restored slot continues with the bits of the slot it was taken from; KV pages read to the host and written
+// back elsewhere (what persistence does) are attended to with the same bits. An f16 cache: the packed path.
+TEST(GoldenGpu, StatesAndKvStayOnTheDeviceAndCheckpointsRoundTripBitForBit) {
   std::string why;
   if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
   std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
   ASSERT_TRUE(loaded);
   Model& m = *loaded;
-  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
+  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF16));
   auto st = StateStorage::Create(m.MakeStateShape(), 3);
   ASSERT_TRUE(kv.ok() && st.ok());
   const StateStorage& cst = **st;
+  const KvStorage& ckv = **kv;
   const std::vector<int32_t> pages = {0}, toks = {3, 17, 250, 9, 41}, next = {77}, more = {5};
   BatchSeq b;
   b.state_in = -1;
@@ -356,9 +359,22 @@ TEST(GoldenGpu, StatesStayOnTheDeviceAndCheckpointsRoundTripBitForBit) {
   b.tokens = next;
   ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());
   StateDevice* dev = cst.device();
+  KvDevice* kdev = ckv.device();
   ASSERT_NE(dev, nullptr) << "the GPU forward keeps the states on the device";
+  ASSERT_NE(kdev, nullptr) << "the GPU forward keeps the KV pages on the device";
   EXPECT_EQ(dev->bytes_to_host(), 0u) << "a forward downloaded state bytes";
   EXPECT_EQ(dev->bytes_to_device(), 0u) << "a forward uploaded state bytes";
+  EXPECT_EQ(kdev->bytes_to_host(), 0u) << "a forward downloaded KV bytes";
+  EXPECT_EQ(kdev->bytes_to_device(), 0u) << "a forward uploaded KV bytes";
+  // Page 0 (6 rows) copied through the host into page 1, as an export and an import do.
+  const int32_t n_attn = ckv.config().n_layers;
+  for (int32_t l = 0; l < n_attn; ++l) {
+    const std::vector<uint8_t> k(ckv.K(l, 0), ckv.K(l, 0) + 6 * ckv.k_row_bytes());
+    const std::vector<uint8_t> v(ckv.V(l, 0), ckv.V(l, 0) + 6 * ckv.v_row_bytes());
+    EXPECT_TRUE(std::any_of(k.begin(), k.end(), [](uint8_t x) { return x != 0; })) << "layer " << l;
+    ASSERT_TRUE((*kv)->WriteRows(l, 1, 0, 6, k.data(), v.data()).ok());
+  }
+  EXPECT_EQ(kdev->bytes_to_device(), static_cast<uint64_t>(n_attn) * 6 * (ckv.k_row_bytes() + ckv.v_row_bytes()));
   const uint64_t bytes = cst.bytes_per_state();
   StateCheckpoint ck = cst.Snapshot(0);
   EXPECT_EQ(dev->bytes_to_host(), bytes);
@@ -376,7 +392,10 @@ TEST(GoldenGpu, StatesStayOnTheDeviceAndCheckpointsRoundTripBitForBit) {
   EXPECT_EQ(dev->bytes_to_device(), to_dev + bytes);
   b.state_in = 1;
   b.state_out = 1;
+  const std::vector<int32_t> copied = {1};
+  b.pages = copied;  // the restored slot attends to the rows copied through the host
   ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &a1).ok());
+  b.pages = pages;
   b.state_in = 2;
   b.state_out = 2;
   ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &a2).ok());

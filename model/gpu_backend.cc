@@ -77,8 +77,6 @@ Status VulkanBackend::Upload() {
   log_.resize(cfg_.n_recurrent_layers());
   kc_.resize(cfg_.n_attn_layers());
   vc_.resize(cfg_.n_attn_layers());
-  knew_.resize(cfg_.n_attn_layers());
-  vnew_.resize(cfg_.n_attn_layers());
   return Status::Ok();
 }
 
@@ -203,9 +201,17 @@ Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32
   struct { uint32_t total, heads, row_stride, head_stride, x_off, n_rot; } rk{N * Hkv, Hkv, KW, D, 0,
                                                                              static_cast<uint32_t>(cfg_.n_rot)};
   c.Dispatch(*rope, {{&k_.buf}, {&rope_.buf}}, &rk, sizeof(rk), Groups(rk.total));
-  // The new rows go back to the host KvStorage after the forward (copies of the unrounded rows).
-  c.Copy(k_.buf, 0, knew_[ai].buf, 0, static_cast<size_t>(N) * KW * 4);
-  c.Copy(v_.buf, 0, vnew_[ai].buf, 0, static_cast<size_t>(N) * KW * 4);
+  // The cached rows from the device pages into this forward's contiguous rows; the new rows into the pages in
+  // the cache type (the CPU's bytes) and into the contiguous rows rounded as stored.
+  struct { uint32_t n, KW, f16; } gpc{n_gather_, KW, kv_f16_ ? 1u : 0u}, spc2{n_scatter_, KW, kv_f16_ ? 1u : 0u};
+  if (n_gather_ > 0) {
+    REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * gather, c.GetPipeline("kv_gather"));
+    c.Dispatch(*gather, {{&kvd_->k(ai)}, {&kvd_->v(ai)}, {&kc_[ai].buf}, {&vc_[ai].buf}, {&gather_tab_.buf}}, &gpc,
+               sizeof(gpc), Groups(static_cast<uint64_t>(n_gather_) * KW));
+  }
+  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * scatter, c.GetPipeline("kv_scatter"));
+  c.Dispatch(*scatter, {{&k_.buf}, {&v_.buf}, {&kvd_->k(ai)}, {&kvd_->v(ai)}, {&scatter_tab_.buf}}, &spc2,
+             sizeof(spc2), Groups(static_cast<uint64_t>(n_scatter_) * (kv_f16_ ? KW / 2 : KW)));
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * store, c.GetPipeline("kv_store"));
   struct { uint32_t N, KW, f16; } spc{static_cast<uint32_t>(N), KW, kv_f16_ ? 1u : 0u};
   c.Dispatch(*store, {{&k_.buf}, {&v_.buf}, {&kc_[ai].buf}, {&vc_[ai].buf}, {&row_tab_.buf}}, &spc, sizeof(spc),
@@ -256,6 +262,20 @@ Status VulkanBackend::AttachStates(StateStorage& states) {
   st_ = dynamic_cast<DeviceStates*>(states.device());
   if (st_ == nullptr || st_->context() != ctx_.get())
     return Error::InvalidArgument("this state storage lives on another device than " + name());
+  return Status::Ok();
+}
+
+Status VulkanBackend::AttachKv(KvStorage& kv) {
+  if (kv.device() == nullptr) {
+    const KvTypes t = kv.config().type;
+    if (t.k == KvType::kF16 && kv.config().row_width % 2 != 0)
+      return Error::Unsupported("the GPU backend needs an even KV row width for an f16 cache");
+    REWIND_ASSIGN_OR_RETURN(std::shared_ptr<DeviceKv> d, DeviceKv::Create(ctx_, kv));
+    kv.SetDevice(std::move(d));
+  }
+  kvd_ = dynamic_cast<DeviceKv*>(kv.device());
+  if (kvd_ == nullptr || kvd_->context() != ctx_.get())
+    return Error::InvalidArgument("this KV storage lives on another device than " + name());
   return Status::Ok();
 }
 
@@ -333,25 +353,28 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
       prefix_runs.push_back({seqs[s].prefix, seqs[s].prefix_rows, seqs[s].slot});
   }
   REWIND_RETURN_IF_ERROR(ReplayPass(prefix_runs));
+  // ---- The KV pages are on the device: tables of the rows to gather (cached) and to store (new).
   const int32_t ps = kv.page_size();
+  if (cf.n_attn_layers() > 0) {
+    REWIND_RETURN_IF_ERROR(AttachKv(kv));
+    std::vector<int32_t> gather, scatter;
+    for (int32_t s = 0, base = 0; s < n_seqs; base += seqs[s].pos0 + seqs[s].n, ++s) {
+      for (int32_t p = 0; p < seqs[s].pos0; ++p) gather.insert(gather.end(), {base + p, seqs[s].pages[p / ps] * ps + p % ps});
+      for (int32_t j = 0; j < seqs[s].n; ++j) {
+        const int32_t p = seqs[s].pos0 + j;
+        scatter.insert(scatter.end(), {seqs[s].row0 + j, seqs[s].pages[p / ps] * ps + p % ps});
+      }
+    }
+    n_gather_ = static_cast<uint32_t>(gather.size() / 2);
+    n_scatter_ = static_cast<uint32_t>(scatter.size() / 2);
+    REWIND_RETURN_IF_ERROR(gather_tab_.Ensure(c, 4 * gather.size()));
+    REWIND_RETURN_IF_ERROR(c.Upload(gather_tab_.buf, gather.data(), 4 * gather.size()));
+    REWIND_RETURN_IF_ERROR(scatter_tab_.Ensure(c, 4 * scatter.size()));
+    REWIND_RETURN_IF_ERROR(c.Upload(scatter_tab_.buf, scatter.data(), 4 * scatter.size()));
+  }
   for (int32_t ai = 0; ai < cf.n_attn_layers(); ++ai) {
     REWIND_RETURN_IF_ERROR(kc_[ai].Ensure(c, 4 * static_cast<size_t>(kv_rows) * KW));
     REWIND_RETURN_IF_ERROR(vc_[ai].Ensure(c, 4 * static_cast<size_t>(kv_rows) * KW));
-    REWIND_RETURN_IF_ERROR(knew_[ai].Ensure(c, 4 * n * KW));
-    REWIND_RETURN_IF_ERROR(vnew_[ai].Ensure(c, 4 * n * KW));
-    std::vector<float> kh, vh;
-    for (int32_t s = 0, base = 0; s < n_seqs; base += seqs[s].pos0 + seqs[s].n, ++s) {
-      const int32_t P = seqs[s].pos0;
-      kh.resize(static_cast<size_t>(P) * KW);
-      vh.resize(static_cast<size_t>(P) * KW);
-      for (int32_t p = 0; p < P; ++p) {
-        const int32_t page = seqs[s].pages[p / ps], r = p % ps;
-        kernels::DequantizeKvRow(kt.k, kv.K(ai, page) + r * kv.k_row_bytes(), kh.data() + static_cast<size_t>(p) * KW, KW);
-        kernels::DequantizeKvRow(kt.v, kv.V(ai, page) + r * kv.v_row_bytes(), vh.data() + static_cast<size_t>(p) * KW, KW);
-      }
-      REWIND_RETURN_IF_ERROR(c.Upload(kc_[ai].buf, kh.data(), 4 * kh.size(), 4 * static_cast<size_t>(base) * KW));
-      REWIND_RETURN_IF_ERROR(c.Upload(vc_[ai].buf, vh.data(), 4 * vh.size(), 4 * static_cast<size_t>(base) * KW));
-    }
   }
 
   // ---- Layers.
@@ -390,7 +413,7 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     for (float& v : out->logits) v = v * inv;
   }
 
-  // ---- The replay log and the new KV rows back to the host (the states stay on the device).
+  // ---- The replay log back to the host (the states and KV pages stay on the device).
   if (replay != nullptr) {
     const size_t rw = C + 2 * Hv, n_rec = cf.n_recurrent_layers(), per_tok = rw * n_rec;
     std::vector<float> rows(n * rw);
@@ -405,16 +428,6 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
                       rows.data() + static_cast<size_t>(seqs[s].row0 + j) * rw, 4 * rw);
       }
     }
-  }
-  std::vector<float> kn(n * KW), vn(n * KW);
-  for (int32_t ai = 0; ai < cf.n_attn_layers(); ++ai) {
-    REWIND_RETURN_IF_ERROR(c.Download(knew_[ai].buf, kn.data(), 4 * kn.size()));
-    REWIND_RETURN_IF_ERROR(c.Download(vnew_[ai].buf, vn.data(), 4 * vn.size()));
-    for (int32_t s = 0; s < n_seqs; ++s)
-      for (int32_t j = 0; j < seqs[s].n; ++j) {
-        const size_t i = static_cast<size_t>(seqs[s].row0 + j);
-        internal::StoreKvRow(kv, ai, seqs[s], seqs[s].pos0 + j, kn.data() + i * KW, vn.data() + i * KW);
-      }
   }
   return Status::Ok();
 }

@@ -89,6 +89,8 @@ class VulkanBackend final : public ForwardBackend {
   Status EnsureRows(int32_t N);
   // The device slots of `states` (made and attached on first use): st_ for this call.
   Status AttachStates(StateStorage& states);
+  // The device pages of `kv` (made and attached on first use): kvd_ for this call.
+  Status AttachKv(KvStorage& kv);
   Status AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32_t max_pos);
   // FFN (model/gpu_ffn.cc): the weights of layer il, and the block on t_ into y_: dense SwiGLU or the MoE.
   Status UploadFfn(int32_t il, GpuLayer& G);
@@ -107,12 +109,14 @@ class VulkanBackend final : public ForwardBackend {
   bool kv_f16_ = false;  // this forward's KV cache type: F16 (rows rounded as the CPU stores them) or F32
   // Per forward: [N][E] residual / normed / block output, and the layer scratch.
   Grown x_, t_, y_, qkv_, z_, b_, a_, u_, o_, qg_, k_, v_, q_, att_, fg_, fu_, hn_, logits_, rope_, seq_tab_,
-      row_tab_, replay_tab_, replay_in_, attn_ml_, fused_;
+      row_tab_, replay_tab_, replay_in_, attn_ml_, fused_, gather_tab_, scatter_tab_;
   // MoE per forward: router logits [N][X], chosen experts [N][K] (int32), their weights [N][K], expert hidden
   // rows [N·K][F] (gate, up), expert outputs [N·K][E], shared expert output [N][E] and gate logit [N].
   Grown moe_logits_, moe_sel_, moe_wt_, moe_h_, moe_u_, moe_y_, sh_y_, sh_g_;
-  std::vector<Grown> log_, kc_, vc_, knew_, vnew_;  // per recurrent / attention layer
-  DeviceStates* st_ = nullptr;                      // the states of the running call
+  std::vector<Grown> log_, kc_, vc_;  // per recurrent / attention layer
+  DeviceStates* st_ = nullptr;        // the states of the running call
+  DeviceKv* kvd_ = nullptr;           // its KV pages
+  uint32_t n_gather_ = 0, n_scatter_ = 0;  // rows in gather_tab_ / scatter_tab_ this forward
 };
 
 }  // namespace rw::model::vk

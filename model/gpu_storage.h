@@ -1,5 +1,5 @@
 // The device side of the storage seam (docs/gpu.md), internal to model/: the recurrent-state slots of a
-// StateStorage held in device buffers by the Vulkan backend. The engine and the memory policy keep naming slots
+// StateStorage and the KV pages of a KvStorage held in device buffers by the Vulkan backend. The engine and the memory policy keep naming slots
 // through StateStorage; this class decides where their bytes are. A forward reads and writes them in place, so
 // a forward moves no state through the host: only a checkpoint (Snapshot: device -> host), a restore
 // (Restore: host -> device) or a host read (SlotData, the const views) does.
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/vk_context.h"
+#include "model/kv_storage.h"
 #include "model/state_storage.h"
 
 namespace rw::model::vk {
@@ -41,6 +42,38 @@ class DeviceStates final : public StateDevice {
   int32_t n_slots_ = 0;
   std::vector<gpu::Buffer> conv_, delta_;  // per recurrent layer
   gpu::Buffer staging_;                    // one slot in the host layout, host-visible (when not mapped)
+};
+
+// KV pages: per attention layer a K and a V pool [page][row][row bytes] in the host's byte layout (f32 or f16
+// rows). A forward gathers the rows it attends to from them and stores its new rows into them on the device
+// (kv_gather / kv_scatter), so it moves no KV bytes through the host.
+class DeviceKv final : public KvDevice {
+ public:
+  // A clear error when the device cannot hold the pools; pages whose host bytes are not all zero are uploaded.
+  static Expected<std::shared_ptr<DeviceKv>> Create(std::shared_ptr<gpu::Context> ctx, const KvStorage& host);
+
+  Status ReadPage(int32_t layer, int32_t page, bool v, uint8_t* out) override;
+  Status WriteRows(int32_t layer, int32_t page, int32_t row0, int32_t n, const uint8_t* k,
+                   const uint8_t* v) override;
+  Status CopyPage(int32_t src, int32_t dst, int32_t n_rows) override;
+  uint64_t device_bytes() const override;
+
+  const gpu::Context* context() const { return ctx_.get(); }
+  gpu::Buffer& k(int32_t layer) { return k_[layer]; }
+  gpu::Buffer& v(int32_t layer) { return v_[layer]; }
+
+ private:
+  DeviceKv(std::shared_ptr<gpu::Context> ctx, const KvStorage& host)
+      : ctx_(std::move(ctx)), n_layers_(host.config().n_layers), n_pages_(host.n_pages()),
+        k_page_(host.k_page_bytes()), v_page_(host.v_page_bytes()), k_row_(host.k_row_bytes()),
+        v_row_(host.v_row_bytes()) {}
+  Status Put(gpu::Buffer& dst, size_t offset, const uint8_t* src, size_t bytes);
+
+  std::shared_ptr<gpu::Context> ctx_;  // first: destroyed after the buffers
+  int32_t n_layers_ = 0, n_pages_ = 0;
+  size_t k_page_ = 0, v_page_ = 0, k_row_ = 0, v_row_ = 0;
+  std::vector<gpu::Buffer> k_, v_;  // per attention layer: [page][row][row bytes]
+  gpu::Buffer staging_;             // one K or V page, host-visible (when the pools are not mapped)
 };
 
 }  // namespace rw::model::vk
