@@ -62,6 +62,13 @@ class VulkanBackend final : public ForwardBackend {
   uint64_t device_bytes() const override { return ctx_->allocated_bytes(); }
   std::string device_type() const override { return ctx_->info().type; }
   uint64_t device_memory_total() const override { return ctx_->info().memory_bytes; }
+  uint64_t max_buffer_bytes() const override { return ctx_->max_buffer_bytes(); }
+  Status Place(KvStorage& kv, StateStorage& states) override {
+    if (cfg_.n_attn_layers() > 0) REWIND_RETURN_IF_ERROR(AttachKv(kv));
+    return AttachStates(states);
+  }
+  uint64_t device_kv_bytes() const override { return kvd_ != nullptr ? kvd_->device_bytes() : 0; }
+  uint64_t device_state_bytes() const override { return st_ != nullptr ? st_->device_bytes() : 0; }
   Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
                  KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) override;
   Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
