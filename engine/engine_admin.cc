@@ -177,7 +177,7 @@ std::string EngineImpl::MetricsText() {
   for (size_t i = 0; i < c.spec_accepted_at.size(); ++i)
     if (c.spec_drafted_at[i]) os << "rewind_spec_accepted_at_total{position=\"" << i + 1 << "\"} " << c.spec_accepted_at[i] << "\n";
   std::string cache_text, dev_name, dev_type, dev_desc;
-  uint64_t dev_used = 0, dev_total = 0;
+  uint64_t dev_used = 0, dev_total = 0, dev_kv = 0, dev_states = 0;
   RunOnEngine([&] {
     cache_text = cache_->MetricsText();
     dev_name = model_->device_name();
@@ -185,17 +185,24 @@ std::string EngineImpl::MetricsText() {
     dev_desc = model_->device_description();
     dev_used = model_->device_bytes();
     dev_total = model_->device_memory_total();
+    dev_kv = model_->device_kv_bytes();
+    dev_states = model_->device_state_bytes();
   });
   // The device the forward runs on (as GET /props names it); its memory on a GPU.
   os << "# HELP rewind_device_info The device the forward runs on (cpu or vulkanN), its kind and description.\n"
         "# TYPE rewind_device_info gauge\nrewind_device_info{name=\"" << PromLabelValue(dev_name) << "\",type=\""
      << PromLabelValue(dev_type) << "\",description=\"" << PromLabelValue(dev_desc) << "\"} 1\n";
   if (dev_name != "cpu") {
-    os << "# HELP rewind_device_memory_used_bytes Device memory this server holds (weights, KV and state mirrors, "
-          "scratch).\n# TYPE rewind_device_memory_used_bytes gauge\nrewind_device_memory_used_bytes "
+    os << "# HELP rewind_device_memory_used_bytes Device memory this server holds (weights, KV pages, recurrent "
+          "states, scratch).\n# TYPE rewind_device_memory_used_bytes gauge\nrewind_device_memory_used_bytes "
        << dev_used << "\n";
     os << "# HELP rewind_device_memory_total_bytes The device's memory (its largest device-local heap).\n"
           "# TYPE rewind_device_memory_total_bytes gauge\nrewind_device_memory_total_bytes " << dev_total << "\n";
+    os << "# HELP rewind_device_kv_bytes Device memory of the KV page pool (checkpoints are host memory: "
+          "rewind_cache_checkpoint_bytes).\n# TYPE rewind_device_kv_bytes gauge\nrewind_device_kv_bytes "
+       << dev_kv << "\n";
+    os << "# HELP rewind_device_state_bytes Device memory of the live recurrent-state slots.\n"
+          "# TYPE rewind_device_state_bytes gauge\nrewind_device_state_bytes " << dev_states << "\n";
   }
   os << cache_text;
   return os.str();

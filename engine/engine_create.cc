@@ -122,7 +122,19 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
     int64_t avail = AvailableMemoryBytes();
     hc.budget_bytes = std::min<int64_t>(avail / 2, int64_t{8} << 30);
   }
+  const uint64_t weights_bytes = e->model_->device_bytes();
   REWIND_ASSIGN_OR_RETURN(e->cache_, HybridCache::Create(*e->model_, hc));
+  if (e->model_->device_name() != "cpu") {
+    e->info_.device_memory_total = e->model_->device_memory_total();
+    e->info_.device_weights_bytes = weights_bytes;
+    e->info_.device_kv_bytes = e->model_->device_kv_bytes();
+    e->info_.device_state_bytes = e->model_->device_state_bytes();
+    LOG_INFO("device %s: weights %.1f MiB, KV pages %.1f MiB, recurrent states %.1f MiB (device memory); "
+             "checkpoints in host memory within the cache budget of %.1f MiB",
+             e->model_->device_description().c_str(), weights_bytes / 1048576.0,
+             e->info_.device_kv_bytes / 1048576.0, e->info_.device_state_bytes / 1048576.0,
+             hc.budget_bytes / 1048576.0);
+  }
   LogContextMemory(cfg, hc.kv_type, n_ctx, config.n_parallel);
   if (const int32_t fit = e->cache_->MaxSequenceTokens(); fit < n_ctx) {
     // The budget is never exceeded (docs/cache-budget.md): one request cannot grow past what it holds.

@@ -215,6 +215,10 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
                                   " B) plus two pages (" + std::to_string(2 * m.page_bytes) +
                                   " B): use --cache-ram " + std::to_string(mib) + " or more, or --no-cache");
   }
+  // On a GPU the page pool is device memory (docs/gpu.md): at most what the device holds; the budget's other
+  // bytes hold checkpoints in host memory.
+  REWIND_ASSIGN_OR_RETURN(const int32_t device_pages, DevicePageLimit(model, m, config.kv_type));
+  if (device_pages < m.MaxPages()) m.max_pages = device_pages;
   if (Status s = m.Validate(); !s.ok())
     return Error::InvalidArgument("cache: " + s.error().message + " (raise the cache budget)");
   im.mm = std::make_unique<memory::MemoryManager>(m);
@@ -230,6 +234,7 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   REWIND_ASSIGN_OR_RETURN(im.kv, model::KvStorage::Create(model.MakeKvConfig(m.MaxPages(), config.page_tokens,
                                                                              config.kv_type)));
   REWIND_ASSIGN_OR_RETURN(im.states, model::StateStorage::Create(model.MakeStateShape(), m.max_slots));
+  REWIND_RETURN_IF_ERROR(model.PlaceStorage(*im.kv, *im.states));  // on a GPU: device memory, allocated now
   // Snapshot buffers made ready off the engine thread: up to 4 states, at most 256 MiB (docs/checkpoints.md).
   if (config.use_cache && m.state_bytes > 0)
     im.states->KeepSpares(static_cast<size_t>(std::clamp<int64_t>((int64_t{256} << 20) / m.state_bytes, 1, 4)));

@@ -6,7 +6,8 @@ if(TARGET rewind_model AND TARGET rewind_memory)
                                        ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_store.cc
                                        ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_view.cc
                                        ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_metrics.cc
-                                       ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_remote.cc)
+                                       ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_remote.cc
+                                       ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_device.cc)
   target_link_libraries(rewind_engine PRIVATE nlohmann_json::nlohmann_json)  # hybrid_cache_view.cc
   target_link_libraries(rewind_engine PUBLIC rewind_remote)
   rewind_tests(remote_tier_tests SOURCES ${CMAKE_CURRENT_LIST_DIR}/hybrid_cache_remote_test.cc

@@ -15,6 +15,12 @@
 
 namespace rw::engine {
 
+// On a GPU (docs/gpu.md) the KV pages and the recurrent states live in device memory: the most pages the device
+// holds beside the weights, `m`'s state slots and a reserve for activations (an eighth of the device), and that
+// one layer's page pool can bind (its storage buffer range). A clear error when not even two pages fit. On the
+// CPU: no limit (INT32_MAX). hybrid_cache_device.cc.
+Expected<int32_t> DevicePageLimit(const model::Model& model, const memory::MemoryConfig& m, kernels::KvTypes kv_type);
+
 struct HybridCache::Impl {
   model::Model* model = nullptr;
   HybridCacheConfig cfg;

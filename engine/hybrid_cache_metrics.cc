@@ -78,6 +78,8 @@ std::string HybridCache::MetricsText() const {
   metric("rewind_cache_budget_bytes", "gauge", "Byte budget of pages and checkpoints.", m.config().budget_bytes);
   metric("rewind_cache_used_bytes", "gauge", "Bytes of live pages and checkpoints.", m.used_bytes());
   metric("rewind_cache_checkpoints", "gauge", "Checkpoints in RAM.", m.checkpoints().size());
+  metric("rewind_cache_checkpoint_bytes", "gauge", "Bytes of the checkpoints in RAM (host memory, also on a GPU).",
+         m.checkpoints().total_bytes());
   metric("rewind_cache_tree_nodes", "gauge", "Prefix-tree nodes.", m.tree().node_count() - 1);
   metric("rewind_cache_evictions_total", "counter", "Tree entries evicted.", im.counters.evictions);
   metric("rewind_cache_evicted_bytes_total", "counter", "Bytes freed by eviction.", im.counters.evicted_bytes);

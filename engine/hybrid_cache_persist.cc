@@ -75,13 +75,16 @@ Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std
   Exec(app->ops);
   NoteTaken(app->take);
   const size_t k_row = kv->k_row_bytes(), v_row = kv->v_row_bytes();
-  for (int32_t q = acq.hit.resume_pos; q < len; ++q) {
+  for (int32_t q = acq.hit.resume_pos; q < len;) {  // the rows of one page at a time
     const memory::PageId page = mm->sequence(seq).pages[static_cast<size_t>(q / P)];
+    const int32_t r0 = q % P, n = std::min(len - q, P - r0);
     for (int32_t l = 0; l < kv->config().n_layers; ++l) {
       const size_t base = (static_cast<size_t>(q / P - first_page) * kv->config().n_layers + l) * (k_page + v_page);
-      std::memcpy(kv->K(l, page) + (q % P) * k_row, kv_bytes.data() + base + (q % P) * k_row, k_row);
-      std::memcpy(kv->V(l, page) + (q % P) * v_row, kv_bytes.data() + base + k_page + (q % P) * v_row, v_row);
+      const auto* src = reinterpret_cast<const uint8_t*>(kv_bytes.data()) + base;
+      const Status w = kv->WriteRows(l, page, r0, n, src + r0 * k_row, src + k_page + r0 * v_row);
+      REWIND_CHECK_MSG(w.ok(), "importing KV rows: %s", w.error().message.c_str());
     }
+    q += n;
   }
   Status s = states->Restore(model::StateCheckpoint::FromData(state),
                              app->state_out);

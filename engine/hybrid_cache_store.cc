@@ -111,8 +111,9 @@ memory::StorePut HybridCache::Impl::MakePut(std::span<const int32_t> prefix, mem
     std::string bytes;
     bytes.reserve(rows * (k_row + v_row) * static_cast<size_t>(kv->config().n_layers));
     for (int32_t l = 0; l < kv->config().n_layers; ++l) {  // [layer][K rows | V rows]
-      bytes.append(reinterpret_cast<const char*>(kv->K(l, pages[static_cast<size_t>(i)])), rows * k_row);
-      bytes.append(reinterpret_cast<const char*>(kv->V(l, pages[static_cast<size_t>(i)])), rows * v_row);
+      const model::KvStorage& view = *kv;  // the const views read device-resident pages
+      bytes.append(reinterpret_cast<const char*>(view.K(l, pages[static_cast<size_t>(i)])), rows * k_row);
+      bytes.append(reinterpret_cast<const char*>(view.V(l, pages[static_cast<size_t>(i)])), rows * v_row);
     }
     put.pages.emplace_back(end, std::move(bytes));
   }

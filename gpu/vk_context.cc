@@ -411,10 +411,10 @@ Status Context::Download(const Buffer& src, void* dst, size_t bytes, size_t src_
   return Status::Ok();
 }
 
-Status Context::Fill(Buffer& dst, uint32_t value) {
+Status Context::Fill(Buffer& dst, uint32_t value, size_t offset, size_t bytes) {
   REWIND_RETURN_IF_ERROR(BeginIfNeeded());
   FullBarrier(cmd_);
-  vkCmdFillBuffer(cmd_, dst.handle(), 0, VK_WHOLE_SIZE, value);
+  vkCmdFillBuffer(cmd_, dst.handle(), offset, bytes == 0 ? VK_WHOLE_SIZE : bytes, value);
   return Status::Ok();
 }
 

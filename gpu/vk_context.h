@@ -89,7 +89,8 @@ class Context {
   // Copies through a staging buffer (or directly when `dst` is mapped). Any recorded work is submitted first.
   Status Upload(Buffer& dst, const void* src, size_t bytes, size_t dst_offset = 0);
   Status Download(const Buffer& src, void* dst, size_t bytes, size_t src_offset = 0);
-  Status Fill(Buffer& dst, uint32_t value);  // whole buffer
+  // Records a fill of bytes [offset, offset + bytes) (bytes 0: to the end; both multiples of 4).
+  Status Fill(Buffer& dst, uint32_t value, size_t offset = 0, size_t bytes = 0);
 
   // The pipeline of embedded shader `name` (gpu/shaders/CMakeLists.txt names them), built on first use.
   Expected<Pipeline*> GetPipeline(const std::string& name);

@@ -110,6 +110,12 @@ class Model {
   uint64_t device_bytes() const;  // bytes held on the device (0 on the CPU)
   std::string device_type() const;         // "cpu" on the CPU, else the Vulkan device's kind ("discrete", ...)
   uint64_t device_memory_total() const;    // the device's memory (0 on the CPU)
+  uint64_t device_max_buffer_bytes() const;  // the largest buffer the device binds (0 on the CPU)
+  // On a device: puts kv's pages and states' slots there, where the forward reads and writes them (a clear
+  // error when they do not fit); on the CPU nothing. docs/gpu.md.
+  Status PlaceStorage(KvStorage& kv, StateStorage& states);
+  uint64_t device_kv_bytes() const;     // KV pages held on the device (0 on the CPU)
+  uint64_t device_state_bytes() const;  // recurrent states held on the device (0 on the CPU)
 
   // Storage shaped for this model.
   KvStorageConfig MakeKvConfig(int32_t n_pages, int32_t page_size = 32, KvTypes type = KvType::kF16) const;

@@ -29,6 +29,14 @@ class ForwardBackend {
   // largest device-local heap).
   virtual std::string device_type() const = 0;
   virtual uint64_t device_memory_total() const = 0;
+  // The largest buffer the device binds (its storage buffer range): a KV layer's page pool must fit in one.
+  virtual uint64_t max_buffer_bytes() const = 0;
+  // Puts the bytes of kv and states on the device (they live there from now on: model/gpu_storage.h); a clear
+  // error when the device cannot hold them. Forward does it on first use too.
+  virtual Status Place(KvStorage& kv, StateStorage& states) = 0;
+  // Bytes of KV pages and of recurrent states this backend holds on the device (the storages placed so far).
+  virtual uint64_t device_kv_bytes() const = 0;
+  virtual uint64_t device_state_bytes() const = 0;
   // A validated batch: seqs resolved to rows (N in all), new sequences' state slots already cleared, replay
   // (optional) sized as Model::Forward sizes it. Same contract as Model::Forward.
   virtual Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,

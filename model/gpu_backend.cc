@@ -1,8 +1,9 @@
 // The Vulkan forward of the Qwen hybrids (qwen35 dense, qwen35moe, qwen3next: Gated DeltaNet + gated attention +
 // a SwiGLU FFN or MoE, model/gpu_ffn.cc): every layer runs on the device with the gpu/ kernels; weights are uploaded once in their GGUF block formats. The host does the
 // embedding lookup (one row per token), builds the RoPE cos/sin table with the CPU's kernels::RopeCache, and
-// moves the batch's recurrent states and KV rows between the engine's StateStorage / KvStorage and device
-// buffers around each forward (docs/gpu.md says what this costs and what is not on the device yet).
+// moves the batch's cached KV rows between the engine's KvStorage and device buffers around each forward. The
+// recurrent states live on the device (model/gpu_storage.h): forwards read and write them in place (docs/gpu.md
+// says what is not on the device yet).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -73,13 +74,9 @@ Status VulkanBackend::Upload() {
   }
   REWIND_ASSIGN_OR_RETURN(output_, UploadWeight(c, w_.output, "output"));
   REWIND_ASSIGN_OR_RETURN(output_norm_, UploadFloats(c, w_.output_norm, cfg_.n_embd));
-  conv_.resize(cfg_.n_recurrent_layers());
-  delta_.resize(cfg_.n_recurrent_layers());
   log_.resize(cfg_.n_recurrent_layers());
   kc_.resize(cfg_.n_attn_layers());
   vc_.resize(cfg_.n_attn_layers());
-  knew_.resize(cfg_.n_attn_layers());
-  vnew_.resize(cfg_.n_attn_layers());
   return Status::Ok();
 }
 
@@ -110,7 +107,7 @@ Status VulkanBackend::GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows
                  C = cfg_.ssm_conv_dim(), Kc = cfg_.ssm_conv_kernel;
   const uint32_t N = static_cast<uint32_t>(rows);
   Context& c = *ctx_;
-  gpu::RecordGdnConv(c, qkv_.buf, L.conv, conv_[gi].buf, u_.buf, tab, static_cast<uint32_t>(n_seqs), max_n, C, Kc, C);
+  gpu::RecordGdnConv(c, qkv_.buf, L.conv, st_->conv(gi), u_.buf, tab, static_cast<uint32_t>(n_seqs), max_n, C, Kc, C);
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * l2, c.GetPipeline("l2_norm"));
   for (uint32_t off : {0u, Kd}) {  // q heads, then k heads
     struct { uint32_t rows, n, per, outer, inner, x_off; float eps; } lpc{N * Hk, S, Hk, C, S, off, cfg_.eps};
@@ -121,7 +118,7 @@ Status VulkanBackend::GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows
   c.Dispatch(*gates, {{&b_.buf}, {&a_.buf}, {&L.dt_bias}, {&L.ssm_a}}, &gpc, sizeof(gpc), Groups(gpc.n));
   const bool grouped = cfg_.arch == Arch::kQwen3Next;
   const gpu::GdnDeltaShape sh{Hv, S, C, Kd, grouped ? Hv / Hk : 1u, grouped ? 0xFFFFFFFFu : Hk};
-  gpu::RecordGdnDelta(c, u_.buf, b_.buf, a_.buf, delta_[gi].buf, o_.buf, tab, static_cast<uint32_t>(n_seqs), max_n, sh);
+  gpu::RecordGdnDelta(c, u_.buf, b_.buf, a_.buf, st_->delta(gi), o_.buf, tab, static_cast<uint32_t>(n_seqs), max_n, sh);
   return Status::Ok();
 }
 
@@ -204,9 +201,17 @@ Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32
   struct { uint32_t total, heads, row_stride, head_stride, x_off, n_rot; } rk{N * Hkv, Hkv, KW, D, 0,
                                                                              static_cast<uint32_t>(cfg_.n_rot)};
   c.Dispatch(*rope, {{&k_.buf}, {&rope_.buf}}, &rk, sizeof(rk), Groups(rk.total));
-  // The new rows go back to the host KvStorage after the forward (copies of the unrounded rows).
-  c.Copy(k_.buf, 0, knew_[ai].buf, 0, static_cast<size_t>(N) * KW * 4);
-  c.Copy(v_.buf, 0, vnew_[ai].buf, 0, static_cast<size_t>(N) * KW * 4);
+  // The cached rows from the device pages into this forward's contiguous rows; the new rows into the pages in
+  // the cache type (the CPU's bytes) and into the contiguous rows rounded as stored.
+  struct { uint32_t n, KW, f16; } gpc{n_gather_, KW, kv_f16_ ? 1u : 0u}, spc2{n_scatter_, KW, kv_f16_ ? 1u : 0u};
+  if (n_gather_ > 0) {
+    REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * gather, c.GetPipeline("kv_gather"));
+    c.Dispatch(*gather, {{&kvd_->k(ai)}, {&kvd_->v(ai)}, {&kc_[ai].buf}, {&vc_[ai].buf}, {&gather_tab_.buf}}, &gpc,
+               sizeof(gpc), Groups(static_cast<uint64_t>(n_gather_) * KW));
+  }
+  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * scatter, c.GetPipeline("kv_scatter"));
+  c.Dispatch(*scatter, {{&k_.buf}, {&v_.buf}, {&kvd_->k(ai)}, {&kvd_->v(ai)}, {&scatter_tab_.buf}}, &spc2,
+             sizeof(spc2), Groups(static_cast<uint64_t>(n_scatter_) * (kv_f16_ ? KW / 2 : KW)));
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * store, c.GetPipeline("kv_store"));
   struct { uint32_t N, KW, f16; } spc{static_cast<uint32_t>(N), KW, kv_f16_ ? 1u : 0u};
   c.Dispatch(*store, {{&k_.buf}, {&v_.buf}, {&kc_[ai].buf}, {&vc_[ai].buf}, {&row_tab_.buf}}, &spc, sizeof(spc),
@@ -249,51 +254,38 @@ Status VulkanBackend::EnsureRows(int32_t rows) {
   return Status::Ok();
 }
 
-Status VulkanBackend::EnsureStates(int32_t n_states) {
-  const size_t conv_f = static_cast<size_t>(cfg_.ssm_conv_dim()) * (cfg_.ssm_conv_kernel - 1),
-               delta_f = static_cast<size_t>(cfg_.ssm_heads) * cfg_.ssm_state * cfg_.ssm_state;
-  for (int32_t gi = 0; gi < cfg_.n_recurrent_layers(); ++gi) {
-    REWIND_RETURN_IF_ERROR(conv_[gi].Ensure(*ctx_, 4 * conv_f * n_states));
-    REWIND_RETURN_IF_ERROR(delta_[gi].Ensure(*ctx_, 4 * delta_f * n_states));
+Status VulkanBackend::AttachStates(StateStorage& states) {
+  if (states.device() == nullptr) {
+    REWIND_ASSIGN_OR_RETURN(std::shared_ptr<DeviceStates> d, DeviceStates::Create(ctx_, states));
+    states.SetDevice(std::move(d));
   }
+  st_ = dynamic_cast<DeviceStates*>(states.device());
+  if (st_ == nullptr || st_->context() != ctx_.get())
+    return Error::InvalidArgument("this state storage lives on another device than " + name());
   return Status::Ok();
 }
 
-// Host state slot slots[i] -> device state i (-1: the zero state), and back.
-Status VulkanBackend::UploadStates(std::span<const int32_t> slots, const StateStorage& states) {
-  const size_t conv_f = static_cast<size_t>(cfg_.ssm_conv_dim()) * (cfg_.ssm_conv_kernel - 1),
-               delta_f = static_cast<size_t>(cfg_.ssm_heads) * cfg_.ssm_state * cfg_.ssm_state;
-  REWIND_RETURN_IF_ERROR(EnsureStates(static_cast<int32_t>(slots.size())));
-  const std::vector<float> zeros(std::max(conv_f, delta_f), 0.0f);
-  for (int32_t gi = 0; gi < cfg_.n_recurrent_layers(); ++gi)
-    for (size_t i = 0; i < slots.size(); ++i) {
-      const float* conv = slots[i] >= 0 ? states.Conv(slots[i], gi) : zeros.data();
-      const float* delta = slots[i] >= 0 ? states.Delta(slots[i], gi) : zeros.data();
-      REWIND_RETURN_IF_ERROR(ctx_->Upload(conv_[gi].buf, conv, 4 * conv_f, 4 * conv_f * i));
-      REWIND_RETURN_IF_ERROR(ctx_->Upload(delta_[gi].buf, delta, 4 * delta_f, 4 * delta_f * i));
-    }
-  return Status::Ok();
-}
-
-Status VulkanBackend::DownloadStates(std::span<const int32_t> slots, StateStorage& states) {
-  const size_t conv_f = static_cast<size_t>(cfg_.ssm_conv_dim()) * (cfg_.ssm_conv_kernel - 1),
-               delta_f = static_cast<size_t>(cfg_.ssm_heads) * cfg_.ssm_state * cfg_.ssm_state;
-  for (int32_t gi = 0; gi < cfg_.n_recurrent_layers(); ++gi)
-    for (size_t i = 0; i < slots.size(); ++i) {
-      REWIND_RETURN_IF_ERROR(ctx_->Download(conv_[gi].buf, states.Conv(slots[i], gi), 4 * conv_f, 4 * conv_f * i));
-      REWIND_RETURN_IF_ERROR(ctx_->Download(delta_[gi].buf, states.Delta(slots[i], gi), 4 * delta_f, 4 * delta_f * i));
-    }
+Status VulkanBackend::AttachKv(KvStorage& kv) {
+  if (kv.device() == nullptr) {
+    const KvTypes t = kv.config().type;
+    if (t.k == KvType::kF16 && kv.config().row_width % 2 != 0)
+      return Error::Unsupported("the GPU backend needs an even KV row width for an f16 cache");
+    REWIND_ASSIGN_OR_RETURN(std::shared_ptr<DeviceKv> d, DeviceKv::Create(ctx_, kv));
+    kv.SetDevice(std::move(d));
+  }
+  kvd_ = dynamic_cast<DeviceKv*>(kv.device());
+  if (kvd_ == nullptr || kvd_->context() != ctx_.get())
+    return Error::InvalidArgument("this KV storage lives on another device than " + name());
   return Status::Ok();
 }
 
 Status VulkanBackend::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
                                   StateStorage& states) {
-  const int32_t in[] = {slot_in}, outs[] = {slot_out};
+  REWIND_RETURN_IF_ERROR(AttachStates(states));
   REWIND_RETURN_IF_ERROR(EnsureRows(std::max(k, 1)));
-  REWIND_RETURN_IF_ERROR(UploadStates(in, states));
-  const ReplayRun run[] = {{&log, k, 0}};
-  REWIND_RETURN_IF_ERROR(ReplayPass(run));
-  return DownloadStates(outs, states);
+  REWIND_RETURN_IF_ERROR(slot_in < 0 ? st_->Clear(slot_out) : st_->Copy(slot_in, slot_out));
+  const ReplayRun run[] = {{&log, k, slot_out}};
+  return ReplayPass(run);  // on the device slot itself: no host round trip
 }
 
 Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
@@ -315,6 +307,7 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
   int32_t max_prefix = 0;
   for (const internal::SeqRun& s : seqs) max_prefix = std::max(max_prefix, s.prefix != nullptr ? s.prefix_rows : 0);
   REWIND_RETURN_IF_ERROR(EnsureRows(std::max(N, max_prefix * n_seqs)));
+  REWIND_RETURN_IF_ERROR(AttachStates(states));
 
   // ---- Host-side inputs: embeddings, the sequence and row tables, the RoPE table.
   std::vector<float> host(n * E);
@@ -332,7 +325,7 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     max_pos = std::max(max_pos, static_cast<uint32_t>(seqs[s].pos0 + seqs[s].n - 1));
     seq_tab[4 * s] = seqs[s].row0;
     seq_tab[4 * s + 1] = seqs[s].n;
-    seq_tab[4 * s + 2] = s;  // the device state buffers hold the batch's states in batch order
+    seq_tab[4 * s + 2] = seqs[s].slot;  // the device slot the sequence's states are read and written in
     for (int32_t j = 0; j < seqs[s].n; ++j) {
       row_tab[2 * (seqs[s].row0 + j)] = kv_rows;
       row_tab[2 * (seqs[s].row0 + j) + 1] = seqs[s].pos0 + j;
@@ -350,36 +343,38 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     REWIND_RETURN_IF_ERROR(c.Upload(rope_.buf, table.data(), 4 * table.size()));
   }
 
-  // ---- The batch's recurrent states onto the device, then a lazy rollback's logged rows (BatchSeq::prefix)
-  // re-applied by the forward's own kernels before the tokens.
-  std::vector<int32_t> in_slots(n_seqs), out_slots(n_seqs);
+  // ---- The batch's recurrent states are the device slots themselves: a sequence that starts from another
+  // slot (slot_in, never another sequence's output: Model::Forward checks) gets a device copy first; then a lazy
+  // rollback's logged rows (BatchSeq::prefix) re-applied by the forward's own kernels before the tokens.
   std::vector<ReplayRun> prefix_runs;
   for (int32_t s = 0; s < n_seqs; ++s) {
-    in_slots[s] = seqs[s].slot_in >= 0 ? seqs[s].slot_in : seqs[s].slot;
-    out_slots[s] = seqs[s].slot;
-    if (seqs[s].prefix != nullptr && seqs[s].prefix_rows > 0) prefix_runs.push_back({seqs[s].prefix, seqs[s].prefix_rows, s});
+    if (seqs[s].slot_in >= 0) REWIND_RETURN_IF_ERROR(st_->Copy(seqs[s].slot_in, seqs[s].slot));
+    if (seqs[s].prefix != nullptr && seqs[s].prefix_rows > 0)
+      prefix_runs.push_back({seqs[s].prefix, seqs[s].prefix_rows, seqs[s].slot});
   }
-  REWIND_RETURN_IF_ERROR(UploadStates(in_slots, states));
   REWIND_RETURN_IF_ERROR(ReplayPass(prefix_runs));
+  // ---- The KV pages are on the device: tables of the rows to gather (cached) and to store (new).
   const int32_t ps = kv.page_size();
+  if (cf.n_attn_layers() > 0) {
+    REWIND_RETURN_IF_ERROR(AttachKv(kv));
+    std::vector<int32_t> gather, scatter;
+    for (int32_t s = 0, base = 0; s < n_seqs; base += seqs[s].pos0 + seqs[s].n, ++s) {
+      for (int32_t p = 0; p < seqs[s].pos0; ++p) gather.insert(gather.end(), {base + p, seqs[s].pages[p / ps] * ps + p % ps});
+      for (int32_t j = 0; j < seqs[s].n; ++j) {
+        const int32_t p = seqs[s].pos0 + j;
+        scatter.insert(scatter.end(), {seqs[s].row0 + j, seqs[s].pages[p / ps] * ps + p % ps});
+      }
+    }
+    n_gather_ = static_cast<uint32_t>(gather.size() / 2);
+    n_scatter_ = static_cast<uint32_t>(scatter.size() / 2);
+    REWIND_RETURN_IF_ERROR(gather_tab_.Ensure(c, 4 * gather.size()));
+    REWIND_RETURN_IF_ERROR(c.Upload(gather_tab_.buf, gather.data(), 4 * gather.size()));
+    REWIND_RETURN_IF_ERROR(scatter_tab_.Ensure(c, 4 * scatter.size()));
+    REWIND_RETURN_IF_ERROR(c.Upload(scatter_tab_.buf, scatter.data(), 4 * scatter.size()));
+  }
   for (int32_t ai = 0; ai < cf.n_attn_layers(); ++ai) {
     REWIND_RETURN_IF_ERROR(kc_[ai].Ensure(c, 4 * static_cast<size_t>(kv_rows) * KW));
     REWIND_RETURN_IF_ERROR(vc_[ai].Ensure(c, 4 * static_cast<size_t>(kv_rows) * KW));
-    REWIND_RETURN_IF_ERROR(knew_[ai].Ensure(c, 4 * n * KW));
-    REWIND_RETURN_IF_ERROR(vnew_[ai].Ensure(c, 4 * n * KW));
-    std::vector<float> kh, vh;
-    for (int32_t s = 0, base = 0; s < n_seqs; base += seqs[s].pos0 + seqs[s].n, ++s) {
-      const int32_t P = seqs[s].pos0;
-      kh.resize(static_cast<size_t>(P) * KW);
-      vh.resize(static_cast<size_t>(P) * KW);
-      for (int32_t p = 0; p < P; ++p) {
-        const int32_t page = seqs[s].pages[p / ps], r = p % ps;
-        kernels::DequantizeKvRow(kt.k, kv.K(ai, page) + r * kv.k_row_bytes(), kh.data() + static_cast<size_t>(p) * KW, KW);
-        kernels::DequantizeKvRow(kt.v, kv.V(ai, page) + r * kv.v_row_bytes(), vh.data() + static_cast<size_t>(p) * KW, KW);
-      }
-      REWIND_RETURN_IF_ERROR(c.Upload(kc_[ai].buf, kh.data(), 4 * kh.size(), 4 * static_cast<size_t>(base) * KW));
-      REWIND_RETURN_IF_ERROR(c.Upload(vc_[ai].buf, vh.data(), 4 * vh.size(), 4 * static_cast<size_t>(base) * KW));
-    }
   }
 
   // ---- Layers.
@@ -418,8 +413,7 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     for (float& v : out->logits) v = v * inv;
   }
 
-  // ---- States, the replay log and the new KV rows back to the host.
-  REWIND_RETURN_IF_ERROR(DownloadStates(out_slots, states));
+  // ---- The replay log back to the host (the states and KV pages stay on the device).
   if (replay != nullptr) {
     const size_t rw = C + 2 * Hv, n_rec = cf.n_recurrent_layers(), per_tok = rw * n_rec;
     std::vector<float> rows(n * rw);
@@ -434,16 +428,6 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
                       rows.data() + static_cast<size_t>(seqs[s].row0 + j) * rw, 4 * rw);
       }
     }
-  }
-  std::vector<float> kn(n * KW), vn(n * KW);
-  for (int32_t ai = 0; ai < cf.n_attn_layers(); ++ai) {
-    REWIND_RETURN_IF_ERROR(c.Download(knew_[ai].buf, kn.data(), 4 * kn.size()));
-    REWIND_RETURN_IF_ERROR(c.Download(vnew_[ai].buf, vn.data(), 4 * vn.size()));
-    for (int32_t s = 0; s < n_seqs; ++s)
-      for (int32_t j = 0; j < seqs[s].n; ++j) {
-        const size_t i = static_cast<size_t>(seqs[s].row0 + j);
-        internal::StoreKvRow(kv, ai, seqs[s], seqs[s].pos0 + j, kn.data() + i * KW, vn.data() + i * KW);
-      }
   }
   return Status::Ok();
 }

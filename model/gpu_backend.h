@@ -11,6 +11,7 @@
 
 #include "gpu/ops.h"
 #include "model/forward_backend.h"
+#include "model/gpu_storage.h"
 
 namespace rw::model::vk {
 
@@ -61,6 +62,13 @@ class VulkanBackend final : public ForwardBackend {
   uint64_t device_bytes() const override { return ctx_->allocated_bytes(); }
   std::string device_type() const override { return ctx_->info().type; }
   uint64_t device_memory_total() const override { return ctx_->info().memory_bytes; }
+  uint64_t max_buffer_bytes() const override { return ctx_->max_buffer_bytes(); }
+  Status Place(KvStorage& kv, StateStorage& states) override {
+    if (cfg_.n_attn_layers() > 0) REWIND_RETURN_IF_ERROR(AttachKv(kv));
+    return AttachStates(states);
+  }
+  uint64_t device_kv_bytes() const override { return kvd_ != nullptr ? kvd_->device_bytes() : 0; }
+  uint64_t device_state_bytes() const override { return st_ != nullptr ? st_->device_bytes() : 0; }
   Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
                  KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) override;
   Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
@@ -78,7 +86,7 @@ class VulkanBackend final : public ForwardBackend {
   struct ReplayRun {
     const ReplaySeqLog* log = nullptr;
     int32_t rows = 0;   // the first `rows` logged tokens
-    int32_t state = 0;  // index of the state in the device state buffers
+    int32_t state = 0;  // the state slot it changes (DeviceStates)
   };
   Status CopyRows(const Buffer& src, uint32_t src_off, uint32_t src_stride, Buffer& dst, uint32_t dst_off,
                   uint32_t dst_stride, uint32_t rows, uint32_t width);
@@ -86,9 +94,10 @@ class VulkanBackend final : public ForwardBackend {
   Status GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs, uint32_t max_n, bool record);
   Status ReplayPass(std::span<const ReplayRun> runs);
   Status EnsureRows(int32_t N);
-  Status EnsureStates(int32_t n_states);
-  Status UploadStates(std::span<const int32_t> slots, const StateStorage& states);
-  Status DownloadStates(std::span<const int32_t> slots, StateStorage& states);
+  // The device slots of `states` (made and attached on first use): st_ for this call.
+  Status AttachStates(StateStorage& states);
+  // The device pages of `kv` (made and attached on first use): kvd_ for this call.
+  Status AttachKv(KvStorage& kv);
   Status AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32_t max_pos);
   // FFN (model/gpu_ffn.cc): the weights of layer il, and the block on t_ into y_: dense SwiGLU or the MoE.
   Status UploadFfn(int32_t il, GpuLayer& G);
@@ -107,11 +116,14 @@ class VulkanBackend final : public ForwardBackend {
   bool kv_f16_ = false;  // this forward's KV cache type: F16 (rows rounded as the CPU stores them) or F32
   // Per forward: [N][E] residual / normed / block output, and the layer scratch.
   Grown x_, t_, y_, qkv_, z_, b_, a_, u_, o_, qg_, k_, v_, q_, att_, fg_, fu_, hn_, logits_, rope_, seq_tab_,
-      row_tab_, replay_tab_, replay_in_, attn_ml_, fused_;
+      row_tab_, replay_tab_, replay_in_, attn_ml_, fused_, gather_tab_, scatter_tab_;
   // MoE per forward: router logits [N][X], chosen experts [N][K] (int32), their weights [N][K], expert hidden
   // rows [N·K][F] (gate, up), expert outputs [N·K][E], shared expert output [N][E] and gate logit [N].
   Grown moe_logits_, moe_sel_, moe_wt_, moe_h_, moe_u_, moe_y_, sh_y_, sh_g_;
-  std::vector<Grown> conv_, delta_, log_, kc_, vc_, knew_, vnew_;  // per recurrent / attention layer
+  std::vector<Grown> log_, kc_, vc_;  // per recurrent / attention layer
+  DeviceStates* st_ = nullptr;        // the states of the running call
+  DeviceKv* kvd_ = nullptr;           // its KV pages
+  uint32_t n_gather_ = 0, n_scatter_ = 0;  // rows in gather_tab_ / scatter_tab_ this forward
 };
 
 }  // namespace rw::model::vk

@@ -50,10 +50,42 @@ Expected<std::unique_ptr<KvStorage>> KvStorage::Create(const KvStorageConfig& c)
   return s;
 }
 
+uint8_t* KvStorage::Mutable(int32_t layer, int32_t page, bool v) {
+  REWIND_CHECK_MSG(device_ == nullptr, "a device-resident KV page has no mutable host view (use WriteRows)");
+  return v ? v_.get() + Offset(layer, page, v_page_bytes()) : k_.get() + Offset(layer, page, k_page_bytes());
+}
+
+const uint8_t* KvStorage::Staged(int32_t layer, int32_t page, bool v) const {
+  uint8_t* p = v ? v_.get() + Offset(layer, page, v_page_bytes()) : k_.get() + Offset(layer, page, k_page_bytes());
+  if (device_ != nullptr) {
+    REWIND_CHECK(layer >= 0 && layer < cfg_.n_layers && page >= 0 && page < cfg_.n_pages);
+    const Status s = device_->ReadPage(layer, page, v, p);
+    REWIND_CHECK_MSG(s.ok(), "reading KV page %d from the device: %s", page, s.error().message.c_str());
+  }
+  return p;
+}
+
+Status KvStorage::WriteRows(int32_t layer, int32_t page, int32_t row0, int32_t n, const uint8_t* k,
+                            const uint8_t* v) {
+  if (layer < 0 || layer >= cfg_.n_layers || page < 0 || page >= cfg_.n_pages || row0 < 0 || n < 0 ||
+      row0 + n > cfg_.page_size)
+    return Error::OutOfRange("KV rows out of range");
+  if (n == 0) return Status::Ok();
+  if (device_ != nullptr) return device_->WriteRows(layer, page, row0, n, k, v);
+  std::memcpy(K(layer, page) + row0 * k_row_, k, n * k_row_);
+  std::memcpy(V(layer, page) + row0 * v_row_, v, n * v_row_);
+  return Status::Ok();
+}
+
 void KvStorage::CopyPage(int32_t src, int32_t dst, int32_t n_rows) {
   REWIND_CHECK(src >= 0 && src < cfg_.n_pages && dst >= 0 && dst < cfg_.n_pages);
   REWIND_CHECK(n_rows >= 0 && n_rows <= cfg_.page_size);
   if (src == dst) return;
+  if (device_ != nullptr) {
+    const Status s = device_->CopyPage(src, dst, n_rows);
+    REWIND_CHECK_MSG(s.ok(), "device KV page copy: %s", s.error().message.c_str());
+    return;
+  }
   for (int32_t l = 0; l < cfg_.n_layers; ++l) {
     std::memcpy(K(l, dst), K(l, src), n_rows * k_row_);
     std::memcpy(V(l, dst), V(l, src), n_rows * v_row_);
@@ -62,7 +94,7 @@ void KvStorage::CopyPage(int32_t src, int32_t dst, int32_t n_rows) {
 
 void KvStorage::Discard(int32_t first, int32_t n) {
   REWIND_CHECK(first >= 0 && n >= 0 && first + n <= cfg_.n_pages);
-  if (n == 0 || k_row_ + v_row_ == 0) return;
+  if (n == 0 || k_row_ + v_row_ == 0) return;  // (device pages: their bytes stay until rewritten)
   static const uintptr_t os_page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   auto release = [&](uint8_t* begin, uint8_t* end) {
     const uintptr_t b = (reinterpret_cast<uintptr_t>(begin) + os_page - 1) / os_page * os_page;
@@ -70,8 +102,10 @@ void KvStorage::Discard(int32_t first, int32_t n) {
     if (b < e) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
   };
   for (int32_t l = 0; l < cfg_.n_layers; ++l) {
-    release(K(l, first), K(l, first) + static_cast<uint64_t>(n) * k_page_bytes());
-    release(V(l, first), V(l, first) + static_cast<uint64_t>(n) * v_page_bytes());
+    uint8_t* k = k_.get() + Offset(l, first, k_page_bytes());
+    uint8_t* v = v_.get() + Offset(l, first, v_page_bytes());
+    release(k, k + static_cast<uint64_t>(n) * k_page_bytes());
+    release(v, v + static_cast<uint64_t>(n) * v_page_bytes());
   }
 }
 

@@ -34,6 +34,27 @@ struct KvStorageConfig {
   int32_t head_dim = 0;    // D, for the block check (0: row_width)
 };
 
+// Where a storage's pages live when a forward backend keeps them on its device (docs/gpu.md; the Vulkan backend:
+// model/gpu_storage.cc), in the host's byte layout. The storage then routes the named copies through it and its
+// host mapping only stages what a caller reads or writes: CopyPage stays on the device, a const K / V view is a
+// device -> host copy of that page, WriteRows a host -> device copy. The memory policy does not see the difference.
+class KvDevice {
+ public:
+  virtual ~KvDevice() = default;
+  // One layer's K (v false) or V (v true) page, device -> host.
+  virtual Status ReadPage(int32_t layer, int32_t page, bool v, uint8_t* out) = 0;
+  // Rows [row0, row0 + n) of one layer's page: their K and V bytes (contiguous rows), host -> device.
+  virtual Status WriteRows(int32_t layer, int32_t page, int32_t row0, int32_t n, const uint8_t* k,
+                           const uint8_t* v) = 0;
+  virtual Status CopyPage(int32_t src, int32_t dst, int32_t n_rows) = 0;  // every layer, on the device
+  uint64_t bytes_to_host() const { return to_host_; }
+  uint64_t bytes_to_device() const { return to_device_; }
+  virtual uint64_t device_bytes() const = 0;
+
+ protected:
+  uint64_t to_host_ = 0, to_device_ = 0;
+};
+
 // Deleter of the anonymous mappings holding K and V.
 struct KvUnmap {
   size_t bytes = 0;
@@ -61,11 +82,20 @@ class KvStorage {
   uint64_t bytes_per_page() const { return bytes_per_token() * cfg_.page_size; }
   uint64_t total_bytes() const { return bytes_per_page() * cfg_.n_pages; }
 
-  // [page_size][row bytes] of one layer's page.
-  uint8_t* K(int32_t layer, int32_t page) { return k_.get() + Offset(layer, page, k_page_bytes()); }
-  uint8_t* V(int32_t layer, int32_t page) { return v_.get() + Offset(layer, page, v_page_bytes()); }
-  const uint8_t* K(int32_t layer, int32_t page) const { return k_.get() + Offset(layer, page, k_page_bytes()); }
-  const uint8_t* V(int32_t layer, int32_t page) const { return v_.get() + Offset(layer, page, v_page_bytes()); }
+  // [page_size][row bytes] of one layer's page. With a device (SetDevice) the const views read the page from the
+  // device first (a copy into the host mapping, valid until the page changes); the mutable ones are for the CPU
+  // forward and are refused: a device-resident page changes through WriteRows.
+  uint8_t* K(int32_t layer, int32_t page) { return Mutable(layer, page, false); }
+  uint8_t* V(int32_t layer, int32_t page) { return Mutable(layer, page, true); }
+  const uint8_t* K(int32_t layer, int32_t page) const { return Staged(layer, page, false); }
+  const uint8_t* V(int32_t layer, int32_t page) const { return Staged(layer, page, true); }
+  // Writes rows [row0, row0 + n) of a layer's page (n rows of k_row_bytes / v_row_bytes each), wherever the page
+  // lives.
+  Status WriteRows(int32_t layer, int32_t page, int32_t row0, int32_t n, const uint8_t* k, const uint8_t* v);
+
+  // The device that holds the pages from now on (a backend's; it starts from this storage's host bytes).
+  void SetDevice(std::shared_ptr<KvDevice> device) { device_ = std::move(device); }
+  KvDevice* device() const { return device_.get(); }
 
   // Copies rows [0, n_rows) of page src to page dst in every layer (copy-on-write of a partly shared page).
   void CopyPage(int32_t src, int32_t dst, int32_t n_rows);
@@ -79,6 +109,9 @@ class KvStorage {
     return (static_cast<uint64_t>(layer) * cfg_.n_pages + page) * page_bytes;
   }
 
+  uint8_t* Mutable(int32_t layer, int32_t page, bool v);
+  const uint8_t* Staged(int32_t layer, int32_t page, bool v) const;
+
   using Mapping = std::unique_ptr<uint8_t, KvUnmap>;
   static Mapping Reserve(size_t bytes);  // zero-filled, committed lazily; null on failure
 
@@ -86,6 +119,7 @@ class KvStorage {
   size_t k_row_ = 0, v_row_ = 0;  // KvRowBytes(type, row_width)
   Mapping k_;  // [layer][page][row][k_row_ bytes]
   Mapping v_;  // [layer][page][row][v_row_ bytes]
+  std::shared_ptr<KvDevice> device_;
 };
 
 }  // namespace rw::model

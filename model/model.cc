@@ -63,6 +63,12 @@ std::string Model::device_description() const { return backend_ ? backend_->desc
 uint64_t Model::device_bytes() const { return backend_ ? backend_->device_bytes() : 0; }
 std::string Model::device_type() const { return backend_ ? backend_->device_type() : "cpu"; }
 uint64_t Model::device_memory_total() const { return backend_ ? backend_->device_memory_total() : 0; }
+uint64_t Model::device_max_buffer_bytes() const { return backend_ ? backend_->max_buffer_bytes() : 0; }
+Status Model::PlaceStorage(KvStorage& kv, StateStorage& states) {
+  return backend_ ? backend_->Place(kv, states) : Status::Ok();
+}
+uint64_t Model::device_kv_bytes() const { return backend_ ? backend_->device_kv_bytes() : 0; }
+uint64_t Model::device_state_bytes() const { return backend_ ? backend_->device_state_bytes() : 0; }
 
 void Model::SetThreads(int32_t n_threads) { pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, n_threads)); }
 

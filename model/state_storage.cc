@@ -122,31 +122,48 @@ Expected<std::unique_ptr<StateStorage>> StateStorage::Create(const StateShape& s
   return s;
 }
 
+void StateStorage::Stage(int32_t slot) const {
+  if (device_ == nullptr) return;
+  const Status s = device_->Read(slot, data_.data() + static_cast<uint64_t>(slot) * shape_.slot_floats());
+  REWIND_CHECK_MSG(s.ok(), "reading state slot %d from the device: %s", slot, s.error().message.c_str());
+}
+
 float* StateStorage::Layer(int32_t slot, int32_t layer) {
+  REWIND_CHECK_MSG(device_ == nullptr, "a device-resident state slot has no mutable host view (use Restore)");
   REWIND_CHECK(slot >= 0 && slot < n_slots_ && layer >= 0 && layer < shape_.n_layers);
   return data_.data() + static_cast<uint64_t>(slot) * shape_.slot_floats() + layer * shape_.layer_floats();
 }
 const float* StateStorage::Layer(int32_t slot, int32_t layer) const {
   REWIND_CHECK(slot >= 0 && slot < n_slots_ && layer >= 0 && layer < shape_.n_layers);
+  Stage(slot);
   return data_.data() + static_cast<uint64_t>(slot) * shape_.slot_floats() + layer * shape_.layer_floats();
 }
 
 std::span<const float> StateStorage::SlotData(int32_t slot) const {
   REWIND_CHECK(slot >= 0 && slot < n_slots_);
+  Stage(slot);
   return {data_.data() + static_cast<uint64_t>(slot) * shape_.slot_floats(), shape_.slot_floats()};
 }
 std::span<float> StateStorage::MutableSlotData(int32_t slot) {
+  REWIND_CHECK_MSG(device_ == nullptr, "a device-resident state slot has no mutable host view (use Restore)");
   REWIND_CHECK(slot >= 0 && slot < n_slots_);
   return {data_.data() + static_cast<uint64_t>(slot) * shape_.slot_floats(), shape_.slot_floats()};
 }
 
+// A failed device copy here means a lost device: nothing the engine could recover from.
+static void CheckDevice(const Status& s, const char* what) {
+  REWIND_CHECK_MSG(s.ok(), "device state %s: %s", what, s.error().message.c_str());
+}
+
 void StateStorage::Clear(int32_t slot) {
+  if (device_ != nullptr) return CheckDevice(device_->Clear(slot), "clear");
   auto d = MutableSlotData(slot);
   std::fill(d.begin(), d.end(), 0.0f);
 }
 
 void StateStorage::CopySlot(int32_t src, int32_t dst) {
   if (src == dst) return;
+  if (device_ != nullptr) return CheckDevice(device_->Copy(src, dst), "copy");
   auto s = SlotData(src);
   auto d = MutableSlotData(dst);
   std::memcpy(d.data(), s.data(), s.size_bytes());
@@ -161,11 +178,16 @@ void StateStorage::KeepSpares(size_t n) { pool_->StartFiller(n); }
 size_t StateStorage::spare_buffers() const { return pool_->spares(); }
 
 StateCheckpoint StateStorage::Snapshot(int32_t slot) const {
-  auto s = SlotData(slot);
+  REWIND_CHECK(slot >= 0 && slot < n_slots_);
   StateCheckpoint c;
   c.pool_ = pool_;
   c.data_ = std::make_shared<BigVector<float>>(pool_->Take());
-  c.data_->resize(s.size());  // uninitialised when it grows: the memcpy writes every float
+  c.data_->resize(shape_.slot_floats());  // uninitialised when it grows: the copy writes every float
+  if (device_ != nullptr) {  // straight from the device into the checkpoint's buffer
+    CheckDevice(device_->Read(slot, c.data_->data()), "snapshot");
+    return c;
+  }
+  auto s = SlotData(slot);
   std::memcpy(c.data_->data(), s.data(), s.size_bytes());
   return c;
 }
@@ -174,6 +196,10 @@ Status StateStorage::Restore(const StateCheckpoint& checkpoint, int32_t slot) {
   if (checkpoint.data().size() != shape_.slot_floats())
     return Error::InvalidArgument("state checkpoint has " + std::to_string(checkpoint.bytes()) +
                                   " bytes, a slot has " + std::to_string(shape_.bytes_per_state()));
+  if (device_ != nullptr) {
+    REWIND_CHECK(slot >= 0 && slot < n_slots_);
+    return device_->Write(slot, checkpoint.data().data());
+  }
   auto d = MutableSlotData(slot);
   std::memcpy(d.data(), checkpoint.data().data(), d.size_bytes());
   return Status::Ok();

@@ -37,6 +37,27 @@ namespace internal {
 class StateBufferPool;  // state_storage.cc
 }  // namespace internal
 
+// Where a storage's slots live when a forward backend keeps them on its device (docs/gpu.md; the Vulkan backend:
+// model/gpu_storage.cc). The storage then routes every named copy through it, and the host array only stages
+// what a caller reads: Clear, CopySlot and ReplayState stay on the device, Snapshot is a device -> host copy and
+// Restore a host -> device copy. The memory policy (memory/) does not see the difference.
+class StateDevice {
+ public:
+  virtual ~StateDevice() = default;
+  virtual Status Read(int32_t slot, float* out) = 0;        // a slot's floats in the host layout, device -> host
+  virtual Status Write(int32_t slot, const float* in) = 0;  // host -> device
+  virtual Status Copy(int32_t src, int32_t dst) = 0;        // on the device
+  virtual Status Clear(int32_t slot) = 0;                   // on the device
+  // Bytes moved between the host and the device so far (tests, /metrics).
+  uint64_t bytes_to_host() const { return to_host_; }
+  uint64_t bytes_to_device() const { return to_device_; }
+  // Bytes this storage holds on the device.
+  virtual uint64_t device_bytes() const = 0;
+
+ protected:
+  uint64_t to_host_ = 0, to_device_ = 0;
+};
+
 // An immutable copy of one slot (all GDN layers), taken by StateStorage::Snapshot. Move-only. Its buffer goes
 // back to the storage's pool when it is dropped (unless shared), so the next snapshot reuses it: fresh memory for
 // a large state costs its page faults again.
@@ -83,6 +104,8 @@ class StateStorage {
   int32_t n_slots() const { return n_slots_; }
   uint64_t bytes_per_state() const { return shape_.bytes_per_state(); }
 
+  // Host pointers. With a device (SetDevice) the const views read the slot from the device first (a copy); the
+  // mutable ones are for the CPU forward and are refused: a device-resident slot changes through Restore.
   float* Conv(int32_t slot, int32_t layer) { return Layer(slot, layer); }                        // [C][Kc-1]
   float* Delta(int32_t slot, int32_t layer) { return Layer(slot, layer) + shape_.conv_floats(); } // [Hv][S][S] / [H][P][N]
   const float* Conv(int32_t slot, int32_t layer) const { return Layer(slot, layer); }
@@ -103,6 +126,11 @@ class StateStorage {
   // Errors if the checkpoint's size does not match this storage's slot size.
   Status Restore(const StateCheckpoint& checkpoint, int32_t slot);
 
+  // The device that holds the slots from now on (a backend's; its slots start as this storage's host bytes,
+  // which the backend uploads once). Null: the host array (the CPU forward).
+  void SetDevice(std::shared_ptr<StateDevice> device) { device_ = std::move(device); }
+  StateDevice* device() const { return device_.get(); }
+
  private:
   StateStorage(const StateShape& s, int32_t n) : shape_(s), n_slots_(n) {}
   float* Layer(int32_t slot, int32_t layer);
@@ -110,7 +138,11 @@ class StateStorage {
 
   StateShape shape_;
   int32_t n_slots_ = 0;
-  BigVector<float> data_;  // [slot][gdn_layer][conv | delta]
+  // Reads a device-resident slot into data_ (the const views stage it there).
+  void Stage(int32_t slot) const;
+
+  mutable BigVector<float> data_;  // [slot][gdn_layer][conv | delta]
+  std::shared_ptr<StateDevice> device_;
   std::shared_ptr<internal::StateBufferPool> pool_;  // buffers of dropped checkpoints, for the next Snapshot
 };
 

@@ -28,6 +28,8 @@ void Server::Impl::HandleProps(const httplib::Request&, httplib::Response& res) 
             {"reasoning_budget", config.reasoning_budget},
             {"n_vocab", info.n_vocab},
             {"device", info.device},
+            {"device_memory", {{"total", info.device_memory_total}, {"weights", info.device_weights_bytes},
+                               {"kv", info.device_kv_bytes}, {"states", info.device_state_bytes}}},
             {"build_info", std::string("rewind ") + Version() + " (" + GitCommit() + ")"},
             {"webui", config.webui},
             {"is_sleeping", false}});

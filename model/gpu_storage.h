@@ -1,0 +1,79 @@
+// The device side of the storage seam (docs/gpu.md), internal to model/: the recurrent-state slots of a
+// StateStorage and the KV pages of a KvStorage held in device buffers by the Vulkan backend. The engine and the memory policy keep naming slots
+// through StateStorage; this class decides where their bytes are. A forward reads and writes them in place, so
+// a forward moves no state through the host: only a checkpoint (Snapshot: device -> host), a restore
+// (Restore: host -> device) or a host read (SlotData, the const views) does.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "gpu/vk_context.h"
+#include "model/kv_storage.h"
+#include "model/state_storage.h"
+
+namespace rw::model::vk {
+
+class DeviceStates final : public StateDevice {
+ public:
+  // Buffers for every slot of `host` (per recurrent layer: conv windows [slot][C·(Kc-1)], states
+  // [slot][Hv·S·S]); slots whose host bytes are not all zero are uploaded once. A clear error when the device
+  // cannot hold them.
+  static Expected<std::shared_ptr<DeviceStates>> Create(std::shared_ptr<gpu::Context> ctx, const StateStorage& host);
+
+  Status Read(int32_t slot, float* out) override;
+  Status Write(int32_t slot, const float* in) override;
+  Status Copy(int32_t src, int32_t dst) override;
+  Status Clear(int32_t slot) override;
+  uint64_t device_bytes() const override;
+
+  const gpu::Context* context() const { return ctx_.get(); }
+  gpu::Buffer& conv(int32_t layer) { return conv_[layer]; }
+  gpu::Buffer& delta(int32_t layer) { return delta_[layer]; }
+
+ private:
+  DeviceStates(std::shared_ptr<gpu::Context> ctx, const StateShape& shape, int32_t n_slots)
+      : ctx_(std::move(ctx)), shape_(shape), n_slots_(n_slots) {}
+  size_t conv_bytes() const { return 4 * shape_.conv_floats(); }
+  size_t delta_bytes() const { return 4 * shape_.delta_floats(); }
+
+  std::shared_ptr<gpu::Context> ctx_;  // first: destroyed after the buffers
+  StateShape shape_;
+  int32_t n_slots_ = 0;
+  std::vector<gpu::Buffer> conv_, delta_;  // per recurrent layer
+  gpu::Buffer staging_;                    // one slot in the host layout, host-visible (when not mapped)
+};
+
+// KV pages: per attention layer a K and a V pool [page][row][row bytes] in the host's byte layout (f32 or f16
+// rows). A forward gathers the rows it attends to from them and stores its new rows into them on the device
+// (kv_gather / kv_scatter), so it moves no KV bytes through the host.
+class DeviceKv final : public KvDevice {
+ public:
+  // A clear error when the device cannot hold the pools; pages whose host bytes are not all zero are uploaded.
+  static Expected<std::shared_ptr<DeviceKv>> Create(std::shared_ptr<gpu::Context> ctx, const KvStorage& host);
+
+  Status ReadPage(int32_t layer, int32_t page, bool v, uint8_t* out) override;
+  Status WriteRows(int32_t layer, int32_t page, int32_t row0, int32_t n, const uint8_t* k,
+                   const uint8_t* v) override;
+  Status CopyPage(int32_t src, int32_t dst, int32_t n_rows) override;
+  uint64_t device_bytes() const override;
+
+  const gpu::Context* context() const { return ctx_.get(); }
+  gpu::Buffer& k(int32_t layer) { return k_[layer]; }
+  gpu::Buffer& v(int32_t layer) { return v_[layer]; }
+
+ private:
+  DeviceKv(std::shared_ptr<gpu::Context> ctx, const KvStorage& host)
+      : ctx_(std::move(ctx)), n_layers_(host.config().n_layers), n_pages_(host.n_pages()),
+        k_page_(host.k_page_bytes()), v_page_(host.v_page_bytes()), k_row_(host.k_row_bytes()),
+        v_row_(host.v_row_bytes()) {}
+  Status Put(gpu::Buffer& dst, size_t offset, const uint8_t* src, size_t bytes);
+
+  std::shared_ptr<gpu::Context> ctx_;  // first: destroyed after the buffers
+  int32_t n_layers_ = 0, n_pages_ = 0;
+  size_t k_page_ = 0, v_page_ = 0, k_row_ = 0, v_row_ = 0;
+  std::vector<gpu::Buffer> k_, v_;  // per attention layer: [page][row][row bytes]
+  gpu::Buffer staging_;             // one K or V page, host-visible (when the pools are not mapped)
+};
+
+}  // namespace rw::model::vk
