@@ -71,6 +71,7 @@ class VulkanBackend final : public ForwardBackend {
     return Status::Ok();
   }
   uint64_t device_kv_bytes() const override { return placed_kv_; }
+  uint64_t device_weights_bytes() const override { return weights_bytes_; }
   uint64_t device_state_bytes() const override { return placed_states_; }
   Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
                  KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) override;
@@ -127,6 +128,7 @@ class VulkanBackend final : public ForwardBackend {
   DeviceStates* st_ = nullptr;        // the states of the running call
   DeviceKv* kvd_ = nullptr;           // its KV pages
   uint64_t placed_kv_ = 0, placed_states_ = 0;  // device bytes of the storages placed last (Place)
+  uint64_t weights_bytes_ = 0;                  // what Upload allocated
   uint32_t n_gather_ = 0, n_scatter_ = 0;  // rows in gather_tab_ / scatter_tab_ this forward
 };
 
