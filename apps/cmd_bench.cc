@@ -187,7 +187,10 @@ Status BenchMemory(model::Model& m, int reps) {
   model::BatchSeq s0{-1, 0, pages, 0, std::span<const int32_t>(toks.data(), 100), false};
   REWIND_RETURN_IF_ERROR(m.Forward({&s0, 1}, kv, st, &out));
   const uint64_t bytes = st.bytes_per_state();
-  std::vector<float> buf(bytes / sizeof(float));
+  std::vector<float> buf(bytes / sizeof(float)), buf2(bytes / sizeof(float));
+  // On a GPU the slots live in device memory (docs/gpu.md): a checkpoint is a device -> host copy, a restore a
+  // host -> device copy; the memcpy they are set against is then host to host, between plain buffers.
+  const bool on_device = m.device_name() != "cpu";
   // Each against a plain memcpy between the same buffers, in alternating order (whichever runs second finds
   // warmer caches): create copies a slot into a checkpoint buffer (reused from the last dropped checkpoint, as in
   // the engine), restore copies a checkpoint into a slot.
@@ -200,8 +203,10 @@ Status BenchMemory(model::Model& m, int reps) {
   };
   Status restored = Status::Ok();
   for (int r = 0; r < std::max(reps, 5) * 8; ++r) {
-    auto plain_out = [&] { std::memcpy(buf.data(), st.SlotData(0).data(), bytes); };
-    auto plain_in = [&] { std::memcpy(st.MutableSlotData(1).data(), ck.data().data(), bytes); };
+    auto plain_out = [&] { std::memcpy(buf.data(), on_device ? buf2.data() : st.SlotData(0).data(), bytes); };
+    auto plain_in = [&] {
+      std::memcpy(on_device ? buf2.data() : st.MutableSlotData(1).data(), ck.data().data(), bytes);
+    };
     auto restore = [&] {
       if (restored.ok()) restored = st.Restore(ck, 1);
     };
@@ -226,6 +231,9 @@ Status BenchMemory(model::Model& m, int reps) {
               (unsigned long long)m.ReplayBytesPerToken(), 100.0 * m.ReplayBytesPerToken() / bytes);
   std::printf("checkpoint create %.1f us (memcpy of the same bytes %.1f us: %.2fx), restore %.1f us (memcpy %.1f us: "
               "%.2fx)\n", sn * 1e6, mo * 1e6, sn / mo, rs * 1e6, mi * 1e6, rs / mi);
+  if (on_device)
+    std::printf("checkpoint save (%s -> host) %.2f GB/s, restore (host -> %s) %.2f GB/s\n", m.device_name().c_str(),
+                bytes / sn * 1e-9, m.device_name().c_str(), bytes / rs * 1e-9);
   // One decode step (slot 0 -> slot 0) as the unit of cost.
   std::vector<double> t_dec;
   for (int r = 0; r < std::max(reps, 5); ++r) {

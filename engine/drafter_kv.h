@@ -32,11 +32,10 @@ class GrowableKv {
         static_cast<int32_t>(std::max<int64_t>(need, kv_ == nullptr ? 4 : 2 * int64_t{kv_->n_pages()}));
     REWIND_ASSIGN_OR_RETURN(std::unique_ptr<model::KvStorage> grown, model::KvStorage::Create(c));
     if (kv_ != nullptr) {
+      const model::KvStorage& old = *kv_;  // const views: they read device-resident pages (a GPU drafter)
       for (int32_t l = 0; l < c.n_layers; ++l)
-        for (int32_t p = 0; p < kv_->n_pages(); ++p) {
-          std::memcpy(grown->K(l, p), kv_->K(l, p), grown->k_page_bytes());
-          std::memcpy(grown->V(l, p), kv_->V(l, p), grown->v_page_bytes());
-        }
+        for (int32_t p = 0; p < old.n_pages(); ++p)
+          REWIND_RETURN_IF_ERROR(grown->WriteRows(l, p, 0, old.page_size(), old.K(l, p), old.V(l, p)));
     }
     kv_ = std::move(grown);
     pages_.resize(kv_->n_pages());

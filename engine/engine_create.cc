@@ -122,10 +122,10 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
     int64_t avail = AvailableMemoryBytes();
     hc.budget_bytes = std::min<int64_t>(avail / 2, int64_t{8} << 30);
   }
-  const uint64_t weights_bytes = e->model_->device_bytes();
   REWIND_ASSIGN_OR_RETURN(e->cache_, HybridCache::Create(*e->model_, hc));
   if (e->model_->device_name() != "cpu") {
     e->info_.device_memory_total = e->model_->device_memory_total();
+    const uint64_t weights_bytes = e->model_->device_weights_bytes();
     e->info_.device_weights_bytes = weights_bytes;
     e->info_.device_kv_bytes = e->model_->device_kv_bytes();
     e->info_.device_state_bytes = e->model_->device_state_bytes();

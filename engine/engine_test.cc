@@ -12,6 +12,7 @@
 
 #include "engine/collect_sink.h"
 #include "engine/engine_config.h"
+#include "gpu/device.h"
 
 namespace rw::engine {
 namespace {
@@ -21,8 +22,9 @@ const std::string kModel = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-
 using testing::Collect;
 
 std::unique_ptr<Engine> MakeEngine(const std::string& spec, int draft_max, bool cache, int threads = 1,
-                                   const std::string& cache_dir = "") {
+                                   const std::string& cache_dir = "", int32_t device = -1) {
   EngineConfig c;
+  c.device = device;
   c.model_path = kModel;
   c.n_ctx = 1024;
   c.n_parallel = 3;
@@ -116,6 +118,44 @@ TEST(Engine, ACheckpointOnDiskIsReadOffTheEngineThreadAndServesTheNoCacheTokens)
   EXPECT_NE(metrics.find("rewind_device_info{name=\"cpu\",type=\"cpu\",description=\"cpu\"} 1"), std::string::npos)
       << metrics;
   EXPECT_EQ(metrics.find("rewind_device_memory_used_bytes"), std::string::npos) << "no device memory on the CPU";
+  restarted.reset();
+  std::filesystem::remove_all(dir);
+}
+
+// On the GPU (docs/gpu.md) the KV pages and states live in device memory: the disk tier still writes them out
+// (device -> host) and a restarted engine imports them (host -> device) with the bits of a run without cache;
+// /metrics and the engine's info report the device memory of pages and states apart from the host checkpoints.
+TEST(Engine, OnTheGpuTheDiskTierRoundTripsDevicePagesAndStatesAndMetricsCountThem) {
+  auto devs = gpu::ListDevices();
+  if (!devs.ok() || devs->empty())
+    GTEST_SKIP() << "no Vulkan device: " << (devs.ok() ? "the loader found none" : devs.error().message);
+  const std::string dir = ::testing::TempDir() + "/rewind_engine_gpu_disk_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  const std::vector<int32_t> first = Prompt(200, 7);
+  {
+    auto e = MakeEngine("", 0, true, 1, dir, 0);
+    ASSERT_TRUE(e);
+    Generate(*e, first, 6, true, {100});
+    const std::string metrics = e->MetricsText();
+    EXPECT_GT(MetricValue(metrics, "rewind_device_kv_bytes"), 0) << metrics;
+    EXPECT_GT(MetricValue(metrics, "rewind_device_state_bytes"), 0) << metrics;
+    EXPECT_GT(MetricValue(metrics, "rewind_cache_checkpoint_bytes"), 0) << metrics;
+    EXPECT_GT(e->Info().device_kv_bytes, 0u);
+    EXPECT_GT(e->Info().device_state_bytes, 0u);
+    EXPECT_GT(e->Info().device_memory_total, 0u);
+  }
+  std::vector<int32_t> next = first;
+  const std::vector<int32_t> extra = Prompt(20, 8);
+  next.insert(next.end(), extra.begin(), extra.end());
+  auto restarted = MakeEngine("", 0, true, 1, dir, 0);
+  auto off = MakeEngine("", 0, false, 1, "", 0);
+  ASSERT_TRUE(restarted && off);
+  auto a = Generate(*restarted, next, 8, true, {100});
+  auto b = Generate(*off, next, 8, true, {100});
+  EXPECT_EQ(a->tokens, b->tokens);
+  EXPECT_EQ(a->logprobs, b->logprobs);
+  EXPECT_GE(a->done.cached_tokens, 100) << a->done.cache.reason;
+  EXPECT_NE(a->done.cache.reason.find("disk tier"), std::string::npos) << a->done.cache.reason;
   restarted.reset();
   std::filesystem::remove_all(dir);
 }

@@ -24,9 +24,10 @@ Expected<int32_t> DevicePageLimit(const model::Model& model, const memory::Memor
     pages = std::min<int64_t>(pages, static_cast<int64_t>(model.device_max_buffer_bytes()) / layer_page);
   if (pages < 2)
     return Error::Exhausted("the device " + model.device_description() + " cannot hold the cache: " +
-                            std::to_string(used >> 20) + " MiB used (weights), " + std::to_string(states >> 20) +
-                            " MiB for " + std::to_string(m.max_slots) + " recurrent states, " +
-                            std::to_string(m.page_bytes) + " B per KV page, an eighth kept for activations");
+                            std::to_string(used >> 20) + " MiB already held there (weights, other models), " +
+                            std::to_string(states >> 20) + " MiB for " + std::to_string(m.max_slots) +
+                            " recurrent states, " + std::to_string(m.page_bytes) +
+                            " B per KV page, an eighth kept for activations");
   return static_cast<int32_t>(std::min<int64_t>(pages, INT32_MAX));
 }
 

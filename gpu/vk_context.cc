@@ -244,6 +244,14 @@ Expected<uint32_t> Context::MemoryType(uint32_t bits, bool host_visible) const {
   const VkMemoryPropertyFlags want = host_visible
                                          ? (VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)
                                          : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  // Host-visible buffers stage transfers both ways (checkpoints are downloads): cached memory where the device
+  // offers it, since reading uncached (write-combined) memory from the CPU is many times slower.
+  if (host_visible)
+    for (uint32_t i = 0; i < mem_props_.memoryTypeCount; ++i)
+      if ((bits & (1u << i)) &&
+          (mem_props_.memoryTypes[i].propertyFlags & (want | VK_MEMORY_PROPERTY_HOST_CACHED_BIT)) ==
+              (want | VK_MEMORY_PROPERTY_HOST_CACHED_BIT))
+        return i;
   for (uint32_t i = 0; i < mem_props_.memoryTypeCount; ++i)
     if ((bits & (1u << i)) && (mem_props_.memoryTypes[i].propertyFlags & want) == want) return i;
   return Error::Unsupported("no Vulkan memory type with the needed properties");

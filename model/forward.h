@@ -115,6 +115,7 @@ class Model {
   // error when they do not fit); on the CPU nothing. docs/gpu.md.
   Status PlaceStorage(KvStorage& kv, StateStorage& states);
   uint64_t device_kv_bytes() const;     // KV pages held on the device (0 on the CPU)
+  uint64_t device_weights_bytes() const;  // this model's weights on the device (0 on the CPU)
   uint64_t device_state_bytes() const;  // recurrent states held on the device (0 on the CPU)
 
   // Storage shaped for this model.

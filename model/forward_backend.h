@@ -34,8 +34,9 @@ class ForwardBackend {
   // Puts the bytes of kv and states on the device (they live there from now on: model/gpu_storage.h); a clear
   // error when the device cannot hold them. Forward does it on first use too.
   virtual Status Place(KvStorage& kv, StateStorage& states) = 0;
-  // Bytes of KV pages and of recurrent states this backend holds on the device (the storages placed so far).
+  // Bytes of KV pages and of recurrent states on the device of the storages placed last (Place).
   virtual uint64_t device_kv_bytes() const = 0;
+  virtual uint64_t device_weights_bytes() const = 0;  // this model's weights on the device
   virtual uint64_t device_state_bytes() const = 0;
   // A validated batch: seqs resolved to rows (N in all), new sequences' state slots already cleared, replay
   // (optional) sized as Model::Forward sizes it. Same contract as Model::Forward.

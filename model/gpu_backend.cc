@@ -35,6 +35,7 @@ Expected<GpuMatrix> UploadWeight(Context& c, const Matrix& m, const std::string&
 
 Status VulkanBackend::Upload() {
   Context& c = *ctx_;
+  const uint64_t before = c.allocated_bytes();  // the context may be shared with another model (a drafter)
   layers_.resize(cfg_.n_layer);
   for (int32_t il = 0; il < cfg_.n_layer; ++il) {
     const LayerWeights& L = w_.layers[il];
@@ -74,6 +75,7 @@ Status VulkanBackend::Upload() {
   }
   REWIND_ASSIGN_OR_RETURN(output_, UploadWeight(c, w_.output, "output"));
   REWIND_ASSIGN_OR_RETURN(output_norm_, UploadFloats(c, w_.output_norm, cfg_.n_embd));
+  weights_bytes_ = c.allocated_bytes() - before;
   log_.resize(cfg_.n_recurrent_layers());
   kc_.resize(cfg_.n_attn_layers());
   vc_.resize(cfg_.n_attn_layers());

@@ -65,10 +65,14 @@ class VulkanBackend final : public ForwardBackend {
   uint64_t max_buffer_bytes() const override { return ctx_->max_buffer_bytes(); }
   Status Place(KvStorage& kv, StateStorage& states) override {
     if (cfg_.n_attn_layers() > 0) REWIND_RETURN_IF_ERROR(AttachKv(kv));
-    return AttachStates(states);
+    REWIND_RETURN_IF_ERROR(AttachStates(states));
+    placed_kv_ = kvd_ != nullptr ? kvd_->device_bytes() : 0;
+    placed_states_ = st_->device_bytes();
+    return Status::Ok();
   }
-  uint64_t device_kv_bytes() const override { return kvd_ != nullptr ? kvd_->device_bytes() : 0; }
-  uint64_t device_state_bytes() const override { return st_ != nullptr ? st_->device_bytes() : 0; }
+  uint64_t device_kv_bytes() const override { return placed_kv_; }
+  uint64_t device_weights_bytes() const override { return weights_bytes_; }
+  uint64_t device_state_bytes() const override { return placed_states_; }
   Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
                  KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) override;
   Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
@@ -123,6 +127,8 @@ class VulkanBackend final : public ForwardBackend {
   std::vector<Grown> log_, kc_, vc_;  // per recurrent / attention layer
   DeviceStates* st_ = nullptr;        // the states of the running call
   DeviceKv* kvd_ = nullptr;           // its KV pages
+  uint64_t placed_kv_ = 0, placed_states_ = 0;  // device bytes of the storages placed last (Place)
+  uint64_t weights_bytes_ = 0;                  // what Upload allocated
   uint32_t n_gather_ = 0, n_scatter_ = 0;  // rows in gather_tab_ / scatter_tab_ this forward
 };
 

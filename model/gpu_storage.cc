@@ -35,7 +35,7 @@ Expected<std::shared_ptr<DeviceStates>> DeviceStates::Create(std::shared_ptr<gpu
     REWIND_ASSIGN_OR_RETURN(d->staging_, alloc(sh.bytes_per_state(), /*host_visible=*/true));
   }
   REWIND_RETURN_IF_ERROR(c.Submit());
-  for (int32_t s = 0; s < host.n_slots(); ++s) {  // what the host held before (usually nothing: zeros)
+  for (int32_t s = 0; host.host_written() && s < host.n_slots(); ++s) {  // what the host held before, if any
     const std::span<const float> f = host.SlotData(s);
     if (std::any_of(f.begin(), f.end(), [](float v) { return v != 0.0f; }))
       REWIND_RETURN_IF_ERROR(d->Write(s, f.data()));
@@ -133,7 +133,7 @@ Expected<std::shared_ptr<DeviceKv>> DeviceKv::Create(std::shared_ptr<gpu::Contex
   }
   REWIND_RETURN_IF_ERROR(c.Submit());
   auto zero = [](const uint8_t* p, size_t b) { return std::all_of(p, p + b, [](uint8_t x) { return x == 0; }); };
-  for (int32_t l = 0; l < d->n_layers_; ++l)  // what the host held before (usually nothing: zeros)
+  for (int32_t l = 0; host.host_written() && l < d->n_layers_; ++l)  // what the host held before, if any
     for (int32_t p = 0; p < host.n_pages(); ++p) {
       const uint8_t* kp = host.K(l, p);
       const uint8_t* vp = host.V(l, p);

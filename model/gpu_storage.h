@@ -20,6 +20,7 @@ class DeviceStates final : public StateDevice {
   // [slot][Hv·S·S]); slots whose host bytes are not all zero are uploaded once. A clear error when the device
   // cannot hold them.
   static Expected<std::shared_ptr<DeviceStates>> Create(std::shared_ptr<gpu::Context> ctx, const StateStorage& host);
+  ~DeviceStates() override { (void)ctx_->Submit(); }  // recorded copies into these buffers land before they go
 
   Status Read(int32_t slot, float* out) override;
   Status Write(int32_t slot, const float* in) override;
@@ -51,6 +52,7 @@ class DeviceKv final : public KvDevice {
  public:
   // A clear error when the device cannot hold the pools; pages whose host bytes are not all zero are uploaded.
   static Expected<std::shared_ptr<DeviceKv>> Create(std::shared_ptr<gpu::Context> ctx, const KvStorage& host);
+  ~DeviceKv() override { (void)ctx_->Submit(); }
 
   Status ReadPage(int32_t layer, int32_t page, bool v, uint8_t* out) override;
   Status WriteRows(int32_t layer, int32_t page, int32_t row0, int32_t n, const uint8_t* k,

@@ -52,6 +52,7 @@ Expected<std::unique_ptr<KvStorage>> KvStorage::Create(const KvStorageConfig& c)
 
 uint8_t* KvStorage::Mutable(int32_t layer, int32_t page, bool v) {
   REWIND_CHECK_MSG(device_ == nullptr, "a device-resident KV page has no mutable host view (use WriteRows)");
+  host_written_ = true;
   return v ? v_.get() + Offset(layer, page, v_page_bytes()) : k_.get() + Offset(layer, page, k_page_bytes());
 }
 

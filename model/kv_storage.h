@@ -96,6 +96,9 @@ class KvStorage {
   // The device that holds the pages from now on (a backend's; it starts from this storage's host bytes).
   void SetDevice(std::shared_ptr<KvDevice> device) { device_ = std::move(device); }
   KvDevice* device() const { return device_.get(); }
+  // Whether any host byte was written (a mutable view taken, WriteRows on the host): a device taking over a
+  // storage that was never written needs no upload.
+  bool host_written() const { return host_written_; }
 
   // Copies rows [0, n_rows) of page src to page dst in every layer (copy-on-write of a partly shared page).
   void CopyPage(int32_t src, int32_t dst, int32_t n_rows);
@@ -120,6 +123,7 @@ class KvStorage {
   Mapping k_;  // [layer][page][row][k_row_ bytes]
   Mapping v_;  // [layer][page][row][v_row_ bytes]
   std::shared_ptr<KvDevice> device_;
+  bool host_written_ = false;
 };
 
 }  // namespace rw::model

@@ -68,6 +68,7 @@ Status Model::PlaceStorage(KvStorage& kv, StateStorage& states) {
   return backend_ ? backend_->Place(kv, states) : Status::Ok();
 }
 uint64_t Model::device_kv_bytes() const { return backend_ ? backend_->device_kv_bytes() : 0; }
+uint64_t Model::device_weights_bytes() const { return backend_ ? backend_->device_weights_bytes() : 0; }
 uint64_t Model::device_state_bytes() const { return backend_ ? backend_->device_state_bytes() : 0; }
 
 void Model::SetThreads(int32_t n_threads) { pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, n_threads)); }

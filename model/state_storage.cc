@@ -130,6 +130,7 @@ void StateStorage::Stage(int32_t slot) const {
 
 float* StateStorage::Layer(int32_t slot, int32_t layer) {
   REWIND_CHECK_MSG(device_ == nullptr, "a device-resident state slot has no mutable host view (use Restore)");
+  host_written_ = true;
   REWIND_CHECK(slot >= 0 && slot < n_slots_ && layer >= 0 && layer < shape_.n_layers);
   return data_.data() + static_cast<uint64_t>(slot) * shape_.slot_floats() + layer * shape_.layer_floats();
 }
@@ -146,6 +147,7 @@ std::span<const float> StateStorage::SlotData(int32_t slot) const {
 }
 std::span<float> StateStorage::MutableSlotData(int32_t slot) {
   REWIND_CHECK_MSG(device_ == nullptr, "a device-resident state slot has no mutable host view (use Restore)");
+  host_written_ = true;
   REWIND_CHECK(slot >= 0 && slot < n_slots_);
   return {data_.data() + static_cast<uint64_t>(slot) * shape_.slot_floats(), shape_.slot_floats()};
 }

@@ -130,6 +130,9 @@ class StateStorage {
   // which the backend uploads once). Null: the host array (the CPU forward).
   void SetDevice(std::shared_ptr<StateDevice> device) { device_ = std::move(device); }
   StateDevice* device() const { return device_.get(); }
+  // Whether any host slot byte was written (Clear, CopySlot, Restore or a mutable view on the host): a device
+  // taking over a storage that was never written needs no upload.
+  bool host_written() const { return host_written_; }
 
  private:
   StateStorage(const StateShape& s, int32_t n) : shape_(s), n_slots_(n) {}
@@ -143,6 +146,7 @@ class StateStorage {
 
   mutable BigVector<float> data_;  // [slot][gdn_layer][conv | delta]
   std::shared_ptr<StateDevice> device_;
+  bool host_written_ = false;
   std::shared_ptr<internal::StateBufferPool> pool_;  // buffers of dropped checkpoints, for the next Snapshot
 };
 

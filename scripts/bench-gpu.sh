@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU comparison of issue 29, item 5, as one run on the device machine (docs/performance.md, "GPU: prepared
 # comparison"): rewind bench --device vulkan0 next to llama.cpp v0.5.0's llama-bench built with -DGGML_VULKAN=ON
-# (and, when LLAMA_CUDA_BENCH is set, its CUDA build), on the same files made there with make-model.
+# (and, when LLAMA_CUDA_BENCH is set, its CUDA build), on the same files made there with make-model; and, on the
+# 0.8B file, rewind bench --memory --device vulkan0 (checkpoint save / restore GB/s between device and host).
 #
 #   scripts/bench-gpu.sh DIR
 #
@@ -39,6 +40,8 @@ for spec in "$@"; do
   read -r name _ _ <<<"$spec"
   f="$models/$name.gguf"
   run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 128 -r 2
+  # Checkpoint save (device -> host) and restore (host -> device) GB/s, rollback costs (the issue's >= 10 GB/s).
+  [ "$name" = 0.8b-q8_0 ] && run "$rewind" bench -m "$f" --device vulkan0 --memory -r 3
   run "$dir/llama-vulkan/llama-bench" -m "$f" -ngl 99 -p 512 -n 128 -r 2
   [ -n "${LLAMA_CUDA_BENCH:-}" ] && run "$LLAMA_CUDA_BENCH" -m "$f" -ngl 99 -p 512 -n 128 -r 2
   run "$rewind" bench -m "$f" -t 16 -p 512 -n 128 -r 1
