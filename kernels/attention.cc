@@ -98,7 +98,8 @@ __attribute__((target("avx2,fma"))) void ScoreTileAvx2(const float* const* q, co
   _mm256_storeu_ps(out, _mm256_mul_ps(r, _mm256_set1_ps(scale)));
 }
 
-// s[i·kAttnBlock + p] = score of queries[i] (i < nq <= 4) against krow[p] (p < nk).
+// s[i·kAttnBlock + p] = score of queries[i] (i < nq <= 4) against krow[p] (p < nk). q holds 4 pointers: the
+// caller pads a short tile by repeating its last query, so the AVX2 tile always reads 4 real rows.
 void ScoreTile(int width, const float* const* q, int32_t nq, const float* const* krow, int32_t nk, int32_t D,
                float scale, float* s) {
   if (width == 0) {
@@ -106,12 +107,10 @@ void ScoreTile(int width, const float* const* q, int32_t nq, const float* const*
       for (int32_t p = 0; p < nk; ++p) s[i * kAttnBlock + p] = ScorePortable(q[i], krow[p], D, scale);
     return;
   }
-  const float* qt[4];
-  for (int i = 0; i < 4; ++i) qt[i] = q[std::min(i, nq - 1)];  // padding rows repeat the last query
   float out[8];
   for (int32_t p = 0; p < nk; p += 2) {
     const float* k1 = krow[std::min(p + 1, nk - 1)];
-    ScoreTileAvx2(qt, krow[p], k1, D, scale, out);
+    ScoreTileAvx2(q, krow[p], k1, D, scale, out);
     for (int32_t i = 0; i < nq; ++i) {
       s[i * kAttnBlock + p] = out[2 * i];
       if (p + 1 < nk) s[i * kAttnBlock + p + 1] = out[2 * i + 1];
