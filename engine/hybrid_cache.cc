@@ -338,7 +338,6 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
   if (items.empty()) return Error::InvalidArgument("empty batch");
   const int32_t n_vocab = im.model->config().n_vocab;
   std::set<SeqId> seen;
-  int64_t bytes = 0;
   for (const EvalItem& it : items) {
     if (!im.mm->has_sequence(it.seq)) return Error::InvalidArgument("unknown sequence " + std::to_string(it.seq));
     if (!seen.insert(it.seq).second) return Error::InvalidArgument("a sequence appears twice in one batch");
@@ -351,12 +350,12 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
     }
     if (Position(it.seq) + static_cast<int64_t>(it.tokens.size()) > im.cfg.n_ctx)
       return Error::OutOfRange("sequence would exceed the context of " + std::to_string(im.cfg.n_ctx));
-    bytes += im.mm->AppendBytes(it.seq, static_cast<int32_t>(it.tokens.size()));
   }
   std::vector<std::pair<SeqId, int32_t>> grow;
   for (const EvalItem& it : items) grow.emplace_back(it.seq, static_cast<int32_t>(it.tokens.size()));
   // Inside their reservations the appends always find room; past one (a caller bug) the batch fails cleanly.
-  REWIND_RETURN_IF_ERROR(im.MakeRoom(im.mm->RoomForAppends(grow), static_cast<int32_t>(bytes / im.mm->config().page_bytes)));
+  const memory::MemoryManager::Room room = im.mm->RoomForAppends(grow);
+  REWIND_RETURN_IF_ERROR(im.MakeRoom(room.bytes, room.pages));
   // Everything is validated and room is made: from here on the plans cannot fail.
   std::vector<memory::AppendPlan> plans;
   plans.reserve(items.size());

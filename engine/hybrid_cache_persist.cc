@@ -64,8 +64,8 @@ Expected<int32_t> HybridCache::Impl::Import(std::span<const int32_t> tokens, std
   };
   std::span<const int32_t> rest = tokens.subspan(static_cast<size_t>(acq.hit.resume_pos));
   const std::pair<memory::SeqId, int32_t> grow{seq, static_cast<int32_t>(rest.size())};
-  const int64_t need = mm->AppendBytes(seq, grow.second);
-  if (Status s = MakeRoom(mm->RoomForAppends({&grow, 1}), static_cast<int32_t>(need / mm->config().page_bytes)); !s.ok()) {
+  const memory::MemoryManager::Room room = mm->RoomForAppends({&grow, 1});
+  if (Status s = MakeRoom(room.bytes, room.pages); !s.ok()) {
     drop();
     return s.error();
   }

@@ -32,7 +32,8 @@ SeqId AcquireReserved(MemoryManager& m, const std::vector<int32_t>& prompt, int3
 // Makes room the way the engine does (RoomForAppends), then appends.
 void AppendWithRoom(MemoryManager& m, SeqId s, const std::vector<int32_t>& toks) {
   const std::pair<SeqId, int32_t> grow{s, static_cast<int32_t>(toks.size())};
-  auto room = m.PlanMakeRoom(m.RoomForAppends({&grow, 1}), 0);
+  const MemoryManager::Room need = m.RoomForAppends({&grow, 1});
+  auto room = m.PlanMakeRoom(need.bytes, need.pages);
   ASSERT_TRUE(room.ok()) << room.error().message;
   m.Commit(*room);
   m.CheckInvariants();
@@ -143,6 +144,51 @@ TEST(Budget, EndingAReservationFreesItForTheCache) {
   EXPECT_EQ(hit.resume_pos, 4);
   EXPECT_EQ(hit.source, StateSource::kCheckpoint);
   Release(m, again, false);
+}
+
+// A pool scarcer than the budget bounds the reservations too: refused at admission, not failed mid-request.
+TEST(Budget, AReservationMustFitThePagePoolToo) {
+  MemoryConfig c = TinyConfig();
+  c.max_pages = 6;  // the budget alone would hold 15
+  MemoryManager m(c);
+  EXPECT_EQ(m.MaxReserveTokens(), 20);  // 5 pages and the copy-on-write one
+  auto p = PlanWithReserve(m, Tokens(5, 1), 21);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().kind, ErrorKind::kOutOfRange);
+  SeqId a = AcquireReserved(m, Tokens(5, 1), 12);  // its table of 3 pages held back
+  auto b = PlanWithReserve(m, Tokens(5, 2), 12);   // 3 + 1 more: 7 > 6 pages, though 70 B fit the budget
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().kind, ErrorKind::kResourceExhausted);
+  AppendWithRoom(m, a, Tokens(7, 1));
+  Release(m, a, false);
+}
+
+// Pages apart (a GPU: pages in device memory, checkpoints in host memory): pages draw on the pool alone and
+// checkpoints on the byte budget alone, and the reservations hold back pages.
+TEST(Budget, PagesApartDrawOnThePoolAndCheckpointsOnTheBudget) {
+  MemoryConfig c = TinyConfig();  // 150 B: one checkpoint of 100 B
+  c.pages_apart = true;
+  c.max_pages = 40;
+  MemoryManager m(c);
+  EXPECT_EQ(m.config().MaxPages(), 40);
+  EXPECT_EQ(m.MaxReserveTokens(), 39 * 4);
+  EXPECT_EQ(m.ReserveBytes(100), 0);
+  SeqId a = AcquireReserved(m, Tokens(5, 1), 100);  // admitted for 25 + 1 of the 40 pages
+  EXPECT_EQ(m.HeadroomPages(), 25);                 // its table, held back
+  EXPECT_EQ(m.HeadroomBytes(), 0);
+  AppendWithRoom(m, a, Tokens(65, 1));             // 17 pages taken, 8 held back, no budget byte used
+  EXPECT_EQ(m.HeadroomPages(), 8);
+  EXPECT_EQ(m.used_bytes(), 0);
+  TakeCheckpoint(m, a);                            // the budget holds the checkpoint
+  EXPECT_EQ(m.used_bytes(), 100);
+  auto b = PlanWithReserve(m, Tokens(5, 2), 60);   // 15 + 1 pages more: 17 + 8 + 16 > 40
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().kind, ErrorKind::kResourceExhausted);
+  SeqId d = AcquireReserved(m, Tokens(5, 3), 48);  // 12 + 1 more: 17 + 8 + 13 <= 40
+  auto e = m.PlanCheckpoint(d);                    // a second checkpoint does not fit the 150 B
+  EXPECT_FALSE(e.ok());
+  Release(m, d, false);
+  Release(m, a, false);
 }
 
 }  // namespace

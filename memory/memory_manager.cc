@@ -44,7 +44,7 @@ void MemoryManager::Tick(uint64_t plan_generation) {
 }
 
 int64_t MemoryManager::used_bytes() const {
-  return static_cast<int64_t>(pages_.used_count()) * config_.page_bytes + ckpts_.total_bytes();
+  return static_cast<int64_t>(pages_.used_count()) * config_.PageCharge() + ckpts_.total_bytes();
 }
 
 Agreement MemoryManager::FindResume(SeqId seq, std::span<const int32_t> candidate, int32_t limit) const {
@@ -60,43 +60,42 @@ static Error BudgetError(int64_t need, int64_t free) {
 
 // ---- Reservations ------------------------------------------------------------------------------------------
 
-int64_t MemoryManager::Headroom(const Sequence& s, int32_t pos) const {
+int32_t MemoryManager::Headroom(const Sequence& s, int32_t pos) const {
   if (s.reserve <= 0) return 0;
   // A shared, partly filled last page will be copied by the next append (the shared one stays pinned).
   const bool cow = pos == s.pos() && pos % config_.page_tokens != 0 && pages_.RefCount(s.pages.back()) > 1;
-  return static_cast<int64_t>(std::max(0, PagesFor(s.reserve) - PagesFor(pos)) + (cow ? 1 : 0)) *
-         config_.page_bytes;
+  return std::max(0, PagesFor(s.reserve) - PagesFor(pos)) + (cow ? 1 : 0);
 }
 
 int32_t MemoryManager::MaxReserveTokens() const {
-  const int64_t pages = config_.budget_bytes / config_.page_bytes - 1;  // one page for copy-on-write
+  int64_t pages = config_.MaxPages();
+  if (!config_.pages_apart) pages = std::min(pages, config_.budget_bytes / config_.page_bytes);
+  --pages;  // one page for copy-on-write
   return static_cast<int32_t>(std::clamp<int64_t>(pages * config_.page_tokens, 0, INT32_MAX));
 }
-
-int64_t MemoryManager::HeadroomBytes() const { return RoomForAppends({}); }
 
 bool MemoryManager::HasReservations() const {
   return std::any_of(seqs_.begin(), seqs_.end(), [](const auto& kv) { return kv.second.reserve > 0; });
 }
 
-int64_t MemoryManager::RoomForAppends(std::span<const std::pair<SeqId, int32_t>> appends) const {
-  int64_t bytes = 0;
+MemoryManager::Room MemoryManager::RoomForAppends(std::span<const std::pair<SeqId, int32_t>> appends) const {
+  int64_t pages = 0;
   for (const auto& [id, s] : seqs_) {
     int32_t n = 0;
     for (const auto& [seq, k] : appends)
       if (seq == id) n += k;
-    if (n > 0) bytes += AppendBytes(id, n);
-    bytes += Headroom(s, s.pos() + n);
+    if (n > 0) pages += AppendPages(id, n);
+    pages += Headroom(s, s.pos() + n);
   }
-  return bytes;
+  return {pages * config_.PageCharge(), static_cast<int32_t>(std::min<int64_t>(pages, INT32_MAX))};
 }
 
 // ---- Append ------------------------------------------------------------------------------------------------
 
-int64_t MemoryManager::AppendBytes(SeqId seq, int32_t n) const {
+int32_t MemoryManager::AppendPages(SeqId seq, int32_t n) const {
   const Sequence& s = sequence(seq);
   const bool cow = s.pos() % config_.page_tokens != 0 && pages_.RefCount(s.pages.back()) > 1;
-  return static_cast<int64_t>(PagesFor(s.pos() + n) - PagesFor(s.pos()) + (cow ? 1 : 0)) * config_.page_bytes;
+  return PagesFor(s.pos() + n) - PagesFor(s.pos()) + (cow ? 1 : 0);
 }
 
 Expected<AppendPlan> MemoryManager::PlanAppend(SeqId seq, std::span<const int32_t> tokens) const {
@@ -112,12 +111,16 @@ Expected<AppendPlan> MemoryManager::PlanAppend(SeqId seq, std::span<const int32_
   int32_t n_new = PagesFor(new_len) - PagesFor(p.pos0);
   const bool cow = p.pos0 % config_.page_tokens != 0 && pages_.RefCount(s.pages.back()) > 1;
   int32_t n_take = n_new + (cow ? 1 : 0);
-  p.bytes = static_cast<int64_t>(n_take) * config_.page_bytes;
+  p.bytes = static_cast<int64_t>(n_take) * config_.PageCharge();
   if (n_take > pages_.free_count())
     return Error::Exhausted("page pool: needs " + std::to_string(n_take) + " pages, " +
                             std::to_string(pages_.free_count()) + " free (evict first)");
   const std::pair<SeqId, int32_t> grow{seq, static_cast<int32_t>(tokens.size())};
-  if (const int64_t room = RoomForAppends({&grow, 1}); room > free_bytes()) return BudgetError(room, free_bytes());
+  const Room room = RoomForAppends({&grow, 1});
+  if (room.bytes > free_bytes()) return BudgetError(room.bytes, free_bytes());
+  if (room.pages > pages_.free_count())  // the pages reservations hold back (implied by the bytes unless apart)
+    return Error::Exhausted("page pool: needs " + std::to_string(room.pages) + " pages with the reservations, " +
+                            std::to_string(pages_.free_count()) + " free (evict first)");
   p.take = pages_.PeekFree(n_take);
   if (cow) {
     p.cow_index = static_cast<int32_t>(s.pages.size()) - 1;

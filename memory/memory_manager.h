@@ -44,8 +44,9 @@ class MemoryManager {
 
   // --- Sequence mutations --------------------------------------------------------------------------------
   Expected<AppendPlan> PlanAppend(SeqId seq, std::span<const int32_t> tokens) const;
-  // Budget bytes appending n tokens would add (new pages plus a copy-on-write page): evict this much first.
-  int64_t AppendBytes(SeqId seq, int32_t n) const;
+  // Pages appending n tokens would take (new pages plus a copy-on-write page) and the budget bytes they add.
+  int32_t AppendPages(SeqId seq, int32_t n) const;
+  int64_t AppendBytes(SeqId seq, int32_t n) const { return AppendPages(seq, n) * config_.PageCharge(); }
   void Commit(const AppendPlan& plan);
   // Checkpoint of the live state at the sequence's current position.
   Expected<CheckpointPlan> PlanCheckpoint(SeqId seq) const;
@@ -68,18 +69,25 @@ class MemoryManager {
   // The budget is never exceeded. A sequence acquired with a reservation of R tokens holds back the budget its
   // pages may need up to R, so appends inside a reservation always find room by evicting cache entries; the
   // cache (new checkpoints, imports) only gets what no reservation holds back.
-  // Budget a sequence of up to `tokens` tokens may need: its page table plus one copy-on-write page.
-  int64_t ReserveBytes(int32_t tokens) const {
-    return (static_cast<int64_t>(PagesFor(tokens)) + 1) * config_.page_bytes;
-  }
-  // The longest sequence whose reservation fits in the budget.
+  // Pages a sequence of up to `tokens` tokens may need (its page table plus one copy-on-write page), and the
+  // budget bytes they cost.
+  int32_t ReservePages(int32_t tokens) const { return PagesFor(tokens) + 1; }
+  int64_t ReserveBytes(int32_t tokens) const { return int64_t{ReservePages(tokens)} * config_.PageCharge(); }
+  // The longest sequence whose reservation fits in the budget and the page pool.
   int32_t MaxReserveTokens() const;
-  // Reserved but not yet allocated: the sum over sequences of their reservation's pages not yet in their table.
-  int64_t HeadroomBytes() const;
+  // Reserved but not yet allocated: the sum over sequences of their reservation's pages not yet in their
+  // table, and the budget bytes those pages cost.
+  int32_t HeadroomPages() const { return RoomForAppends({}).pages; }
+  int64_t HeadroomBytes() const { return RoomForAppends({}).bytes; }
   bool HasReservations() const;
-  // Bytes that must be free before appending n tokens to each (seq, n) of one batch (their new pages plus
-  // what all reservations still hold back afterwards). PlanAppend fails when fewer are free.
-  int64_t RoomForAppends(std::span<const std::pair<SeqId, int32_t>> appends) const;
+  // What must be free before appending n tokens to each (seq, n) of one batch: their new pages plus what all
+  // reservations still hold back afterwards, as free pages and as budget bytes. PlanAppend fails when fewer
+  // are free.
+  struct Room {
+    int64_t bytes = 0;
+    int32_t pages = 0;
+  };
+  Room RoomForAppends(std::span<const std::pair<SeqId, int32_t>> appends) const;
   // Bytes that must be free before a new checkpoint (PlanCheckpoint fails when fewer are).
   int64_t CheckpointRoom() const { return config_.state_bytes + HeadroomBytes(); }
 
@@ -115,7 +123,7 @@ class MemoryManager {
  private:
   int32_t PagesFor(int32_t n) const { return (n + config_.page_tokens - 1) / config_.page_tokens; }
   // What sequence s still holds back of its reservation when it is `pos` tokens long.
-  int64_t Headroom(const Sequence& s, int32_t pos) const;
+  int32_t Headroom(const Sequence& s, int32_t pos) const;
   Sequence& mut(SeqId id);
   void Tick(uint64_t plan_generation);
   Expected<std::pair<SlotId, SlotId>> PickSlots() const;

@@ -14,13 +14,15 @@ namespace rw::memory {
 Expected<AcquirePlan> MemoryManager::PlanAcquire(std::span<const int32_t> prompt, bool use_cache,
                                                  int32_t reserve_tokens) const {
   if (prompt.empty()) return Error::InvalidArgument("empty prompt");
-  const int32_t size = static_cast<int32_t>(prompt.size());
   if (reserve_tokens < 0) return Error::InvalidArgument("negative reservation");
-  if (reserve_tokens > 0 && ReserveBytes(reserve_tokens) > config_.budget_bytes)
-    return Error::OutOfRange("memory budget: a sequence of " + std::to_string(reserve_tokens) + " tokens needs " +
-                             std::to_string(ReserveBytes(reserve_tokens)) + " B of pages, more than the whole budget of " +
-                             std::to_string(config_.budget_bytes) + " B (at most " +
-                             std::to_string(MaxReserveTokens()) + " tokens fit)");
+  if (reserve_tokens > MaxReserveTokens())
+    return Error::OutOfRange(
+        "memory budget: a sequence of " + std::to_string(reserve_tokens) + " tokens needs " +
+        std::to_string(ReservePages(reserve_tokens)) + " pages (" +
+        std::to_string(int64_t{ReservePages(reserve_tokens)} * config_.page_bytes) + " B), more than " +
+        (config_.pages_apart ? "the whole page pool of " + std::to_string(config_.MaxPages()) + " pages"
+                             : "the whole budget of " + std::to_string(config_.budget_bytes) + " B") +
+        " (at most " + std::to_string(MaxReserveTokens()) + " tokens fit)");
   REWIND_ASSIGN_OR_RETURN(AcquirePlan p, PlanAcquireAt(prompt, use_cache));
   p.reserve = reserve_tokens;
   if (reserve_tokens == 0) return p;
@@ -28,7 +30,10 @@ Expected<AcquirePlan> MemoryManager::PlanAcquire(std::span<const int32_t> prompt
   // pages, plus the checkpoints its lease pins) must fit beside every other one once the cache is evicted.
   const int64_t need = ReserveBytes(reserve_tokens) + HeadroomBytes() +
                        (p.adopt ? 0 : static_cast<int64_t>(p.ckpts.size()) * config_.state_bytes);
-  if (need > free_bytes() && !PlanEvictImpl(need - free_bytes(), 0, false).ok())
+  const int32_t need_pages = ReservePages(reserve_tokens) + HeadroomPages();  // implied by `need` unless apart
+  if ((need > free_bytes() || need_pages > pages_.free_count()) &&
+      !PlanEvictImpl(std::max<int64_t>(0, need - free_bytes()), std::max(0, need_pages - pages_.free_count()), false)
+           .ok())
     return Error::Exhausted("memory budget: the request needs " + std::to_string(need) + " B beside the running "
                             "requests' reservations; it waits until they finish");
   return p;
@@ -171,7 +176,7 @@ Expected<EvictPlan> MemoryManager::PlanEvictImpl(int64_t bytes, int32_t pages, b
     if (cands.empty()) break;
     const EvictionCandidate& c = cands[PickVictim(cands, now_, config_.half_life)];
     p.removals.push_back({c.leaf, c.node});
-    p.bytes_freed += c.bytes;
+    p.bytes_freed += c.bytes - int64_t{c.pages} * (config_.page_bytes - config_.PageCharge());  // budget bytes
     p.pages_freed += c.pages;
     if (c.ckpt != kNone) p.ops.push_back(FreeCheckpointOp{c.ckpt});
   }

@@ -59,7 +59,8 @@ struct EvictionCandidate {
   NodeId node = kNone;
   CheckpointId ckpt = kNone;   // kCheckpoint
   int64_t saved_tokens = 0;    // prefill work the entry saves beyond the next older exact state
-  int64_t bytes = 0;           // bytes its removal frees
+  int64_t bytes = 0;           // bytes its removal frees (pages at their full size, wherever they live: the cost
+                               // the eviction score weighs; MemoryManager counts what it frees of the budget)
   int32_t pages = 0;           // pages its removal frees
   uint64_t last_use = 0;
   bool leaf = false;           // no children: removing the checkpoint removes the node too

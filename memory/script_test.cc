@@ -136,9 +136,11 @@ class FakeStorage {
 
 class Script {
  public:
-  explicit Script(uint64_t seed) : rng_(seed), cfg_(MakeConfig(rng_)), m_(cfg_), st_(cfg_) {}
+  // apart: the pages are a pool of their own and the budget holds checkpoints only (a GPU's cache).
+  explicit Script(uint64_t seed, bool apart = false)
+      : rng_(seed), cfg_(MakeConfig(rng_, apart)), m_(cfg_), st_(cfg_) {}
 
-  static MemoryConfig MakeConfig(std::mt19937_64& rng) {
+  static MemoryConfig MakeConfig(std::mt19937_64& rng, bool apart) {
     MemoryConfig c;
     c.page_tokens = 1 + static_cast<int32_t>(rng() % 5);
     c.page_bytes = 10;
@@ -146,7 +148,13 @@ class Script {
     c.budget_bytes = 200 + static_cast<int64_t>(rng() % 1500);
     c.max_slots = 2 + static_cast<int32_t>(rng() % 7);
     c.half_life = 1 + static_cast<int64_t>(rng() % 50);
-    if (rng() % 2 == 0) c.max_pages = 8 + static_cast<int32_t>(rng() % 40);  // pages scarcer than bytes
+    if (apart) {
+      c.pages_apart = true;
+      c.max_pages = 8 + static_cast<int32_t>(rng() % 40);
+      c.budget_bytes = c.state_bytes + static_cast<int64_t>(rng() % 600);  // from none to many checkpoints
+    } else if (rng() % 2 == 0) {
+      c.max_pages = 8 + static_cast<int32_t>(rng() % 40);  // pages scarcer than bytes
+    }
     return c;
   }
 
@@ -175,18 +183,19 @@ class Script {
     if (toks.empty()) return true;
     const std::string before = m_.DebugString();
     const int32_t n = static_cast<int32_t>(toks.size());
-    const int64_t need = m_.AppendBytes(s, n);
+    const int32_t need = m_.AppendPages(s, n);
     const std::pair<SeqId, int32_t> grow{s, n};
     // Admission control's promise: inside its reservation a sequence always finds room (one copy-on-write
-    // page is reserved). Not kept when pages are scarcer than bytes, nor after a fork, an adopted sequence or
-    // a rollback into a leased prefix: they can share a last page again after admission (the engine does
-    // none of them).
+    // page is reserved), in bytes and in pages (a pool scarcer than the budget, or apart from it). Not kept
+    // after a fork, an adopted sequence or a rollback into a leased prefix: they can share a last page again
+    // after admission (the engine does none of them).
     const Sequence& q = m_.sequence(s);
-    const bool cow = need > (static_cast<int64_t>((q.pos() + n + cfg_.page_tokens - 1) / cfg_.page_tokens) -
-                             (q.pos() + cfg_.page_tokens - 1) / cfg_.page_tokens) * cfg_.page_bytes;
-    const bool promised = cfg_.max_pages == 0 && q.reserve >= q.pos() + n && cows_[s] + (cow ? 1 : 0) <= 1 &&
-                          unpromised_.empty();
-    if (!MakeRoom(m_.RoomForAppends({&grow, 1}), static_cast<int32_t>(need / cfg_.page_bytes))) {
+    const bool cow = need > (q.pos() + n + cfg_.page_tokens - 1) / cfg_.page_tokens -
+                                (q.pos() + cfg_.page_tokens - 1) / cfg_.page_tokens;
+    const bool promised = q.reserve >= q.pos() + n &&
+                          cows_[s] + (cow ? 1 : 0) <= 1 && unpromised_.empty();
+    const MemoryManager::Room room = m_.RoomForAppends({&grow, 1});
+    if (!MakeRoom(room.bytes, room.pages)) {
       EXPECT_FALSE(promised) << "an append inside its reservation found no room";
       auto p = m_.PlanAppend(s, toks);
       EXPECT_FALSE(p.ok());
@@ -245,7 +254,10 @@ class Script {
     auto p = m_.PlanAcquire(prompt, R(10) != 0, reserve);
     if (!p.ok()) {
       if (p.error().kind == ErrorKind::kOutOfRange) {
-        ASSERT_GT(m_.ReserveBytes(reserve), cfg_.budget_bytes);
+        ASSERT_GT(reserve, m_.MaxReserveTokens());
+        if (cfg_.max_pages == 0) {
+          ASSERT_GT(m_.ReserveBytes(reserve), cfg_.budget_bytes);
+        }
       } else {
         ASSERT_EQ(p.error().kind, ErrorKind::kResourceExhausted);
       }
@@ -383,13 +395,13 @@ class Script {
   int64_t promised_appends = 0;         // appends the reservation promise covered (and kept)
 };
 
-TEST(MemoryScript, RandomOperationsKeepEveryStateAndEntryExact) {
+void RunScripts(bool apart) {
   int64_t total_ops = 0, promised = 0;
   std::array<int64_t, std::variant_size_v<DataOp>> by_kind{};
   const int kScripts = 300;
   for (int i = 0; i < kScripts; ++i) {
     const uint64_t seed = 1000 + static_cast<uint64_t>(i);
-    Script s(seed);
+    Script s(seed, apart);
     for (int step = 0; step < 60 && !::testing::Test::HasFailure(); ++step) s.Step();
     if (!::testing::Test::HasFailure()) s.Finish();
     total_ops += s.ops();
@@ -397,8 +409,8 @@ TEST(MemoryScript, RandomOperationsKeepEveryStateAndEntryExact) {
     for (size_t k = 0; k < by_kind.size(); ++k) by_kind[k] += s.storage().op_counts()[k];
     ASSERT_FALSE(::testing::Test::HasFailure()) << "failing script seed " << seed;
   }
-  std::printf("memory scripts: %d scripts, %lld checked mutations, %lld appends inside a reservation\n", kScripts,
-              static_cast<long long>(total_ops), static_cast<long long>(promised));
+  std::printf("memory scripts%s: %d scripts, %lld checked mutations, %lld appends inside a reservation\n", apart ? " (pages apart)" : "",
+              kScripts, static_cast<long long>(total_ops), static_cast<long long>(promised));
   EXPECT_GT(promised, 1000) << "the reservation promise was hardly exercised";
   const char* names[] = {"copy_page", "zero_state", "copy_state", "restore", "save", "replay", "free_ckpt"};
   for (size_t k = 0; k < by_kind.size(); ++k) {
@@ -406,6 +418,12 @@ TEST(MemoryScript, RandomOperationsKeepEveryStateAndEntryExact) {
     EXPECT_GT(by_kind[k], 0) << names[k] << " never exercised";
   }
 }
+
+TEST(MemoryScript, RandomOperationsKeepEveryStateAndEntryExact) { RunScripts(false); }
+
+// The pages in a pool of their own (a GPU's), the budget bounding checkpoints only: the same exactness, and the
+// reservation promise kept in pages.
+TEST(MemoryScript, RandomOperationsWithPagesApartKeepEveryStateAndEntryExact) { RunScripts(true); }
 
 }  // namespace
 }  // namespace rw::memory
