@@ -40,7 +40,7 @@ int Serve(int argc, char** argv) {
   int port = sc.port, n_ctx = ec.n_ctx, n_parallel = ec.n_parallel, n_threads = ec.n_threads,
       n_batch = ec.n_batch, checkpoint_every = ec.checkpoint_every, draft_max = ec.draft_max,
       draft_min = ec.draft_min, http_threads = sc.http_threads;
-  int64_t cache_ram = ec.cache_ram_mib, cache_disk = ec.cache_disk_mib;
+  int64_t cache_ram = ec.cache_ram_mib, cache_device = ec.cache_device_mib, cache_disk = ec.cache_disk_mib;
   bool cache = ec.cache, log_requests = sc.log_requests;
   FlagSet flags("serve", "OpenAI-compatible (and llama-server compatible) HTTP server");
   flags.Add("model", 'm', &ec.model_path, "GGUF model file; none: the built-in demo model (random weights)");
@@ -58,7 +58,12 @@ int Serve(int argc, char** argv) {
   flags.Add("cache", 0, &cache, "prefix cache across requests (--no-cache turns it off)");
   flags.Add("cache-ram", 0, &cache_ram,
             "RAM budget in MiB for attention pages and checkpoints of running requests and the cache, never "
-            "exceeded: requests reserve theirs and wait when it is full (0 = half the free memory, at most 8 GiB)");
+            "exceeded: requests reserve theirs and wait when it is full; on a GPU the checkpoints alone (0 = half the "
+            "free memory, at most 8 GiB)");
+  flags.Add("cache-device", 0, &cache_device,
+            "on a GPU: device memory in MiB for the attention pages (running requests and the cache); --cache-ram "
+            "then bounds the checkpoints, in host memory (0 = every slot's full context twice over, at most what "
+            "the device holds)");
   flags.Add("cache-dir", 0, &ec.cache_dir,
             "disk tier and persistence folder (\"\" = off; auto = a per-model folder under ~/.cache/rewind, so a "
             "restarted server resumes its cache; the demo model is stored there too)");
@@ -142,6 +147,7 @@ int Serve(int argc, char** argv) {
   ec.draft_min = draft_min;
   ec.cache = cache;
   ec.cache_ram_mib = cache_ram;
+  ec.cache_device_mib = cache_device;
   ec.cache_disk_mib = cache_disk;
   sc.port = port;
   sc.http_threads = http_threads;

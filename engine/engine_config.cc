@@ -51,6 +51,7 @@ Status EngineConfig::Validate() const {
   if (n_batch < 1) return Error::InvalidArgument("--batch-size must be >= 1, got " + std::to_string(n_batch));
   REWIND_RETURN_IF_ERROR(CacheTypes());
   if (cache_ram_mib < 0) return Error::InvalidArgument("--cache-ram must be >= 0");
+  if (cache_device_mib < 0) return Error::InvalidArgument("--cache-device must be >= 0");
   if (cache_disk_mib < 0) return Error::InvalidArgument("--cache-disk must be >= 0");
   if (remote_cache_ttl_s < 0) return Error::InvalidArgument("--remote-cache-ttl must be >= 0");
   if (remote_cache_wait_ms < 0 || remote_cache_wait_ms > 600'000)

@@ -26,7 +26,8 @@ struct EngineConfig {
   std::string cache_type_k;        // "" = kv_type
   std::string cache_type_v;        // "" = kv_type
   bool cache = true;               // prefix cache across requests (false = --no-cache)
-  int64_t cache_ram_mib = 0;       // byte budget of pages + checkpoints; 0 = derived from free memory
+  int64_t cache_ram_mib = 0;       // byte budget of pages + checkpoints (on a GPU: checkpoints); 0 = derived
+  int64_t cache_device_mib = 0;    // on a GPU: the KV page pool in device memory; 0 = derived (docs/gpu.md)
   std::string cache_dir;           // disk tier + persistence ("" = off)
   int64_t cache_disk_mib = 4096;   // disk tier bound
   std::string remote_cache;        // remote tier shared by replicas: redis[s]://HOST:PORT[/DB] ("" = off)

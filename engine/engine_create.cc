@@ -122,6 +122,7 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
     int64_t avail = AvailableMemoryBytes();
     hc.budget_bytes = std::min<int64_t>(avail / 2, int64_t{8} << 30);
   }
+  hc.device_bytes = config.cache_device_mib << 20;
   REWIND_ASSIGN_OR_RETURN(e->cache_, HybridCache::Create(*e->model_, hc));
   if (e->model_->device_name() != "cpu") {
     e->info_.device_memory_total = e->model_->device_memory_total();
@@ -129,8 +130,8 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
     e->info_.device_weights_bytes = weights_bytes;
     e->info_.device_kv_bytes = e->model_->device_kv_bytes();
     e->info_.device_state_bytes = e->model_->device_state_bytes();
-    LOG_INFO("device %s: weights %.1f MiB, KV pages %.1f MiB, recurrent states %.1f MiB (device memory); "
-             "checkpoints in host memory within the cache budget of %.1f MiB",
+    LOG_INFO("device %s: weights %.1f MiB, KV pages %.1f MiB (--cache-device), recurrent states %.1f MiB "
+             "(device memory); checkpoints in host memory within --cache-ram %.1f MiB",
              e->model_->device_description().c_str(), weights_bytes / 1048576.0,
              e->info_.device_kv_bytes / 1048576.0, e->info_.device_state_bytes / 1048576.0,
              hc.budget_bytes / 1048576.0);
@@ -138,9 +139,12 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   LogContextMemory(cfg, hc.kv_type, n_ctx, config.n_parallel);
   if (const int32_t fit = e->cache_->MaxSequenceTokens(); fit < n_ctx) {
     // The budget is never exceeded (docs/cache-budget.md): one request cannot grow past what it holds.
-    LOG_WARN("--cache-ram %" PRId64 " MiB holds the attention pages of %d tokens: requests are limited to %d "
-             "tokens (context %d); raise --cache-ram for longer ones", hc.budget_bytes >> 20, fit, fit, n_ctx);
-    if (fit < 2) return Error::InvalidArgument("the cache budget holds no useful context: raise --cache-ram");
+    const bool device = e->model_->device_name() != "cpu";  // the pages are the device's pool, not the budget's
+    const char* flag = device ? "--cache-device" : "--cache-ram";
+    const int64_t mib = device ? static_cast<int64_t>(e->model_->device_kv_bytes() >> 20) : hc.budget_bytes >> 20;
+    LOG_WARN("%s %" PRId64 " MiB holds the attention pages of %d tokens: requests are limited to %d "
+             "tokens (context %d); raise %s for longer ones", flag, mib, fit, fit, n_ctx, flag);
+    if (fit < 2) return Error::InvalidArgument(std::string("the cache budget holds no useful context: raise ") + flag);
     n_ctx = fit;
   }
 

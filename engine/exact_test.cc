@@ -137,6 +137,8 @@ class Script {
         static_cast<int64_t>(m.config().KvBytesPerToken(cfg_.kv_type)) *
         cfg_.page_tokens;
     cfg_.budget_bytes = state * (4 + R(6)) + page * (2 * kMaxLen / cfg_.page_tokens + R(24));
+    // On a GPU the pages are a device pool apart from the budget (docs/cache-budget.md): as tight as the budget.
+    if (m.device_name() != "cpu") cfg_.device_bytes = page * (2 * kMaxLen / cfg_.page_tokens + R(24));
     auto c = HybridCache::Create(m, cfg_);
     EXPECT_TRUE(c.ok()) << c.error().ToString();
     cache_ = std::move(c).value();

@@ -203,8 +203,10 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   // The smallest useful cache holds one checkpoint and a sequence of one page (plus its copy-on-write page);
   // below that, refuse to start. Without a cache (--no-cache) the budget bounds only the running sequences:
   // it is made large enough for all of them at full context.
-  const int64_t min_budget = m.state_bytes + 2 * m.page_bytes;
-  if (!config.use_cache) {
+  // On a GPU the pages are device memory (docs/gpu.md): a pool of their own, and the budget holds checkpoints.
+  m.pages_apart = model.device_name() != "cpu";
+  const int64_t min_budget = m.state_bytes + (m.pages_apart ? 0 : 2 * m.page_bytes);
+  if (!config.use_cache && !m.pages_apart) {
     const int64_t per_seq = ((int64_t{config.n_ctx} + config.page_tokens - 1) / config.page_tokens + 1) * m.page_bytes;
     m.budget_bytes = std::max({m.budget_bytes, min_budget, config.n_seq_max * per_seq + m.state_bytes});
   }
@@ -212,13 +214,13 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
     const int64_t mib = (min_budget + (1 << 20) - 1) >> 20;
     return Error::InvalidArgument("cache budget of " + std::to_string(m.budget_bytes >> 20) +
                                   " MiB cannot hold one recurrent checkpoint (" + std::to_string(m.state_bytes) +
-                                  " B) plus two pages (" + std::to_string(2 * m.page_bytes) +
-                                  " B): use --cache-ram " + std::to_string(mib) + " or more, or --no-cache");
+                                  (m.pages_apart ? "" : " plus two pages (" + std::to_string(2 * m.page_bytes) + " B)") +
+                                  ": use --cache-ram " + std::to_string(mib) + " or more, or --no-cache");
   }
-  // On a GPU the page pool is device memory (docs/gpu.md): at most what the device holds; the budget's other
-  // bytes hold checkpoints in host memory.
-  REWIND_ASSIGN_OR_RETURN(const int32_t device_pages, DevicePageLimit(model, m, config.kv_type));
-  if (device_pages < m.MaxPages()) m.max_pages = device_pages;
+  if (m.pages_apart) {
+    REWIND_ASSIGN_OR_RETURN(m.max_pages, DevicePagePool(model, m, config.kv_type, config.device_bytes,
+                                                        config.n_seq_max, config.n_ctx));
+  }
   if (Status s = m.Validate(); !s.ok())
     return Error::InvalidArgument("cache: " + s.error().message + " (raise the cache budget)");
   im.mm = std::make_unique<memory::MemoryManager>(m);

@@ -23,7 +23,10 @@
 namespace rw::engine {
 
 struct HybridCacheConfig {
-  int64_t budget_bytes = 0;       // pages + checkpoints in RAM, never exceeded (docs/cache-budget.md)
+  int64_t budget_bytes = 0;       // pages + checkpoints in RAM, never exceeded (docs/cache-budget.md); on a GPU
+                                  // the checkpoints alone (the pages are device memory)
+  int64_t device_bytes = 0;       // on a GPU: the KV page pool in device memory (0: every sequence's full context
+                                  // twice over, at most what the device holds)
   int32_t page_tokens = 32;
   model::KvTypes kv_type = model::KvType::kF16;  // K and V element types (kernels/kv_quant.h)
   int32_t n_seq_max = 4;          // concurrent live sequences (each may hold 2 state slots)

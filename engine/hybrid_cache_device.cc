@@ -1,4 +1,4 @@
-// Device memory for the cache's pages and states: engine/hybrid_cache_impl.h (DevicePageLimit).
+// The KV page pool in a device's memory: engine/hybrid_cache_impl.h (DevicePagePool).
 #include <algorithm>
 #include <climits>
 #include <string>
@@ -8,8 +8,8 @@
 
 namespace rw::engine {
 
-Expected<int32_t> DevicePageLimit(const model::Model& model, const memory::MemoryConfig& m, kernels::KvTypes kv_type) {
-  if (model.device_name() == "cpu") return INT32_MAX;
+Expected<int32_t> DevicePagePool(const model::Model& model, const memory::MemoryConfig& m, kernels::KvTypes kv_type,
+                                 int64_t want_bytes, int32_t n_seq_max, int32_t n_ctx) {
   const model::ModelConfig& mc = model.config();
   const int64_t total = static_cast<int64_t>(model.device_memory_total());
   const int64_t used = static_cast<int64_t>(model.device_bytes());
@@ -19,16 +19,34 @@ Expected<int32_t> DevicePageLimit(const model::Model& model, const memory::Memor
   const int64_t layer_page = static_cast<int64_t>(m.page_tokens) *
                              static_cast<int64_t>(std::max(kernels::KvRowBytes(kv_type.k, width),
                                                            kernels::KvRowBytes(kv_type.v, width)));
-  int64_t pages = room / std::max<int64_t>(1, m.page_bytes);
-  if (mc.n_attn_layers() > 0 && layer_page > 0)
-    pages = std::min<int64_t>(pages, static_cast<int64_t>(model.device_max_buffer_bytes()) / layer_page);
-  if (pages < 2)
-    return Error::Exhausted("the device " + model.device_description() + " cannot hold the cache: " +
-                            std::to_string(used >> 20) + " MiB already held there (weights, other models), " +
-                            std::to_string(states >> 20) + " MiB for " + std::to_string(m.max_slots) +
-                            " recurrent states, " + std::to_string(m.page_bytes) +
-                            " B per KV page, an eighth kept for activations");
-  return static_cast<int32_t>(std::min<int64_t>(pages, INT32_MAX));
+  const int64_t page = std::max<int64_t>(1, m.page_bytes);
+  int64_t limit = room / page;
+  std::string why = std::to_string(used >> 20) + " MiB already held there (weights, other models), " +
+                    std::to_string(states >> 20) + " MiB for " + std::to_string(m.max_slots) +
+                    " recurrent states, an eighth kept for activations";
+  if (mc.n_attn_layers() > 0 && layer_page > 0 &&
+      static_cast<int64_t>(model.device_max_buffer_bytes()) / layer_page < limit) {
+    limit = static_cast<int64_t>(model.device_max_buffer_bytes()) / layer_page;
+    why = "one layer's pages in one buffer of at most " + std::to_string(model.device_max_buffer_bytes() >> 20) + " MiB";
+  }
+  if (limit < 2)
+    return Error::Exhausted("the device " + model.device_description() + " cannot hold the cache: " + why + ", " +
+                            std::to_string(m.page_bytes) + " B per KV page");
+  if (want_bytes > 0) {
+    const int64_t want = want_bytes / page;
+    if (want < 2)
+      return Error::InvalidArgument("--cache-device " + std::to_string(want_bytes >> 20) +
+                                    " MiB holds fewer than two KV pages of " + std::to_string(m.page_bytes) + " B");
+    if (want > limit)
+      return Error::Exhausted("--cache-device " + std::to_string(want_bytes >> 20) + " MiB: the device " +
+                              model.device_description() + " holds at most " +
+                              std::to_string((limit * page) >> 20) + " MiB of KV pages (" + why + ")");
+    return static_cast<int32_t>(std::min<int64_t>(want, INT32_MAX));
+  }
+  // Every running sequence at its full context, and as much again for the prefix cache.
+  const int64_t per_seq = (int64_t{n_ctx} + m.page_tokens - 1) / m.page_tokens + 1;
+  const int64_t want = 2 * std::max(1, n_seq_max) * per_seq;
+  return static_cast<int32_t>(std::min({want, limit, int64_t{INT32_MAX}}));
 }
 
 }  // namespace rw::engine

@@ -24,6 +24,7 @@ std::string HybridCache::StatsJson() const {
   num("sequences", static_cast<int64_t>(m.sequence_ids().size()));
   num("evictions", static_cast<int64_t>(im.counters.evictions));
   num("reserved_bytes", m.HeadroomBytes());
+  num("reserved_pages", m.HeadroomPages());
   num("max_sequence_tokens", m.MaxReserveTokens());
   num("disk_files_spilled", static_cast<int64_t>(im.counters.spilled));
   num("disk_files_written", static_cast<int64_t>(im.counters.persisted));
@@ -85,6 +86,9 @@ std::string HybridCache::MetricsText() const {
   metric("rewind_cache_evicted_bytes_total", "counter", "Bytes freed by eviction.", im.counters.evicted_bytes);
   metric("rewind_cache_reserved_bytes", "gauge",
          "Budget held back for the growth of running requests (reserved, not yet allocated).", m.HeadroomBytes());
+  metric("rewind_cache_reserved_pages", "gauge",
+         "KV pages held back for the growth of running requests (on a GPU, in the device's page pool).",
+         m.HeadroomPages());
   metric("rewind_cache_spilled_total", "counter", "Evicted checkpoints written to the disk tier.",
          im.counters.spilled);
   metric("rewind_cache_checkpoints_saved_total", "counter", "Checkpoints snapshotted.", im.counters.checkpoints_saved);
