@@ -409,5 +409,113 @@ TEST(GoldenGpu, StatesAndKvStayOnTheDeviceAndCheckpointsRoundTripBitForBit) {
   EXPECT_NE(std::vector<float>(ck.data().begin(), ck.data().end()), s0) << "the token changed the state";
 }
 
+// The replay log lives on the device (model/gpu_storage.h, DeviceReplayRows): a speculative verify that records
+// it downloads only its logits, a rollback (ReplayState) uploads only its one-entry run table, and a lazy
+// rollback fused into the next forward (BatchSeq::prefix) uploads what the same forward without the prefix
+// uploads plus that table: no log byte crosses between the host and the device. The rolled-back states and the
+// fused forward's logits are the bits of running the kept tokens directly (I1).
+TEST(GoldenGpu, SpeculativeRollbackMovesNoReplayLogBytesThroughTheHost) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
+  ASSERT_TRUE(loaded);
+  Model& m = *loaded;
+  auto ctx = gpu::OpenDevice(0);  // the model's context (one per device): its transfer counters
+  ASSERT_TRUE(ctx.ok());
+  gpu::Context& c = **ctx;
+  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
+  auto st = StateStorage::Create(m.MakeStateShape(), 6);
+  ASSERT_TRUE(kv.ok() && st.ok());
+  const StateStorage& cst = **st;
+  auto slot = [&](int32_t s) { return std::vector<float>(cst.SlotData(s).begin(), cst.SlotData(s).end()); };
+  const std::vector<int32_t> pages = {0}, prompt = {3, 17, 250}, verify = {9, 41, 77, 5}, next = {88};
+  const int32_t k = 2;  // drafts kept
+  const int32_t V = m.config().n_vocab;
+  BatchSeq b;
+  b.state_in = -1;
+  b.state_out = 0;
+  b.pages = pages;
+  b.tokens = prompt;
+  ForwardOutput out;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());  // slot 0: after the prompt
+  for (int32_t s : {2, 3, 4}) (*st)->CopySlot(0, s);        // device copies of the batch-start state
+
+  // Verify: all logits, from slot 0 into slot 1, recording the log.
+  ReplayLog log;
+  ForwardOptions fo;
+  fo.replay = &log;
+  b.state_in = 0;
+  b.state_out = 1;
+  b.pos0 = 3;
+  b.tokens = verify;
+  b.all_logits = true;
+  const uint64_t down0 = c.bytes_downloaded(), rh0 = m.replay_bytes_to_host(), rd0 = m.replay_bytes_to_device();
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out, fo).ok());
+  ASSERT_EQ(log.seqs.size(), 1u);
+  EXPECT_EQ(log.seqs[0].n_tokens, 4);
+  EXPECT_NE(log.seqs[0].device, nullptr) << "the log is recorded on the device";
+  EXPECT_TRUE(log.seqs[0].rows.empty()) << "no host copy of the log";
+  EXPECT_EQ(c.bytes_downloaded() - down0, 4u * 4 * V) << "the verify downloaded more than its logits";
+
+  // Rollback to k kept drafts, in place in the batch-start slot (what the engine does without lazy rollback).
+  const uint64_t up1 = c.bytes_uploaded(), down1 = c.bytes_downloaded();
+  ASSERT_TRUE(m.ReplayState(0, 0, log.seqs[0], k, **st).ok());
+  EXPECT_EQ(c.bytes_uploaded() - up1, 16u) << "a rollback uploads its run table only";
+  EXPECT_EQ(c.bytes_downloaded() - down1, 0u);
+
+  // Lazy rollback: slot 3 (the batch-start state) with the k logged rows fused into the next forward, which
+  // records its own log (prefix rows copied on the device); against slot 2 running the kept drafts directly.
+  BatchSeq f;
+  f.state_in = 3;
+  f.state_out = 3;
+  f.pages = pages;
+  f.pos0 = 3 + k;
+  f.tokens = next;
+  f.prefix = &log.seqs[0];
+  f.prefix_rows = k;
+  ReplayLog log2;
+  ForwardOptions fo2;
+  fo2.replay = &log2;
+  ForwardOutput fused, plain, ref;
+  const uint64_t up2 = c.bytes_uploaded(), down2 = c.bytes_downloaded();
+  ASSERT_TRUE(m.Forward({&f, 1}, **kv, **st, &fused, fo2).ok());
+  const uint64_t fused_up = c.bytes_uploaded() - up2, fused_down = c.bytes_downloaded() - down2;
+  EXPECT_EQ(m.replay_bytes_to_host(), rh0);
+  EXPECT_EQ(m.replay_bytes_to_device(), rd0);
+
+  // The reference: slot 2 runs the kept drafts, then the same next token with a log (the same upload shape).
+  b.state_in = 2;
+  b.state_out = 2;
+  b.tokens = std::span<const int32_t>(verify).first(k);
+  b.all_logits = false;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &ref).ok());
+  const std::vector<float> kept = slot(2);
+  EXPECT_EQ(slot(0), kept) << "ReplayState vs the forward of the kept drafts";
+  BatchSeq p = f;
+  p.state_in = 2;
+  p.state_out = 2;
+  p.prefix = nullptr;
+  p.prefix_rows = 0;
+  ReplayLog log3;
+  ForwardOptions fo3;
+  fo3.replay = &log3;
+  const uint64_t up3 = c.bytes_uploaded(), down3 = c.bytes_downloaded();
+  ASSERT_TRUE(m.Forward({&p, 1}, **kv, **st, &plain, fo3).ok());
+  EXPECT_EQ(fused_up, c.bytes_uploaded() - up3 + 16u) << "the fused rollback uploaded more than its run table";
+  EXPECT_EQ(fused_down, c.bytes_downloaded() - down3);
+  EXPECT_EQ(fused.logits, plain.logits);
+  const std::vector<float> after = slot(2);
+  EXPECT_EQ(slot(3), after);
+  // The fused forward's log (k prefix rows, then its own) rebuilds its state from the batch-start state.
+  ASSERT_EQ(log2.seqs[0].n_tokens, k + 1);
+  ASSERT_TRUE(m.ReplayState(4, 5, log2.seqs[0], k + 1, **st).ok());
+  EXPECT_EQ(slot(5), after);
+  ASSERT_TRUE(m.ReplayState(4, 4, log2.seqs[0], k, **st).ok());
+  EXPECT_EQ(slot(4), kept);
+  EXPECT_NE(kept, after) << "the token changed the state";
+  EXPECT_EQ(m.replay_bytes_to_host(), rh0);
+  EXPECT_EQ(m.replay_bytes_to_device(), rd0);
+}
+
 }  // namespace
 }  // namespace rw::model

@@ -194,4 +194,35 @@ Status DeviceKv::CopyPage(int32_t src, int32_t dst, int32_t n_rows) {
   return Status::Ok();
 }
 
+Expected<std::vector<gpu::Buffer>> ReplayPool::Take(size_t n_layers, size_t bytes) {
+  bytes = std::max<size_t>(16, bytes);
+  auto best = spare_.end();
+  for (auto it = spare_.begin(); it != spare_.end(); ++it) {
+    const size_t have = (*it)[0].size();
+    if (it->size() == n_layers && have >= bytes && have / 4 <= bytes && (best == spare_.end() || have < (*best)[0].size()))
+      best = it;
+  }
+  if (best != spare_.end()) {
+    std::vector<gpu::Buffer> set = std::move(*best);
+    spare_.erase(best);
+    return set;
+  }
+  std::vector<gpu::Buffer> set(n_layers);
+  for (gpu::Buffer& b : set) {
+    REWIND_ASSIGN_OR_RETURN(b, ctx_->Alloc(bytes));
+  }
+  return set;
+}
+
+void ReplayPool::Give(std::vector<gpu::Buffer>&& set) {
+  if (set.empty() || !set[0].valid()) return;
+  (void)ctx_->Submit();  // recorded work that reads or writes them lands before they are reused or freed
+  spare_.push_back(std::move(set));
+  if (spare_.size() <= kMaxSpare) return;
+  auto smallest = std::min_element(spare_.begin(), spare_.end(), [](const auto& a, const auto& b) {
+    return a[0].size() < b[0].size();
+  });
+  spare_.erase(smallest);
+}
+
 }  // namespace rw::model::vk

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/vk_context.h"
+#include "model/forward.h"
 #include "model/kv_storage.h"
 #include "model/state_storage.h"
 
@@ -76,6 +77,45 @@ class DeviceKv final : public KvDevice {
   size_t k_page_ = 0, v_page_ = 0, k_row_ = 0, v_row_ = 0;
   std::vector<gpu::Buffer> k_, v_;  // per attention layer: [page][row][row bytes]
   gpu::Buffer staging_;             // one K or V page, host-visible (when the pools are not mapped)
+};
+
+// Replay logs on the device (docs/gpu.md): the Vulkan forward records each sequence's log rows into device
+// buffers a DeviceReplayRows holds, one per GDN layer ([token][C | b | a]: the host layout's rows, split by
+// layer so that each buffer stays within the device's storage buffer range as the forward's own per-layer
+// scratch does), and ReplayState / a lazy rollback's prefix read them there: recording and rollback move no log
+// bytes through the host. The buffers come from, and go back to, the backend's ReplayPool (a log is made every
+// forward; fresh device allocations each time would cost more than the copies they replace).
+class ReplayPool {
+ public:
+  explicit ReplayPool(std::shared_ptr<gpu::Context> ctx) : ctx_(std::move(ctx)) {}
+  ~ReplayPool() { (void)ctx_->Submit(); }
+  // n_layers buffers of at least `bytes` each: the smallest spare set that holds it and is at most four times
+  // as large, else new ones.
+  Expected<std::vector<gpu::Buffer>> Take(size_t n_layers, size_t bytes);
+  // Keeps a set for the next Take (at most kMaxSpare sets, the largest first); the rest are freed.
+  void Give(std::vector<gpu::Buffer>&& set);
+  // Replay-log bytes moved between the host and the device (a log handed in as host rows).
+  uint64_t to_host = 0, to_device = 0;
+
+ private:
+  static constexpr size_t kMaxSpare = 16;
+  std::shared_ptr<gpu::Context> ctx_;  // first: destroyed after the buffers
+  std::vector<std::vector<gpu::Buffer>> spare_;
+};
+
+class DeviceReplayRows final : public ReplayDevice {
+ public:
+  DeviceReplayRows(std::shared_ptr<ReplayPool> pool, std::vector<gpu::Buffer> layers)
+      : pool_(std::move(pool)), layers_(std::move(layers)) {}
+  ~DeviceReplayRows() override { pool_->Give(std::move(layers_)); }
+  uint64_t capacity_floats() const override { return layers_.size() * (layers_.empty() ? 0 : layers_[0].size()) / 4; }
+  const ReplayPool* pool() const { return pool_.get(); }
+  gpu::Buffer& layer(int32_t gi) { return layers_[gi]; }
+  const gpu::Buffer& layer(int32_t gi) const { return layers_[gi]; }
+
+ private:
+  std::shared_ptr<ReplayPool> pool_;
+  std::vector<gpu::Buffer> layers_;  // per GDN layer: [token][replay row floats]
 };
 
 }  // namespace rw::model::vk
