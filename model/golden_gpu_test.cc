@@ -517,5 +517,60 @@ TEST(GoldenGpu, SpeculativeRollbackMovesNoReplayLogBytesThroughTheHost) {
   EXPECT_EQ(m.replay_bytes_to_device(), rd0);
 }
 
+// A draft model's log grows by a forward at a time (Model::AppendReplay, on the device: copies between the
+// logs' device buffers, growing them) and is trimmed (ReplaySeqLog::Truncate): a rollback from it gives the
+// bits of running the kept tokens directly, with no log byte through the host.
+TEST(GoldenGpu, AppendedReplayLogsRollBackOnTheDevice) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
+  ASSERT_TRUE(loaded);
+  Model& m = *loaded;
+  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
+  auto st = StateStorage::Create(m.MakeStateShape(), 4);
+  ASSERT_TRUE(kv.ok() && st.ok());
+  const StateStorage& cst = **st;
+  auto slot = [&](int32_t s) { return std::vector<float>(cst.SlotData(s).begin(), cst.SlotData(s).end()); };
+  const std::vector<int32_t> pages = {0}, prompt = {3, 17, 250}, drafts = {9, 41, 77, 5, 64};
+  BatchSeq b;
+  b.state_in = -1;
+  b.state_out = 0;
+  b.pages = pages;
+  b.tokens = prompt;
+  ForwardOutput out;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());
+  (*st)->CopySlot(0, 3);
+  const uint64_t rh0 = m.replay_bytes_to_host(), rd0 = m.replay_bytes_to_device();
+  // Drafts evaluated from slot 0 into slot 1: one, two, then one at a time, each forward's log appended.
+  ReplaySeqLog acc;
+  ReplayLog step;
+  ForwardOptions fo;
+  fo.replay = &step;
+  for (int32_t at = 0; at < 5;) {
+    const int32_t n = at == 1 ? 2 : 1;
+    b.state_in = at == 0 ? 0 : 1;
+    b.state_out = 1;
+    b.pos0 = 3 + at;
+    b.tokens = std::span<const int32_t>(drafts).subspan(at, n);
+    ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out, fo).ok());
+    ASSERT_TRUE(m.AppendReplay(acc, step.seqs[0]).ok());
+    at += n;
+    EXPECT_EQ(acc.n_tokens, at);
+  }
+  EXPECT_TRUE(acc.rows.empty());
+  ASSERT_NE(acc.device, nullptr);
+  acc.Truncate(4);
+  ASSERT_TRUE(m.ReplayState(0, 2, acc, 3, **st).ok());
+  EXPECT_EQ(m.replay_bytes_to_host(), rh0);
+  EXPECT_EQ(m.replay_bytes_to_device(), rd0);
+  b.state_in = 3;
+  b.state_out = 3;
+  b.pos0 = 3;
+  b.tokens = std::span<const int32_t>(drafts).first(3);
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());
+  EXPECT_EQ(slot(2), slot(3));
+  EXPECT_NE(slot(2), slot(0));
+}
+
 }  // namespace
 }  // namespace rw::model
