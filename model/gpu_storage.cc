@@ -196,6 +196,7 @@ Status DeviceKv::CopyPage(int32_t src, int32_t dst, int32_t n_rows) {
 
 Expected<std::vector<gpu::Buffer>> ReplayPool::Take(size_t n_layers, size_t bytes) {
   bytes = std::max<size_t>(16, bytes);
+  largest_ = std::max(largest_, n_layers * bytes);
   auto best = spare_.end();
   for (auto it = spare_.begin(); it != spare_.end(); ++it) {
     const size_t have = (*it)[0].size();
@@ -218,11 +219,18 @@ void ReplayPool::Give(std::vector<gpu::Buffer>&& set) {
   if (set.empty() || !set[0].valid()) return;
   (void)ctx_->Submit();  // recorded work that reads or writes them lands before they are reused or freed
   spare_.push_back(std::move(set));
-  if (spare_.size() <= kMaxSpare) return;
-  auto smallest = std::min_element(spare_.begin(), spare_.end(), [](const auto& a, const auto& b) {
-    return a[0].size() < b[0].size();
-  });
-  spare_.erase(smallest);
+  // Over the bounds (kMaxSpare sets, twice the largest log taken), the smallest sets go first.
+  auto bytes = [&] {
+    size_t t = 0;
+    for (const auto& s : spare_) t += s.size() * s[0].size();
+    return t;
+  };
+  while (spare_.size() > kMaxSpare || (spare_.size() > 1 && bytes() > 2 * largest_)) {
+    auto smallest = std::min_element(spare_.begin(), spare_.end(), [](const auto& a, const auto& b) {
+      return a[0].size() < b[0].size();
+    });
+    spare_.erase(smallest);
+  }
 }
 
 }  // namespace rw::model::vk

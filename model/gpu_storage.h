@@ -92,7 +92,8 @@ class ReplayPool {
   // n_layers buffers of at least `bytes` each: the smallest spare set that holds it and is at most four times
   // as large, else new ones.
   Expected<std::vector<gpu::Buffer>> Take(size_t n_layers, size_t bytes);
-  // Keeps a set for the next Take (at most kMaxSpare sets, the largest first); the rest are freed.
+  // Keeps a set for the next Take (at most kMaxSpare sets and twice the bytes of the largest log taken, the
+  // largest sets first); the rest are freed.
   void Give(std::vector<gpu::Buffer>&& set);
   // Replay-log bytes moved between the host and the device (a log handed in as host rows).
   uint64_t to_host = 0, to_device = 0;
@@ -101,6 +102,7 @@ class ReplayPool {
   static constexpr size_t kMaxSpare = 16;
   std::shared_ptr<gpu::Context> ctx_;  // first: destroyed after the buffers
   std::vector<std::vector<gpu::Buffer>> spare_;
+  size_t largest_ = 0;  // bytes of the largest set taken
 };
 
 class DeviceReplayRows final : public ReplayDevice {
