@@ -572,5 +572,60 @@ TEST(GoldenGpu, AppendedReplayLogsRollBackOnTheDevice) {
   EXPECT_NE(slot(2), slot(0));
 }
 
+// A checkpoint of a device slot is an asynchronous copy (StateStorage::Snapshot, DeviceStates::ReadLater): it is
+// recorded on the queue and Snapshot returns with the bytes not landed; the next forward, which changes the slot
+// in place, runs after the copy (the checkpoint holds the state before it); the next Snapshot lands it without
+// a wait, a Restore waits for its own copy; restored checkpoints go on with the bits of the slots they copied.
+TEST(GoldenGpu, CheckpointCopiesRunWithTheNextForward) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
+  ASSERT_TRUE(loaded);
+  Model& m = *loaded;
+  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
+  auto st = StateStorage::Create(m.MakeStateShape(), 4);
+  ASSERT_TRUE(kv.ok() && st.ok());
+  const StateStorage& cst = **st;
+  auto slot = [&](int32_t s) { return std::vector<float>(cst.SlotData(s).begin(), cst.SlotData(s).end()); };
+  const std::vector<int32_t> pages = {0}, prompt = {3, 17, 250}, next = {9}, more = {41};
+  BatchSeq b;
+  b.state_in = -1;
+  b.state_out = 0;
+  b.pages = pages;
+  b.tokens = prompt;
+  ForwardOutput out;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());
+  (*st)->CopySlot(0, 2);  // the state at the first checkpoint, on the device
+  StateCheckpoint ck = cst.Snapshot(0);
+  EXPECT_TRUE(ck.pending()) << "the checkpoint's copy was waited for";
+  EXPECT_EQ(ck.bytes(), cst.bytes_per_state());
+  b.state_in = 0;
+  b.pos0 = 3;
+  b.tokens = next;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());  // slot 0 changes in place after the copy
+  StateCheckpoint ck2 = cst.Snapshot(0);
+  EXPECT_FALSE(ck.pending()) << "the next Snapshot lands the earlier copies";
+  EXPECT_TRUE(ck2.pending());
+  ASSERT_TRUE((*st)->Restore(ck2, 1).ok());  // waits for its own copy (no forward since)
+  EXPECT_FALSE(ck2.pending());
+  EXPECT_EQ(slot(1), slot(0));
+  const std::vector<float> before = slot(2);
+  EXPECT_EQ(std::vector<float>(ck.data().begin(), ck.data().end()), before)
+      << "the forward after the snapshot changed the checkpoint's bytes";
+  EXPECT_NE(slot(0), before) << "the token changed the state";
+  ASSERT_TRUE((*st)->Restore(ck, 3).ok());
+  ForwardOutput a, r;
+  b.pos0 = 3;
+  b.tokens = more;
+  b.state_in = 2;
+  b.state_out = 2;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &a).ok());
+  b.state_in = 3;
+  b.state_out = 3;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &r).ok());
+  EXPECT_EQ(a.logits, r.logits);
+  EXPECT_EQ(slot(2), slot(3));
+}
+
 }  // namespace
 }  // namespace rw::model

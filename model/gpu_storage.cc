@@ -72,6 +72,39 @@ Status DeviceStates::Read(int32_t slot, float* out) {
   return Status::Ok();
 }
 
+namespace {
+
+class StagedRead final : public PendingRead {
+ public:
+  StagedRead(std::shared_ptr<gpu::Context> ctx, gpu::Buffer staging, size_t bytes)
+      : ctx_(std::move(ctx)), staging_(std::move(staging)), bytes_(bytes) {}
+  ~StagedRead() override { (void)ctx_->Submit(); }  // the recorded copy lands before its buffer goes
+  Status Finish(float* out) override {
+    REWIND_RETURN_IF_ERROR(ctx_->Submit());  // a no-op when a forward has submitted (and waited for) it since
+    std::memcpy(out, staging_.mapped(), bytes_);
+    return Status::Ok();
+  }
+
+ private:
+  std::shared_ptr<gpu::Context> ctx_;  // first: destroyed after the buffer
+  gpu::Buffer staging_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<PendingRead>> DeviceStates::ReadLater(int32_t slot) {
+  gpu::Context& c = *ctx_;
+  const size_t cb = conv_bytes(), db = delta_bytes(), lb = cb + db;
+  REWIND_ASSIGN_OR_RETURN(gpu::Buffer staging, c.Alloc(lb * conv_.size(), /*host_visible=*/true));
+  for (size_t l = 0; l < conv_.size(); ++l) {  // recorded: after what came before, before the next forward
+    c.Copy(conv_[l], cb * slot, staging, l * lb, cb);
+    c.Copy(delta_[l], db * slot, staging, l * lb + cb, db);
+  }
+  to_host_ += lb * conv_.size();
+  return std::unique_ptr<PendingRead>(std::make_unique<StagedRead>(ctx_, std::move(staging), lb * conv_.size()));
+}
+
 Status DeviceStates::Write(int32_t slot, const float* in) {
   gpu::Context& c = *ctx_;
   const size_t cb = conv_bytes(), db = delta_bytes(), lb = cb + db;

@@ -24,6 +24,9 @@ class DeviceStates final : public StateDevice {
   ~DeviceStates() override { (void)ctx_->Submit(); }  // recorded copies into these buffers land before they go
 
   Status Read(int32_t slot, float* out) override;
+  // Records the slot's copy into a host-visible staging buffer of its own and returns: the copy runs with the
+  // next submission (the next forward's); Finish submits only if nothing has since.
+  Expected<std::unique_ptr<PendingRead>> ReadLater(int32_t slot) override;
   Status Write(int32_t slot, const float* in) override;
   Status Copy(int32_t src, int32_t dst) override;
   Status Clear(int32_t slot) override;
