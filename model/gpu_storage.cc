@@ -76,9 +76,13 @@ namespace {
 
 class StagedRead final : public PendingRead {
  public:
-  StagedRead(std::shared_ptr<gpu::Context> ctx, gpu::Buffer staging, size_t bytes)
-      : ctx_(std::move(ctx)), staging_(std::move(staging)), bytes_(bytes) {}
-  ~StagedRead() override { (void)ctx_->Submit(); }  // the recorded copy lands before its buffer goes
+  StagedRead(std::shared_ptr<gpu::Context> ctx, std::shared_ptr<DeviceStates::StagingSpares> spares,
+             gpu::Buffer staging, size_t bytes)
+      : ctx_(std::move(ctx)), spares_(std::move(spares)), staging_(std::move(staging)), bytes_(bytes) {}
+  ~StagedRead() override {
+    (void)ctx_->Submit();  // the recorded copy lands before its buffer is reused or freed
+    if (spares_->size() < DeviceStates::kMaxStagingSpares) spares_->push_back(std::move(staging_));
+  }
   Status Finish(float* out) override {
     REWIND_RETURN_IF_ERROR(ctx_->Submit());  // a no-op when a forward has submitted (and waited for) it since
     std::memcpy(out, staging_.mapped(), bytes_);
@@ -86,7 +90,8 @@ class StagedRead final : public PendingRead {
   }
 
  private:
-  std::shared_ptr<gpu::Context> ctx_;  // first: destroyed after the buffer
+  std::shared_ptr<gpu::Context> ctx_;  // first: destroyed after the buffers
+  std::shared_ptr<DeviceStates::StagingSpares> spares_;
   gpu::Buffer staging_;
   size_t bytes_ = 0;
 };
@@ -95,14 +100,21 @@ class StagedRead final : public PendingRead {
 
 Expected<std::unique_ptr<PendingRead>> DeviceStates::ReadLater(int32_t slot) {
   gpu::Context& c = *ctx_;
+  if (!staging_.valid() && !stage_always_) return std::unique_ptr<PendingRead>();  // unified memory: Read
   const size_t cb = conv_bytes(), db = delta_bytes(), lb = cb + db;
-  REWIND_ASSIGN_OR_RETURN(gpu::Buffer staging, c.Alloc(lb * conv_.size(), /*host_visible=*/true));
+  gpu::Buffer staging;
+  if (!spares_->empty()) {  // a landed checkpoint's staging buffer (fresh mapped memory costs its page faults)
+    staging = std::move(spares_->back());
+    spares_->pop_back();
+  } else {
+    REWIND_ASSIGN_OR_RETURN(staging, c.Alloc(lb * conv_.size(), /*host_visible=*/true));
+  }
   for (size_t l = 0; l < conv_.size(); ++l) {  // recorded: after what came before, before the next forward
     c.Copy(conv_[l], cb * slot, staging, l * lb, cb);
     c.Copy(delta_[l], db * slot, staging, l * lb + cb, db);
   }
   to_host_ += lb * conv_.size();
-  return std::unique_ptr<PendingRead>(std::make_unique<StagedRead>(ctx_, std::move(staging), lb * conv_.size()));
+  return std::unique_ptr<PendingRead>(std::make_unique<StagedRead>(ctx_, spares_, std::move(staging), lb * conv_.size()));
 }
 
 Status DeviceStates::Write(int32_t slot, const float* in) {

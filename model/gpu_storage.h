@@ -25,8 +25,14 @@ class DeviceStates final : public StateDevice {
 
   Status Read(int32_t slot, float* out) override;
   // Records the slot's copy into a host-visible staging buffer of its own and returns: the copy runs with the
-  // next submission (the next forward's); Finish submits only if nothing has since.
+  // next submission (the next forward's); Finish submits only if nothing has since. Null on unified memory (the
+  // slots are mapped: Read's one memcpy is the whole copy, cheaper than a staged one and its submission) unless
+  // StageReadsForTesting.
   Expected<std::unique_ptr<PendingRead>> ReadLater(int32_t slot) override;
+  void StageReadsForTesting(bool on) { stage_always_ = on; }
+  // Staging buffers of landed checkpoint copies, for the next ones (at most kMaxStagingSpares).
+  using StagingSpares = std::vector<gpu::Buffer>;
+  static constexpr size_t kMaxStagingSpares = 4;
   Status Write(int32_t slot, const float* in) override;
   Status Copy(int32_t src, int32_t dst) override;
   Status Clear(int32_t slot) override;
@@ -47,6 +53,8 @@ class DeviceStates final : public StateDevice {
   int32_t n_slots_ = 0;
   std::vector<gpu::Buffer> conv_, delta_;  // per recurrent layer
   gpu::Buffer staging_;                    // one slot in the host layout, host-visible (when not mapped)
+  std::shared_ptr<StagingSpares> spares_ = std::make_shared<StagingSpares>();  // ReadLater's, shared with them
+  bool stage_always_ = false;
 };
 
 // KV pages: per attention layer a K and a V pool [page][row][row bytes] in the host's byte layout (f32 or f16
