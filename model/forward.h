@@ -154,9 +154,8 @@ class Model {
   // Appends the tokens of `tail` (a log of the same sequence recorded by this model's Forward, from the state
   // after dst's last token) to dst, where dst's rows live (on a device: a device copy).
   Status AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) const;
-  // Replay-log bytes moved between the host and the device so far (0 on the CPU, whose logs are host rows;
-  // a device backend moves them only for a log handed in as host rows). Tests, docs/gpu.md.
-  uint64_t replay_bytes_to_host() const;
+  // Replay-log bytes uploaded to the device so far (0 on the CPU, whose logs are host rows; a device backend
+  // records and reads its logs on the device and uploads only a log handed in as host rows). Tests, docs/gpu.md.
   uint64_t replay_bytes_to_device() const;
 
  private:

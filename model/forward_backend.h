@@ -48,8 +48,7 @@ class ForwardBackend {
                              StateStorage& states) = 0;
   // Model::AppendReplay for a log whose rows live on this device (dst may be empty).
   virtual Status AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) = 0;
-  // Replay-log bytes moved between the host and the device (host-row logs handed in, read back).
-  virtual uint64_t replay_bytes_to_host() const = 0;
+  // Replay-log bytes uploaded (logs handed in as host rows).
   virtual uint64_t replay_bytes_to_device() const = 0;
 };
 

@@ -78,7 +78,6 @@ class VulkanBackend final : public ForwardBackend {
   Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
                      StateStorage& states) override;
   Status AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) override;
-  uint64_t replay_bytes_to_host() const override { return replay_pool_ ? replay_pool_->to_host : 0; }
   uint64_t replay_bytes_to_device() const override { return replay_pool_ ? replay_pool_->to_device : 0; }
 
  private:

@@ -106,8 +106,8 @@ class ReplayPool {
   // Keeps a set for the next Take (at most kMaxSpare sets and twice the bytes of the largest log taken, the
   // largest sets first); the rest are freed.
   void Give(std::vector<gpu::Buffer>&& set);
-  // Replay-log bytes moved between the host and the device (a log handed in as host rows).
-  uint64_t to_host = 0, to_device = 0;
+  // Replay-log bytes uploaded (a log handed in as host rows; nothing reads a log back to the host).
+  uint64_t to_device = 0;
 
  private:
   static constexpr size_t kMaxSpare = 16;

@@ -70,7 +70,6 @@ Status Model::PlaceStorage(KvStorage& kv, StateStorage& states) {
 uint64_t Model::device_kv_bytes() const { return backend_ ? backend_->device_kv_bytes() : 0; }
 uint64_t Model::device_weights_bytes() const { return backend_ ? backend_->device_weights_bytes() : 0; }
 uint64_t Model::device_state_bytes() const { return backend_ ? backend_->device_state_bytes() : 0; }
-uint64_t Model::replay_bytes_to_host() const { return backend_ ? backend_->replay_bytes_to_host() : 0; }
 uint64_t Model::replay_bytes_to_device() const { return backend_ ? backend_->replay_bytes_to_device() : 0; }
 
 
