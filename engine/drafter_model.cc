@@ -130,9 +130,12 @@ class ModelDrafter final : public Drafter {
     s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
     s.n_eval += n;
     if (speculative) {
-      const BigVector<float>& rows = replay_.seqs[0].rows;
-      s.log.rows.insert(s.log.rows.end(), rows.begin(), rows.end());
-      s.log.n_tokens += n;
+      // Where the draft model keeps its log rows (host or device), the model appends them there.
+      st = draft_->AppendReplay(s.log, replay_.seqs[0]);
+      if (!st.ok()) {
+        LOG_WARN("draft-model drafter: %s", st.error().ToString().c_str());
+        return false;
+      }
     } else {
       s.base_pos = s.n_eval;
     }
@@ -163,8 +166,7 @@ class ModelDrafter final : public Drafter {
         LOG_WARN("draft-model drafter: %s", st.error().ToString().c_str());
         return false;
       }
-      s.log.rows.resize(s.log.rows.size() / s.log.n_tokens * k);
-      s.log.n_tokens = k;
+      s.log.Truncate(k);
     } else {
       s.log = {};
     }

@@ -393,6 +393,7 @@ void Context::Copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t dst
 Status Context::Upload(Buffer& dst, const void* src, size_t bytes, size_t dst_offset) {
   if (dst_offset + bytes > dst.size()) return Error::OutOfRange("GPU upload past the end of the buffer");
   if (bytes == 0) return Status::Ok();
+  bytes_uploaded_ += bytes;
   REWIND_RETURN_IF_ERROR(Submit());
   if (dst.mapped() != nullptr) {
     std::memcpy(static_cast<uint8_t*>(dst.mapped()) + dst_offset, src, bytes);
@@ -407,6 +408,7 @@ Status Context::Upload(Buffer& dst, const void* src, size_t bytes, size_t dst_of
 Status Context::Download(const Buffer& src, void* dst, size_t bytes, size_t src_offset) {
   if (src_offset + bytes > src.size()) return Error::OutOfRange("GPU download past the end of the buffer");
   if (bytes == 0) return Status::Ok();
+  bytes_downloaded_ += bytes;
   REWIND_RETURN_IF_ERROR(Submit());
   if (src.mapped() != nullptr) {
     std::memcpy(dst, static_cast<const uint8_t*>(src.mapped()) + src_offset, bytes);

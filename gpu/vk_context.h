@@ -89,6 +89,10 @@ class Context {
   // Copies through a staging buffer (or directly when `dst` is mapped). Any recorded work is submitted first.
   Status Upload(Buffer& dst, const void* src, size_t bytes, size_t dst_offset = 0);
   Status Download(const Buffer& src, void* dst, size_t bytes, size_t src_offset = 0);
+  // Bytes Upload and Download moved between the host and the device so far (tests: what a forward or a
+  // rollback sends through the host).
+  uint64_t bytes_uploaded() const { return bytes_uploaded_; }
+  uint64_t bytes_downloaded() const { return bytes_downloaded_; }
   // Records a fill of bytes [offset, offset + bytes) (bytes 0: to the end; both multiples of 4).
   Status Fill(Buffer& dst, uint32_t value, size_t offset = 0, size_t bytes = 0);
 
@@ -125,6 +129,7 @@ class Context {
   uint64_t max_buffer_bytes_ = 0;
   size_t offset_alignment_ = 16;
   uint64_t allocated_bytes_ = 0;
+  uint64_t bytes_uploaded_ = 0, bytes_downloaded_ = 0;
   uint32_t max_groups_[3] = {65535, 65535, 65535};
   uint64_t loop_budget_ = 0;
   uint32_t device_max_groups_[3] = {65535, 65535, 65535};  // the device's own limits (LimitForTesting)

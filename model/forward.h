@@ -50,10 +50,28 @@ struct BatchSeq {
   const SeqImages* images = nullptr;
 };
 
+// Where a replay log's rows live when a forward backend keeps them on its device (the Vulkan backend's
+// DeviceReplayRows, model/gpu_storage.h): in the host layout below, in a device buffer only the backend reads.
+// Whoever holds a log (the engine's hybrid cache, a drafter) hands it to Forward (BatchSeq::prefix) and
+// ReplayState, trims it (Truncate) and appends to it (Model::AppendReplay) without learning where the bytes are.
+class ReplayDevice {
+ public:
+  virtual ~ReplayDevice() = default;
+  virtual uint64_t capacity_floats() const = 0;  // rows it can hold (n_tokens · replay floats per token at most)
+};
+
 // Per-token inputs of the GDN state update, recorded by Forward when ForwardOptions::replay is set.
 struct ReplaySeqLog {
   int32_t n_tokens = 0;
-  BigVector<float> rows;  // [token][gdn_layer][C (raw qkv, pre-conv) | b (Hv) | a (Hv)]; resize leaves it uninitialised
+  // The CPU forward's rows: [token][gdn_layer][C (raw qkv, pre-conv) | b (Hv) | a (Hv)]; resize leaves it
+  // uninitialised. A device backend leaves it empty (its capacity kept for reuse) and records into `device`.
+  BigVector<float> rows;
+  std::unique_ptr<ReplayDevice> device;  // the rows on the backend's device, same layout; null: host rows
+  // Keeps the first k logged tokens (k <= n_tokens).
+  void Truncate(int32_t k) {
+    if (device == nullptr) rows.resize(n_tokens > 0 ? rows.size() / n_tokens * k : 0);
+    n_tokens = k;
+  }
 };
 struct ReplayLog {
   std::vector<ReplaySeqLog> seqs;  // one per BatchSeq, in batch order
@@ -133,6 +151,12 @@ class Model {
   // (a shared function), no matmul: the result is bit-identical. slot_in == slot_out updates in place.
   Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
                      StateStorage& states) const;
+  // Appends the tokens of `tail` (a log of the same sequence recorded by this model's Forward, from the state
+  // after dst's last token) to dst, where dst's rows live (on a device: a device copy).
+  Status AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) const;
+  // Replay-log bytes uploaded to the device so far (0 on the CPU, whose logs are host rows; a device backend
+  // records and reads its logs on the device and uploads only a log handed in as host rows). Tests, docs/gpu.md.
+  uint64_t replay_bytes_to_device() const;
 
  private:
   Model() = default;

@@ -39,12 +39,17 @@ class ForwardBackend {
   virtual uint64_t device_weights_bytes() const = 0;  // this model's weights on the device
   virtual uint64_t device_state_bytes() const = 0;
   // A validated batch: seqs resolved to rows (N in all), new sequences' state slots already cleared, replay
-  // (optional) sized as Model::Forward sizes it. Same contract as Model::Forward.
+  // (optional) with n_tokens set as Model::Forward sets it; the backend records the rows into each log's
+  // `device` (its host rows stay empty). Same contract as Model::Forward.
   virtual Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
                          KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) = 0;
   // Model::ReplayState on the device, with the kernels of Forward (validated arguments; slot_in -1 = zero state).
   virtual Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
                              StateStorage& states) = 0;
+  // Model::AppendReplay for a log whose rows live on this device (dst may be empty).
+  virtual Status AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) = 0;
+  // Replay-log bytes uploaded (logs handed in as host rows).
+  virtual uint64_t replay_bytes_to_device() const = 0;
 };
 
 // Checks that the GPU backend can run this model (architecture, layer kinds, weight types: a clear error naming

@@ -16,6 +16,9 @@
 #endif
 #include "model/conformance.h"
 #include "model/forward.h"
+#if REWIND_HAVE_VULKAN
+#include "model/gpu_storage.h"  // DeviceStates::StageReadsForTesting
+#endif
 
 namespace rw::model {
 namespace {
@@ -408,6 +411,231 @@ TEST(GoldenGpu, StatesAndKvStayOnTheDeviceAndCheckpointsRoundTripBitForBit) {
   EXPECT_EQ(s0, s2);
   EXPECT_NE(std::vector<float>(ck.data().begin(), ck.data().end()), s0) << "the token changed the state";
 }
+
+#if REWIND_HAVE_VULKAN  // gpu::Context's transfer counters
+// The replay log lives on the device (model/gpu_storage.h, DeviceReplayRows): a speculative verify that records
+// it downloads only its logits, a rollback (ReplayState) uploads only its one-entry run table, and a lazy
+// rollback fused into the next forward (BatchSeq::prefix) uploads what the same forward without the prefix
+// uploads plus that table: no log byte crosses between the host and the device. The rolled-back states and the
+// fused forward's logits are the bits of running the kept tokens directly (I1).
+TEST(GoldenGpu, SpeculativeRollbackMovesNoReplayLogBytesThroughTheHost) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
+  ASSERT_TRUE(loaded);
+  Model& m = *loaded;
+  auto ctx = gpu::OpenDevice(0);  // the model's context (one per device): its transfer counters
+  ASSERT_TRUE(ctx.ok());
+  gpu::Context& c = **ctx;
+  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
+  auto st = StateStorage::Create(m.MakeStateShape(), 6);
+  ASSERT_TRUE(kv.ok() && st.ok());
+  const StateStorage& cst = **st;
+  auto slot = [&](int32_t s) { return std::vector<float>(cst.SlotData(s).begin(), cst.SlotData(s).end()); };
+  const std::vector<int32_t> pages = {0}, prompt = {3, 17, 250}, verify = {9, 41, 77, 5}, next = {88};
+  const int32_t k = 2;  // drafts kept
+  const int32_t V = m.config().n_vocab;
+  BatchSeq b;
+  b.state_in = -1;
+  b.state_out = 0;
+  b.pages = pages;
+  b.tokens = prompt;
+  ForwardOutput out;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());  // slot 0: after the prompt
+  for (int32_t s : {2, 3, 4}) (*st)->CopySlot(0, s);        // device copies of the batch-start state
+
+  // Verify: all logits, from slot 0 into slot 1, recording the log.
+  ReplayLog log;
+  ForwardOptions fo;
+  fo.replay = &log;
+  b.state_in = 0;
+  b.state_out = 1;
+  b.pos0 = 3;
+  b.tokens = verify;
+  b.all_logits = true;
+  const uint64_t down0 = c.bytes_downloaded(), rd0 = m.replay_bytes_to_device();
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out, fo).ok());
+  ASSERT_EQ(log.seqs.size(), 1u);
+  EXPECT_EQ(log.seqs[0].n_tokens, 4);
+  EXPECT_NE(log.seqs[0].device, nullptr) << "the log is recorded on the device";
+  EXPECT_TRUE(log.seqs[0].rows.empty()) << "no host copy of the log";
+  EXPECT_EQ(c.bytes_downloaded() - down0, 4u * 4 * V) << "the verify downloaded more than its logits";
+
+  // Rollback to k kept drafts, in place in the batch-start slot (what the engine does without lazy rollback).
+  const uint64_t up1 = c.bytes_uploaded(), down1 = c.bytes_downloaded();
+  ASSERT_TRUE(m.ReplayState(0, 0, log.seqs[0], k, **st).ok());
+  EXPECT_EQ(c.bytes_uploaded() - up1, 16u) << "a rollback uploads its run table only";
+  EXPECT_EQ(c.bytes_downloaded() - down1, 0u);
+
+  // Lazy rollback: slot 3 (the batch-start state) with the k logged rows fused into the next forward, which
+  // records its own log (prefix rows copied on the device); against slot 2 running the kept drafts directly.
+  BatchSeq f;
+  f.state_in = 3;
+  f.state_out = 3;
+  f.pages = pages;
+  f.pos0 = 3 + k;
+  f.tokens = next;
+  f.prefix = &log.seqs[0];
+  f.prefix_rows = k;
+  ReplayLog log2;
+  ForwardOptions fo2;
+  fo2.replay = &log2;
+  ForwardOutput fused, plain, ref;
+  const uint64_t up2 = c.bytes_uploaded(), down2 = c.bytes_downloaded();
+  ASSERT_TRUE(m.Forward({&f, 1}, **kv, **st, &fused, fo2).ok());
+  const uint64_t fused_up = c.bytes_uploaded() - up2, fused_down = c.bytes_downloaded() - down2;
+  EXPECT_EQ(m.replay_bytes_to_device(), rd0);
+
+  // The reference: slot 2 runs the kept drafts, then the same next token with a log (the same upload shape).
+  b.state_in = 2;
+  b.state_out = 2;
+  b.tokens = std::span<const int32_t>(verify).first(k);
+  b.all_logits = false;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &ref).ok());
+  const std::vector<float> kept = slot(2);
+  EXPECT_EQ(slot(0), kept) << "ReplayState vs the forward of the kept drafts";
+  BatchSeq p = f;
+  p.state_in = 2;
+  p.state_out = 2;
+  p.prefix = nullptr;
+  p.prefix_rows = 0;
+  ReplayLog log3;
+  ForwardOptions fo3;
+  fo3.replay = &log3;
+  const uint64_t up3 = c.bytes_uploaded(), down3 = c.bytes_downloaded();
+  ASSERT_TRUE(m.Forward({&p, 1}, **kv, **st, &plain, fo3).ok());
+  EXPECT_EQ(fused_up, c.bytes_uploaded() - up3 + 16u) << "the fused rollback uploaded more than its run table";
+  EXPECT_EQ(fused_down, c.bytes_downloaded() - down3);
+  EXPECT_EQ(fused.logits, plain.logits);
+  const std::vector<float> after = slot(2);
+  EXPECT_EQ(slot(3), after);
+  // The fused forward's log (k prefix rows, then its own) rebuilds its state from the batch-start state.
+  ASSERT_EQ(log2.seqs[0].n_tokens, k + 1);
+  ASSERT_TRUE(m.ReplayState(4, 5, log2.seqs[0], k + 1, **st).ok());
+  EXPECT_EQ(slot(5), after);
+  ASSERT_TRUE(m.ReplayState(4, 4, log2.seqs[0], k, **st).ok());
+  EXPECT_EQ(slot(4), kept);
+  EXPECT_NE(kept, after) << "the token changed the state";
+  EXPECT_EQ(m.replay_bytes_to_device(), rd0);
+}
+#endif  // REWIND_HAVE_VULKAN
+
+// A draft model's log grows by a forward at a time (Model::AppendReplay, on the device: copies between the
+// logs' device buffers, growing them) and is trimmed (ReplaySeqLog::Truncate): a rollback from it gives the
+// bits of running the kept tokens directly, with no log byte through the host.
+TEST(GoldenGpu, AppendedReplayLogsRollBackOnTheDevice) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
+  ASSERT_TRUE(loaded);
+  Model& m = *loaded;
+  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
+  auto st = StateStorage::Create(m.MakeStateShape(), 4);
+  ASSERT_TRUE(kv.ok() && st.ok());
+  const StateStorage& cst = **st;
+  auto slot = [&](int32_t s) { return std::vector<float>(cst.SlotData(s).begin(), cst.SlotData(s).end()); };
+  const std::vector<int32_t> pages = {0}, prompt = {3, 17, 250}, drafts = {9, 41, 77, 5, 64};
+  BatchSeq b;
+  b.state_in = -1;
+  b.state_out = 0;
+  b.pages = pages;
+  b.tokens = prompt;
+  ForwardOutput out;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());
+  (*st)->CopySlot(0, 3);
+  const uint64_t rd0 = m.replay_bytes_to_device();
+  // Drafts evaluated from slot 0 into slot 1: one, two, then one at a time, each forward's log appended.
+  ReplaySeqLog acc;
+  ReplayLog step;
+  ForwardOptions fo;
+  fo.replay = &step;
+  for (int32_t at = 0; at < 5;) {
+    const int32_t n = at == 1 ? 2 : 1;
+    b.state_in = at == 0 ? 0 : 1;
+    b.state_out = 1;
+    b.pos0 = 3 + at;
+    b.tokens = std::span<const int32_t>(drafts).subspan(at, n);
+    ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out, fo).ok());
+    ASSERT_TRUE(m.AppendReplay(acc, step.seqs[0]).ok());
+    at += n;
+    EXPECT_EQ(acc.n_tokens, at);
+  }
+  EXPECT_TRUE(acc.rows.empty());
+  ASSERT_NE(acc.device, nullptr);
+  acc.Truncate(4);
+  ASSERT_TRUE(m.ReplayState(0, 2, acc, 3, **st).ok());
+  EXPECT_EQ(m.replay_bytes_to_device(), rd0);
+  b.state_in = 3;
+  b.state_out = 3;
+  b.pos0 = 3;
+  b.tokens = std::span<const int32_t>(drafts).first(3);
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());
+  EXPECT_EQ(slot(2), slot(3));
+  EXPECT_NE(slot(2), slot(0));
+}
+
+#if REWIND_HAVE_VULKAN
+// A checkpoint of a device slot is an asynchronous copy (StateStorage::Snapshot, DeviceStates::ReadLater) on a
+// device whose memory the host does not map (forced here on lavapipe's unified memory): it is
+// recorded on the queue and Snapshot returns with the bytes not landed; the next forward, which changes the slot
+// in place, runs after the copy (the checkpoint holds the state before it); the next Snapshot lands it without
+// a wait, a Restore waits for its own copy; restored checkpoints go on with the bits of the slots they copied.
+TEST(GoldenGpu, CheckpointCopiesRunWithTheNextForward) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
+  ASSERT_TRUE(loaded);
+  Model& m = *loaded;
+  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
+  auto st = StateStorage::Create(m.MakeStateShape(), 4);
+  ASSERT_TRUE(kv.ok() && st.ok());
+  const StateStorage& cst = **st;
+  auto slot = [&](int32_t s) { return std::vector<float>(cst.SlotData(s).begin(), cst.SlotData(s).end()); };
+  const std::vector<int32_t> pages = {0}, prompt = {3, 17, 250}, next = {9}, more = {41};
+  BatchSeq b;
+  b.state_in = -1;
+  b.state_out = 0;
+  b.pages = pages;
+  b.tokens = prompt;
+  ForwardOutput out;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());
+  // On unified memory (lavapipe) a snapshot is one memcpy out of the mapped slots; the staged asynchronous copy
+  // a discrete device takes is forced here.
+  auto* dev = dynamic_cast<vk::DeviceStates*>(cst.device());
+  ASSERT_NE(dev, nullptr);
+  dev->StageReadsForTesting(true);
+  (*st)->CopySlot(0, 2);  // the state at the first checkpoint, on the device
+  StateCheckpoint ck = cst.Snapshot(0);
+  EXPECT_TRUE(ck.pending()) << "the checkpoint's copy was waited for";
+  EXPECT_EQ(ck.bytes(), cst.bytes_per_state());
+  b.state_in = 0;
+  b.pos0 = 3;
+  b.tokens = next;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());  // slot 0 changes in place after the copy
+  StateCheckpoint ck2 = cst.Snapshot(0);
+  EXPECT_FALSE(ck.pending()) << "the next Snapshot lands the earlier copies";
+  EXPECT_TRUE(ck2.pending());
+  ASSERT_TRUE((*st)->Restore(ck2, 1).ok());  // waits for its own copy (no forward since)
+  EXPECT_FALSE(ck2.pending());
+  EXPECT_EQ(slot(1), slot(0));
+  const std::vector<float> before = slot(2);
+  EXPECT_EQ(std::vector<float>(ck.data().begin(), ck.data().end()), before)
+      << "the forward after the snapshot changed the checkpoint's bytes";
+  EXPECT_NE(slot(0), before) << "the token changed the state";
+  ASSERT_TRUE((*st)->Restore(ck, 3).ok());
+  ForwardOutput a, r;
+  b.pos0 = 3;
+  b.tokens = more;
+  b.state_in = 2;
+  b.state_out = 2;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &a).ok());
+  b.state_in = 3;
+  b.state_out = 3;
+  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &r).ok());
+  EXPECT_EQ(a.logits, r.logits);
+  EXPECT_EQ(slot(2), slot(3));
+}
+#endif  // REWIND_HAVE_VULKAN
 
 }  // namespace
 }  // namespace rw::model

@@ -77,6 +77,7 @@ Status VulkanBackend::Upload() {
   REWIND_ASSIGN_OR_RETURN(output_norm_, UploadFloats(c, w_.output_norm, cfg_.n_embd));
   weights_bytes_ = c.allocated_bytes() - before;
   log_.resize(cfg_.n_recurrent_layers());
+  replay_pool_ = std::make_shared<ReplayPool>(ctx_);
   kc_.resize(cfg_.n_attn_layers());
   vc_.resize(cfg_.n_attn_layers());
   return Status::Ok();
@@ -164,16 +165,32 @@ Status VulkanBackend::ReplayPass(std::span<const ReplayRun> runs) {
   REWIND_RETURN_IF_ERROR(EnsureRows(R));
   REWIND_RETURN_IF_ERROR(replay_tab_.Ensure(c, 4 * tab.size()));
   REWIND_RETURN_IF_ERROR(replay_in_.Ensure(c, 4 * static_cast<size_t>(R) * rw * n_rec));
-  // Rows of every layer from each log ([token][layer][rw]) into one upload [layer][R][rw].
-  std::vector<float> rows(static_cast<size_t>(R) * rw * n_rec);
-  for (int32_t gi = 0; gi < n_rec; ++gi) {
-    size_t at = static_cast<size_t>(gi) * R;
-    for (const ReplayRun& r : runs)
-      for (int32_t t = 0; t < r.rows; ++t, ++at)
-        std::memcpy(rows.data() + at * rw, r.log->rows.data() + (static_cast<size_t>(t) * n_rec + gi) * rw, 4 * rw);
+  // Rows of every layer from each log into [layer][R][rw]: a device copy per layer from a log this backend
+  // recorded (its per-layer buffers); a log handed in as host rows ([token][layer][rw]) is uploaded, counted.
+  std::vector<const DeviceReplayRows*> dev(runs.size());
+  bool host = false;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    REWIND_ASSIGN_OR_RETURN(dev[i], DeviceRows(*runs[i].log));
+    host = host || dev[i] == nullptr;
+  }
+  if (host) {
+    std::vector<float> rows(static_cast<size_t>(R) * rw * n_rec);
+    for (int32_t gi = 0; gi < n_rec; ++gi) {
+      size_t at = static_cast<size_t>(gi) * R;
+      for (size_t i = 0; i < runs.size(); at += runs[i].rows, ++i)
+        for (int32_t t = 0; t < runs[i].rows && dev[i] == nullptr; ++t)
+          std::memcpy(rows.data() + (at + t) * rw, runs[i].log->rows.data() + (static_cast<size_t>(t) * n_rec + gi) * rw,
+                      4 * rw);
+    }
+    REWIND_RETURN_IF_ERROR(c.Upload(replay_in_.buf, rows.data(), 4 * rows.size()));
+    replay_pool_->to_device += 4 * rows.size();
   }
   REWIND_RETURN_IF_ERROR(c.Upload(replay_tab_.buf, tab.data(), 4 * tab.size()));
-  REWIND_RETURN_IF_ERROR(c.Upload(replay_in_.buf, rows.data(), 4 * rows.size()));
+  for (int32_t gi = 0; gi < n_rec; ++gi) {
+    size_t at = static_cast<size_t>(gi) * R;
+    for (size_t i = 0; i < runs.size(); at += runs[i].rows, ++i)
+      if (dev[i] != nullptr) c.Copy(dev[i]->layer(gi), 0, replay_in_.buf, 4 * at * rw, 4 * static_cast<size_t>(runs[i].rows) * rw);
+  }
   for (int32_t il = 0; il < cfg_.n_layer; ++il) {
     if (cfg_.kinds[il] != LayerKind::kGdn) continue;
     const int32_t gi = cfg_.kind_index[il];
@@ -288,6 +305,53 @@ Status VulkanBackend::ReplayState(int32_t slot_in, int32_t slot_out, const Repla
   REWIND_RETURN_IF_ERROR(slot_in < 0 ? st_->Clear(slot_out) : st_->Copy(slot_in, slot_out));
   const ReplayRun run[] = {{&log, k, slot_out}};
   return ReplayPass(run);  // on the device slot itself: no host round trip
+}
+
+Expected<const DeviceReplayRows*> VulkanBackend::DeviceRows(const ReplaySeqLog& log) const {
+  if (log.device == nullptr) return static_cast<const DeviceReplayRows*>(nullptr);
+  const auto* d = dynamic_cast<const DeviceReplayRows*>(log.device.get());
+  if (d == nullptr || d->pool() != replay_pool_.get())
+    return Error::InvalidArgument("this replay log was recorded on another device than " + name());
+  return d;
+}
+
+Expected<std::unique_ptr<DeviceReplayRows>> VulkanBackend::NewLog(size_t layer_bytes) {
+  REWIND_ASSIGN_OR_RETURN(std::vector<Buffer> set, replay_pool_->Take(cfg_.n_recurrent_layers(), layer_bytes));
+  return std::make_unique<DeviceReplayRows>(replay_pool_, std::move(set));
+}
+
+// Appends on the device: in place when dst's buffer holds both, else into a buffer twice the size (a drafter
+// appends a token per draft step).
+Status VulkanBackend::AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) {
+  const size_t rw = cfg_.replay_row_floats(), n_rec = cfg_.n_recurrent_layers();
+  const size_t have = 4 * rw * dst.n_tokens, add = 4 * rw * tail.n_tokens;
+  REWIND_ASSIGN_OR_RETURN(const DeviceReplayRows* t, DeviceRows(tail));
+  REWIND_ASSIGN_OR_RETURN(const DeviceReplayRows* d0, DeviceRows(dst));
+  if (dst.n_tokens > 0 && d0 == nullptr) return Error::InvalidArgument("replay append: host rows on a device backend");
+  if (tail.n_tokens == 0) return Status::Ok();
+  Context& c = *ctx_;
+  if (d0 == nullptr || d0->capacity_floats() * 4 < n_rec * (have + add)) {
+    REWIND_ASSIGN_OR_RETURN(std::unique_ptr<DeviceReplayRows> grown, NewLog(2 * (have + add)));
+    for (size_t gi = 0; gi < n_rec && have > 0; ++gi)
+      c.Copy(d0->layer(static_cast<int32_t>(gi)), 0, grown->layer(static_cast<int32_t>(gi)), 0, have);
+    dst.device = std::move(grown);  // the old buffers go back to the pool after the copies (ReplayPool::Give)
+  }
+  auto* d = static_cast<DeviceReplayRows*>(dst.device.get());
+  std::vector<float> up(t == nullptr ? add / 4 : 0);
+  for (size_t gi = 0; gi < n_rec; ++gi) {
+    Buffer& to = d->layer(static_cast<int32_t>(gi));
+    if (t != nullptr) {
+      c.Copy(t->layer(static_cast<int32_t>(gi)), 0, to, have, add);
+      continue;
+    }
+    for (int32_t k = 0; k < tail.n_tokens; ++k)
+      std::memcpy(up.data() + k * rw, tail.rows.data() + (k * n_rec + gi) * rw, 4 * rw);
+    REWIND_RETURN_IF_ERROR(c.Upload(to, up.data(), add, have));
+    replay_pool_->to_device += add;
+  }
+  dst.n_tokens += tail.n_tokens;
+  dst.rows.clear();
+  return c.Submit();
 }
 
 Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
@@ -415,21 +479,35 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     for (float& v : out->logits) v = v * inv;
   }
 
-  // ---- The replay log back to the host (the states and KV pages stay on the device).
+  // ---- The replay log stays on the device: each sequence's log is a set of per-layer device buffers, its
+  // prefix rows (a lazy rollback's, copied from the prefix log) then its rows of log_; no byte goes through the
+  // host.
   if (replay != nullptr) {
-    const size_t rw = C + 2 * Hv, n_rec = cf.n_recurrent_layers(), per_tok = rw * n_rec;
-    std::vector<float> rows(n * rw);
-    for (size_t gi = 0; gi < n_rec; ++gi) {
-      REWIND_RETURN_IF_ERROR(c.Download(log_[gi].buf, rows.data(), 4 * rows.size()));
-      for (int32_t s = 0; s < n_seqs; ++s) {
-        const int32_t P = seqs[s].prefix != nullptr ? seqs[s].prefix_rows : 0;
-        float* dst = replay->seqs[s].rows.data();
-        if (gi == 0 && P > 0) std::memcpy(dst, seqs[s].prefix->rows.data(), 4 * per_tok * P);
-        for (int32_t j = 0; j < seqs[s].n; ++j)
-          std::memcpy(dst + (static_cast<size_t>(P + j) * n_rec + gi) * rw,
-                      rows.data() + static_cast<size_t>(seqs[s].row0 + j) * rw, 4 * rw);
+    const size_t rw = C + 2 * Hv, n_rec = cf.n_recurrent_layers();
+    for (int32_t s = 0; s < n_seqs; ++s) {
+      const int32_t P = seqs[s].prefix != nullptr ? seqs[s].prefix_rows : 0;
+      REWIND_ASSIGN_OR_RETURN(std::unique_ptr<DeviceReplayRows> d, NewLog(4 * rw * (P + seqs[s].n)));
+      const DeviceReplayRows* pre = nullptr;
+      if (P > 0) {
+        REWIND_ASSIGN_OR_RETURN(pre, DeviceRows(*seqs[s].prefix));
+        if (pre == nullptr) {  // a prefix handed in as host rows
+          std::vector<float> up(rw * P);
+          for (size_t gi = 0; gi < n_rec; ++gi) {
+            for (int32_t t = 0; t < P; ++t)
+              std::memcpy(up.data() + t * rw, seqs[s].prefix->rows.data() + (t * n_rec + gi) * rw, 4 * rw);
+            REWIND_RETURN_IF_ERROR(c.Upload(d->layer(static_cast<int32_t>(gi)), up.data(), 4 * up.size()));
+            replay_pool_->to_device += 4 * up.size();
+          }
+        }
       }
+      for (size_t gi = 0; gi < n_rec; ++gi) {
+        Buffer& dst = d->layer(static_cast<int32_t>(gi));
+        if (pre != nullptr) c.Copy(pre->layer(static_cast<int32_t>(gi)), 0, dst, 0, 4 * rw * P);
+        c.Copy(log_[gi].buf, 4 * rw * seqs[s].row0, dst, 4 * rw * P, 4 * rw * seqs[s].n);
+      }
+      replay->seqs[s].device = std::move(d);
     }
+    REWIND_RETURN_IF_ERROR(c.Submit());
   }
   return Status::Ok();
 }

@@ -77,6 +77,8 @@ class VulkanBackend final : public ForwardBackend {
                  KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) override;
   Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
                      StateStorage& states) override;
+  Status AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) override;
+  uint64_t replay_bytes_to_device() const override { return replay_pool_ ? replay_pool_->to_device : 0; }
 
  private:
   Status Norm(const Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, Buffer& o) {
@@ -97,6 +99,10 @@ class VulkanBackend final : public ForwardBackend {
   Status GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows, int32_t n_seqs, uint32_t max_n, const Buffer& tab);
   Status GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t n_seqs, uint32_t max_n, bool record);
   Status ReplayPass(std::span<const ReplayRun> runs);
+  // A log's rows on this device: its DeviceReplayRows (an error for one of another device); null for host rows.
+  Expected<const DeviceReplayRows*> DeviceRows(const ReplaySeqLog& log) const;
+  // Device buffers for a log of `layer_bytes` per GDN layer (from the pool).
+  Expected<std::unique_ptr<DeviceReplayRows>> NewLog(size_t layer_bytes);
   Status EnsureRows(int32_t N);
   // The device slots of `states` (made and attached on first use): st_ for this call.
   Status AttachStates(StateStorage& states);
@@ -121,10 +127,13 @@ class VulkanBackend final : public ForwardBackend {
   // Per forward: [N][E] residual / normed / block output, and the layer scratch.
   Grown x_, t_, y_, qkv_, z_, b_, a_, u_, o_, qg_, k_, v_, q_, att_, fg_, fu_, hn_, logits_, rope_, seq_tab_,
       row_tab_, replay_tab_, replay_in_, attn_ml_, fused_, gather_tab_, scatter_tab_;
+  std::shared_ptr<ReplayPool> replay_pool_;  // the device buffers of the logs this backend records
   // MoE per forward: router logits [N][X], chosen experts [N][K] (int32), their weights [N][K], expert hidden
   // rows [N·K][F] (gate, up), expert outputs [N·K][E], shared expert output [N][E] and gate logit [N].
   Grown moe_logits_, moe_sel_, moe_wt_, moe_h_, moe_u_, moe_y_, sh_y_, sh_g_;
-  std::vector<Grown> log_, kc_, vc_;  // per recurrent / attention layer
+  // Per recurrent layer: the forward's replay rows [N][C | b | a] (copied into each sequence's log); per
+  // attention layer: the gathered K and V rows.
+  std::vector<Grown> log_, kc_, vc_;
   DeviceStates* st_ = nullptr;        // the states of the running call
   DeviceKv* kvd_ = nullptr;           // its KV pages
   uint64_t placed_kv_ = 0, placed_states_ = 0;  // device bytes of the storages placed last (Place)

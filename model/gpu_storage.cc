@@ -72,6 +72,51 @@ Status DeviceStates::Read(int32_t slot, float* out) {
   return Status::Ok();
 }
 
+namespace {
+
+class StagedRead final : public PendingRead {
+ public:
+  StagedRead(std::shared_ptr<gpu::Context> ctx, std::shared_ptr<DeviceStates::StagingSpares> spares,
+             gpu::Buffer staging, size_t bytes)
+      : ctx_(std::move(ctx)), spares_(std::move(spares)), staging_(std::move(staging)), bytes_(bytes) {}
+  ~StagedRead() override {
+    (void)ctx_->Submit();  // the recorded copy lands before its buffer is reused or freed
+    if (spares_->size() < DeviceStates::kMaxStagingSpares) spares_->push_back(std::move(staging_));
+  }
+  Status Finish(float* out) override {
+    REWIND_RETURN_IF_ERROR(ctx_->Submit());  // a no-op when a forward has submitted (and waited for) it since
+    std::memcpy(out, staging_.mapped(), bytes_);
+    return Status::Ok();
+  }
+
+ private:
+  std::shared_ptr<gpu::Context> ctx_;  // first: destroyed after the buffers
+  std::shared_ptr<DeviceStates::StagingSpares> spares_;
+  gpu::Buffer staging_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<PendingRead>> DeviceStates::ReadLater(int32_t slot) {
+  gpu::Context& c = *ctx_;
+  if (!staging_.valid() && !stage_always_) return std::unique_ptr<PendingRead>();  // unified memory: Read
+  const size_t cb = conv_bytes(), db = delta_bytes(), lb = cb + db;
+  gpu::Buffer staging;
+  if (!spares_->empty()) {  // a landed checkpoint's staging buffer (fresh mapped memory costs its page faults)
+    staging = std::move(spares_->back());
+    spares_->pop_back();
+  } else {
+    REWIND_ASSIGN_OR_RETURN(staging, c.Alloc(lb * conv_.size(), /*host_visible=*/true));
+  }
+  for (size_t l = 0; l < conv_.size(); ++l) {  // recorded: after what came before, before the next forward
+    c.Copy(conv_[l], cb * slot, staging, l * lb, cb);
+    c.Copy(delta_[l], db * slot, staging, l * lb + cb, db);
+  }
+  to_host_ += lb * conv_.size();
+  return std::unique_ptr<PendingRead>(std::make_unique<StagedRead>(ctx_, spares_, std::move(staging), lb * conv_.size()));
+}
+
 Status DeviceStates::Write(int32_t slot, const float* in) {
   gpu::Context& c = *ctx_;
   const size_t cb = conv_bytes(), db = delta_bytes(), lb = cb + db;
@@ -192,6 +237,45 @@ Status DeviceKv::CopyPage(int32_t src, int32_t dst, int32_t n_rows) {
     ctx_->Copy(v_[l], v_page_ * src, v_[l], v_page_ * dst, v_row_ * n_rows);
   }
   return Status::Ok();
+}
+
+Expected<std::vector<gpu::Buffer>> ReplayPool::Take(size_t n_layers, size_t bytes) {
+  bytes = std::max<size_t>(16, bytes);
+  largest_ = std::max(largest_, n_layers * bytes);
+  auto best = spare_.end();
+  for (auto it = spare_.begin(); it != spare_.end(); ++it) {
+    const size_t have = (*it)[0].size();
+    if (it->size() == n_layers && have >= bytes && have / 4 <= bytes && (best == spare_.end() || have < (*best)[0].size()))
+      best = it;
+  }
+  if (best != spare_.end()) {
+    std::vector<gpu::Buffer> set = std::move(*best);
+    spare_.erase(best);
+    return set;
+  }
+  std::vector<gpu::Buffer> set(n_layers);
+  for (gpu::Buffer& b : set) {
+    REWIND_ASSIGN_OR_RETURN(b, ctx_->Alloc(bytes));
+  }
+  return set;
+}
+
+void ReplayPool::Give(std::vector<gpu::Buffer>&& set) {
+  if (set.empty() || !set[0].valid()) return;
+  (void)ctx_->Submit();  // recorded work that reads or writes them lands before they are reused or freed
+  spare_.push_back(std::move(set));
+  // Over the bounds (kMaxSpare sets, twice the largest log taken), the smallest sets go first.
+  auto bytes = [&] {
+    size_t t = 0;
+    for (const auto& s : spare_) t += s.size() * s[0].size();
+    return t;
+  };
+  while (spare_.size() > kMaxSpare || (spare_.size() > 1 && bytes() > 2 * largest_)) {
+    auto smallest = std::min_element(spare_.begin(), spare_.end(), [](const auto& a, const auto& b) {
+      return a[0].size() < b[0].size();
+    });
+    spare_.erase(smallest);
+  }
 }
 
 }  // namespace rw::model::vk

@@ -70,6 +70,8 @@ Status Model::PlaceStorage(KvStorage& kv, StateStorage& states) {
 uint64_t Model::device_kv_bytes() const { return backend_ ? backend_->device_kv_bytes() : 0; }
 uint64_t Model::device_weights_bytes() const { return backend_ ? backend_->device_weights_bytes() : 0; }
 uint64_t Model::device_state_bytes() const { return backend_ ? backend_->device_state_bytes() : 0; }
+uint64_t Model::replay_bytes_to_device() const { return backend_ ? backend_->replay_bytes_to_device() : 0; }
+
 
 void Model::SetThreads(int32_t n_threads) { pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, n_threads)); }
 
@@ -103,9 +105,12 @@ bool SameShape(const StateShape& a, const StateShape& b) {
 }
 
 // A replay log recorded by this model: ReplayBytesPerToken per logged token.
-bool LogFitsModel(const ModelConfig& c, const ReplaySeqLog& log) {
-  return log.n_tokens >= 0 &&
-         log.rows.size() * sizeof(float) == static_cast<uint64_t>(log.n_tokens) * c.ReplayBytesPerToken();
+// Host rows: exactly that many; rows on a device: a buffer that holds them (and the CPU forward cannot read it).
+bool LogFitsModel(const ModelConfig& c, const ReplaySeqLog& log, bool on_device) {
+  if (log.n_tokens < 0) return false;
+  const uint64_t bytes = static_cast<uint64_t>(log.n_tokens) * c.ReplayBytesPerToken();
+  if (log.device != nullptr) return on_device && log.device->capacity_floats() * sizeof(float) >= bytes;
+  return log.rows.size() * sizeof(float) == bytes;
 }
 
 }  // namespace
@@ -143,7 +148,7 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     if (b.prefix_rows != 0) {
       if (b.prefix == nullptr || b.state_in < 0 || b.prefix_rows < 0 || b.prefix_rows > b.prefix->n_tokens)
         return Error::InvalidArgument(where + "replay prefix without a log, a start state or enough rows");
-      if (!LogFitsModel(c, *b.prefix)) return Error::InvalidArgument(where + "replay prefix log does not match this model");
+      if (!LogFitsModel(c, *b.prefix, backend_ != nullptr)) return Error::InvalidArgument(where + "replay prefix log does not match this model");
     }
     if (c.n_attn_layers() > 0) {
       const int64_t end = static_cast<int64_t>(b.pos0) + b.tokens.size();
@@ -190,7 +195,12 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
       // With a replay prefix the log covers the whole run from state_in: the prefix rows, then the batch's.
       const int32_t n = seqs[s].prefix_rows + seqs[s].n;
       options.replay->seqs[s].n_tokens = n;
-      options.replay->seqs[s].rows.resize(per_tok * n);
+      if (backend_) {  // the backend records into the log's device rows; the host buffer keeps its capacity
+        options.replay->seqs[s].rows.clear();
+      } else {
+        options.replay->seqs[s].device.reset();
+        options.replay->seqs[s].rows.resize(per_tok * n);
+      }
     }
   }
 
@@ -318,6 +328,15 @@ std::vector<int32_t> SelectOutputRows(const ModelConfig& c, std::span<const Batc
 
 }  // namespace internal
 
+Status Model::AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) const {
+  if (!LogFitsModel(cfg_, dst, backend_ != nullptr) || !LogFitsModel(cfg_, tail, backend_ != nullptr))
+    return Error::InvalidArgument("replay append: log size does not match this model");
+  if (backend_) return backend_->AppendReplay(dst, tail);
+  dst.rows.insert(dst.rows.end(), tail.rows.begin(), tail.rows.end());
+  dst.n_tokens += tail.n_tokens;
+  return Status::Ok();
+}
+
 Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
                           StateStorage& states) const {
   const ModelConfig& c = cfg_;
@@ -327,7 +346,7 @@ Status Model::ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog&
     return Error::InvalidArgument("replay: state slot out of range");
   if (k < 0 || k > log.n_tokens) return Error::OutOfRange("replay: k outside [0, logged tokens]");
   const int64_t rw = c.replay_row_floats(), n_rec = c.n_recurrent_layers();
-  if (!LogFitsModel(c, log)) return Error::InvalidArgument("replay: log size does not match this model");
+  if (!LogFitsModel(c, log, backend_ != nullptr)) return Error::InvalidArgument("replay: log size does not match this model");
   if (backend_) return backend_->ReplayState(slot_in, slot_out, log, k, states);  // the device's arithmetic
   if (slot_in < 0) states.Clear(slot_out);
   const bool other = slot_in >= 0 && slot_in != slot_out;  // then each layer reads slot_in (fused copy)

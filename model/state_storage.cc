@@ -95,11 +95,20 @@ StateCheckpoint& StateCheckpoint::operator=(StateCheckpoint&& o) noexcept {
     GiveBack();
     data_ = std::move(o.data_);
     pool_ = std::move(o.pool_);
+    pending_ = std::move(o.pending_);
   }
   return *this;
 }
 
+void StateCheckpoint::Pending::Land() {
+  if (read == nullptr) return;
+  const Status s = read->Finish(out->data());
+  REWIND_CHECK_MSG(s.ok(), "state device: checkpoint copy failed: %s", s.ok() ? "" : s.error().message.c_str());
+  read.reset();
+}
+
 void StateCheckpoint::GiveBack() {
+  pending_.reset();  // a copy that never landed: its staging goes (after the recorded work, PendingRead's job)
   // use_count 1: nobody else holds it, and only the owner's thread can share it, so no new holder can appear.
   if (pool_ != nullptr && data_ != nullptr && data_.use_count() == 1 && !data_->empty())
     pool_->Give(std::move(*data_));
@@ -185,8 +194,22 @@ StateCheckpoint StateStorage::Snapshot(int32_t slot) const {
   c.pool_ = pool_;
   c.data_ = std::make_shared<BigVector<float>>(pool_->Take());
   c.data_->resize(shape_.slot_floats());  // uninitialised when it grows: the copy writes every float
-  if (device_ != nullptr) {  // straight from the device into the checkpoint's buffer
-    CheckDevice(device_->Read(slot, c.data_->data()), "snapshot");
+  if (device_ != nullptr) {
+    // Earlier snapshots' copies have run with the forwards since: their bytes land now, without a wait.
+    for (const auto& w : pending_)
+      if (auto p = w.lock()) p->Land();
+    pending_.clear();
+    // Recorded on the device's queue, not waited for: the next forward runs after it.
+    auto later = device_->ReadLater(slot);
+    CheckDevice(later.ok() ? Status::Ok() : Status(later.error()), "snapshot");
+    if (*later != nullptr) {
+      c.pending_ = std::make_shared<StateCheckpoint::Pending>();
+      c.pending_->read = std::move(*later);
+      c.pending_->out = c.data_.get();
+      pending_.push_back(c.pending_);
+      return c;
+    }
+    CheckDevice(device_->Read(slot, c.data_->data()), "snapshot");  // straight into the checkpoint's buffer
     return c;
   }
   auto s = SlotData(slot);

@@ -41,10 +41,21 @@ class StateBufferPool;  // state_storage.cc
 // model/gpu_storage.cc). The storage then routes every named copy through it, and the host array only stages
 // what a caller reads: Clear, CopySlot and ReplayState stay on the device, Snapshot is a device -> host copy and
 // Restore a host -> device copy. The memory policy (memory/) does not see the difference.
+// A device -> host copy of a slot recorded on the device's queue and not waited for (StateDevice::ReadLater):
+// it runs with the next submission (the next forward's, which the queue orders after it).
+class PendingRead {
+ public:
+  virtual ~PendingRead() = default;
+  // Waits for the copy if it has not run yet (submitting what is recorded) and writes the slot's floats to out.
+  virtual Status Finish(float* out) = 0;
+};
+
 class StateDevice {
  public:
   virtual ~StateDevice() = default;
   virtual Status Read(int32_t slot, float* out) = 0;        // a slot's floats in the host layout, device -> host
+  // Read without waiting: the copy is recorded and lands later (null: this device reads synchronously only).
+  virtual Expected<std::unique_ptr<PendingRead>> ReadLater(int32_t) { return std::unique_ptr<PendingRead>(); }
   virtual Status Write(int32_t slot, const float* in) = 0;  // host -> device
   virtual Status Copy(int32_t src, int32_t dst) = 0;        // on the device
   virtual Status Clear(int32_t slot) = 0;                   // on the device
@@ -60,7 +71,9 @@ class StateDevice {
 
 // An immutable copy of one slot (all GDN layers), taken by StateStorage::Snapshot. Move-only. Its buffer goes
 // back to the storage's pool when it is dropped (unless shared), so the next snapshot reuses it: fresh memory for
-// a large state costs its page faults again.
+// a large state costs its page faults again. From a device slot the copy is asynchronous (docs/gpu.md): the
+// bytes land when first needed (data(), Share(), a Restore: a wait for the copy's fence) or at the storage's
+// next Snapshot (the copy has run with the forward in between: no wait).
 class StateCheckpoint {
  public:
   StateCheckpoint() = default;
@@ -78,17 +91,36 @@ class StateCheckpoint {
     if (!data.empty()) std::memcpy(c.data_->data(), data.data(), data.size_bytes());
     return c;
   }
-  std::span<const float> data() const { return data_ ? std::span<const float>(*data_) : std::span<const float>(); }
-  uint64_t bytes() const { return data().size_bytes(); }
-  bool empty() const { return data().empty(); }
+  std::span<const float> data() const {
+    Land();
+    return data_ ? std::span<const float>(*data_) : std::span<const float>();
+  }
+  uint64_t bytes() const { return data_ ? data_->size() * sizeof(float) : 0; }
+  bool empty() const { return bytes() == 0; }
+  // Whether the device -> host copy has not landed in the host bytes yet.
+  bool pending() const { return pending_ != nullptr && pending_->read != nullptr; }
   // The bytes stay valid while the returned pointer lives, also after this checkpoint is dropped: the disk and
   // remote writers read a persisted state through it instead of a copy made on the engine thread. A buffer still
   // shared when the checkpoint is dropped is freed by its last holder instead of going back to the pool.
-  std::shared_ptr<const void> Share() const { return data_; }
+  std::shared_ptr<const void> Share() const {
+    Land();
+    return data_;
+  }
+
+  // A copy still to land: the storage that took it keeps a weak reference, to land it at its next Snapshot.
+  struct Pending {
+    std::unique_ptr<PendingRead> read;
+    BigVector<float>* out = nullptr;  // the checkpoint's buffer (the checkpoint owns this record)
+    void Land();
+  };
 
  private:
   friend class StateStorage;
   void GiveBack();
+  void Land() const {
+    if (pending_ != nullptr) pending_->Land();
+  }
+  std::shared_ptr<Pending> pending_;  // null: the bytes are in data_
   std::shared_ptr<BigVector<float>> data_;  // [gdn_layer][conv | delta] (huge pages: base/big_buffer.h)
   std::shared_ptr<internal::StateBufferPool> pool_;  // null: not from a storage (FromData, moved from)
 };
@@ -148,6 +180,8 @@ class StateStorage {
   std::shared_ptr<StateDevice> device_;
   bool host_written_ = false;
   std::shared_ptr<internal::StateBufferPool> pool_;  // buffers of dropped checkpoints, for the next Snapshot
+  // Device snapshots not landed yet (their checkpoints may be gone): landed by the next Snapshot.
+  mutable std::vector<std::weak_ptr<StateCheckpoint::Pending>> pending_;
 };
 
 }  // namespace rw::model
