@@ -28,9 +28,10 @@ Expected<AcquirePlan> MemoryManager::PlanAcquire(std::span<const int32_t> prompt
   if (reserve_tokens == 0) return p;
   // Admission: the new reservation (its whole page table, counted as new even where it shares the tree's
   // pages, plus the checkpoints its lease pins) must fit beside every other one once the cache is evicted.
-  const int64_t need = ReserveBytes(reserve_tokens) + HeadroomBytes() +
+  const Room held = RoomForAppends({});  // what the running reservations hold back
+  const int64_t need = ReserveBytes(reserve_tokens) + held.bytes +
                        (p.adopt ? 0 : static_cast<int64_t>(p.ckpts.size()) * config_.state_bytes);
-  const int32_t need_pages = ReservePages(reserve_tokens) + HeadroomPages();  // implied by `need` unless apart
+  const int32_t need_pages = ReservePages(reserve_tokens) + held.pages;  // implied by `need` unless apart
   if ((need > free_bytes() || need_pages > pages_.free_count()) &&
       !PlanEvictImpl(std::max<int64_t>(0, need - free_bytes()), std::max(0, need_pages - pages_.free_count()), false)
            .ok())

@@ -412,6 +412,35 @@ TEST(GoldenGpu, StatesAndKvStayOnTheDeviceAndCheckpointsRoundTripBitForBit) {
   EXPECT_NE(std::vector<float>(ck.data().begin(), ck.data().end()), s0) << "the token changed the state";
 }
 
+// The q8_0 tiny model's storages on its device: four f32 KV pages of 16 tokens and `slots` state slots, with
+// the prompt {3, 17, 250} evaluated from the zero state into slot 0 (b: that batch, for the test to go on with;
+// null storages after a failed expectation).
+struct PromptInSlot0 {
+  PromptInSlot0(Model& m, int32_t slots) {
+    auto k = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
+    auto s = StateStorage::Create(m.MakeStateShape(), slots);
+    EXPECT_TRUE(k.ok() && s.ok());
+    if (!k.ok() || !s.ok()) return;
+    b.state_in = -1;
+    b.state_out = 0;
+    b.pages = pages;
+    b.tokens = prompt;
+    EXPECT_TRUE(m.Forward({&b, 1}, **k, **s, &out).ok());
+    kv = std::move(*k);
+    st = std::move(*s);
+  }
+  // A slot's floats, through the const view (a device-resident slot is read down).
+  std::vector<float> Slot(int32_t s) const {
+    const StateStorage& c = *st;
+    return std::vector<float>(c.SlotData(s).begin(), c.SlotData(s).end());
+  }
+  const std::vector<int32_t> pages = {0}, prompt = {3, 17, 250};
+  std::unique_ptr<KvStorage> kv;
+  std::unique_ptr<StateStorage> st;
+  BatchSeq b;
+  ForwardOutput out;
+};
+
 #if REWIND_HAVE_VULKAN  // gpu::Context's transfer counters
 // The replay log lives on the device (model/gpu_storage.h, DeviceReplayRows): a speculative verify that records
 // it downloads only its logits, a rollback (ReplayState) uploads only its one-entry run table, and a lazy
@@ -427,22 +456,14 @@ TEST(GoldenGpu, SpeculativeRollbackMovesNoReplayLogBytesThroughTheHost) {
   auto ctx = gpu::OpenDevice(0);  // the model's context (one per device): its transfer counters
   ASSERT_TRUE(ctx.ok());
   gpu::Context& c = **ctx;
-  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
-  auto st = StateStorage::Create(m.MakeStateShape(), 6);
-  ASSERT_TRUE(kv.ok() && st.ok());
-  const StateStorage& cst = **st;
-  auto slot = [&](int32_t s) { return std::vector<float>(cst.SlotData(s).begin(), cst.SlotData(s).end()); };
-  const std::vector<int32_t> pages = {0}, prompt = {3, 17, 250}, verify = {9, 41, 77, 5}, next = {88};
+  PromptInSlot0 t(m, 6);
+  ASSERT_TRUE(t.kv && t.st);
+  BatchSeq& b = t.b;
+  ForwardOutput& out = t.out;
+  const std::vector<int32_t> verify = {9, 41, 77, 5}, next = {88};
   const int32_t k = 2;  // drafts kept
   const int32_t V = m.config().n_vocab;
-  BatchSeq b;
-  b.state_in = -1;
-  b.state_out = 0;
-  b.pages = pages;
-  b.tokens = prompt;
-  ForwardOutput out;
-  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());  // slot 0: after the prompt
-  for (int32_t s : {2, 3, 4}) (*st)->CopySlot(0, s);        // device copies of the batch-start state
+  for (int32_t s : {2, 3, 4}) t.st->CopySlot(0, s);  // device copies of the batch-start state
 
   // Verify: all logits, from slot 0 into slot 1, recording the log.
   ReplayLog log;
@@ -454,7 +475,7 @@ TEST(GoldenGpu, SpeculativeRollbackMovesNoReplayLogBytesThroughTheHost) {
   b.tokens = verify;
   b.all_logits = true;
   const uint64_t down0 = c.bytes_downloaded(), rd0 = m.replay_bytes_to_device();
-  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out, fo).ok());
+  ASSERT_TRUE(m.Forward({&b, 1}, *t.kv, *t.st, &out, fo).ok());
   ASSERT_EQ(log.seqs.size(), 1u);
   EXPECT_EQ(log.seqs[0].n_tokens, 4);
   EXPECT_NE(log.seqs[0].device, nullptr) << "the log is recorded on the device";
@@ -463,7 +484,7 @@ TEST(GoldenGpu, SpeculativeRollbackMovesNoReplayLogBytesThroughTheHost) {
 
   // Rollback to k kept drafts, in place in the batch-start slot (what the engine does without lazy rollback).
   const uint64_t up1 = c.bytes_uploaded(), down1 = c.bytes_downloaded();
-  ASSERT_TRUE(m.ReplayState(0, 0, log.seqs[0], k, **st).ok());
+  ASSERT_TRUE(m.ReplayState(0, 0, log.seqs[0], k, *t.st).ok());
   EXPECT_EQ(c.bytes_uploaded() - up1, 16u) << "a rollback uploads its run table only";
   EXPECT_EQ(c.bytes_downloaded() - down1, 0u);
 
@@ -472,7 +493,7 @@ TEST(GoldenGpu, SpeculativeRollbackMovesNoReplayLogBytesThroughTheHost) {
   BatchSeq f;
   f.state_in = 3;
   f.state_out = 3;
-  f.pages = pages;
+  f.pages = t.pages;
   f.pos0 = 3 + k;
   f.tokens = next;
   f.prefix = &log.seqs[0];
@@ -482,7 +503,7 @@ TEST(GoldenGpu, SpeculativeRollbackMovesNoReplayLogBytesThroughTheHost) {
   fo2.replay = &log2;
   ForwardOutput fused, plain, ref;
   const uint64_t up2 = c.bytes_uploaded(), down2 = c.bytes_downloaded();
-  ASSERT_TRUE(m.Forward({&f, 1}, **kv, **st, &fused, fo2).ok());
+  ASSERT_TRUE(m.Forward({&f, 1}, *t.kv, *t.st, &fused, fo2).ok());
   const uint64_t fused_up = c.bytes_uploaded() - up2, fused_down = c.bytes_downloaded() - down2;
   EXPECT_EQ(m.replay_bytes_to_device(), rd0);
 
@@ -491,9 +512,9 @@ TEST(GoldenGpu, SpeculativeRollbackMovesNoReplayLogBytesThroughTheHost) {
   b.state_out = 2;
   b.tokens = std::span<const int32_t>(verify).first(k);
   b.all_logits = false;
-  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &ref).ok());
-  const std::vector<float> kept = slot(2);
-  EXPECT_EQ(slot(0), kept) << "ReplayState vs the forward of the kept drafts";
+  ASSERT_TRUE(m.Forward({&b, 1}, *t.kv, *t.st, &ref).ok());
+  const std::vector<float> kept = t.Slot(2);
+  EXPECT_EQ(t.Slot(0), kept) << "ReplayState vs the forward of the kept drafts";
   BatchSeq p = f;
   p.state_in = 2;
   p.state_out = 2;
@@ -503,18 +524,18 @@ TEST(GoldenGpu, SpeculativeRollbackMovesNoReplayLogBytesThroughTheHost) {
   ForwardOptions fo3;
   fo3.replay = &log3;
   const uint64_t up3 = c.bytes_uploaded(), down3 = c.bytes_downloaded();
-  ASSERT_TRUE(m.Forward({&p, 1}, **kv, **st, &plain, fo3).ok());
+  ASSERT_TRUE(m.Forward({&p, 1}, *t.kv, *t.st, &plain, fo3).ok());
   EXPECT_EQ(fused_up, c.bytes_uploaded() - up3 + 16u) << "the fused rollback uploaded more than its run table";
   EXPECT_EQ(fused_down, c.bytes_downloaded() - down3);
   EXPECT_EQ(fused.logits, plain.logits);
-  const std::vector<float> after = slot(2);
-  EXPECT_EQ(slot(3), after);
+  const std::vector<float> after = t.Slot(2);
+  EXPECT_EQ(t.Slot(3), after);
   // The fused forward's log (k prefix rows, then its own) rebuilds its state from the batch-start state.
   ASSERT_EQ(log2.seqs[0].n_tokens, k + 1);
-  ASSERT_TRUE(m.ReplayState(4, 5, log2.seqs[0], k + 1, **st).ok());
-  EXPECT_EQ(slot(5), after);
-  ASSERT_TRUE(m.ReplayState(4, 4, log2.seqs[0], k, **st).ok());
-  EXPECT_EQ(slot(4), kept);
+  ASSERT_TRUE(m.ReplayState(4, 5, log2.seqs[0], k + 1, *t.st).ok());
+  EXPECT_EQ(t.Slot(5), after);
+  ASSERT_TRUE(m.ReplayState(4, 4, log2.seqs[0], k, *t.st).ok());
+  EXPECT_EQ(t.Slot(4), kept);
   EXPECT_NE(kept, after) << "the token changed the state";
   EXPECT_EQ(m.replay_bytes_to_device(), rd0);
 }
@@ -529,20 +550,12 @@ TEST(GoldenGpu, AppendedReplayLogsRollBackOnTheDevice) {
   std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
   ASSERT_TRUE(loaded);
   Model& m = *loaded;
-  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
-  auto st = StateStorage::Create(m.MakeStateShape(), 4);
-  ASSERT_TRUE(kv.ok() && st.ok());
-  const StateStorage& cst = **st;
-  auto slot = [&](int32_t s) { return std::vector<float>(cst.SlotData(s).begin(), cst.SlotData(s).end()); };
-  const std::vector<int32_t> pages = {0}, prompt = {3, 17, 250}, drafts = {9, 41, 77, 5, 64};
-  BatchSeq b;
-  b.state_in = -1;
-  b.state_out = 0;
-  b.pages = pages;
-  b.tokens = prompt;
-  ForwardOutput out;
-  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());
-  (*st)->CopySlot(0, 3);
+  PromptInSlot0 t(m, 4);
+  ASSERT_TRUE(t.kv && t.st);
+  BatchSeq& b = t.b;
+  ForwardOutput& out = t.out;
+  const std::vector<int32_t> drafts = {9, 41, 77, 5, 64};
+  t.st->CopySlot(0, 3);
   const uint64_t rd0 = m.replay_bytes_to_device();
   // Drafts evaluated from slot 0 into slot 1: one, two, then one at a time, each forward's log appended.
   ReplaySeqLog acc;
@@ -555,7 +568,7 @@ TEST(GoldenGpu, AppendedReplayLogsRollBackOnTheDevice) {
     b.state_out = 1;
     b.pos0 = 3 + at;
     b.tokens = std::span<const int32_t>(drafts).subspan(at, n);
-    ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out, fo).ok());
+    ASSERT_TRUE(m.Forward({&b, 1}, *t.kv, *t.st, &out, fo).ok());
     ASSERT_TRUE(m.AppendReplay(acc, step.seqs[0]).ok());
     at += n;
     EXPECT_EQ(acc.n_tokens, at);
@@ -563,15 +576,15 @@ TEST(GoldenGpu, AppendedReplayLogsRollBackOnTheDevice) {
   EXPECT_TRUE(acc.rows.empty());
   ASSERT_NE(acc.device, nullptr);
   acc.Truncate(4);
-  ASSERT_TRUE(m.ReplayState(0, 2, acc, 3, **st).ok());
+  ASSERT_TRUE(m.ReplayState(0, 2, acc, 3, *t.st).ok());
   EXPECT_EQ(m.replay_bytes_to_device(), rd0);
   b.state_in = 3;
   b.state_out = 3;
   b.pos0 = 3;
   b.tokens = std::span<const int32_t>(drafts).first(3);
-  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());
-  EXPECT_EQ(slot(2), slot(3));
-  EXPECT_NE(slot(2), slot(0));
+  ASSERT_TRUE(m.Forward({&b, 1}, *t.kv, *t.st, &out).ok());
+  EXPECT_EQ(t.Slot(2), t.Slot(3));
+  EXPECT_NE(t.Slot(2), t.Slot(0));
 }
 
 #if REWIND_HAVE_VULKAN
@@ -586,54 +599,47 @@ TEST(GoldenGpu, CheckpointCopiesRunWithTheNextForward) {
   std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
   ASSERT_TRUE(loaded);
   Model& m = *loaded;
-  auto kv = KvStorage::Create(m.MakeKvConfig(4, 16, KvType::kF32));
-  auto st = StateStorage::Create(m.MakeStateShape(), 4);
-  ASSERT_TRUE(kv.ok() && st.ok());
-  const StateStorage& cst = **st;
-  auto slot = [&](int32_t s) { return std::vector<float>(cst.SlotData(s).begin(), cst.SlotData(s).end()); };
-  const std::vector<int32_t> pages = {0}, prompt = {3, 17, 250}, next = {9}, more = {41};
-  BatchSeq b;
-  b.state_in = -1;
-  b.state_out = 0;
-  b.pages = pages;
-  b.tokens = prompt;
-  ForwardOutput out;
-  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());
+  PromptInSlot0 t(m, 4);
+  ASSERT_TRUE(t.kv && t.st);
+  const StateStorage& cst = *t.st;
+  BatchSeq& b = t.b;
+  ForwardOutput& out = t.out;
+  const std::vector<int32_t> next = {9}, more = {41};
   // On unified memory (lavapipe) a snapshot is one memcpy out of the mapped slots; the staged asynchronous copy
   // a discrete device takes is forced here.
   auto* dev = dynamic_cast<vk::DeviceStates*>(cst.device());
   ASSERT_NE(dev, nullptr);
   dev->StageReadsForTesting(true);
-  (*st)->CopySlot(0, 2);  // the state at the first checkpoint, on the device
+  t.st->CopySlot(0, 2);  // the state at the first checkpoint, on the device
   StateCheckpoint ck = cst.Snapshot(0);
   EXPECT_TRUE(ck.pending()) << "the checkpoint's copy was waited for";
   EXPECT_EQ(ck.bytes(), cst.bytes_per_state());
   b.state_in = 0;
   b.pos0 = 3;
   b.tokens = next;
-  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out).ok());  // slot 0 changes in place after the copy
+  ASSERT_TRUE(m.Forward({&b, 1}, *t.kv, *t.st, &out).ok());  // slot 0 changes in place after the copy
   StateCheckpoint ck2 = cst.Snapshot(0);
   EXPECT_FALSE(ck.pending()) << "the next Snapshot lands the earlier copies";
   EXPECT_TRUE(ck2.pending());
-  ASSERT_TRUE((*st)->Restore(ck2, 1).ok());  // waits for its own copy (no forward since)
+  ASSERT_TRUE(t.st->Restore(ck2, 1).ok());  // waits for its own copy (no forward since)
   EXPECT_FALSE(ck2.pending());
-  EXPECT_EQ(slot(1), slot(0));
-  const std::vector<float> before = slot(2);
+  EXPECT_EQ(t.Slot(1), t.Slot(0));
+  const std::vector<float> before = t.Slot(2);
   EXPECT_EQ(std::vector<float>(ck.data().begin(), ck.data().end()), before)
       << "the forward after the snapshot changed the checkpoint's bytes";
-  EXPECT_NE(slot(0), before) << "the token changed the state";
-  ASSERT_TRUE((*st)->Restore(ck, 3).ok());
+  EXPECT_NE(t.Slot(0), before) << "the token changed the state";
+  ASSERT_TRUE(t.st->Restore(ck, 3).ok());
   ForwardOutput a, r;
   b.pos0 = 3;
   b.tokens = more;
   b.state_in = 2;
   b.state_out = 2;
-  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &a).ok());
+  ASSERT_TRUE(m.Forward({&b, 1}, *t.kv, *t.st, &a).ok());
   b.state_in = 3;
   b.state_out = 3;
-  ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &r).ok());
+  ASSERT_TRUE(m.Forward({&b, 1}, *t.kv, *t.st, &r).ok());
   EXPECT_EQ(a.logits, r.logits);
-  EXPECT_EQ(slot(2), slot(3));
+  EXPECT_EQ(t.Slot(2), t.Slot(3));
 }
 #endif  // REWIND_HAVE_VULKAN
 
