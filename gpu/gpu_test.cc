@@ -151,6 +151,70 @@ INSTANTIATE_TEST_SUITE_P(
                       MatCase{TT::kQ5_K, 17, 512}, MatCase{TT::kQ6_K, 17, 512}),
     [](const ::testing::TestParamInfo<MatCase>& i) { return std::string(gguf::TypeName(i.param.type)); });
 
+// The quantised types' three kernel variants (per element, rows, tile: ops.h MatMulKernel) give the scalar
+// twin's bits for every element: token counts around the tile sizes (1, 3, 17, 64), a row count that is no
+// multiple of a workgroup's rows, several blocks per row, a long row (K-quants: 48 blocks, more loop trips than
+// lavapipe allows an invocation if the constant inner loops were not unrolled), and row ranges split over
+// dispatches by a lowered workgroup-count limit.
+TEST(GpuMatMulKernels, EveryVariantGivesTheScalarTwinsBits) {
+  REQUIRE_DEVICE(ctx);
+  struct Case { TT type; int64_t rows, cols; };
+  const Case cases[] = {{TT::kQ8_0, 70, 1184}, {TT::kQ4_0, 600, 1184}, {TT::kQ4_K, 67, 3328},
+                        {TT::kQ5_K, 67, 768},  {TT::kQ6_K, 67, 768},  {TT::kQ6_K, 9, 12288}};
+  const MatMulKernel kernels_[] = {MatMulKernel::kPerElement, MatMulKernel::kRows, MatMulKernel::kTile};
+  for (const Case& c : cases) {
+    const std::vector<uint8_t> w = RandomWeight(c.type, c.rows, c.cols, 17);
+    const size_t rb = gguf::RowBytes(c.type, c.cols);
+    auto gm = UploadMatrix(*ctx, c.type, w.data(), c.cols, c.rows, rb);
+    ASSERT_TRUE(gm.ok()) << gm.error().message;
+    const TT at = gguf::VecDotType(c.type);
+    std::vector<uint8_t> act(gguf::RowBytes(at, c.cols));
+    for (const int64_t n_tok : {1, 3, 17, 64}) {
+      if (c.cols > 4096 && n_tok > 17) continue;  // the long row: enough to pass lavapipe's loop limit
+      const std::vector<float> x = kernels::Random(static_cast<size_t>(n_tok * c.cols), 23 + n_tok);
+      std::vector<float> ref(static_cast<size_t>(n_tok * c.rows));
+      for (int64_t t = 0; t < n_tok; ++t) {
+        gguf::QuantizeActivationRow(at, x.data() + t * c.cols, act.data(), c.cols);
+        for (int64_t r = 0; r < c.rows; ++r)
+          ref[t * c.rows + r] = gguf::VecDotRef(c.type, c.cols, w.data() + r * rb, act.data());
+      }
+      for (const MatMulKernel k : kernels_) {
+        for (const uint32_t groups : {0u, 8u}) {  // 0: the device's limit; 8: rows in several dispatches
+          ctx->LimitForTesting(groups, 0);
+          auto y = MatMulHost(*ctx, *gm, x.data(), n_tok, k);
+          ctx->LimitForTesting(0, 0);
+          ASSERT_TRUE(y.ok()) << y.error().message;
+          int64_t differ = 0;
+          for (size_t e = 0; e < ref.size(); ++e) differ += std::memcmp(&ref[e], &(*y)[e], 4) != 0;
+          EXPECT_EQ(differ, 0) << gguf::TypeName(c.type) << " K=" << c.cols << " N=" << n_tok << " variant "
+                               << static_cast<int>(k) << " max groups " << groups;
+        }
+      }
+    }
+  }
+}
+
+// I1 across variants: a token's row in a 513-token prefill (the tile variant) has the bits of the same token
+// alone (the rows variant).
+TEST(GpuMatMulKernels, APrefillTokenEqualsTheSameTokenDecodedAlone) {
+  REQUIRE_DEVICE(ctx);
+  for (const TT type : {TT::kQ8_0, TT::kQ4_K}) {
+    const int64_t rows = 40, cols = 512, n = 513;
+    const std::vector<uint8_t> w = RandomWeight(type, rows, cols, 29);
+    auto gm = UploadMatrix(*ctx, type, w.data(), cols, rows, gguf::RowBytes(type, cols));
+    ASSERT_TRUE(gm.ok());
+    const std::vector<float> x = kernels::Random(static_cast<size_t>(n * cols), 31);
+    auto all = MatMulHost(*ctx, *gm, x.data(), n);
+    ASSERT_TRUE(all.ok());
+    for (const int64_t at : {0, 255, 512}) {
+      auto one = MatMulHost(*ctx, *gm, x.data() + at * cols, 1);
+      ASSERT_TRUE(one.ok());
+      EXPECT_EQ(0, std::memcmp(all->data() + at * rows, one->data(), rows * sizeof(float)))
+          << gguf::TypeName(type) << " token " << at;
+    }
+  }
+}
+
 TEST(GpuMatMulTypes, AnUnsupportedWeightTypeIsAnErrorNamingIt) {
   REQUIRE_DEVICE(ctx);
   std::vector<uint8_t> w(gguf::RowBytes(TT::kQ4_1, 64) * 2);

@@ -110,8 +110,25 @@ Status QuantiseActs(Context& ctx, gguf::TensorType type, uint64_t K, const Buffe
 
 // matmul.comp's push constants.
 struct MatMulPush {
-  uint32_t M, K, N, row_bytes, y_stride, y_offset, a_offset, a_div, e_stride, r_off, e_lo, e_hi;
+  uint32_t M, K, N, row_bytes, y_stride, y_offset, a_offset, a_div, e_stride, r_off, e_lo, e_hi, r_base;
 };
+
+bool BlockQuantised(gguf::TensorType t) {
+  using TT = gguf::TensorType;
+  return t == TT::kQ8_0 || t == TT::kQ4_0 || t == TT::kQ4_K || t == TT::kQ5_K || t == TT::kQ6_K;
+}
+
+MatMulKernel PickKernel(gguf::TensorType type, int64_t n_tok, MatMulKernel forced) {
+  if (!BlockQuantised(type)) return MatMulKernel::kPerElement;
+  if (forced != MatMulKernel::kAuto) return forced;
+  return n_tok < kMatMulTileMinTokens ? MatMulKernel::kRows : MatMulKernel::kTile;
+}
+
+// Tokens per workgroup of the tile variant (matmul.comp's TN): 16 for 32-value blocks, 8 for K-quants.
+uint32_t TileTokens(gguf::TensorType type) {
+  using TT = gguf::TensorType;
+  return type == TT::kQ8_0 || type == TT::kQ4_0 ? 16u : 8u;
+}
 
 }  // namespace
 
@@ -121,12 +138,30 @@ Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t 
   const Buffer* a = nullptr;
   uint32_t a_off = 0;
   REWIND_RETURN_IF_ERROR(QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, x_off, n_tok, s, &a, &a_off));
-  REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(MatMulShader(w.type)));
+  const MatMulKernel kernel = PickKernel(w.type, n_tok, s.kernel);
+  std::string name = MatMulShader(w.type);
+  uint32_t rows_per_group = 64, groups_y = static_cast<uint32_t>(n_tok);
+  if (kernel == MatMulKernel::kRows) {
+    name += "_rows";
+    rows_per_group = 4;
+  } else if (kernel == MatMulKernel::kTile) {
+    name += "_tile";
+    groups_y = Groups(static_cast<uint64_t>(n_tok), TileTokens(w.type));
+  }
+  REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(name));
+  // A workgroup count in x is bounded by the device (65,535 on many): longer row ranges run in dispatches of
+  // at most that many groups, from row r_base on (x is not folded: the variants index rows by workgroup).
+  const uint64_t max_rows = static_cast<uint64_t>(ctx.max_groups()[0]) * rows_per_group;
   for (const GpuMatrixPart& part : w.parts) {  // rows [row0, row0 + rows) of y from each part
-    const MatMulPush pc{static_cast<uint32_t>(part.rows), static_cast<uint32_t>(w.n_cols), static_cast<uint32_t>(n_tok),
-                        static_cast<uint32_t>(w.row_bytes), y_stride, y_off + static_cast<uint32_t>(part.row0), a_off,
-                        1, 0, 0, 0, 0};
-    ctx.Dispatch(*mp, {{&part.data}, {a}, {&s.d}, {&s.bsum}, {&y}}, &pc, sizeof(pc), Groups(pc.M), pc.N);
+    for (uint64_t r_base = 0; r_base < static_cast<uint64_t>(part.rows); r_base += max_rows) {
+      const uint64_t n_rows = std::min<uint64_t>(max_rows, static_cast<uint64_t>(part.rows) - r_base);
+      const MatMulPush pc{static_cast<uint32_t>(part.rows), static_cast<uint32_t>(w.n_cols),
+                          static_cast<uint32_t>(n_tok), static_cast<uint32_t>(w.row_bytes), y_stride,
+                          y_off + static_cast<uint32_t>(part.row0), a_off, 1, 0, 0, 0, 0,
+                          static_cast<uint32_t>(r_base)};
+      ctx.Dispatch(*mp, {{&part.data}, {a}, {&s.d}, {&s.bsum}, {&y}}, &pc, sizeof(pc), Groups(n_rows, rows_per_group),
+                   groups_y);
+    }
   }
   return Status::Ok();
 }
@@ -145,7 +180,7 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
                         static_cast<uint32_t>(w.row_bytes), static_cast<uint32_t>(er.rows), 0, a_off, a_div,
                         static_cast<uint32_t>(er.e_stride), static_cast<uint32_t>(er.r_off),
                         static_cast<uint32_t>(part.row0 / er.e_stride),
-                        static_cast<uint32_t>((part.row0 + part.rows) / er.e_stride)};
+                        static_cast<uint32_t>((part.row0 + part.rows) / er.e_stride), 0};
     ctx.Dispatch(*mp, {{&part.data}, {a}, {&s.d}, {&s.bsum}, {&y}, {&ids}}, &pc, sizeof(pc), Groups(pc.M), pc.N);
   }
   return Status::Ok();
@@ -179,12 +214,14 @@ Status RecordRmsNorm(Context& ctx, const Buffer& x, uint32_t x_off, uint32_t str
   return Status::Ok();
 }
 
-Expected<std::vector<float>> MatMulHost(Context& ctx, const GpuMatrix& w, const float* x, int64_t n_tok) {
+Expected<std::vector<float>> MatMulHost(Context& ctx, const GpuMatrix& w, const float* x, int64_t n_tok,
+                                        MatMulKernel kernel) {
   const size_t nx = static_cast<size_t>(w.n_cols * n_tok), ny = static_cast<size_t>(w.n_rows * n_tok);
   REWIND_ASSIGN_OR_RETURN(Buffer xb, ctx.Alloc(4 * nx));
   REWIND_ASSIGN_OR_RETURN(Buffer yb, ctx.Alloc(4 * ny));
   REWIND_RETURN_IF_ERROR(ctx.Upload(xb, x, 4 * nx));
   ActScratch s;
+  s.kernel = kernel;
   REWIND_RETURN_IF_ERROR(RecordMatMul(ctx, w, xb, 0, n_tok, yb, 0, static_cast<uint32_t>(w.n_rows), s));
   std::vector<float> y(ny);
   REWIND_RETURN_IF_ERROR(ctx.Download(yb, y.data(), 4 * ny));

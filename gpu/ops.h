@@ -39,11 +39,24 @@ bool GpuMatMulSupports(gguf::TensorType type);
 Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint8_t* data, int64_t n_cols,
                                  int64_t n_rows, uint64_t row_bytes, int64_t row_group = 1);
 
+// The matmul's kernel variants for the quantised weight types (matmul.comp): one arithmetic per output element
+// in all of them, so the choice changes no bit (I1), only the speed. kAuto: kRows for fewer than
+// kMatMulTileMinTokens tokens (decode, short verify batches), kTile from there on (prefill). F32 / F16 / BF16
+// weights and the MoE experts always run kPerElement.
+enum class MatMulKernel {
+  kAuto,
+  kPerElement,  // one invocation per output element
+  kRows,        // a workgroup per 4 rows of one token, the row's blocks read side by side
+  kTile,        // a workgroup per 64 rows x 8 or 16 tokens, weight and activation blocks staged in shared memory
+};
+inline constexpr int64_t kMatMulTileMinTokens = 4;
+
 // Activation rows quantised for a matmul (quant_act.comp); grown on demand, reused across calls.
 struct ActScratch {
   Buffer q;     // int8 (Q8_0/Q8_K) or 16-bit (F16/BF16) values
   Buffer d;     // a float scale per block
   Buffer bsum;  // Q8_K: an int sum per 16 values
+  MatMulKernel kernel = MatMulKernel::kAuto;  // tests force a variant (all give the same bits)
 };
 
 // y[t·y_stride + y_off + r] = W[r]·x[x_off + t·K ..] for t < n_tok, r < W.n_rows (K = W.n_cols). One dispatch to
@@ -83,7 +96,8 @@ Status RecordRmsNorm(Context& ctx, const Buffer& x, uint32_t x_off, uint32_t str
                      const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride);
 
 // Host convenience for tests and tools: uploads x [n_tok][K], runs RecordMatMul, returns y [n_tok][n_rows].
-Expected<std::vector<float>> MatMulHost(Context& ctx, const GpuMatrix& w, const float* x, int64_t n_tok);
+Expected<std::vector<float>> MatMulHost(Context& ctx, const GpuMatrix& w, const float* x, int64_t n_tok,
+                                        MatMulKernel kernel = MatMulKernel::kAuto);
 
 inline uint32_t Groups(uint64_t n, uint32_t per = 64) { return static_cast<uint32_t>((n + per - 1) / per); }
 

@@ -1,23 +1,39 @@
 #version 450
-// y[t][r] = W[r] · a[t]: one invocation per output element, the weight row's blocks in order, so an element's
-// bits do not depend on the number of tokens, the row range or the workgroup layout (I1). The arithmetic is
-// gguf::VecDotRef's (llama.cpp's generic C numerics), written so that the compiler can neither contract nor
-// reorder it (`precise`): integer block sums, float block partials in block order (K-quants: 8 float lanes
-// summed at the end), F32 / F16 / BF16 products rounded to float and summed in double.
+// y[t][r] = W[r] · a[t]. Every output element has one arithmetic, whatever kernel variant computes it, so its
+// bits do not depend on the number of tokens, the row range, the workgroup layout or the variant (I1). The
+// arithmetic is gguf::VecDotRef's (llama.cpp's generic C numerics), written so that the compiler can neither
+// contract nor reorder it (`precise`): integer block sums (exact in any order), float block partials accumulated
+// in block order (K-quants: 8 float lanes, each the partial of every 8th value of a block, summed at the end),
+// F32 / F16 / BF16 products rounded to float and summed in double.
+// Three variants of the quantised types share the block arithmetic below (BlockP, LaneK, MinK):
+// - (default) one invocation per output element: the weight row's blocks in order. F32 / F16 / BF16 weights and
+//   MAT_ID (matmul_<type>_id, the MoE experts) use only this one.
+// - MM_SPLITK (matmul_<type>_rows, few tokens: decode): a workgroup computes 4 rows of one token; the 16
+//   invocations of a row compute the float partials of 16 consecutive blocks (K-quants: 2 blocks x 8 lanes) in
+//   parallel, reading the row's bytes side by side, into shared memory; then one invocation adds them to the
+//   row's accumulators in block order, the same adds as the default variant.
+// - MM_TILE (matmul_<type>_tile, prefill): a workgroup computes 64 rows x TN tokens, one row per invocation and
+//   TN accumulators each. Block by block, the tile's 64 weight blocks and TN activation blocks are staged in
+//   shared memory with cooperative 16- and 32-bit loads (each weight byte is read from memory once per TN tokens
+//   instead of once per token), then each invocation runs the block arithmetic for its row and each token.
 // W_<TYPE> picks the weight type; the activation a is in gguf::VecDotType(TYPE) (quant_act.comp).
-// MAT_ID (matmul_<type>_id, the MoE experts): output row t multiplies the weight rows of expert ids[t] (rows
-// ids[t]·e_stride + r_off + r of the stacked expert tensor) with activation row t / a_div; the element is the
-// same arithmetic as the dense product of that expert's matrix.
+// MAT_ID: output row t multiplies the weight rows of expert ids[t] (rows ids[t]·e_stride + r_off + r of the
+// stacked expert tensor) with activation row t / a_div; the element is the dense product's arithmetic.
+// Loops of constant trip count are unrolled ([[unroll]]): lavapipe ends an invocation's loops after 65,535
+// back-edges (docs/gpu.md "Device limits"), so only the loops over blocks count.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer W { uint8_t w[]; };
+layout(std430, binding = 0) readonly buffer W16 { uint16_t w16[]; };  // the same bytes (rows and blocks are even)
 #if defined(W_F32)
 layout(std430, binding = 1) readonly buffer A { float af[]; };
 #elif defined(W_F16) || defined(W_BF16)
 layout(std430, binding = 1) readonly buffer A { uint16_t ah[]; };
 #else
 layout(std430, binding = 1) readonly buffer A { int8_t aq[]; };
+layout(std430, binding = 1) readonly buffer A32 { uint aq32[]; };  // the same bytes, 4 at a time (K % 32 == 0)
 #endif
 layout(std430, binding = 2) readonly buffer AD { float ad[]; };
 layout(std430, binding = 3) readonly buffer AS { int abs_[]; };
@@ -29,18 +45,287 @@ layout(std430, binding = 5) readonly buffer I { int ids[]; };  // [N] expert of 
 // (elements, for F32 activations read in place); MAT_ID: activation rows per output row's divisor, weight rows
 // per expert, first weight row of the expert's matrix, and the experts [e_lo, e_hi) this dispatch's weight
 // buffer holds (a stacked tensor over the device's buffer range comes in parts; rows of other experts are left
-// to the dispatches of their parts).
+// to the dispatches of their parts); r_base: the first row of this dispatch (rows beyond the workgroup-count
+// limit run in further dispatches).
 layout(push_constant) uniform P {
   uint M; uint K; uint N; uint row_bytes; uint y_stride; uint y_offset; uint a_offset; uint a_div; uint e_stride; uint r_off;
-  uint e_lo; uint e_hi;
+  uint e_lo; uint e_hi; uint r_base;
 } pc;
 
-uint U8(uint o) { return uint(w[o]); }
-int I8(uint o) { return int(int8_t(w[o])); }
-float WF16(uint o) { return F16ToF32(U8(o) | (U8(o + 1u) << 8)); }
+#if defined(W_Q8_0)
+#define BSZ 34u  // weight block bytes
+#define QK 32u   // values per block
+#define QKN 32
+#elif defined(W_Q4_0)
+#define BSZ 18u
+#define QK 32u
+#define QKN 32
+#elif defined(W_Q4_K)
+#define BSZ 144u
+#define QK 256u
+#define QKN 256
+#elif defined(W_Q5_K)
+#define BSZ 176u
+#define QK 256u
+#define QKN 256
+#elif defined(W_Q6_K)
+#define BSZ 210u
+#define QK 256u
+#define QKN 256
+#endif
 
+// ---- Where the block arithmetic reads: memory, or the tile staged in shared memory (MM_TILE). -------------
+#if defined(MM_TILE)
+#if QKN == 32
+#define TN 16u  // tokens per tile
+#else
+#define TN 8u
+#endif
+shared uint sw[16u * BSZ];         // [64 rows][BSZ bytes] of block i, little-endian words
+shared uint sa[TN * QK / 4u];      // [TN tokens][QK int8] of block i
+shared float sd[TN];               // the tokens' activation scales of block i
+#if QKN == 256
+shared int sb[TN * 16u];           // [TN tokens][16] Q8_K sums of 16 values
+#endif
+uint WB(uint o) { return (sw[o >> 2] >> ((o & 3u) << 3)) & 255u; }
+uint WH(uint o) { return (sw[o >> 2] >> ((o & 2u) << 3)) & 65535u; }  // o even
+uint AW(uint o) { return sa[o >> 2]; }                                // o % 4 == 0
+int AQ(uint o) { return bitfieldExtract(int(sa[o >> 2]), int((o & 3u) << 3), 8); }
+float AScale(uint i) { return sd[i]; }
+#if QKN == 256
+int ASum(uint i) { return sb[i]; }
+#endif
+#else
+uint WB(uint o) { return uint(w[o]); }
+uint WH(uint o) { return uint(w16[o >> 1]); }
+#if !defined(W_F32) && !defined(W_F16) && !defined(W_BF16)
+uint AW(uint o) { return aq32[o >> 2]; }
+int AQ(uint o) { return int(aq[o]); }
+#endif
+float AScale(uint i) { return ad[i]; }
+int ASum(uint i) { return abs_[i]; }
+#endif
+int I8(uint b) { return bitfieldExtract(int(b), 0, 8); }  // a byte's value as int8
+float WF16(uint o) { return F16ToF32(WB(o) | (WB(o + 1u) << 8)); }
+
+// ---- The block arithmetic: blk = the weight block's first byte, a = its activation values' first index,
+// ai = its activation block's index (scale; Q8_K: sums at ai·16).
+#if defined(W_Q8_0) || defined(W_Q4_0)
+// The block's float partial p (sumf += p in block order).
+float BlockP(uint blk, uint a, uint ai) {
+  int sumi = 0;
+#if defined(W_Q8_0)
+  [[unroll]] for (uint j = 0u; j < 32u; j += 4u) {
+    const uint q0 = WH(blk + 2u + j), q1 = WH(blk + 4u + j), av = AW(a + j);
+    sumi += I8(q0) * I8(av) + I8(q0 >> 8) * I8(av >> 8) + I8(q1) * I8(av >> 16) + I8(q1 >> 8) * I8(av >> 24);
+  }
+  precise const float dd = WF16(blk) * AScale(ai);
+  precise const float p = float(sumi) * dd;
+#else
+  [[unroll]] for (uint j = 0u; j < 16u; j += 2u) {
+    const uint qb = WH(blk + 2u + j);
+    sumi += (int(qb & 15u) - 8) * AQ(a + j) + (int((qb >> 4) & 15u) - 8) * AQ(a + j + 16u);
+    sumi += (int((qb >> 8) & 15u) - 8) * AQ(a + j + 1u) + (int(qb >> 12) - 8) * AQ(a + j + 17u);
+  }
+  precise const float p0 = float(sumi) * WF16(blk);
+  precise const float p = p0 * AScale(ai);
+#endif
+  return p;
+}
+#elif defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K)
+// Lane l (0..7) of a K-quant block: the float partial dk·aux32[l] of the values 8·m + l (sums[l] += it).
+float LaneK(uint blk, uint a, uint ai, uint l) {
+  int aux = 0;
+#if defined(W_Q4_K) || defined(W_Q5_K)
+#if defined(W_Q4_K)
+  const uint qs = blk + 16u;
+#else
+  const uint qh = blk + 16u, qs = blk + 48u;
+#endif
+  const uint sc = blk + 4u;
+  [[unroll]] for (uint j = 0u; j < 8u; ++j) {  // sub-block j: 32 values
+    const uint s = j < 4u ? (WB(sc + j) & 63u) : ((WB(sc + j + 4u) & 15u) | ((WB(sc + j - 4u) >> 6) << 4));
+    const uint chunk = j / 2u, hi = j & 1u;
+    [[unroll]] for (uint k = 0u; k < 32u; k += 8u) {
+      const uint e = k + l;
+      int v = int(hi == 0u ? (WB(qs + chunk * 32u + e) & 15u) : (WB(qs + chunk * 32u + e) >> 4));
+#if defined(W_Q5_K)
+      if ((WB(qh + e) & (1u << j)) != 0u) v += 16;
+#endif
+      aux += int(s) * (AQ(a + j * 32u + e) * v);
+    }
+  }
+  precise const float dk = WF16(blk) * AScale(ai);
+#else  // Q6_K
+  const uint ql = blk, qh = blk + 128u, sc = blk + 192u;
+  [[unroll]] for (uint g = 0u; g < 16u; ++g) {  // 16 groups of 16 values
+    [[unroll]] for (uint k = 0u; k < 16u; k += 8u) {
+      const uint e = g * 16u + k + l;  // element 0..255
+      const uint half_ = e / 128u, in_half = e % 128u, quarter = in_half / 32u, ll = in_half % 32u;
+      const uint qlb = ql + half_ * 64u + (quarter & 1u) * 32u + ll;
+      const uint low = (quarter < 2u) ? (WB(qlb) & 15u) : (WB(qlb) >> 4);
+      const uint high = (WB(qh + half_ * 32u + ll) >> (2u * quarter)) & 3u;
+      const int v = int(low | (high << 4)) - 32;
+      aux += I8(WB(sc + g)) * (AQ(a + e) * v);
+    }
+  }
+  precise const float dk = WF16(blk + 208u) * AScale(ai);
+#endif
+  precise const float p = dk * float(aux);
+  return p;
+}
+#if defined(W_Q4_K) || defined(W_Q5_K)
+// The block's mins term dmin·Σ bsums·mins (sumf -= it).
+float MinK(uint blk, uint ai) {
+  const uint sc = blk + 4u;
+  int sumi = 0;
+  [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+    const uint m = j < 4u ? (WB(sc + j + 4u) & 63u) : ((WB(sc + j + 4u) >> 4) | ((WB(sc + j) >> 6) << 4));
+    sumi += (ASum(ai * 16u + 2u * j) + ASum(ai * 16u + 2u * j + 1u)) * int(m);
+  }
+  precise const float dmin = WF16(blk + 2u) * AScale(ai);
+  precise const float pm = dmin * float(sumi);
+  return pm;
+}
+#endif
+#endif
+
+#if defined(MM_TILE)
+// ---- 64 rows x TN tokens per workgroup. ----------------------------------------------------------------------
 void main() {
-  const uint r = gl_GlobalInvocationID.x, t = LinearY();
+  const uint lid = gl_LocalInvocationID.x, r0 = pc.r_base + gl_WorkGroupID.x * 64u, r = r0 + lid;
+  const uint t0 = LinearY() * TN, nb = pc.K / QK;
+#if QKN == 32
+  precise float sumf[TN];
+  [[unroll]] for (uint tt = 0u; tt < TN; ++tt) sumf[tt] = 0.0;
+#else
+  precise float sumf[TN];
+  precise float sums[TN][8];
+  [[unroll]] for (uint tt = 0u; tt < TN; ++tt) {
+    sumf[tt] = 0.0;
+    [[unroll]] for (uint l = 0u; l < 8u; ++l) sums[tt][l] = 0.0;
+  }
+#endif
+  for (uint i = 0u; i < nb; ++i) {
+    // The 64 rows' block i: 16·BSZ words, two 16-bit loads each (a row's block is contiguous; rows past M: 0).
+    [[unroll]] for (uint q0 = 0u; q0 < 16u * BSZ; q0 += 64u) {
+      const uint q = q0 + lid;
+      if (q0 + 64u <= 16u * BSZ || q < 16u * BSZ) {
+        uint word = 0u;
+        [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+          const uint s = 4u * q + 2u * h, lr = s / BSZ, rr = r0 + lr;
+          if (rr < pc.M) word |= uint(w16[(rr * pc.row_bytes + i * BSZ + (s - lr * BSZ)) >> 1]) << (16u * h);
+        }
+        sw[q] = word;
+      }
+    }
+    // The TN tokens' activation block i (tokens past N: 0).
+    [[unroll]] for (uint q0 = 0u; q0 < TN * QK / 4u; q0 += 64u) {
+      const uint q = q0 + lid;
+      if (q0 + 64u <= TN * QK / 4u || q < TN * QK / 4u) {
+        const uint tt = q / (QK / 4u), t = t0 + tt;
+        sa[q] = t < pc.N ? aq32[(t * pc.K + i * QK) / 4u + (q - tt * (QK / 4u))] : 0u;
+      }
+    }
+    if (lid < TN) sd[lid] = t0 + lid < pc.N ? ad[(t0 + lid) * nb + i] : 0.0;
+#if QKN == 256
+    [[unroll]] for (uint q0 = 0u; q0 < TN * 16u; q0 += 64u) {
+      const uint q = q0 + lid, tt = q / 16u;
+      if (q < TN * 16u) sb[q] = t0 + tt < pc.N ? abs_[((t0 + tt) * nb + i) * 16u + (q - tt * 16u)] : 0;
+    }
+#endif
+    barrier();
+    // Loops over tokens and lanes, not unrolled: unrolling TN x 8 K-quant lanes makes a shader glslc cannot
+    // compile in 20 GB; they add TN·9 back-edges a block to lavapipe's count.
+    for (uint tt = 0u; tt < TN; ++tt) {
+#if QKN == 32
+      precise const float p = BlockP(lid * BSZ, tt * QK, tt);
+      sumf[tt] += p;
+#else
+      for (uint l = 0u; l < 8u; ++l) {
+        precise const float p = LaneK(lid * BSZ, tt * QK, tt, l);
+        sums[tt][l] += p;
+      }
+#if !defined(W_Q6_K)
+      precise const float pm = MinK(lid * BSZ, tt);
+      sumf[tt] -= pm;
+#endif
+#endif
+    }
+    barrier();
+  }
+  if (r >= pc.M) return;
+  [[unroll]] for (uint tt = 0u; tt < TN; ++tt) {
+    if (t0 + tt < pc.N) {
+#if QKN == 256
+      [[unroll]] for (uint l = 0u; l < 8u; ++l) sumf[tt] += sums[tt][l];
+#endif
+      y[pc.y_offset + (t0 + tt) * pc.y_stride + r] = sumf[tt];
+    }
+  }
+}
+
+#elif defined(MM_SPLITK)
+// ---- 4 rows of one token per workgroup, 16 invocations a row. ---------------------------------------------------
+#if QKN == 32
+#define UPB 1u  // invocations per block
+#else
+#define UPB 8u  // one per lane
+#endif
+#define BPC (16u / UPB)  // blocks per round
+shared float sp[64];     // [4 rows][16] the round's partials
+#if defined(W_Q4_K) || defined(W_Q5_K)
+shared float sm[64];     // the mins terms (lane 0 of each block)
+#endif
+void main() {
+  const uint lid = gl_LocalInvocationID.x, lr = lid / 16u, lb = lid % 16u;
+  const uint r = pc.r_base + gl_WorkGroupID.x * 4u + lr, t = LinearY(), nb = pc.K / QK;
+  const uint row = min(r, pc.M - 1u) * pc.row_bytes;
+  precise float sumf = 0.0;
+#if QKN == 256
+  precise float sums[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+#endif
+  for (uint c = 0u; c < nb; c += BPC) {
+    const uint i = c + lb / UPB;
+    if (i < nb && t < pc.N) {
+      const uint blk = row + i * BSZ, a = t * pc.K + i * QK, ai = t * nb + i;
+#if QKN == 32
+      sp[lid] = BlockP(blk, a, ai);
+#else
+      sp[lid] = LaneK(blk, a, ai, lb % UPB);
+#if !defined(W_Q6_K)
+      if (lb % UPB == 0u) sm[lid] = MinK(blk, ai);
+#endif
+#endif
+    }
+    barrier();
+    if (lb == 0u) {
+      [[unroll]] for (uint b = 0u; b < BPC; ++b) {
+        if (c + b < nb) {
+#if QKN == 32
+          sumf += sp[lid + b];
+#else
+          [[unroll]] for (uint l = 0u; l < 8u; ++l) sums[l] += sp[lid + b * 8u + l];
+#if !defined(W_Q6_K)
+          sumf -= sm[lid + b * 8u];
+#endif
+#endif
+        }
+      }
+    }
+    barrier();
+  }
+  if (lb != 0u || r >= pc.M || t >= pc.N) return;
+#if QKN == 256
+  [[unroll]] for (uint l = 0u; l < 8u; ++l) sumf += sums[l];
+#endif
+  y[pc.y_offset + t * pc.y_stride + r] = sumf;
+}
+
+#else
+// ---- One invocation per output element. --------------------------------------------------------------------
+void main() {
+  const uint r = pc.r_base + gl_GlobalInvocationID.x, t = LinearY();
   if (r >= pc.M || t >= pc.N) return;
 #if defined(MAT_ID)
   const uint ta = t / pc.a_div;  // activation row
@@ -56,109 +341,41 @@ void main() {
   for (uint i = 0u; i < pc.K; ++i) {
 #if defined(W_F32)
     const uint o = row + 4u * i;
-    const float wv = uintBitsToFloat(U8(o) | (U8(o + 1u) << 8) | (U8(o + 2u) << 16) | (U8(o + 3u) << 24));
+    const float wv = uintBitsToFloat(WB(o) | (WB(o + 1u) << 8) | (WB(o + 2u) << 16) | (WB(o + 3u) << 24));
     precise const float p = wv * af[pc.a_offset + ta * pc.K + i];
 #elif defined(W_F16)
     precise const float p = WF16(row + 2u * i) * F16ToF32(uint(ah[ta * pc.K + i]));
 #else
-    precise const float p = Bf16ToF32(U8(row + 2u * i) | (U8(row + 2u * i + 1u) << 8)) * Bf16ToF32(uint(ah[ta * pc.K + i]));
+    precise const float p = Bf16ToF32(WB(row + 2u * i) | (WB(row + 2u * i + 1u) << 8)) * Bf16ToF32(uint(ah[ta * pc.K + i]));
 #endif
     sum += double(p);
   }
   y[pc.y_offset + t * pc.y_stride + r] = float(sum);
-#elif defined(W_Q8_0) || defined(W_Q4_0)
-  const uint nb = pc.K / 32u;
+#elif QKN == 32
+  const uint nb = pc.K / QK;
   precise float sumf = 0.0;
   for (uint i = 0u; i < nb; ++i) {
-    const uint a = ta * pc.K + i * 32u;
-    int sumi = 0;
-#if defined(W_Q8_0)
-    const uint blk = row + i * 34u;
-    for (uint j = 0u; j < 32u; ++j) sumi += I8(blk + 2u + j) * int(aq[a + j]);
-    precise const float dd = WF16(blk) * ad[ta * nb + i];
-    precise const float p = float(sumi) * dd;
-#else
-    const uint blk = row + i * 18u;
-    for (uint j = 0u; j < 16u; ++j) {
-      const uint qb = U8(blk + 2u + j);
-      sumi += (int(qb & 15u) - 8) * int(aq[a + j]);
-      sumi += (int(qb >> 4) - 8) * int(aq[a + j + 16u]);
-    }
-    precise const float p0 = float(sumi) * WF16(blk);
-    precise const float p = p0 * ad[ta * nb + i];
-#endif
+    precise const float p = BlockP(row + i * BSZ, ta * pc.K + i * QK, ta * nb + i);
     sumf += p;
   }
   y[pc.y_offset + t * pc.y_stride + r] = sumf;
 #else  // K-quants against Q8_K
-  const uint nb = pc.K / 256u;
+  const uint nb = pc.K / QK;
   precise float sums[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
   precise float sumf = 0.0;
   for (uint i = 0u; i < nb; ++i) {
-    const uint a = ta * pc.K + i * 256u;
-    const float yd = ad[ta * nb + i];
-    int aux32[8] = int[8](0, 0, 0, 0, 0, 0, 0, 0);
-#if defined(W_Q4_K) || defined(W_Q5_K)
-#if defined(W_Q4_K)
-    const uint blk = row + i * 144u, qs = blk + 16u;
-#else
-    const uint blk = row + i * 176u, qh = blk + 16u, qs = blk + 48u;
-#endif
-    const uint sc = blk + 4u;
-    int sumi = 0;
-    uint scales[8], mins[8];
-    for (uint j = 0u; j < 8u; ++j) {
-      if (j < 4u) {
-        scales[j] = U8(sc + j) & 63u;
-        mins[j] = U8(sc + j + 4u) & 63u;
-      } else {
-        scales[j] = (U8(sc + j + 4u) & 15u) | ((U8(sc + j - 4u) >> 6) << 4);
-        mins[j] = (U8(sc + j + 4u) >> 4) | ((U8(sc + j) >> 6) << 4);
-      }
-    }
-    for (uint j = 0u; j < 16u; ++j) sumi += abs_[(ta * nb + i) * 16u + j] * int(mins[j / 2u]);
-    for (uint j = 0u; j < 8u; ++j) {  // sub-block j: 32 values
-      const uint chunk = j / 2u, hi = j & 1u;
-      for (uint k = 0u; k < 32u; k += 8u)
-        for (uint l = 0u; l < 8u; ++l) {
-          const uint e = k + l;
-          int v = int(hi == 0u ? (U8(qs + chunk * 32u + e) & 15u) : (U8(qs + chunk * 32u + e) >> 4));
-#if defined(W_Q5_K)
-          if ((U8(qh + e) & (1u << j)) != 0u) v += 16;
-#endif
-          aux32[l] += int(scales[j]) * (int(aq[a + j * 32u + e]) * v);
-        }
-    }
-    precise const float dk = WF16(blk) * yd;
-    for (uint l = 0u; l < 8u; ++l) {
-      precise const float p = dk * float(aux32[l]);
+    const uint blk = row + i * BSZ, a = ta * pc.K + i * QK, ai = ta * nb + i;
+    [[unroll]] for (uint l = 0u; l < 8u; ++l) {
+      precise const float p = LaneK(blk, a, ai, l);
       sums[l] += p;
     }
-    precise const float dmin = WF16(blk + 2u) * yd;
-    precise const float pm = dmin * float(sumi);
+#if !defined(W_Q6_K)
+    precise const float pm = MinK(blk, ai);
     sumf -= pm;
-#elif defined(W_Q6_K)
-    const uint blk = row + i * 210u, ql = blk, qh = blk + 128u, sc = blk + 192u;
-    for (uint g = 0u; g < 16u; ++g) {  // 16 groups of 16 values
-      for (uint k = 0u; k < 16u; k += 8u)
-        for (uint l = 0u; l < 8u; ++l) {
-          const uint e = g * 16u + k + l;        // element 0..255
-          const uint half_ = e / 128u, in_half = e % 128u, quarter = in_half / 32u, ll = in_half % 32u;
-          const uint qlb = ql + half_ * 64u + (quarter & 1u) * 32u + ll;
-          const uint low = (quarter < 2u) ? (U8(qlb) & 15u) : (U8(qlb) >> 4);
-          const uint high = (U8(qh + half_ * 32u + ll) >> (2u * quarter)) & 3u;
-          const int v = int(low | (high << 4)) - 32;
-          aux32[l] += I8(sc + g) * (int(aq[a + e]) * v);
-        }
-    }
-    precise const float dk = WF16(blk + 208u) * yd;
-    for (uint l = 0u; l < 8u; ++l) {
-      precise const float p = dk * float(aux32[l]);
-      sums[l] += p;
-    }
 #endif
   }
-  for (uint l = 0u; l < 8u; ++l) sumf += sums[l];
+  [[unroll]] for (uint l = 0u; l < 8u; ++l) sumf += sums[l];
   y[pc.y_offset + t * pc.y_stride + r] = sumf;
 #endif
 }
+#endif
