@@ -131,7 +131,7 @@ TEST(GpuLimits, GdnSplitsAtTokenBoundariesGiveTheSameBits) {
 
 struct AttnCase {
   std::vector<float> q, k, v;
-  std::vector<int32_t> rows;
+  std::vector<int32_t> rows, pages;  // pages: one row per page, the identity (the pool is k / v as they are)
   uint32_t N, Hq, Hkv, D, max_pos;
 };
 
@@ -146,6 +146,7 @@ AttnCase MakeAttn(uint32_t D, std::vector<int32_t> positions) {
     a.rows.insert(a.rows.end(), {0, p});
     a.max_pos = std::max(a.max_pos, static_cast<uint32_t>(p));
   }
+  for (uint32_t p = 0; p <= a.max_pos; ++p) a.pages.push_back(static_cast<int32_t>(p));
   a.q = kernels::Random(a.N * a.Hq * D, 81);
   a.k = kernels::Random((a.max_pos + 1) * a.Hkv * D, 82);
   a.v = kernels::Random((a.max_pos + 1) * a.Hkv * D, 83);
@@ -153,10 +154,10 @@ AttnCase MakeAttn(uint32_t D, std::vector<int32_t> positions) {
 }
 
 std::vector<float> RunAttn(Context& ctx, const AttnCase& a) {
-  Buffer qb = Up(ctx, a.q), kb = Up(ctx, a.k), vb = Up(ctx, a.v), rb = Up(ctx, a.rows),
+  Buffer qb = Up(ctx, a.q), kb = Up(ctx, a.k), vb = Up(ctx, a.v), rb = Up(ctx, a.rows), pb = Up(ctx, a.pages),
          ob = Up(ctx, std::vector<float>(a.q.size())), ml;
-  const AttentionShape sh{a.N, a.Hq, a.Hkv, a.D, 1.0f / std::sqrt(static_cast<float>(a.D))};
-  EXPECT_TRUE(RecordAttention(ctx, qb, kb, vb, ob, rb, a.max_pos, sh, ml).ok());
+  const AttentionShape sh{a.N, a.Hq, a.Hkv, a.D, 1.0f / std::sqrt(static_cast<float>(a.D)), 1, false};
+  EXPECT_TRUE(RecordAttention(ctx, qb, kb, vb, ob, rb, pb, a.max_pos, sh, ml).ok());
   return Down(ctx, ob, a.q.size());
 }
 
