@@ -55,9 +55,10 @@ uint32_t AttentionBlock(uint32_t D) {
   return b;
 }
 
-Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kc, const Buffer& vc, Buffer& o,
-                       const Buffer& rows, uint32_t max_pos, const AttentionShape& sh, Buffer& ml) {
+Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Buffer& vp, Buffer& o,
+                       const Buffer& rows, const Buffer& pages, uint32_t max_pos, const AttentionShape& sh, Buffer& ml) {
   if (sh.N == 0) return Status::Ok();
+  if (sh.page_rows == 0) return Error::InvalidArgument("attention: zero rows per page");
   REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("attention"));
   const size_t ml_bytes = 8ull * sh.N * sh.Hq;
   if (!ml.valid() || ml.size() < ml_bytes) {
@@ -69,9 +70,9 @@ Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kc, const Bu
   const uint32_t step =
       UnitsPerDispatch(ctx, static_cast<uint64_t>(B) * (3ull * sh.D + 5) + sh.D + 8, 2ull * sh.D + 8, blocks);
   for (uint32_t b0 = 0; b0 < blocks; b0 += step) {
-    struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1; } pc{sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B,
-                                                                           b0, b0 + step};
-    ctx.Dispatch(*p, {{&q}, {&kc}, {&vc}, {&o}, {&rows}, {&ml}}, &pc, sizeof(pc),
+    struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1, PS, f16; } pc{
+        sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B, b0, b0 + step, sh.page_rows, sh.f16 ? 1u : 0u};
+    ctx.Dispatch(*p, {{&q}, {&kp}, {&vp}, {&o}, {&rows}, {&ml}, {&pages}}, &pc, sizeof(pc),
                  Groups(static_cast<uint64_t>(sh.N) * sh.Hq));
   }
   return Status::Ok();

@@ -30,14 +30,18 @@ void RecordGdnDelta(Context& ctx, const Buffer& u, const Buffer& beta, const Buf
 // loops stay under lavapipe's budget (B·(3D + 5) + 3D + 16 <= 50,000 iterations; D = 256: 32 keys).
 uint32_t AttentionBlock(uint32_t D);
 
-// Causal attention (attention.comp) of N rows x Hq heads: q [N][Hq·D], K/V rows in kc/vc, rows [N][2] {kv row of
-// the sequence's position 0, position} (max_pos = the largest position), o [N][Hq·D]; ml is grown to the
-// running max / sum scratch it needs.
+// Causal attention (attention.comp) of N rows x Hq heads: q [N][Hq·D]; K and V read straight from a layer's page
+// pools kp / vp ([pool row][Hkv·D], f32, or f16 packed two to a word when f16), no gather copy: rows [N][2]
+// {offset in `pages` of the row's sequence's page list, position}, the key at position p of that row at pool row
+// pages[off + p / page_rows] · page_rows + p % page_rows (max_pos = the largest position); o [N][Hq·D]; ml is
+// grown to the running max / sum scratch it needs.
 struct AttentionShape {
   uint32_t N = 0, Hq = 0, Hkv = 0, D = 0;
   float scale = 1.0f;
+  uint32_t page_rows = 1;  // rows per page of the pools
+  bool f16 = false;        // the pools hold f16 (else f32)
 };
-Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kc, const Buffer& vc, Buffer& o,
-                       const Buffer& rows, uint32_t max_pos, const AttentionShape& sh, Buffer& ml);
+Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Buffer& vp, Buffer& o,
+                       const Buffer& rows, const Buffer& pages, uint32_t max_pos, const AttentionShape& sh, Buffer& ml);
 
 }  // namespace rw::gpu

@@ -14,6 +14,7 @@
 #include "gpu/gpu_testing.h"
 #include "gpu/ops.h"
 #include "gpu/seq_ops.h"
+#include "kernels/f16.h"
 #include "kernels/gdn.h"
 #include "kernels/random_testing.h"
 
@@ -131,7 +132,7 @@ TEST(GpuLimits, GdnSplitsAtTokenBoundariesGiveTheSameBits) {
 
 struct AttnCase {
   std::vector<float> q, k, v;
-  std::vector<int32_t> rows;
+  std::vector<int32_t> rows, pages;  // pages: one row per page, the identity (the pool is k / v as they are)
   uint32_t N, Hq, Hkv, D, max_pos;
 };
 
@@ -146,6 +147,7 @@ AttnCase MakeAttn(uint32_t D, std::vector<int32_t> positions) {
     a.rows.insert(a.rows.end(), {0, p});
     a.max_pos = std::max(a.max_pos, static_cast<uint32_t>(p));
   }
+  for (uint32_t p = 0; p <= a.max_pos; ++p) a.pages.push_back(static_cast<int32_t>(p));
   a.q = kernels::Random(a.N * a.Hq * D, 81);
   a.k = kernels::Random((a.max_pos + 1) * a.Hkv * D, 82);
   a.v = kernels::Random((a.max_pos + 1) * a.Hkv * D, 83);
@@ -153,10 +155,10 @@ AttnCase MakeAttn(uint32_t D, std::vector<int32_t> positions) {
 }
 
 std::vector<float> RunAttn(Context& ctx, const AttnCase& a) {
-  Buffer qb = Up(ctx, a.q), kb = Up(ctx, a.k), vb = Up(ctx, a.v), rb = Up(ctx, a.rows),
+  Buffer qb = Up(ctx, a.q), kb = Up(ctx, a.k), vb = Up(ctx, a.v), rb = Up(ctx, a.rows), pb = Up(ctx, a.pages),
          ob = Up(ctx, std::vector<float>(a.q.size())), ml;
-  const AttentionShape sh{a.N, a.Hq, a.Hkv, a.D, 1.0f / std::sqrt(static_cast<float>(a.D))};
-  EXPECT_TRUE(RecordAttention(ctx, qb, kb, vb, ob, rb, a.max_pos, sh, ml).ok());
+  const AttentionShape sh{a.N, a.Hq, a.Hkv, a.D, 1.0f / std::sqrt(static_cast<float>(a.D)), 1, false};
+  EXPECT_TRUE(RecordAttention(ctx, qb, kb, vb, ob, rb, pb, a.max_pos, sh, ml).ok());
   return Down(ctx, ob, a.q.size());
 }
 
@@ -177,6 +179,107 @@ TEST(GpuLimits, AttentionSplitAtFixedKeyBlocksGivesTheSameBits) {
 
 // On the device's real limits: attention over 5,000 keys (135,000 loop iterations for one invocation unsplit)
 // and the delta rule over 9,000 tokens (90,000) against the CPU.
+// Attention through page lists: three sequences (3,000, 1,300 and 700 keys) whose 16-row pages lie interleaved and
+// out of order in one pool, query rows at positions mid-block (a chunk and decode rows), f32 and f16 pages, GQA
+// 1/2/4. Each is the bits of the same attention over the sequence's rows laid out contiguously (the rows kv_gather
+// used to copy, f16 widened on the host), and near a double-precision twin.
+TEST(GpuLimits, AttentionThroughScatteredPagesMatchesContiguousRows) {
+  REQUIRE_DEVICE(ctx);
+  const uint32_t D = 8, Hq = 4, PS = 16;
+  const std::vector<int32_t> ctx_len = {3000, 1300, 700};
+  const std::vector<std::vector<int32_t>> queries = {{1234, 1235, 1236, 1237, 1238, 2999}, {1299, 17}, {0, 699}};
+  // Pool pages: every sequence's pages, interleaved, then shuffled (a fixed permutation), plus unused pages.
+  std::vector<std::vector<int32_t>> seq_pages(ctx_len.size());
+  uint32_t n_pool = 0;
+  for (size_t s = 0; s < ctx_len.size(); ++s) n_pool += (ctx_len[s] + PS - 1) / PS;
+  n_pool += 5;
+  std::vector<int32_t> perm(n_pool);
+  for (uint32_t i = 0; i < n_pool; ++i) perm[i] = static_cast<int32_t>((i * 97u + 13u) % n_pool);  // a permutation: checked
+  {
+    std::vector<bool> seen(n_pool, false);
+    for (int32_t p : perm) seen[p] = true;
+    for (bool b : seen) ASSERT_TRUE(b) << "the page permutation must cover the pool";
+  }
+  for (uint32_t i = 0, next = 0; next < n_pool - 5; ++i)
+    for (size_t s = 0; s < ctx_len.size(); ++s)
+      if (seq_pages[s].size() * PS < static_cast<size_t>(ctx_len[s])) seq_pages[s].push_back(perm[next++]);
+  for (const uint32_t Hkv : {4u, 2u, 1u}) {
+    for (const bool f16 : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "Hkv " << Hkv << (f16 ? " f16" : " f32"));
+      const uint32_t KW = Hkv * D;
+      std::vector<float> kpool = kernels::Random(n_pool * PS * KW, 101 + Hkv), vpool = kernels::Random(n_pool * PS * KW, 201 + Hkv);
+      if (f16)
+        for (std::vector<float>* pool : {&kpool, &vpool})
+          for (float& x : *pool) x = kernels::HalfToFloat(kernels::FloatToHalf(x));  // the values the pages hold
+      // The paged layout; the contiguous one (sequence s's rows at kv_base(s) + p, one row per "page").
+      std::vector<int32_t> rows, pages, crows, cpages;
+      std::vector<float> kc, vc;
+      uint32_t N = 0, max_pos = 0;
+      for (size_t s = 0; s < ctx_len.size(); ++s) {
+        const int32_t off = static_cast<int32_t>(pages.size()), coff = static_cast<int32_t>(cpages.size());
+        pages.insert(pages.end(), seq_pages[s].begin(), seq_pages[s].end());
+        for (int32_t p = 0; p < ctx_len[s]; ++p) {
+          const size_t src = (static_cast<size_t>(seq_pages[s][p / PS]) * PS + p % PS) * KW;
+          cpages.push_back(static_cast<int32_t>(kc.size() / KW));
+          kc.insert(kc.end(), kpool.begin() + src, kpool.begin() + src + KW);
+          vc.insert(vc.end(), vpool.begin() + src, vpool.begin() + src + KW);
+        }
+        for (int32_t pos : queries[s]) {
+          rows.insert(rows.end(), {off, pos});
+          crows.insert(crows.end(), {coff, pos});
+          max_pos = std::max(max_pos, static_cast<uint32_t>(pos));
+          ++N;
+        }
+      }
+      Buffer kb, vb;
+      if (f16) {
+        std::vector<uint32_t> kh(kpool.size() / 2), vh(vpool.size() / 2);
+        for (size_t e = 0; e < kpool.size(); ++e) {
+          kh[e / 2] |= static_cast<uint32_t>(kernels::FloatToHalf(kpool[e])) << (16 * (e % 2));
+          vh[e / 2] |= static_cast<uint32_t>(kernels::FloatToHalf(vpool[e])) << (16 * (e % 2));
+        }
+        kb = Up(*ctx, kh);
+        vb = Up(*ctx, vh);
+      } else {
+        kb = Up(*ctx, kpool);
+        vb = Up(*ctx, vpool);
+      }
+      const std::vector<float> q = kernels::Random(N * Hq * D, 303);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+      Buffer qb = Up(*ctx, q), rb = Up(*ctx, rows), pb = Up(*ctx, pages), ob = Up(*ctx, std::vector<float>(q.size())),
+             ml, kcb = Up(*ctx, kc), vcb = Up(*ctx, vc), crb = Up(*ctx, crows), cpb = Up(*ctx, cpages),
+             cob = Up(*ctx, std::vector<float>(q.size())), cml;
+      ASSERT_TRUE(RecordAttention(*ctx, qb, kb, vb, ob, rb, pb, max_pos, AttentionShape{N, Hq, Hkv, D, scale, PS, f16},
+                                  ml).ok());
+      ASSERT_TRUE(RecordAttention(*ctx, qb, kcb, vcb, cob, crb, cpb, max_pos,
+                                  AttentionShape{N, Hq, Hkv, D, scale, 1, false}, cml).ok());
+      const std::vector<float> o = Down(*ctx, ob, q.size()), co = Down(*ctx, cob, q.size());
+      EXPECT_EQ(0, std::memcmp(o.data(), co.data(), 4 * o.size()));
+      for (uint32_t i = 0; i < N; ++i)
+        for (uint32_t h = 0; h < Hq; ++h) {
+          const uint32_t off = static_cast<uint32_t>(crows[2 * i]), pos = static_cast<uint32_t>(crows[2 * i + 1]);
+          const uint32_t kvh = h / (Hq / Hkv);
+          std::vector<double> sc(pos + 1);
+          double mx = -1e300, den = 0.0;
+          for (uint32_t p = 0; p <= pos; ++p) {
+            double t = 0.0;
+            for (uint32_t d = 0; d < D; ++d) t += static_cast<double>(q[(i * Hq + h) * D + d]) * kc[(off + p) * KW + kvh * D + d];
+            sc[p] = t * scale;
+            mx = std::max(mx, sc[p]);
+          }
+          std::vector<double> acc(D, 0.0);
+          for (uint32_t p = 0; p <= pos; ++p) {
+            const double w = std::exp(sc[p] - mx);
+            den += w;
+            for (uint32_t d = 0; d < D; ++d) acc[d] += w * vc[(off + p) * KW + kvh * D + d];
+          }
+          for (uint32_t d = 0; d < D; ++d)
+            ASSERT_NEAR(o[(i * Hq + h) * D + d], acc[d] / den, 1e-5) << "row " << i << " head " << h << " d " << d;
+        }
+    }
+  }
+}
+
 TEST(GpuLimits, LongRunsPastLavapipesLoopLimitMatchTheCpu) {
   REQUIRE_DEVICE(ctx);
   const uint32_t D = 8;

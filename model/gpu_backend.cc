@@ -78,8 +78,6 @@ Status VulkanBackend::Upload() {
   weights_bytes_ = c.allocated_bytes() - before;
   log_.resize(cfg_.n_recurrent_layers());
   replay_pool_ = std::make_shared<ReplayPool>(ctx_);
-  kc_.resize(cfg_.n_attn_layers());
-  vc_.resize(cfg_.n_attn_layers());
   return Status::Ok();
 }
 
@@ -220,25 +218,16 @@ Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32
   struct { uint32_t total, heads, row_stride, head_stride, x_off, n_rot; } rk{N * Hkv, Hkv, KW, D, 0,
                                                                              static_cast<uint32_t>(cfg_.n_rot)};
   c.Dispatch(*rope, {{&k_.buf}, {&rope_.buf}}, &rk, sizeof(rk), Groups(rk.total));
-  // The cached rows from the device pages into this forward's contiguous rows; the new rows into the pages in
-  // the cache type (the CPU's bytes) and into the contiguous rows rounded as stored.
-  struct { uint32_t n, KW, f16; } gpc{n_gather_, KW, kv_f16_ ? 1u : 0u}, spc2{n_scatter_, KW, kv_f16_ ? 1u : 0u};
-  if (n_gather_ > 0) {
-    REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * gather, c.GetPipeline("kv_gather"));
-    c.Dispatch(*gather, {{&kvd_->k(ai)}, {&kvd_->v(ai)}, {&kc_[ai].buf}, {&vc_[ai].buf}, {&gather_tab_.buf}}, &gpc,
-               sizeof(gpc), Groups(static_cast<uint64_t>(n_gather_) * KW));
-  }
+  // The new rows into the pages in the cache type (the CPU's bytes); attention then reads every key and value
+  // straight from the pages through the batch's page lists (no gather copy).
+  struct { uint32_t n, KW, f16; } spc2{n_scatter_, KW, kv_f16_ ? 1u : 0u};
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * scatter, c.GetPipeline("kv_scatter"));
   c.Dispatch(*scatter, {{&k_.buf}, {&v_.buf}, {&kvd_->k(ai)}, {&kvd_->v(ai)}, {&scatter_tab_.buf}}, &spc2,
              sizeof(spc2), Groups(static_cast<uint64_t>(n_scatter_) * (kv_f16_ ? KW / 2 : KW)));
-  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * store, c.GetPipeline("kv_store"));
-  struct { uint32_t N, KW, f16; } spc{static_cast<uint32_t>(N), KW, kv_f16_ ? 1u : 0u};
-  c.Dispatch(*store, {{&k_.buf}, {&v_.buf}, {&kc_[ai].buf}, {&vc_[ai].buf}, {&row_tab_.buf}}, &spc, sizeof(spc),
-             Groups(static_cast<uint64_t>(N) * KW));
   const float scale = cfg_.attn_scale != 0.0f ? cfg_.attn_scale : 1.0f / std::sqrt(static_cast<float>(D));
-  const gpu::AttentionShape ash{static_cast<uint32_t>(N), Hq, Hkv, D, scale};
-  REWIND_RETURN_IF_ERROR(gpu::RecordAttention(c, q_.buf, kc_[ai].buf, vc_[ai].buf, att_.buf, row_tab_.buf, max_pos,
-                                              ash, attn_ml_.buf));
+  const gpu::AttentionShape ash{static_cast<uint32_t>(N), Hq, Hkv, D, scale, page_rows_, kv_f16_};
+  REWIND_RETURN_IF_ERROR(gpu::RecordAttention(c, q_.buf, kvd_->k(ai), kvd_->v(ai), att_.buf, row_tab_.buf,
+                                              page_tab_.buf, max_pos, ash, attn_ml_.buf));
   REWIND_RETURN_IF_ERROR(Elt(att_.buf, qg_.buf, N * Hq, D, D, D, 2 * D, 3));  // output gate
   return gpu::RecordMatMul(c, L.attn_out, att_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
 }
@@ -384,7 +373,6 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     for (float& v : host) v = v * cf.embedding_scale;
   REWIND_RETURN_IF_ERROR(c.Upload(x_.buf, host.data(), 4 * host.size()));
   std::vector<int32_t> seq_tab(4 * n_seqs), row_tab(2 * n);
-  int32_t kv_rows = 0;
   uint32_t max_n = 0, max_pos = 0;
   for (int32_t s = 0; s < n_seqs; ++s) {
     max_n = std::max(max_n, static_cast<uint32_t>(seqs[s].n));
@@ -393,15 +381,11 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     seq_tab[4 * s + 1] = seqs[s].n;
     seq_tab[4 * s + 2] = seqs[s].slot;  // the device slot the sequence's states are read and written in
     for (int32_t j = 0; j < seqs[s].n; ++j) {
-      row_tab[2 * (seqs[s].row0 + j)] = kv_rows;
       row_tab[2 * (seqs[s].row0 + j) + 1] = seqs[s].pos0 + j;
     }
-    kv_rows += seqs[s].pos0 + seqs[s].n;
   }
   REWIND_RETURN_IF_ERROR(seq_tab_.Ensure(c, 4 * seq_tab.size()));
   REWIND_RETURN_IF_ERROR(c.Upload(seq_tab_.buf, seq_tab.data(), 4 * seq_tab.size()));
-  REWIND_RETURN_IF_ERROR(row_tab_.Ensure(c, 4 * row_tab.size()));
-  REWIND_RETURN_IF_ERROR(c.Upload(row_tab_.buf, row_tab.data(), 4 * row_tab.size()));
   if (cf.n_attn_layers() > 0 && cf.n_rot > 0) {
     const kernels::RopeParams rp = internal::MakeRope(cf);
     std::vector<float> table(n * cf.n_rot);
@@ -419,29 +403,30 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
       prefix_runs.push_back({seqs[s].prefix, seqs[s].prefix_rows, seqs[s].slot});
   }
   REWIND_RETURN_IF_ERROR(ReplayPass(prefix_runs));
-  // ---- The KV pages are on the device: tables of the rows to gather (cached) and to store (new).
+  // ---- The KV pages are on the device: the rows to store (new) and each sequence's page list, read by
+  // attention through row_tab's offsets.
   const int32_t ps = kv.page_size();
   if (cf.n_attn_layers() > 0) {
     REWIND_RETURN_IF_ERROR(AttachKv(kv));
-    std::vector<int32_t> gather, scatter;
-    for (int32_t s = 0, base = 0; s < n_seqs; base += seqs[s].pos0 + seqs[s].n, ++s) {
-      for (int32_t p = 0; p < seqs[s].pos0; ++p) gather.insert(gather.end(), {base + p, seqs[s].pages[p / ps] * ps + p % ps});
+    std::vector<int32_t> scatter, pages;
+    for (int32_t s = 0; s < n_seqs; ++s) {
+      const int32_t off = static_cast<int32_t>(pages.size()), n_pages = seqs[s].n > 0 ? (seqs[s].pos0 + seqs[s].n - 1) / ps + 1 : 0;
+      pages.insert(pages.end(), seqs[s].pages.begin(), seqs[s].pages.begin() + n_pages);
       for (int32_t j = 0; j < seqs[s].n; ++j) {
         const int32_t p = seqs[s].pos0 + j;
         scatter.insert(scatter.end(), {seqs[s].row0 + j, seqs[s].pages[p / ps] * ps + p % ps});
+        row_tab[2 * (seqs[s].row0 + j)] = off;
       }
     }
-    n_gather_ = static_cast<uint32_t>(gather.size() / 2);
     n_scatter_ = static_cast<uint32_t>(scatter.size() / 2);
-    REWIND_RETURN_IF_ERROR(gather_tab_.Ensure(c, 4 * gather.size()));
-    REWIND_RETURN_IF_ERROR(c.Upload(gather_tab_.buf, gather.data(), 4 * gather.size()));
+    page_rows_ = static_cast<uint32_t>(ps);
     REWIND_RETURN_IF_ERROR(scatter_tab_.Ensure(c, 4 * scatter.size()));
     REWIND_RETURN_IF_ERROR(c.Upload(scatter_tab_.buf, scatter.data(), 4 * scatter.size()));
+    REWIND_RETURN_IF_ERROR(page_tab_.Ensure(c, 4 * pages.size()));
+    REWIND_RETURN_IF_ERROR(c.Upload(page_tab_.buf, pages.data(), 4 * pages.size()));
   }
-  for (int32_t ai = 0; ai < cf.n_attn_layers(); ++ai) {
-    REWIND_RETURN_IF_ERROR(kc_[ai].Ensure(c, 4 * static_cast<size_t>(kv_rows) * KW));
-    REWIND_RETURN_IF_ERROR(vc_[ai].Ensure(c, 4 * static_cast<size_t>(kv_rows) * KW));
-  }
+  REWIND_RETURN_IF_ERROR(row_tab_.Ensure(c, 4 * row_tab.size()));
+  REWIND_RETURN_IF_ERROR(c.Upload(row_tab_.buf, row_tab.data(), 4 * row_tab.size()));
 
   // ---- Layers.
   for (int32_t il = 0; il < cf.n_layer; ++il) {

@@ -126,19 +126,19 @@ class VulkanBackend final : public ForwardBackend {
   bool kv_f16_ = false;  // this forward's KV cache type: F16 (rows rounded as the CPU stores them) or F32
   // Per forward: [N][E] residual / normed / block output, and the layer scratch.
   Grown x_, t_, y_, qkv_, z_, b_, a_, u_, o_, qg_, k_, v_, q_, att_, fg_, fu_, hn_, logits_, rope_, seq_tab_,
-      row_tab_, replay_tab_, replay_in_, attn_ml_, fused_, gather_tab_, scatter_tab_;
+      row_tab_, replay_tab_, replay_in_, attn_ml_, fused_, scatter_tab_, page_tab_;
   std::shared_ptr<ReplayPool> replay_pool_;  // the device buffers of the logs this backend records
   // MoE per forward: router logits [N][X], chosen experts [N][K] (int32), their weights [N][K], expert hidden
   // rows [N·K][F] (gate, up), expert outputs [N·K][E], shared expert output [N][E] and gate logit [N].
   Grown moe_logits_, moe_sel_, moe_wt_, moe_h_, moe_u_, moe_y_, sh_y_, sh_g_;
-  // Per recurrent layer: the forward's replay rows [N][C | b | a] (copied into each sequence's log); per
-  // attention layer: the gathered K and V rows.
-  std::vector<Grown> log_, kc_, vc_;
+  // Per recurrent layer: the forward's replay rows [N][C | b | a] (copied into each sequence's log).
+  std::vector<Grown> log_;
   DeviceStates* st_ = nullptr;        // the states of the running call
   DeviceKv* kvd_ = nullptr;           // its KV pages
   uint64_t placed_kv_ = 0, placed_states_ = 0;  // device bytes of the storages placed last (Place)
   uint64_t weights_bytes_ = 0;                  // what Upload allocated
-  uint32_t n_gather_ = 0, n_scatter_ = 0;  // rows in gather_tab_ / scatter_tab_ this forward
+  uint32_t n_scatter_ = 0;  // rows in scatter_tab_ this forward
+  uint32_t page_rows_ = 1;  // rows per KV page (attention's page lists in page_tab_)
 };
 
 }  // namespace rw::model::vk

@@ -58,8 +58,8 @@ class DeviceStates final : public StateDevice {
 };
 
 // KV pages: per attention layer a K and a V pool [page][row][row bytes] in the host's byte layout (f32 or f16
-// rows). A forward gathers the rows it attends to from them and stores its new rows into them on the device
-// (kv_gather / kv_scatter), so it moves no KV bytes through the host.
+// rows). A forward stores its new rows into them on the device (kv_scatter) and attention reads them in place
+// through the batch's page lists, so it moves no KV bytes through the host.
 class DeviceKv final : public KvDevice {
  public:
   // A clear error when the device cannot hold the pools; pages whose host bytes are not all zero are uploaded.

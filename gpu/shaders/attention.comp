@@ -7,34 +7,48 @@
 // AttentionBlock), so a row's bits depend on its position and keys alone: not on the batch, not on the device.
 // A dispatch runs blocks [b0, b1): the host splits a long context into several dispatches where the driver
 // limits an invocation's loop iterations (lavapipe); m and l live in `ml` between dispatches, acc in o, so the
-// bits are the same however the blocks are grouped. K and V rows live in one buffer per layer: sequence s's
-// position p at row kv_base(s) + p. GQA: query head h reads KV head h / (Hq / Hkv). No atomics.
+// bits are the same however the blocks are grouped. K and V are read straight from a layer's page pool (the
+// host's byte layout: [page][row][Hkv·D] of f32, or of f16 packed two to a word, widened exactly): a row's key at
+// position p lives at pool row pages[off + p / PS] · PS + p % PS, off = the row's entry in `rows`. No gather copy.
+// GQA: query head h reads KV head h / (Hq / Hkv). No atomics.
 layout(local_size_x = 64) in;
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 layout(std430, binding = 0) readonly buffer Qb { float q[]; };    // [N][Hq·D]
-layout(std430, binding = 1) readonly buffer Kb { float kc[]; };   // [rows][Hkv·D]
-layout(std430, binding = 2) readonly buffer Vb { float vc[]; };   // [rows][Hkv·D]
+layout(std430, binding = 1) readonly buffer Kb { uint kp[]; };    // page pool [pool rows][Hkv·D], f32 or f16
+layout(std430, binding = 2) readonly buffer Vb { uint vp[]; };
 layout(std430, binding = 3) buffer Ob { float o[]; };             // [N][Hq·D]
-layout(std430, binding = 4) readonly buffer R { int rows[]; };    // [N][2] {kv row of the first key, position}
+layout(std430, binding = 4) readonly buffer R { int rows[]; };    // [N][2] {offset of the page list, position}
 layout(std430, binding = 5) buffer ML { float ml[]; };            // [N·Hq][2] running max and sum
-layout(push_constant) uniform P { uint N; uint Hq; uint Hkv; uint D; float scale; uint B; uint b0; uint b1; } pc;
+layout(std430, binding = 6) readonly buffer PT { int pages[]; };  // the sequences' page lists
+layout(push_constant) uniform P {
+  uint N; uint Hq; uint Hkv; uint D; float scale; uint B; uint b0; uint b1; uint PS; uint f16;
+} pc;
+
+float Kx(uint e) {
+  return pc.f16 != 0u ? F16ToF32((kp[e >> 1] >> ((e & 1u) * 16u)) & 0xFFFFu) : uintBitsToFloat(kp[e]);
+}
+float Vx(uint e) {
+  return pc.f16 != 0u ? F16ToF32((vp[e >> 1] >> ((e & 1u) * 16u)) & 0xFFFFu) : uintBitsToFloat(vp[e]);
+}
 
 float Score(uint qb, uint kb) {
   precise float sc = 0.0;
   for (uint d = 0u; d < pc.D; ++d) {
-    precise const float t = q[qb + d] * kc[kb + d];
+    precise const float t = q[qb + d] * Kx(kb + d);
     sc += t;
   }
   precise const float s = sc * pc.scale;
   return s;
 }
 
+uint PoolRow(uint off, uint p) { return uint(pages[off + p / pc.PS]) * pc.PS + p % pc.PS; }
+
 void main() {
   const uint gid = LinearX();
   if (gid >= pc.N * pc.Hq) return;
   const uint i = gid / pc.Hq, h = gid % pc.Hq, kvh = h / (pc.Hq / pc.Hkv);
-  const uint base = uint(rows[2u * i]), pos = uint(rows[2u * i + 1u]);
+  const uint off = uint(rows[2u * i]), pos = uint(rows[2u * i + 1u]);
   const uint qb = i * pc.Hq * pc.D + h * pc.D, KW = pc.Hkv * pc.D;
   const uint last = pos / pc.B;  // the block holding the row's own position
   if (pc.b0 > last) return;
@@ -50,7 +64,7 @@ void main() {
   for (uint b = pc.b0; b < b_end; ++b) {
     const uint p0 = b * pc.B, p1 = min(p0 + pc.B, pos + 1u);
     float bm = -1.0 / 0.0;
-    for (uint p = p0; p < p1; ++p) bm = max(bm, Score(qb, (base + p) * KW + kvh * pc.D));
+    for (uint p = p0; p < p1; ++p) bm = max(bm, Score(qb, PoolRow(off, p) * KW + kvh * pc.D));
     const float mn = max(m, bm);
     if (mn != m) {  // rescale what came before (exp(m - mn); the first block: acc and l are 0)
       precise const float dm = m - mn;
@@ -64,12 +78,12 @@ void main() {
       m = mn;
     }
     for (uint p = p0; p < p1; ++p) {
-      const uint kb = (base + p) * KW + kvh * pc.D;
+      const uint kb = PoolRow(off, p) * KW + kvh * pc.D;
       precise const float ds = Score(qb, kb) - m;
       const float w = exp(ds);
       l += w;
       for (uint d = 0u; d < pc.D; ++d) {
-        precise const float t = w * vc[kb + d];
+        precise const float t = w * Vx(kb + d);
         o[qb + d] = o[qb + d] + t;
       }
     }
