@@ -210,6 +210,35 @@ Status RecordRmsNorm(Context& ctx, const Buffer& x, uint32_t x_off, uint32_t str
   return Status::Ok();
 }
 
+Status RecordTopLogits(Context& ctx, const Buffer& logits, uint32_t rows, uint32_t n, uint32_t k,
+                       TopLogitsScratch& scratch, const Buffer** result) {
+  constexpr uint32_t kBlock = 1024;
+  REWIND_CHECK_MSG(k >= 1 && k <= n && k <= 128, "top-k of %u with k = %u", n, k);
+  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("top_logits"));
+  const Buffer* in = &logits;
+  uint32_t n_in = n, pairs = 0;
+  bool to_a = true;
+  while (true) {
+    const uint32_t n_blocks = (n_in + kBlock - 1) / kBlock;
+    Buffer& out = to_a ? scratch.a : scratch.b;
+    const size_t bytes = 8ull * rows * n_blocks * k;
+    if (!out.valid() || out.size() < bytes) {
+      REWIND_RETURN_IF_ERROR(ctx.Submit());  // recorded passes may still read the old buffer
+      REWIND_ASSIGN_OR_RETURN(out, ctx.Alloc(std::max<size_t>(bytes, 16)));
+    }
+    struct { uint32_t rows, n_in, n_blocks, k, pairs; } pc{rows, n_in, n_blocks, k, pairs};
+    ctx.Dispatch(*p, {{in}, {&out}}, &pc, sizeof(pc), rows * n_blocks);
+    if (n_blocks == 1) {
+      *result = &out;
+      return Status::Ok();
+    }
+    in = &out;
+    n_in = n_blocks * k;
+    pairs = 1;
+    to_a = !to_a;
+  }
+}
+
 Expected<std::vector<float>> MatMulHost(Context& ctx, const GpuMatrix& w, const float* x, int64_t n_tok,
                                         MatMulKernel kernel) {
   const size_t nx = static_cast<size_t>(w.n_cols * n_tok), ny = static_cast<size_t>(w.n_rows * n_tok);

@@ -95,6 +95,16 @@ Status RecordMoeCombine(Context& ctx, const Buffer& ye, const Buffer& wt, uint32
 Status RecordRmsNorm(Context& ctx, const Buffer& x, uint32_t x_off, uint32_t stride, uint32_t rows, uint32_t n,
                      const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride);
 
+// Top-K selection of logits rows (top_logits.comp, kernels::TopLogits): logits [rows][n] floats -> the best k
+// (1 <= k <= min(n, 128)) (logit, id) pairs of each row, descending logit, ties to the lower id, NaN as -inf,
+// values with their bits. Passes of 1,024-entry blocks per row until one block is left; `scratch` holds the
+// passes' pairs (grown on demand) and *result points at the buffer with the [rows][k] pairs (8 bytes each).
+struct TopLogitsScratch {
+  Buffer a, b;
+};
+Status RecordTopLogits(Context& ctx, const Buffer& logits, uint32_t rows, uint32_t n, uint32_t k,
+                       TopLogitsScratch& scratch, const Buffer** result);
+
 // Host convenience for tests and tools: uploads x [n_tok][K], runs RecordMatMul, returns y [n_tok][n_rows].
 Expected<std::vector<float>> MatMulHost(Context& ctx, const GpuMatrix& w, const float* x, int64_t n_tok,
                                         MatMulKernel kernel = MatMulKernel::kAuto);

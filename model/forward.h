@@ -15,6 +15,7 @@
 #include "base/expected.h"
 #include "gguf/gguf.h"
 #include "kernels/thread_pool.h"
+#include "kernels/top_logits.h"
 #include "model/config.h"
 #include "model/image_positions.h"
 #include "model/kv_storage.h"
@@ -83,18 +84,28 @@ struct ForwardOptions {
   ReplayLog* replay = nullptr;
   bool want_hidden = false;     // also return the final normed hidden rows of the output rows (for MTP)
   bool hidden_all = false;      // ForwardOutput::hidden_all: the final normed hidden row of EVERY token
+  // > 0: instead of the logits rows, ForwardOutput::top holds each output row's top_k best (logit, token id)
+  // pairs (min(top_k, n_vocab) of them), descending logit, ties to the lower id, NaN as -inf
+  // (kernels::TopLogits). A device backend selects them on the device and downloads only the pairs; the CPU
+  // computes the same pairs. At most kernels::kMaxTopLogits.
+  int32_t top_k = 0;
 };
 
 struct ForwardOutput {
   int32_t n_vocab = 0;
   int32_t n_embd = 0;
-  std::vector<float> logits;         // [n_rows][n_vocab]
+  std::vector<float> logits;         // [n_rows][n_vocab] (empty when top_k > 0)
+  int32_t top_k = 0;                 // pairs per row in `top` (ForwardOptions::top_k clamped to n_vocab), or 0
+  std::vector<kernels::TopLogit> top;  // [n_rows][top_k] when ForwardOptions::top_k > 0
   std::vector<float> hidden;         // [n_rows][n_embd] when want_hidden
   std::vector<float> hidden_all;     // [n_tokens in batch order][n_embd] when hidden_all
   std::vector<int32_t> row_seq;      // [n_rows] index into the batch
   std::vector<int32_t> row_pos;      // [n_rows] position of the token whose next-token logits the row holds
   std::vector<int32_t> seq_first_row;// [n_seqs] first output row of each sequence
 
+  std::span<const kernels::TopLogit> Top(int32_t r) const {
+    return {top.data() + static_cast<size_t>(r) * top_k, static_cast<size_t>(top_k)};
+  }
   std::span<const float> Row(int32_t r) const {
     return {logits.data() + static_cast<size_t>(r) * n_vocab, static_cast<size_t>(n_vocab)};
   }

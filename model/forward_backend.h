@@ -40,9 +40,12 @@ class ForwardBackend {
   virtual uint64_t device_state_bytes() const = 0;
   // A validated batch: seqs resolved to rows (N in all), new sequences' state slots already cleared, replay
   // (optional) with n_tokens set as Model::Forward sets it; the backend records the rows into each log's
-  // `device` (its host rows stay empty). Same contract as Model::Forward.
+  // `device` (its host rows stay empty). top_k > 0 (ForwardOptions::top_k, already clamped to n_vocab): fill
+  // out->top (out->top_k = top_k) instead of out->logits, or leave out->top_k 0 and return the full rows (the
+  // caller then selects on the host). Same contract as Model::Forward.
   virtual Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
-                         KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) = 0;
+                         KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay,
+                         int32_t top_k) = 0;
   // Model::ReplayState on the device, with the kernels of Forward (validated arguments; slot_in -1 = zero state).
   virtual Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
                              StateStorage& states) = 0;

@@ -643,5 +643,64 @@ TEST(GoldenGpu, CheckpointCopiesRunWithTheNextForward) {
 }
 #endif  // REWIND_HAVE_VULKAN
 
+
+#if REWIND_HAVE_VULKAN  // gpu::Context's transfer counters
+// ForwardOptions::top_k: the device selects each output row's best pairs and downloads only them; they are the
+// host selection (kernels::TopLogits) of the same forward's full rows, bit for bit, on vulkan0 and on the CPU.
+TEST(GoldenGpu, TopKRowsAreTheFullRowsBestPairsAndOnlyThePairsAreDownloaded) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  for (int32_t dev : {0, -1}) {
+    LoadOptions lo;
+    lo.device = dev;
+    auto loaded = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-q8_0.gguf", lo);
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+    Model& m = **loaded;
+    auto ctx = gpu::OpenDevice(0);  // the model's context (one per device): its transfer counters
+    ASSERT_TRUE(ctx.ok());
+    PromptInSlot0 t(m, 4);
+    ASSERT_TRUE(t.kv && t.st);
+    const std::vector<int32_t> verify = {9, 41, 77, 5};
+    BatchSeq& b = t.b;
+    b.state_in = 0;
+    b.pos0 = 3;
+    b.tokens = verify;
+    b.all_logits = true;
+    b.state_out = 1;
+    ForwardOutput full;
+    ASSERT_TRUE(m.Forward({&b, 1}, *t.kv, *t.st, &full).ok());
+    ASSERT_EQ(full.top_k, 0);
+    const int32_t V = m.config().n_vocab;
+    for (int32_t k : {1, 40, kernels::kMaxTopLogits}) {
+      b.state_out = 2;
+      ForwardOptions fo;
+      fo.top_k = k;
+      ForwardOutput top;
+      const uint64_t down0 = (**ctx).bytes_downloaded();
+      ASSERT_TRUE(m.Forward({&b, 1}, *t.kv, *t.st, &top, fo).ok());
+      const uint64_t down = (**ctx).bytes_downloaded() - down0;
+      const int32_t kk = std::min(k, V);
+      ASSERT_EQ(top.top_k, kk);
+      EXPECT_TRUE(top.logits.empty());
+      ASSERT_EQ(top.top.size(), verify.size() * kk);
+      if (dev == 0) EXPECT_EQ(down, 8 * verify.size() * kk) << "k " << k;
+      std::vector<kernels::TopLogit> want(kk);
+      for (int32_t r = 0; r < static_cast<int32_t>(verify.size()); ++r) {
+        kernels::TopLogits(full.Row(r), kk, want.data());
+        for (int32_t i = 0; i < kk; ++i) {
+          EXPECT_EQ(top.Top(r)[i].id, want[i].id) << "device " << dev << " k " << k << " row " << r << " place " << i;
+          EXPECT_EQ(std::memcmp(&top.Top(r)[i].logit, &want[i].logit, 4), 0) << "device " << dev << " row " << r;
+        }
+      }
+    }
+    ForwardOptions bad;
+    bad.top_k = kernels::kMaxTopLogits + 1;
+    ForwardOutput o;
+    EXPECT_EQ(m.Forward({&b, 1}, *t.kv, *t.st, &o, bad).error().kind, ErrorKind::kInvalidArgument);
+  }
+}
+
+#endif  // REWIND_HAVE_VULKAN
+
 }  // namespace
 }  // namespace rw::model

@@ -344,7 +344,8 @@ Status VulkanBackend::AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) 
 }
 
 Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
-                              KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) {
+                              KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay,
+                              int32_t top_k) {
   const ModelConfig& cf = cfg_;
   const int32_t E = cf.n_embd, V = cf.n_vocab, n_seqs = static_cast<int32_t>(seqs.size());
   const KvTypes kt = kv.config().type;
@@ -448,7 +449,13 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
   out->hidden_all.clear();
   const std::vector<int32_t> src_rows = internal::SelectOutputRows(cf, batch, seqs, out);
   const int32_t n_out = static_cast<int32_t>(src_rows.size());
-  out->logits.resize(static_cast<size_t>(n_out) * V);
+  // Top-k on the device when asked (the host applies logit_scale after the download, so a scaled model
+  // returns full rows and the caller selects: scaling can make distinct logits equal).
+  const bool device_top = top_k > 0 && cf.logit_scale == 0.0f;
+  out->top_k = 0;
+  out->top.clear();
+  out->logits.resize(device_top ? 0 : static_cast<size_t>(n_out) * V);
+  const Buffer* top_res = nullptr;
   if (n_out > 0) {
     REWIND_RETURN_IF_ERROR(hn_.Ensure(c, 4 * static_cast<size_t>(n_out) * E));
     REWIND_RETURN_IF_ERROR(logits_.Ensure(c, 4 * static_cast<size_t>(n_out) * V));
@@ -456,9 +463,18 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     for (int32_t r = 0; r < n_out; ++r)
       c.Copy(t_.buf, 4 * static_cast<size_t>(src_rows[r]) * E, hn_.buf, 4 * static_cast<size_t>(r) * E, 4 * E);
     REWIND_RETURN_IF_ERROR(Mat(output_, hn_.buf, n_out, logits_.buf));
+    if (device_top)
+      REWIND_RETURN_IF_ERROR(gpu::RecordTopLogits(c, logits_.buf, static_cast<uint32_t>(n_out), static_cast<uint32_t>(V),
+                                                  static_cast<uint32_t>(top_k), top_, &top_res));
   }
   REWIND_RETURN_IF_ERROR(c.Submit());
-  if (n_out > 0) REWIND_RETURN_IF_ERROR(c.Download(logits_.buf, out->logits.data(), 4 * out->logits.size()));
+  if (device_top) {
+    out->top_k = top_k;
+    out->top.resize(static_cast<size_t>(n_out) * top_k);
+    if (n_out > 0) REWIND_RETURN_IF_ERROR(c.Download(*top_res, out->top.data(), 8 * out->top.size()));
+  } else if (n_out > 0) {
+    REWIND_RETURN_IF_ERROR(c.Download(logits_.buf, out->logits.data(), 4 * out->logits.size()));
+  }
   if (cf.logit_scale != 0.0f) {
     const float inv = 1.0f / cf.logit_scale;
     for (float& v : out->logits) v = v * inv;

@@ -74,7 +74,7 @@ class VulkanBackend final : public ForwardBackend {
   uint64_t device_weights_bytes() const override { return weights_bytes_; }
   uint64_t device_state_bytes() const override { return placed_states_; }
   Status Forward(std::span<const BatchSeq> batch, std::span<const internal::SeqRun> seqs, int32_t N,
-                 KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay) override;
+                 KvStorage& kv, StateStorage& states, ForwardOutput* out, ReplayLog* replay, int32_t top_k) override;
   Status ReplayState(int32_t slot_in, int32_t slot_out, const ReplaySeqLog& log, int32_t k,
                      StateStorage& states) override;
   Status AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) override;
@@ -123,6 +123,7 @@ class VulkanBackend final : public ForwardBackend {
   GpuMatrix output_;
   Buffer output_norm_;
   gpu::ActScratch act_;
+  gpu::TopLogitsScratch top_;  // the top-k passes' pairs (ForwardOptions::top_k)
   bool kv_f16_ = false;  // this forward's KV cache type: F16 (rows rounded as the CPU stores them) or F32
   // Per forward: [N][E] residual / normed / block output, and the layer scratch.
   Grown x_, t_, y_, qkv_, z_, b_, a_, u_, o_, qg_, k_, v_, q_, att_, fg_, fu_, hn_, logits_, rope_, seq_tab_,

@@ -115,11 +115,24 @@ bool LogFitsModel(const ModelConfig& c, const ReplaySeqLog& log, bool on_device)
 
 }  // namespace
 
+// ForwardOptions::top_k on the host: out->logits rows -> out->top, the logits cleared.
+static void SelectTopLogits(int32_t k, int32_t V, ForwardOutput* out) {
+  const size_t rows = V > 0 ? out->logits.size() / V : 0;
+  out->top_k = k;
+  out->top.resize(rows * k);
+  for (size_t r = 0; r < rows; ++r) kernels::TopLogits(out->Row(static_cast<int32_t>(r)), k, out->top.data() + r * k);
+  out->logits.clear();
+}
+
 Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStorage& states, ForwardOutput* out,
                       const ForwardOptions& options) {
   const ModelConfig& c = cfg_;
   const int32_t E = c.n_embd, V = c.n_vocab;
   // ---- Validate everything before writing anything.
+  if (options.top_k < 0 || options.top_k > kernels::kMaxTopLogits)
+    return Error::InvalidArgument("top_k " + std::to_string(options.top_k) + " is outside [0, " +
+                                  std::to_string(kernels::kMaxTopLogits) + "]");
+  const int32_t top_k = std::min(options.top_k, V);
   if (backend_ && (options.want_hidden || options.hidden_all))
     return Error::Unsupported("the GPU backend (" + backend_->name() +
                               ") does not return hidden rows yet (the MTP head needs them; use --device cpu)");
@@ -204,7 +217,13 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     }
   }
 
-  if (backend_) return backend_->Forward(batch, seqs, N, kv, states, out, options.replay);
+  out->top_k = 0;
+  out->top.clear();
+  if (backend_) {
+    REWIND_RETURN_IF_ERROR(backend_->Forward(batch, seqs, N, kv, states, out, options.replay, top_k));
+    if (top_k > 0 && out->top_k == 0) SelectTopLogits(top_k, V, out);
+    return Status::Ok();
+  }
 
   // ---- Embeddings.
   // Residual stream x, normed rows t, block output y: [N][E] each, reused across calls (kernels/alloc_tuning.h).
@@ -288,6 +307,7 @@ Status Model::Forward(std::span<const BatchSeq> batch, KvStorage& kv, StateStora
     const float inv = 1.0f / c.logit_scale;
     for (float& v : out->logits) v = v * inv;
   }
+  if (top_k > 0) SelectTopLogits(top_k, V, out);
   if (options.hidden_all) {
     out->hidden_all.resize(static_cast<size_t>(N) * E);
     for (int32_t r = 0; r < N; ++r)
