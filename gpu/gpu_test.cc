@@ -147,7 +147,8 @@ TEST_P(GpuMatMul, ATokensOutputsDoNotDependOnTheBatch) {
 INSTANTIATE_TEST_SUITE_P(
     Types, GpuMatMul,
     ::testing::Values(MatCase{TT::kF32, 13, 96}, MatCase{TT::kF16, 13, 96}, MatCase{TT::kBF16, 13, 96},
-                      MatCase{TT::kQ8_0, 19, 128}, MatCase{TT::kQ4_0, 19, 128}, MatCase{TT::kQ4_K, 17, 512},
+                      MatCase{TT::kQ8_0, 19, 128}, MatCase{TT::kQ4_0, 19, 128}, MatCase{TT::kQ4_1, 19, 128},
+                      MatCase{TT::kQ5_0, 19, 128}, MatCase{TT::kQ5_1, 19, 128}, MatCase{TT::kQ4_K, 17, 512},
                       MatCase{TT::kQ5_K, 17, 512}, MatCase{TT::kQ6_K, 17, 512}),
     [](const ::testing::TestParamInfo<MatCase>& i) { return std::string(gguf::TypeName(i.param.type)); });
 
@@ -159,7 +160,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(GpuMatMulKernels, EveryVariantGivesTheScalarTwinsBits) {
   REQUIRE_DEVICE(ctx);
   struct Case { TT type; int64_t rows, cols; };
-  const Case cases[] = {{TT::kQ8_0, 70, 1184}, {TT::kQ4_0, 600, 1184}, {TT::kQ4_K, 67, 3328},
+  const Case cases[] = {{TT::kQ8_0, 70, 1184}, {TT::kQ4_0, 600, 1184}, {TT::kQ4_1, 70, 1184},
+                        {TT::kQ5_0, 70, 1184}, {TT::kQ5_1, 70, 1184}, {TT::kQ4_K, 67, 3328},
                         {TT::kQ5_K, 67, 768},  {TT::kQ6_K, 67, 768},  {TT::kQ6_K, 9, 12288}};
   const MatMulKernel kernels_[] = {MatMulKernel::kPerElement, MatMulKernel::kRows, MatMulKernel::kTile};
   for (const Case& c : cases) {
@@ -217,10 +219,10 @@ TEST(GpuMatMulKernels, APrefillTokenEqualsTheSameTokenDecodedAlone) {
 
 TEST(GpuMatMulTypes, AnUnsupportedWeightTypeIsAnErrorNamingIt) {
   REQUIRE_DEVICE(ctx);
-  std::vector<uint8_t> w(gguf::RowBytes(TT::kQ4_1, 64) * 2);
-  auto gm = UploadMatrix(*ctx, TT::kQ4_1, w.data(), 64, 2, gguf::RowBytes(TT::kQ4_1, 64));
+  std::vector<uint8_t> w(gguf::RowBytes(TT::kQ2_K, 256) * 2);
+  auto gm = UploadMatrix(*ctx, TT::kQ2_K, w.data(), 256, 2, gguf::RowBytes(TT::kQ2_K, 256));
   ASSERT_FALSE(gm.ok());
-  EXPECT_NE(gm.error().message.find("Q4_1"), std::string::npos) << gm.error().message;
+  EXPECT_NE(gm.error().message.find("Q2_K"), std::string::npos) << gm.error().message;
 }
 
 TEST(GpuRmsNorm, MatchesKernelsRmsNormBitForBit) {

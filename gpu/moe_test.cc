@@ -73,7 +73,8 @@ TEST_P(GpuMatMulId, MatchesTheScalarTwinAndTheDenseMatMulOfTheExpertBitForBit) {
 INSTANTIATE_TEST_SUITE_P(
     Types, GpuMatMulId,
     ::testing::Values(IdCase{TT::kF32, 5, 64, false}, IdCase{TT::kF16, 5, 64, true}, IdCase{TT::kBF16, 5, 64, false},
-                      IdCase{TT::kQ8_0, 7, 64, true}, IdCase{TT::kQ4_0, 7, 64, false}, IdCase{TT::kQ4_K, 3, 256, true},
+                      IdCase{TT::kQ8_0, 7, 64, true}, IdCase{TT::kQ4_0, 7, 64, false}, IdCase{TT::kQ4_1, 7, 64, true},
+                      IdCase{TT::kQ5_0, 7, 64, false}, IdCase{TT::kQ5_1, 7, 64, true}, IdCase{TT::kQ4_K, 3, 256, true},
                       IdCase{TT::kQ5_K, 3, 256, false}, IdCase{TT::kQ6_K, 3, 256, false}),
     [](const ::testing::TestParamInfo<IdCase>& i) {
       return std::string(gguf::TypeName(i.param.type)) + (i.param.fused ? "_fused" : "");

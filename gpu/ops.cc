@@ -20,6 +20,9 @@ const char* MatMulShader(gguf::TensorType t) {
     case TT::kBF16: return "matmul_bf16";
     case TT::kQ8_0: return "matmul_q8_0";
     case TT::kQ4_0: return "matmul_q4_0";
+    case TT::kQ4_1: return "matmul_q4_1";
+    case TT::kQ5_0: return "matmul_q5_0";
+    case TT::kQ5_1: return "matmul_q5_1";
     case TT::kQ4_K: return "matmul_q4_k";
     case TT::kQ5_K: return "matmul_q5_k";
     case TT::kQ6_K: return "matmul_q6_k";
@@ -32,6 +35,7 @@ const char* ActShader(gguf::TensorType w, uint32_t* block) {
   using TT = gguf::TensorType;
   switch (gguf::VecDotType(w)) {
     case TT::kQ8_0: *block = 32; return "quant_q8_0";
+    case TT::kQ8_1: *block = 32; return "quant_q8_1";
     case TT::kQ8_K: *block = 256; return "quant_q8_k";
     case TT::kF16: *block = 1; return "quant_f16";
     case TT::kBF16: *block = 1; return "quant_bf16";
@@ -54,7 +58,7 @@ Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint
                                  int64_t n_rows, uint64_t row_bytes, int64_t row_group) {
   if (!GpuMatMulSupports(type))
     return Error::Unsupported(std::string("the GPU backend does not support weight type ") +
-                              gguf::TypeName(type) + " yet (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+                              gguf::TypeName(type) + " yet (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
   if (n_cols % gguf::BlockSize(type) != 0) return Error::InvalidArgument("weight row is not whole blocks");
   GpuMatrix m;
   m.type = type;

@@ -30,7 +30,7 @@ struct GpuMatrix {
   bool valid() const { return !parts.empty(); }
 };
 
-// Weight types the GPU matmul handles: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K.
+// Weight types the GPU matmul handles: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
 bool GpuMatMulSupports(gguf::TensorType type);
 
 // Uploads a weight as it is in the GGUF file. Unsupported types: an error naming the type. A matrix over the

@@ -60,6 +60,20 @@ layout(push_constant) uniform P {
 #define BSZ 18u
 #define QK 32u
 #define QKN 32
+#elif defined(W_Q4_1)
+#define BSZ 20u
+#define QK 32u
+#define QKN 32
+#define ACT_Q8_1  // the activation is Q8_1: a block's scale d and its f16 term s = d·Σq (in `abs_`, float bits)
+#elif defined(W_Q5_0)
+#define BSZ 22u
+#define QK 32u
+#define QKN 32
+#elif defined(W_Q5_1)
+#define BSZ 24u
+#define QK 32u
+#define QKN 32
+#define ACT_Q8_1
 #elif defined(W_Q4_K)
 #define BSZ 144u
 #define QK 256u
@@ -84,6 +98,9 @@ layout(push_constant) uniform P {
 shared uint sw[16u * BSZ];         // [64 rows][BSZ bytes] of block i, little-endian words
 shared uint sa[TN * QK / 4u];      // [TN tokens][QK int8] of block i
 shared float sd[TN];               // the tokens' activation scales of block i
+#if defined(ACT_Q8_1)
+shared float ss[TN];               // the tokens' Q8_1 terms s of block i
+#endif
 #if QKN == 256
 shared int sb[TN * 16u];           // [TN tokens][16] Q8_K sums of 16 values
 #endif
@@ -92,6 +109,9 @@ uint WH(uint o) { return (sw[o >> 2] >> ((o & 2u) << 3)) & 65535u; }  // o even
 uint AW(uint o) { return sa[o >> 2]; }                                // o % 4 == 0
 int AQ(uint o) { return bitfieldExtract(int(sa[o >> 2]), int((o & 3u) << 3), 8); }
 float AScale(uint i) { return sd[i]; }
+#if defined(ACT_Q8_1)
+float AS1(uint i) { return ss[i]; }
+#endif
 #if QKN == 256
 int ASum(uint i) { return sb[i]; }
 #endif
@@ -104,13 +124,14 @@ int AQ(uint o) { return int(aq[o]); }
 #endif
 float AScale(uint i) { return ad[i]; }
 int ASum(uint i) { return abs_[i]; }
+float AS1(uint i) { return intBitsToFloat(abs_[i]); }
 #endif
 int I8(uint b) { return bitfieldExtract(int(b), 0, 8); }  // a byte's value as int8
 float WF16(uint o) { return F16ToF32(WB(o) | (WB(o + 1u) << 8)); }
 
 // ---- The block arithmetic: blk = the weight block's first byte, a = its activation values' first index,
 // ai = its activation block's index (scale; Q8_K: sums at ai·16).
-#if defined(W_Q8_0) || defined(W_Q4_0)
+#if QKN == 32
 // The block's float partial p (sumf += p in block order).
 float BlockP(uint blk, uint a, uint ai) {
   int sumi = 0;
@@ -121,7 +142,7 @@ float BlockP(uint blk, uint a, uint ai) {
   }
   precise const float dd = WF16(blk) * AScale(ai);
   precise const float p = float(sumi) * dd;
-#else
+#elif defined(W_Q4_0)
   [[unroll]] for (uint j = 0u; j < 16u; j += 2u) {
     const uint qb = WH(blk + 2u + j);
     sumi += (int(qb & 15u) - 8) * AQ(a + j) + (int((qb >> 4) & 15u) - 8) * AQ(a + j + 16u);
@@ -129,6 +150,42 @@ float BlockP(uint blk, uint a, uint ai) {
   }
   precise const float p0 = float(sumi) * WF16(blk);
   precise const float p = p0 * AScale(ai);
+#elif defined(W_Q4_1)  // d, m, qs[16]: (d·da)·Σ q·a + m·s
+  [[unroll]] for (uint j = 0u; j < 16u; j += 2u) {
+    const uint qb = WH(blk + 4u + j);
+    sumi += int(qb & 15u) * AQ(a + j) + int((qb >> 4) & 15u) * AQ(a + j + 16u);
+    sumi += int((qb >> 8) & 15u) * AQ(a + j + 1u) + int(qb >> 12) * AQ(a + j + 17u);
+  }
+  precise const float dd = WF16(blk) * AScale(ai);
+  precise const float p0 = dd * float(sumi);
+  precise const float pm = WF16(blk + 2u) * AS1(ai);
+  precise const float p = p0 + pm;
+#else  // Q5_0 (d, qh[4], qs[16]; values q - 16) and Q5_1 (d, m, qh[4], qs[16]; (d·da)·Σ q·a + m·s)
+#if defined(W_Q5_0)
+  const uint hb = blk + 2u, qs = blk + 6u;
+  const int off = 16;
+#else
+  const uint hb = blk + 4u, qs = blk + 8u;
+  const int off = 0;
+#endif
+  const uint qh = WH(hb) | (WH(hb + 2u) << 16);
+  [[unroll]] for (uint j = 0u; j < 16u; j += 2u) {
+    const uint qb = WH(qs + j);
+    [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+      const uint b = (qb >> (8u * h)) & 255u, jj = j + h;
+      const int lo = int((b & 15u) | (((qh >> jj) & 1u) << 4)) - off;
+      const int hi = int((b >> 4) | (((qh >> (jj + 16u)) & 1u) << 4)) - off;
+      sumi += lo * AQ(a + jj) + hi * AQ(a + jj + 16u);
+    }
+  }
+  precise const float dd = WF16(blk) * AScale(ai);
+#if defined(W_Q5_0)
+  precise const float p = dd * float(sumi);
+#else
+  precise const float p0 = dd * float(sumi);
+  precise const float pm = WF16(blk + 2u) * AS1(ai);
+  precise const float p = p0 + pm;
+#endif
 #endif
   return p;
 }
@@ -228,6 +285,9 @@ void main() {
       }
     }
     if (lid < TN) sd[lid] = t0 + lid < pc.N ? ad[(t0 + lid) * nb + i] : 0.0;
+#if defined(ACT_Q8_1)
+    if (lid < TN) ss[lid] = t0 + lid < pc.N ? intBitsToFloat(abs_[(t0 + lid) * nb + i]) : 0.0;
+#endif
 #if QKN == 256
     [[unroll]] for (uint q0 = 0u; q0 < TN * 16u; q0 += 64u) {
       const uint q = q0 + lid, tt = q / 16u;
