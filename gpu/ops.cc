@@ -117,17 +117,20 @@ struct MatMulPush {
   uint32_t M, K, N, row_bytes, y_stride, y_offset, a_offset, a_div, e_stride, r_off, e_lo, e_hi, r_base;
 };
 
-// Tokens per workgroup of the tile variant (matmul.comp's TN): 16 for 32-value blocks, 8 for K-quants.
-uint32_t TileTokens(gguf::TensorType type) { return gguf::GetTypeInfo(type)->block_size == 32 ? 16u : 8u; }
+// Tokens per workgroup of the tile variant (matmul.comp's TN / TNF): 8 for K-quants, else 16.
+uint32_t TileTokens(gguf::TensorType type) { return gguf::GetTypeInfo(type)->block_size == 256 ? 8u : 16u; }
 
 // kAuto's choice. The rows variant exists for a GPU's coalesced loads: on a CPU device (lavapipe) its barriers
 // cost more than they save (tiny-qwen35-q4_k_m tg16: 19.6 tok/s against 53.6 per element), so decode stays per
 // element there; the tile variant is faster on both (pp512: 207 against 105 on lavapipe).
+// F32 / F16 / BF16 have no rows variant (their sums are one serial order); on a GPU their decode runs the tile,
+// whose staged loads are coalesced where one invocation per row reads a row alone.
 MatMulKernel PickKernel(const Context& ctx, gguf::TensorType type, int64_t n_tok, MatMulKernel forced) {
-  if (gguf::GetTypeInfo(type)->block_size == 1) return MatMulKernel::kPerElement;  // F32 / F16 / BF16
-  if (forced != MatMulKernel::kAuto) return forced;
+  const bool floats = gguf::GetTypeInfo(type)->block_size == 1;
+  if (forced != MatMulKernel::kAuto) return floats && forced == MatMulKernel::kRows ? MatMulKernel::kPerElement : forced;
   if (n_tok >= kMatMulTileMinTokens) return MatMulKernel::kTile;
-  return ctx.info().type == "cpu" ? MatMulKernel::kPerElement : MatMulKernel::kRows;
+  if (ctx.info().type == "cpu") return MatMulKernel::kPerElement;
+  return floats ? MatMulKernel::kTile : MatMulKernel::kRows;
 }
 
 }  // namespace

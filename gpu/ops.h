@@ -39,10 +39,11 @@ bool GpuMatMulSupports(gguf::TensorType type);
 Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint8_t* data, int64_t n_cols,
                                  int64_t n_rows, uint64_t row_bytes, int64_t row_group = 1);
 
-// The matmul's kernel variants for the quantised weight types (matmul.comp): one arithmetic per output element
-// in all of them, so the choice changes no bit (I1), only the speed. kAuto: for fewer than kMatMulTileMinTokens
-// tokens (decode, short verify batches) kRows on a GPU and kPerElement on a CPU device (lavapipe), kTile from
-// there on (prefill). F32 / F16 / BF16 weights and the MoE experts always run kPerElement.
+// The matmul's kernel variants (matmul.comp): one arithmetic per output element in all of them, so the choice
+// changes no bit (I1), only the speed. kAuto: for fewer than kMatMulTileMinTokens tokens (decode, short verify
+// batches) kPerElement on a CPU device (lavapipe), and on a GPU kRows for the quantised types, kTile for F32 /
+// F16 / BF16 (their double sums run in value order, so a row cannot be split); kTile from there on (prefill).
+// F32 / F16 / BF16 have no kRows (forcing it runs kPerElement). The MoE experts always run kPerElement.
 enum class MatMulKernel {
   kAuto,
   kPerElement,  // one invocation per output element

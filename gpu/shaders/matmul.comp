@@ -6,14 +6,15 @@
 // in block order (K-quants: 8 float lanes, each the partial of every 8th value of a block, summed at the end),
 // F32 / F16 / BF16 products rounded to float and summed in double.
 // Three variants of the quantised types share the block arithmetic below (BlockP, LaneK, MinK):
-// - (default) one invocation per output element: the weight row's blocks in order. F32 / F16 / BF16 weights and
-//   MAT_ID (matmul_<type>_id, the MoE experts) use only this one.
+// - (default) one invocation per output element: the weight row's blocks in order. MAT_ID (matmul_<type>_id, the
+//   MoE experts) uses only this one.
 // - MM_SPLITK (matmul_<type>_rows, few tokens: decode): a workgroup computes 4 rows of one token; the 16
 //   invocations of a row compute the float partials of 16 consecutive blocks (K-quants: 2 blocks x 8 lanes) in
 //   parallel, reading the row's bytes side by side, into shared memory; then one invocation adds them to the
 //   row's accumulators in block order, the same adds as the default variant.
-// - MM_TILE (matmul_<type>_tile, prefill): a workgroup computes 64 rows x TN tokens, one row per invocation and
-//   TN accumulators each. Block by block, the tile's 64 weight blocks and TN activation blocks are staged in
+// - MM_TILE (matmul_<type>_tile, prefill; F32 / F16 / BF16 also decode on a GPU): a workgroup computes 64 rows x
+//   TN tokens, one row per invocation and TN accumulators each. (F32 / F16 / BF16: chunks of 32 values staged,
+//   each product added to the double sums in value order, below.) Block by block, the tile's 64 weight blocks and TN activation blocks are staged in
 //   shared memory with cooperative 16- and 32-bit loads (each weight byte is read from memory once per TN tokens
 //   instead of once per token), then each invocation runs the block arithmetic for its row and each token.
 // W_<TYPE> picks the weight type; the activation a is in gguf::VecDotType(TYPE) (quant_act.comp).
@@ -27,6 +28,7 @@
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer W { uint8_t w[]; };
 layout(std430, binding = 0) readonly buffer W16 { uint16_t w16[]; };  // the same bytes (rows and blocks are even)
+layout(std430, binding = 0) readonly buffer W32 { uint w32[]; };      // the same bytes (F32 rows)
 #if defined(W_F32)
 layout(std430, binding = 1) readonly buffer A { float af[]; };
 #elif defined(W_F16) || defined(W_BF16)
@@ -88,8 +90,12 @@ layout(push_constant) uniform P {
 #define QKN 256
 #endif
 
+#if defined(W_F32) || defined(W_F16) || defined(W_BF16)
+#define W_FLOAT
+#endif
+
 // ---- Where the block arithmetic reads: memory, or the tile staged in shared memory (MM_TILE). -------------
-#if defined(MM_TILE)
+#if defined(MM_TILE) && !defined(W_FLOAT)
 #if QKN == 32
 #define TN 16u  // tokens per tile
 #else
@@ -247,7 +253,59 @@ float MinK(uint blk, uint ai) {
 #endif
 #endif
 
-#if defined(MM_TILE)
+#if defined(MM_TILE) && defined(W_FLOAT)
+// ---- F32 / F16 / BF16: 64 rows x 16 tokens per workgroup. ----------------------------------------------------
+// Chunk by chunk of KC values, the 64 rows' values and the 16 tokens' activations are staged in shared memory
+// (consecutive invocations read consecutive values of a row); then each invocation adds, for its row and each
+// token, the chunk's float products to its double sums in value order: the per-element kernel's adds.
+#define TNF 16u
+#define KC 32u
+#define FS 33u  // a staged row's stride (padded: the invocations of a workgroup read different banks)
+shared float fw[64u * FS];
+shared float fa[TNF * KC];
+#if defined(W_F32)
+float WVal(uint r, uint k) { return uintBitsToFloat(w32[(r * pc.row_bytes >> 2) + k]); }
+float AVal(uint t, uint k) { return af[pc.a_offset + t * pc.K + k]; }
+#elif defined(W_F16)
+float WVal(uint r, uint k) { return F16ToF32(uint(w16[(r * pc.row_bytes >> 1) + k])); }
+float AVal(uint t, uint k) { return F16ToF32(uint(ah[t * pc.K + k])); }
+#else
+float WVal(uint r, uint k) { return Bf16ToF32(uint(w16[(r * pc.row_bytes >> 1) + k])); }
+float AVal(uint t, uint k) { return Bf16ToF32(uint(ah[t * pc.K + k])); }
+#endif
+void main() {
+  const uint lid = gl_LocalInvocationID.x, r0 = pc.r_base + gl_WorkGroupID.x * 64u, r = r0 + lid;
+  const uint t0 = LinearY() * TNF;
+  if (t0 >= pc.N) return;
+  const uint nt = min(TNF, pc.N - t0);
+  precise double sum[TNF];
+  [[unroll]] for (uint tt = 0u; tt < TNF; ++tt) sum[tt] = 0.0LF;
+  for (uint c = 0u; c < pc.K; c += KC) {
+    const uint kc = min(KC, pc.K - c);
+    [[unroll]] for (uint j = 0u; j < KC; ++j) {  // 64 rows x KC values, 32 per invocation
+      const uint q = j * 64u + lid, lr = q / KC, cc = q % KC;
+      fw[lr * FS + cc] = (r0 + lr < pc.M && cc < kc) ? WVal(r0 + lr, c + cc) : 0.0;
+    }
+    [[unroll]] for (uint j = 0u; j < TNF * KC / 64u; ++j) {  // 16 tokens x KC values
+      const uint q = j * 64u + lid, tt = q / KC, cc = q % KC;
+      fa[q] = (tt < nt && cc < kc) ? AVal(t0 + tt, c + cc) : 0.0;
+    }
+    barrier();
+    for (uint tt = 0u; tt < nt; ++tt) {
+      [[unroll]] for (uint cc = 0u; cc < KC; ++cc) {
+        if (cc < kc) {
+          precise const float p = fw[lid * FS + cc] * fa[tt * KC + cc];
+          sum[tt] += double(p);
+        }
+      }
+    }
+    barrier();
+  }
+  if (r >= pc.M) return;
+  for (uint tt = 0u; tt < nt; ++tt) y[pc.y_offset + (t0 + tt) * pc.y_stride + r] = float(sum[tt]);
+}
+
+#elif defined(MM_TILE)
 // ---- 64 rows x TN tokens per workgroup. ----------------------------------------------------------------------
 void main() {
   const uint lid = gl_LocalInvocationID.x, r0 = pc.r_base + gl_WorkGroupID.x * 64u, r = r0 + lid;
