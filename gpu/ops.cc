@@ -176,7 +176,19 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
   const Buffer* a = nullptr;
   uint32_t a_off = 0;
   REWIND_RETURN_IF_ERROR(QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, 0, n_x, s, &a, &a_off));
-  REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(std::string(MatMulShader(w.type)) + "_id"));
+  // The quantised experts have a rows variant (a GPU's coalesced loads; on a CPU device per element, as the
+  // dense decode); no tile: a tile's tokens would have to share an expert.
+  const bool quantised = gguf::GetTypeInfo(w.type)->block_size > 1;
+  const MatMulKernel kernel =
+      !quantised ? MatMulKernel::kPerElement
+      : s.kernel == MatMulKernel::kRows || (s.kernel == MatMulKernel::kAuto && ctx.info().type != "cpu")
+          ? MatMulKernel::kRows
+          : MatMulKernel::kPerElement;
+  const uint32_t rows_per_group = kernel == MatMulKernel::kRows ? 4 : 64;
+  REWIND_CHECK_MSG(Groups(static_cast<uint64_t>(er.rows), rows_per_group) <= ctx.max_groups()[0],
+                   "an expert of %lld rows is over the device's workgroup count", static_cast<long long>(er.rows));
+  REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(std::string(MatMulShader(w.type)) +
+                                                         (kernel == MatMulKernel::kRows ? "_id_rows" : "_id")));
   for (const GpuMatrixPart& part : w.parts) {  // the rows routed to the experts [e_lo, e_hi) held by each part
     REWIND_CHECK(part.row0 % er.e_stride == 0 && part.rows % er.e_stride == 0);
     const MatMulPush pc{static_cast<uint32_t>(er.rows), static_cast<uint32_t>(w.n_cols), static_cast<uint32_t>(n_out),
@@ -184,7 +196,8 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
                         static_cast<uint32_t>(er.e_stride), static_cast<uint32_t>(er.r_off),
                         static_cast<uint32_t>(part.row0 / er.e_stride),
                         static_cast<uint32_t>((part.row0 + part.rows) / er.e_stride), 0};
-    ctx.Dispatch(*mp, {{&part.data}, {a}, {&s.d}, {&s.bsum}, {&y}, {&ids}}, &pc, sizeof(pc), Groups(pc.M), pc.N);
+    ctx.Dispatch(*mp, {{&part.data}, {a}, {&s.d}, {&s.bsum}, {&y}, {&ids}}, &pc, sizeof(pc),
+                 Groups(pc.M, rows_per_group), pc.N);
   }
   return Status::Ok();
 }

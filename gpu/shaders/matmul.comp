@@ -7,7 +7,7 @@
 // F32 / F16 / BF16 products rounded to float and summed in double.
 // Three variants of the quantised types share the block arithmetic below (BlockP, LaneK, MinK):
 // - (default) one invocation per output element: the weight row's blocks in order. MAT_ID (matmul_<type>_id, the
-//   MoE experts) uses only this one.
+//   MoE experts) uses this one and, for the quantised types, MM_SPLITK (matmul_<type>_id_rows).
 // - MM_SPLITK (matmul_<type>_rows, few tokens: decode): a workgroup computes 4 rows of one token; the 16
 //   invocations of a row compute the float partials of 16 consecutive blocks (K-quants: 2 blocks x 8 lanes) in
 //   parallel, reading the row's bytes side by side, into shared memory; then one invocation adds them to the
@@ -18,7 +18,7 @@
 //   shared memory with cooperative 16- and 32-bit loads (each weight byte is read from memory once per TN tokens
 //   instead of once per token), then each invocation runs the block arithmetic for its row and each token.
 // W_<TYPE> picks the weight type; the activation a is in gguf::VecDotType(TYPE) (quant_act.comp).
-// MAT_ID: output row t multiplies the weight rows of expert ids[t] (rows ids[t]·e_stride + r_off + r of the
+// MAT_ID (per element, and with MM_SPLITK): output row t multiplies the weight rows of expert ids[t] (rows ids[t]·e_stride + r_off + r of the
 // stacked expert tensor) with activation row t / a_div; the element is the dense product's arithmetic.
 // Loops of constant trip count are unrolled ([[unroll]]): lavapipe ends an invocation's loops after 65,535
 // back-edges (docs/gpu.md "Device limits"), so only the loops over blocks count.
@@ -398,15 +398,24 @@ shared float sm[64];     // the mins terms (lane 0 of each block)
 void main() {
   const uint lid = gl_LocalInvocationID.x, lr = lid / 16u, lb = lid % 16u;
   const uint r = pc.r_base + gl_WorkGroupID.x * 4u + lr, t = LinearY(), nb = pc.K / QK;
+  bool live = t < pc.N;  // the same for the whole workgroup (its barriers)
+#if defined(MAT_ID)
+  const uint ta = t / pc.a_div;  // activation row
+  const uint e = live ? uint(ids[t]) : pc.e_lo;
+  live = live && e >= pc.e_lo && e < pc.e_hi;
+  const uint row = ((e - pc.e_lo) * pc.e_stride + pc.r_off + min(r, pc.M - 1u)) * pc.row_bytes;
+#else
+  const uint ta = t;
   const uint row = min(r, pc.M - 1u) * pc.row_bytes;
+#endif
   precise float sumf = 0.0;
 #if QKN == 256
   precise float sums[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
 #endif
   for (uint c = 0u; c < nb; c += BPC) {
     const uint i = c + lb / UPB;
-    if (i < nb && t < pc.N) {
-      const uint blk = row + i * BSZ, a = t * pc.K + i * QK, ai = t * nb + i;
+    if (i < nb && live) {
+      const uint blk = row + i * BSZ, a = ta * pc.K + i * QK, ai = ta * nb + i;
 #if QKN == 32
       sp[lid] = BlockP(blk, a, ai);
 #else
@@ -433,7 +442,7 @@ void main() {
     }
     barrier();
   }
-  if (lb != 0u || r >= pc.M || t >= pc.N) return;
+  if (lb != 0u || r >= pc.M || !live) return;
 #if QKN == 256
   [[unroll]] for (uint l = 0u; l < 8u; ++l) sumf += sums[l];
 #endif
