@@ -36,6 +36,8 @@ class Drafter {
   virtual void End(int32_t key) = 0;
   // True if Observe needs the hidden rows (MTP).
   virtual bool wants_hidden() const { return false; }
+  // Where a draft model's forward runs ("cpu" or "vulkanN (name, memory)"); the other drafters run no model.
+  virtual std::string device() const { return "cpu"; }
 };
 
 // n-gram prompt lookup: the longest recent n-gram (n = max_n .. 1) of the context that occurred earlier in it

@@ -25,6 +25,7 @@ class ModelDrafter final : public Drafter {
   explicit ModelDrafter(std::unique_ptr<model::Model> draft) : draft_(std::move(draft)) {}
 
   const char* name() const override { return "draft"; }
+  std::string device() const override { return draft_->device_description(); }
 
   void Begin(int32_t key, std::span<const int32_t>) override {
     seqs_.erase(key);
@@ -185,9 +186,17 @@ class ModelDrafter final : public Drafter {
 
 Expected<std::unique_ptr<Drafter>> MakeModelDrafter(const std::string& path, model::Model& target,
                                                     int32_t n_threads) {
+  // The draft runs where the target runs (its KV, states and replay log then live on that device too); a draft
+  // the device cannot run (another architecture, a weight type it lacks) falls back to the CPU, with a warning.
   model::LoadOptions lo;
   lo.n_threads = std::max(1, n_threads);
+  lo.device = target.device_index();
   auto draft = model::Model::Load(path, lo);
+  if (!draft.ok() && lo.device >= 0 && draft.error().kind == ErrorKind::kUnsupported) {
+    LOG_WARN("draft model '%s' runs on the CPU: %s", path.c_str(), draft.error().message.c_str());
+    lo.device = -1;
+    draft = model::Model::Load(path, lo);
+  }
   if (!draft.ok()) {
     Error e = draft.error();
     e.message = "draft model '" + path + "': " + e.message;

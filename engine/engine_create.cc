@@ -159,6 +159,8 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
         e->drafters_.push_back(std::move(d));
       } else if (kind == "draft") {
         REWIND_ASSIGN_OR_RETURN(auto d, MakeModelDrafter(config.model_draft, *e->model_, lo.n_threads));
+        e->info_.draft_device = d->device();
+        LOG_INFO("draft model %s on %s", config.model_draft.c_str(), e->info_.draft_device.c_str());
         e->drafters_.push_back(std::move(d));
       }
     }
