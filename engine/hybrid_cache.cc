@@ -219,7 +219,7 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   }
   if (m.pages_apart) {
     REWIND_ASSIGN_OR_RETURN(m.max_pages, DevicePagePool(model, m, config.kv_type, config.device_bytes,
-                                                        config.n_seq_max, config.n_ctx));
+                                                        config.device_reserved_bytes, config.n_seq_max, config.n_ctx));
   }
   if (Status s = m.Validate(); !s.ok())
     return Error::InvalidArgument("cache: " + s.error().message + " (raise the cache budget)");

@@ -27,6 +27,8 @@ struct HybridCacheConfig {
                                   // the checkpoints alone (the pages are device memory)
   int64_t device_bytes = 0;       // on a GPU: the KV page pool in device memory (0: every sequence's full context
                                   // twice over, at most what the device holds)
+  int64_t device_reserved_bytes = 0;  // on a GPU: device memory others on it hold at most (a draft model), which
+                                      // the derived page pool leaves free
   int32_t page_tokens = 32;
   model::KvTypes kv_type = model::KvType::kF16;  // K and V element types (kernels/kv_quant.h)
   int32_t n_seq_max = 4;          // concurrent live sequences (each may hold 2 state slots)
