@@ -313,6 +313,7 @@ int CmdBench(int argc, char** argv) {
   double synth = -1;
   bool memory = false;
   int verify = 0;
+  int decode_top_k = 0;
   FlagSet flags("rewind bench", "Prefill (pp) and decode (tg) tokens/s, like llama-bench.");
   flags.Add("model", 'm', &model_path, "GGUF model file (required)");
   flags.Add("threads", 't', &threads, "threads (0 = all cores)");
@@ -320,6 +321,9 @@ int CmdBench(int argc, char** argv) {
   dev.Declare(flags);
   flags.Add("n-prompt", 'p', &n_prompt, "prompt tokens for the prefill test (0 = skip)");
   flags.Add("n-gen", 'n', &n_gen, "generated tokens for the decode test (0 = skip)");
+  flags.Add("top-k", 0, &decode_top_k,
+            "decode test: each step returns its row's best K (logit, id) pairs instead of the logits row, as the "
+            "engine asks for greedy and top-k requests (1..128; 0 = the full row)");
   flags.Add("repetitions", 'r', &reps, "runs per test; the median is reported");
   flags.Add("n-depth", 'd', &n_depth,
             "context depth: tokens prefilled (untimed, once) before the pp and tg tests run at that position, "
@@ -349,7 +353,8 @@ int CmdBench(int argc, char** argv) {
     PrintDevices();
     return 0;
   }
-  if (!st.ok() || model_path.empty() || reps < 1 || n_prompt < 0 || n_gen < 0 || n_depth < 0) {
+  if (!st.ok() || model_path.empty() || reps < 1 || n_prompt < 0 || n_gen < 0 || n_depth < 0 || decode_top_k < 0 ||
+      decode_top_k > kernels::kMaxTopLogits) {
     std::fprintf(stderr, "rewind bench: %s\n", st.ok() ? "need -m MODEL, r >= 1, p,n,d >= 0" : st.error().message.c_str());
     return 2;
   }
@@ -533,7 +538,9 @@ int CmdBench(int argc, char** argv) {
         s.pages = pages;
         s.pos0 = n_depth + i;
         s.tokens = std::span<const int32_t>(tokens.data() + n_depth + i, 1);
-        Status fs = m.Forward({&s, 1}, **kvs, **sts, &out);
+        model::ForwardOptions fo;
+        fo.top_k = decode_top_k;
+        Status fs = m.Forward({&s, 1}, **kvs, **sts, &out, fo);
         if (!fs.ok()) {
           std::fprintf(stderr, "rewind bench: %s\n", fs.error().ToString().c_str());
           return 1;
@@ -549,7 +556,8 @@ int CmdBench(int argc, char** argv) {
     PrintPeakRss();
     const double region_ns = kernels::MeasureRegionNanos(*pool, 20000);
     const double read_bw = ReadBandwidth(*pool);
-    std::printf("tg%d%s %.2f tok/s\n", n_gen, DepthSuffix(n_depth).c_str(), tg);
+    std::printf("tg%d%s%s %.2f tok/s\n", n_gen, DepthSuffix(n_depth).c_str(),
+                decode_top_k > 0 ? (" (top-" + std::to_string(decode_top_k) + " pairs)").c_str() : "", tg);
     std::printf("parallel regions per decode token: %.0f; one empty region: %.0f ns at %d threads (%.1f%% of a "
                 "decode step)\n",
                 regions_per_token, region_ns, pool->size(), 100.0 * regions_per_token * region_ns * 1e-9 * tg);

@@ -1,0 +1,147 @@
+// The engine samples from the forward's top-k pairs (EngineConfig::sample_top_k, docs/api.md "Sampling"): a
+// seeded top-k generation gives the same tokens with and without it, plain and speculative, on the CPU and on
+// vulkan0 where Vulkan exists; a request that needs the full row (logprobs, top-p first, penalties) keeps
+// getting it.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/collect_sink.h"
+#include "engine/engine_config.h"
+#include "gpu/device.h"
+
+namespace rw::engine {
+namespace {
+
+using testing::Collect;
+
+const std::string kQ8Model = std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-q8_0.gguf";
+
+std::unique_ptr<Engine> MakeEngine(bool sample_top_k, int32_t device, const std::string& spec = "") {
+  EngineConfig c;
+  c.model_path = kQ8Model;
+  c.device = device;
+  c.n_ctx = 512;
+  c.n_parallel = 2;
+  c.n_threads = 2;
+  c.n_batch = 64;
+  c.kv_type = "f32";
+  c.cache = false;
+  c.cache_ram_mib = 128;
+  c.spec = spec;
+  c.draft_max = 4;
+  c.sample_top_k = sample_top_k;
+  auto e = CreateEngine(c);
+  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().ToString());
+  return e.ok() ? std::move(e).value() : nullptr;
+}
+
+// The value of one Prometheus line `name V` (-1: absent).
+long long Metric(Engine& e, const std::string& name) {
+  const std::string text = e.MetricsText();
+  const size_t at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stoll(text.substr(at + name.size() + 2));
+}
+
+std::vector<int32_t> Prompt() {
+  // A repeated phrase, so the n-gram drafter finds drafts to verify.
+  std::vector<int32_t> p;
+  for (int r = 0; r < 5; ++r)
+    for (int32_t t : {17, 230, 1041, 9, 388, 2711, 64, 1500, 3, 777, 42, 2048}) p.push_back(t);
+  return p;
+}
+
+std::shared_ptr<Collect> Generate(Engine& e, const SamplingParams& s, bool logprobs = false, int n = 32) {
+  GenerationRequest r;
+  r.prompt = Prompt();
+  r.max_tokens = n;
+  r.sampling = s;
+  r.logprobs = logprobs;
+  r.ignore_eos = true;
+  auto sink = std::make_shared<Collect>();
+  auto id = e.Submit(r, sink);
+  EXPECT_TRUE(id.ok()) << (id.ok() ? "" : id.error().ToString());
+  sink->Wait();
+  EXPECT_FALSE(sink->done.error.has_value()) << sink->done.error->ToString();
+  EXPECT_EQ(sink->tokens.size(), static_cast<size_t>(n));
+  return sink;
+}
+
+SamplingParams TopK40(uint64_t seed) {
+  SamplingParams s;
+  s.top_k = 40;
+  s.temperature = 0.8f;
+  s.seed = seed;
+  return s;
+}
+
+// For each seed: the same tokens from full rows and from the top-k pairs; the top-k engine ran its decode
+// batches on pairs (the metric), the other never did.
+void ExpectSameTokens(int32_t device, const std::string& spec) {
+  auto on = MakeEngine(true, device, spec);
+  auto off = MakeEngine(false, device, spec);
+  ASSERT_TRUE(on && off);
+  int differ_between_seeds = 0;
+  std::vector<int32_t> first;
+  for (uint64_t seed : {1u, 2u, 3u, 1234u}) {
+    auto a = Generate(*on, TopK40(seed));
+    auto b = Generate(*off, TopK40(seed));
+    EXPECT_EQ(a->tokens, b->tokens) << "seed " << seed << " spec '" << spec << "'";
+    if (first.empty()) {
+      first = a->tokens;
+    } else {
+      differ_between_seeds += a->tokens != first;
+    }
+  }
+  EXPECT_GT(differ_between_seeds, 0) << "the seeds should give different samples (else greedy-like output)";
+  EXPECT_GE(Metric(*on, "rewind_batches_top_k_total"), 4) << on->MetricsText();
+  EXPECT_EQ(Metric(*off, "rewind_batches_top_k_total"), 0);
+  if (!spec.empty()) {
+    EXPECT_GT(Metric(*on, "rewind_spec_rounds_total"), 0) << "no verify round ran";
+  }
+}
+
+TEST(EngineTopK, SeededTopKSamplingGivesTheSameTokensFromPairsAsFromFullRowsOnTheCpu) {
+  ExpectSameTokens(-1, "");
+}
+
+TEST(EngineTopK, SpeculativeVerificationFromPairsGivesTheSameTokensOnTheCpu) { ExpectSameTokens(-1, "ngram"); }
+
+TEST(EngineTopK, SeededTopKSamplingGivesTheSameTokensFromPairsAsFromFullRowsOnVulkan) {
+  auto devs = gpu::ListDevices();
+  if (!devs.ok() || devs->empty())
+    GTEST_SKIP() << "no Vulkan device: " << (devs.ok() ? "the loader found none" : devs.error().message);
+  ExpectSameTokens(0, "");
+  ExpectSameTokens(0, "ngram");
+}
+
+// Greedy needs one pair; logprobs, a top-p-only chain and penalties before top-k need the full row: the
+// engine then downloads rows (no top-k batch) and the outputs are those of the engine without top-k.
+TEST(EngineTopK, RequestsThatNeedTheFullRowGetItAndGreedyUsesOnePair) {
+  auto on = MakeEngine(true, -1);
+  auto off = MakeEngine(false, -1);
+  ASSERT_TRUE(on && off);
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  EXPECT_EQ(Generate(*on, greedy)->tokens, Generate(*off, greedy)->tokens);
+
+  auto a = Generate(*on, TopK40(9), /*logprobs=*/true);
+  auto b = Generate(*off, TopK40(9), /*logprobs=*/true);
+  EXPECT_EQ(a->tokens, b->tokens);
+  EXPECT_EQ(a->logprobs, b->logprobs);
+  // Counters are published after each step: the greedy request's last one is in by now.
+  const long long after_greedy = Metric(*on, "rewind_batches_top_k_total");
+  EXPECT_GE(after_greedy, 31) << "greedy decode steps ran on full rows";
+  SamplingParams top_p = TopK40(9);
+  top_p.top_k = 0;
+  top_p.top_p = 0.9f;
+  EXPECT_EQ(Generate(*on, top_p)->tokens, Generate(*off, top_p)->tokens);
+  SamplingParams pen = TopK40(9);
+  pen.repeat_penalty = 1.2f;
+  EXPECT_EQ(Generate(*on, pen)->tokens, Generate(*off, pen)->tokens);
+  Generate(*on, TopK40(10), /*logprobs=*/true, 2);
+  EXPECT_EQ(Metric(*on, "rewind_batches_top_k_total"), after_greedy) << "a full-row request ran on pairs";
+}
+
+}  // namespace
+}  // namespace rw::engine
