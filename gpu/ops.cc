@@ -129,7 +129,7 @@ MatMulKernel PickKernel(const Context& ctx, gguf::TensorType type, int64_t n_tok
   const bool floats = gguf::GetTypeInfo(type)->block_size == 1;
   if (forced != MatMulKernel::kAuto) return floats && forced == MatMulKernel::kRows ? MatMulKernel::kPerElement : forced;
   if (n_tok >= kMatMulTileMinTokens) return MatMulKernel::kTile;
-  if (ctx.info().type == "cpu") return MatMulKernel::kPerElement;
+  if (ctx.runs_on_cpu()) return MatMulKernel::kPerElement;
   return floats ? MatMulKernel::kTile : MatMulKernel::kRows;
 }
 
@@ -181,7 +181,7 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
   const bool quantised = gguf::GetTypeInfo(w.type)->block_size > 1;
   const MatMulKernel kernel =
       !quantised ? MatMulKernel::kPerElement
-      : s.kernel == MatMulKernel::kRows || (s.kernel == MatMulKernel::kAuto && ctx.info().type != "cpu")
+      : s.kernel == MatMulKernel::kRows || (s.kernel == MatMulKernel::kAuto && !ctx.runs_on_cpu())
           ? MatMulKernel::kRows
           : MatMulKernel::kPerElement;
   const uint32_t rows_per_group = kernel == MatMulKernel::kRows ? 4 : 64;
