@@ -2,6 +2,7 @@
 #include "gpu/ops.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -122,14 +123,34 @@ uint32_t TileTokens(gguf::TensorType type) { return gguf::GetTypeInfo(type)->blo
 
 // kAuto's choice. The rows variant exists for a GPU's coalesced loads: on a CPU device (lavapipe) its barriers
 // cost more than they save (tiny-qwen35-q4_k_m tg16: 19.6 tok/s against 53.6 per element), so decode stays per
-// element there; the tile variant is faster on both (pp512: 207 against 105 on lavapipe).
+// element there; the quantised tile is faster on both (pp512: 207 against 105 on lavapipe), the float tile
+// only on a GPU (below).
 // F32 / F16 / BF16 have no rows variant (their sums are one serial order); on a GPU their decode runs the tile,
 // whose staged loads are coalesced where one invocation per row reads a row alone.
+// REWIND_GPU_MATMUL=element|rows|tile forces a variant for measurements (unset: kAuto; anything else: an
+// error at the first matmul).
+MatMulKernel EnvKernel() {
+  static const MatMulKernel k = [] {
+    const char* v = std::getenv("REWIND_GPU_MATMUL");
+    if (v == nullptr || *v == 0) return MatMulKernel::kAuto;
+    const std::string s(v);
+    if (s == "element") return MatMulKernel::kPerElement;
+    if (s == "rows") return MatMulKernel::kRows;
+    if (s == "tile") return MatMulKernel::kTile;
+    REWIND_CHECK_MSG(false, "REWIND_GPU_MATMUL=%s: use element, rows or tile", v);
+    return MatMulKernel::kAuto;
+  }();
+  return k;
+}
+
 MatMulKernel PickKernel(const Context& ctx, gguf::TensorType type, int64_t n_tok, MatMulKernel forced) {
   const bool floats = gguf::GetTypeInfo(type)->block_size == 1;
+  if (forced == MatMulKernel::kAuto) forced = EnvKernel();
   if (forced != MatMulKernel::kAuto) return floats && forced == MatMulKernel::kRows ? MatMulKernel::kPerElement : forced;
+  // On a CPU device the float tile measured slower than per element (tiny-qwen35-f32 pp512 on lavapipe: 32-38
+  // against 47 tok/s): its staging and barriers cost more than the re-reads they save from the host's caches.
+  if (ctx.runs_on_cpu() && (floats || n_tok < kMatMulTileMinTokens)) return MatMulKernel::kPerElement;
   if (n_tok >= kMatMulTileMinTokens) return MatMulKernel::kTile;
-  if (ctx.runs_on_cpu()) return MatMulKernel::kPerElement;
   return floats ? MatMulKernel::kTile : MatMulKernel::kRows;
 }
 

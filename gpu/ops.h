@@ -40,9 +40,10 @@ Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint
                                  int64_t n_rows, uint64_t row_bytes, int64_t row_group = 1);
 
 // The matmul's kernel variants (matmul.comp): one arithmetic per output element in all of them, so the choice
-// changes no bit (I1), only the speed. kAuto: for fewer than kMatMulTileMinTokens tokens (decode, short verify
-// batches) kPerElement on a CPU device (lavapipe), and on a GPU kRows for the quantised types, kTile for F32 /
-// F16 / BF16 (their double sums run in value order, so a row cannot be split); kTile from there on (prefill).
+// changes no bit (I1), only the speed. kAuto on a CPU device (lavapipe): kPerElement, but kTile for the quantised
+// types from kMatMulTileMinTokens tokens (prefill). On a GPU: kTile from kMatMulTileMinTokens tokens; for fewer
+// (decode, short verify batches) kRows for the quantised types, kTile for F32 / F16 / BF16 (their double sums
+// run in value order, so a row cannot be split). REWIND_GPU_MATMUL=element|rows|tile forces one (measurements).
 // F32 / F16 / BF16 have no kRows (forcing it runs kPerElement). The MoE experts always run kPerElement.
 enum class MatMulKernel {
   kAuto,
