@@ -37,7 +37,7 @@ std::vector<float> Rows(uint32_t rows, uint32_t n, uint64_t seed) {
     else if (r < 8) x = std::numeric_limits<float>::denorm_min() * static_cast<float>(rng() % 5);
     else x = static_cast<float>(static_cast<int>(rng() % 4000) - 2000) / 64.0f;  // ties
   }
-  if (rows > 1) v[n + 77] = std::numeric_limits<float>::infinity();
+  if (rows > 1) v[n + (77 % n)] = std::numeric_limits<float>::infinity();  // in row 1 whatever n is
   if (rows > 2)
     for (uint32_t i = 0; i < n; ++i) v[2 * static_cast<size_t>(n) + i] = 1.0f;  // one row of exact ties
   if (rows > 3)
