@@ -2,6 +2,7 @@
 #include "gpu/seq_ops.h"
 
 #include <algorithm>
+#include <string>
 
 #include "base/check.h"
 #include "gpu/ops.h"
@@ -21,6 +22,13 @@ uint32_t UnitsPerDispatch(const Context& ctx, uint64_t per_unit, uint64_t fixed,
                    static_cast<unsigned long long>(fixed + per_unit), static_cast<unsigned long long>(budget));
   return static_cast<uint32_t>(std::max<uint64_t>(1, (budget - fixed) / per_unit));
 }
+
+// The parallel variant's lanes hold 4 dims each.
+constexpr uint32_t kAttentionParallelMaxD = 256;
+
+// kAuto's choice on a CPU device (lavapipe), where a workgroup's barriers cost more than on a GPU: measured
+// below (docs/gpu.md "Parallel attention").
+constexpr AttentionKernel kAttentionOnCpuDevice = AttentionKernel::kSerial;
 
 }  // namespace
 
@@ -55,25 +63,50 @@ uint32_t AttentionBlock(uint32_t D) {
   return b;
 }
 
+AttentionKernel PickAttentionKernel(const Context& ctx, AttentionKernel forced) {
+  if (forced != AttentionKernel::kAuto) return forced;
+  return ctx.info().type == "cpu" ? kAttentionOnCpuDevice : AttentionKernel::kParallel;
+}
+
+Expected<AttentionKernel> ParseAttentionKernel(const std::string& name) {
+  if (name == "auto") return AttentionKernel::kAuto;
+  if (name == "serial") return AttentionKernel::kSerial;
+  if (name == "parallel") return AttentionKernel::kParallel;
+  return Error::InvalidArgument("unknown attention kernel '" + name + "' (auto, serial, parallel)");
+}
+
 Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Buffer& vp, Buffer& o,
                        const Buffer& rows, const Buffer& pages, uint32_t max_pos, const AttentionShape& sh, Buffer& ml) {
   if (sh.N == 0) return Status::Ok();
   if (sh.page_rows == 0) return Error::InvalidArgument("attention: zero rows per page");
-  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("attention"));
+  AttentionKernel kernel = PickAttentionKernel(ctx, sh.kernel);
+  if (sh.D > kAttentionParallelMaxD) {  // a lane of the parallel variant holds at most 4 dims
+    if (sh.kernel == AttentionKernel::kParallel)
+      return Error::Unsupported("the parallel attention kernel takes head dims up to 256, not " + std::to_string(sh.D));
+    kernel = AttentionKernel::kSerial;
+  }
+  const bool par = kernel == AttentionKernel::kParallel;
+  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline(par ? "attention_par" : "attention"));
   const size_t ml_bytes = 8ull * sh.N * sh.Hq;
   if (!ml.valid() || ml.size() < ml_bytes) {
     REWIND_RETURN_IF_ERROR(ctx.Submit());  // recorded work may still use the old buffer
     REWIND_ASSIGN_OR_RETURN(ml, ctx.Alloc(ml_bytes));
   }
   const uint32_t B = AttentionBlock(sh.D), blocks = max_pos / B + 1;
-  // Per block: two score passes and the value loop over B keys, the rescale; outside: the init and the norm.
+  REWIND_CHECK(B <= 64);  // the parallel variant scores a block's keys one a lane
+  // Serial, per block: two score passes and the value loop over B keys, the rescale; outside: the init and the
+  // norm. Parallel, per lane and block: one score (D), the block max and the weight sum over B keys, the value
+  // loop over B keys of up to 4 dims each, the rescale's 4 dims; outside: the loads and stores of 4 dims.
+  const uint64_t D = sh.D;
   const uint32_t step =
-      UnitsPerDispatch(ctx, static_cast<uint64_t>(B) * (3ull * sh.D + 5) + sh.D + 8, 2ull * sh.D + 8, blocks);
+      par ? UnitsPerDispatch(ctx, D + 7ull * B + 16, 32, blocks)
+          : UnitsPerDispatch(ctx, static_cast<uint64_t>(B) * (3ull * D + 5) + D + 8, 2ull * D + 8, blocks);
+  const uint64_t items = static_cast<uint64_t>(sh.N) * sh.Hq;
   for (uint32_t b0 = 0; b0 < blocks; b0 += step) {
     struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1, PS, f16; } pc{
         sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B, b0, b0 + step, sh.page_rows, sh.f16 ? 1u : 0u};
     ctx.Dispatch(*p, {{&q}, {&kp}, {&vp}, {&o}, {&rows}, {&ml}, {&pages}}, &pc, sizeof(pc),
-                 Groups(static_cast<uint64_t>(sh.N) * sh.Hq));
+                 par ? static_cast<uint32_t>(items) : Groups(items));
   }
   return Status::Ok();
 }

@@ -1,8 +1,8 @@
 #version 450
-// Causal softmax attention, one invocation per (batch row, query head), over keys in blocks of B absolute
-// positions [b·B, (b+1)·B) in ascending order with an online softmax: per block, the block's maximum score, the
-// running maximum m, the running sum l and the output accumulator rescaled by exp(m_old - m_new), then the
-// block's exp-weighted values added in position order; after the block holding the row's own position,
+// Causal softmax attention of N rows x Hq query heads, over keys in blocks of B absolute positions
+// [b·B, (b+1)·B) in ascending order with an online softmax: per block, the block's maximum score, the running
+// maximum m, the running sum l and the output accumulator rescaled by exp(m_old - m_new), then the block's
+// exp-weighted values added in position order; after the block holding the row's own position,
 // o = acc · (1 / l). The blocks are fixed by absolute position and B by the head size (the host's
 // AttentionBlock), so a row's bits depend on its position and keys alone: not on the batch, not on the device.
 // A dispatch runs blocks [b0, b1): the host splits a long context into several dispatches where the driver
@@ -11,6 +11,17 @@
 // host's byte layout: [page][row][Hkv·D] of f32, or of f16 packed two to a word, widened exactly): a row's key at
 // position p lives at pool row pages[off + p / PS] · PS + p % PS, off = the row's entry in `rows`. No gather copy.
 // GQA: query head h reads KV head h / (Hq / Hkv). No atomics.
+//
+// Two variants with the same float operations in the same order, so the same bits (gpu/seq_ops.h
+// AttentionKernel):
+// - serial ("attention"): one invocation per (row, head) runs every key and every dimension itself;
+// - ATTN_PAR ("attention_par"): a workgroup of 64 per (row, head). Per block, lane j scores key p0 + j (the
+//   same Score(): serial over d) into shared memory; every lane then takes the block maximum over the scores in
+//   key order and rescales its own accumulators; lane j turns its key's score into the weight exp(s - m); then
+//   every lane adds the weights into l in key order (each lane the same sum) and, for the dims it owns
+//   (d = j, j + 64, ..), adds w_p · V[p][d] over the block's keys in ascending order. Parallel over keys for the
+//   scores and over d for the values; every sum keeps the serial kernel's order. Accumulators stay in registers
+//   for the dispatch and go to o (and m, l to ml) at its end.
 layout(local_size_x = 64) in;
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -44,6 +55,92 @@ float Score(uint qb, uint kb) {
 
 uint PoolRow(uint off, uint p) { return uint(pages[off + p / pc.PS]) * pc.PS + p % pc.PS; }
 
+#ifdef ATTN_PAR
+// Double-buffered by block parity: a lane may still read block b's weights and rows while others score b + 1.
+shared float s_sc[2][64];
+shared float s_w[2][64];
+shared uint s_kb[2][64];
+
+void main() {
+  const uint gid = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;  // (row, head); x may fold into y
+  if (gid >= pc.N * pc.Hq) return;  // uniform over the workgroup, as every early return below
+  const uint lid = gl_LocalInvocationID.x;
+  const uint i = gid / pc.Hq, h = gid % pc.Hq, kvh = h / (pc.Hq / pc.Hkv);
+  const uint off = uint(rows[2u * i]), pos = uint(rows[2u * i + 1u]);
+  const uint qb = i * pc.Hq * pc.D + h * pc.D, KW = pc.Hkv * pc.D;
+  const uint last = pos / pc.B;
+  if (pc.b0 > last) return;
+  float m = -1.0 / 0.0;
+  precise float l = 0.0;
+  float acc[4];  // dims lid + 64·k (D <= 256)
+  for (uint k = 0u; k < 4u; ++k) {
+    const uint d = lid + 64u * k;
+    acc[k] = (pc.b0 == 0u || d >= pc.D) ? 0.0 : o[qb + d];
+  }
+  if (pc.b0 != 0u) {
+    m = ml[2u * gid];
+    l = ml[2u * gid + 1u];
+  }
+  const uint b_end = min(pc.b1, last + 1u);
+  for (uint b = pc.b0; b < b_end; ++b) {
+    const uint sb = b & 1u;
+    const uint p0 = b * pc.B, n = min(p0 + pc.B, pos + 1u) - p0;  // B <= 64: at most one key a lane
+    if (lid < n) {
+      const uint kb = PoolRow(off, p0 + lid) * KW + kvh * pc.D;
+      s_kb[sb][lid] = kb;
+      s_sc[sb][lid] = Score(qb, kb);
+    }
+    barrier();
+    float bm = -1.0 / 0.0;
+    for (uint j = 0u; j < n; ++j) bm = max(bm, s_sc[sb][j]);
+    const float mn = max(m, bm);
+    if (mn != m) {
+      precise const float dm = m - mn;
+      const float c = exp(dm);
+      precise const float lc = l * c;
+      l = lc;
+      for (uint k = 0u; k < 4u; ++k) {
+        precise const float a = acc[k] * c;
+        acc[k] = a;
+      }
+      m = mn;
+    }
+    if (lid < n) {
+      precise const float ds = s_sc[sb][lid] - m;
+      s_w[sb][lid] = exp(ds);
+    }
+    barrier();
+    for (uint j = 0u; j < n; ++j) {
+      const float w = s_w[sb][j];
+      l += w;
+      const uint kb = s_kb[sb][j];
+      for (uint k = 0u; k < 4u; ++k) {
+        const uint d = lid + 64u * k;
+        if (d < pc.D) {
+          precise const float t = w * Vx(kb + d);
+          acc[k] = acc[k] + t;
+        }
+      }
+    }
+  }
+  if (b_end == last + 1u) {
+    const float inv = 1.0 / l;
+    for (uint k = 0u; k < 4u; ++k) {
+      const uint d = lid + 64u * k;
+      if (d < pc.D) o[qb + d] = acc[k] * inv;
+    }
+  } else {
+    for (uint k = 0u; k < 4u; ++k) {
+      const uint d = lid + 64u * k;
+      if (d < pc.D) o[qb + d] = acc[k];
+    }
+    if (lid == 0u) {
+      ml[2u * gid] = m;
+      ml[2u * gid + 1u] = l;
+    }
+  }
+}
+#else
 void main() {
   const uint gid = LinearX();
   if (gid >= pc.N * pc.Hq) return;
@@ -96,3 +193,4 @@ void main() {
     ml[2u * gid + 1u] = l;
   }
 }
+#endif
