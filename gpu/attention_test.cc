@@ -1,5 +1,6 @@
-// The attention kernel's variants (gpu/seq_ops.h AttentionKernel): the workgroup-per-(row, head) kernel keeps
-// every float operation of the serial one in its order, so each output is the same bits, over scattered pages,
+// The attention kernel's variants (gpu/seq_ops.h AttentionKernel): the workgroup-per-(row, head) and the
+// workgroup-per-(row, KV head) kernels keep every float operation of the serial one in its order, so each output
+// is the same bits, over scattered pages,
 // f16 and f32 pools, GQA groups, head dims 64 to 256, decode rows and prefill chunks with positions mid-block,
 // long contexts, and multi-dispatch splits. Each test skips with a message without a Vulkan device.
 #include <gtest/gtest.h>
@@ -162,6 +163,7 @@ TEST(GpuAttentionKernels, TheParallelKernelGivesTheSerialBits) {
         const std::vector<float> par = RunCase(*ctx, c, AttentionKernel::kParallel, true);
         ExpectSameBits(serial, par, "parallel vs serial, paged");
         ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kParallel, false), "parallel contiguous vs serial paged");
+        ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kGroup, true), "group vs serial, paged");
         if (G == 1 || big) ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kSerial, false), "serial contiguous");
         ExpectNearDouble(c, par, 2e-5);
         if (::testing::Test::HasFailure()) return;
@@ -177,12 +179,21 @@ TEST(GpuAttentionKernels, ADecodeRowAloneGivesTheSerialBits) {
       const PagedCase c = MakePaged(D, 8, 1, f16, {2077}, {{2076}}, 2000 + D);
       const std::vector<float> serial = RunCase(*ctx, c, AttentionKernel::kSerial, true);
       ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kParallel, true), "parallel decode");
+      ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kGroup, true), "group decode");
       ExpectNearDouble(c, serial, 2e-5);
     }
 }
 
-// The key blocks in several dispatches (one block each, three blocks each) and in one: the same bits for both
-// kernels, and between them; D = 8 (lanes past D idle) and D = 256 (4 dims a lane, 32-key blocks).
+// A group size the group kernel has no variant for (3) runs the parallel kernel: still the serial bits.
+TEST(GpuAttentionKernels, AGroupOfThreeHeadsGivesTheSerialBits) {
+  REQUIRE_DEVICE(ctx);
+  const PagedCase c = MakePaged(64, 6, 2, false, {600}, {{599, 300, 301}}, 2500);
+  const std::vector<float> serial = RunCase(*ctx, c, AttentionKernel::kSerial, true);
+  ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kGroup, true), "group of 3");
+}
+
+// The key blocks in several dispatches (one block each, three blocks each; the workgroups folded into y) and in
+// one: the same bits for every kernel; D = 8 (lanes past D idle) and D = 256 (4 dims a lane, 32-key blocks).
 TEST(GpuAttentionKernels, MultiDispatchSplitsGiveTheSameBits) {
   REQUIRE_DEVICE(ctx);
   for (const uint32_t D : {8u, 256u}) {
@@ -190,22 +201,26 @@ TEST(GpuAttentionKernels, MultiDispatchSplitsGiveTheSameBits) {
     const PagedCase c = MakePaged(D, 4, 2, true, {300, 161}, {{0, 5, 63, 64, 65, 200, 299}, {160, 100, 31, 32}}, 3000 + D);
     const uint32_t B = AttentionBlock(D);
     const std::vector<float> serial = RunCase(*ctx, c, AttentionKernel::kSerial, true);
-    for (const AttentionKernel k : {AttentionKernel::kSerial, AttentionKernel::kParallel}) {
-      // Budgets of one block and of three blocks a dispatch for each kernel's charge (gpu/seq_ops.cc).
-      const uint64_t unit = k == AttentionKernel::kSerial ? static_cast<uint64_t>(B) * (3 * D + 5) + D + 8 : D + 7 * B + 16;
-      const uint64_t fixed = k == AttentionKernel::kSerial ? 2 * D + 8 : 32;
+    const char* names[3] = {"serial split", "parallel split", "group split"};
+    for (const AttentionKernel k : {AttentionKernel::kSerial, AttentionKernel::kParallel, AttentionKernel::kGroup}) {
+      // Budgets of one block and of three blocks a dispatch for each kernel's charge (gpu/seq_ops.cc; G = 2).
+      const uint64_t unit = k == AttentionKernel::kSerial     ? static_cast<uint64_t>(B) * (3 * D + 5) + D + 8
+                            : k == AttentionKernel::kParallel ? D + 7 * B + 16
+                                                              : 2 * (D + 6 * B + 16) + 10 * B + 16;
+      const uint64_t fixed = k == AttentionKernel::kSerial ? 2 * D + 8 : k == AttentionKernel::kParallel ? 32 : 64;
       for (const uint64_t blocks : {1, 3}) {
-        ctx->LimitForTesting(0, fixed + blocks * unit);
+        ctx->LimitForTesting(7, fixed + blocks * unit);  // and at most 7 workgroups a dimension: x folds into y
         const std::vector<float> split = RunCase(*ctx, c, k, true);
         ctx->LimitForTesting(0, 0);
-        ExpectSameBits(serial, split, k == AttentionKernel::kSerial ? "serial split" : "parallel split");
+        ExpectSameBits(serial, split, names[static_cast<int>(k) - 1]);
       }
     }
     ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kParallel, true), "parallel, one dispatch");
+    ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kGroup, true), "group, one dispatch");
   }
 }
 
-TEST(GpuAttentionKernels, AutoPicksAVariantAndTheParallelOneRefusesHeadsOver256) {
+TEST(GpuAttentionKernels, AutoPicksAVariantAndTheParallelOnesRefuseHeadsOver256) {
   REQUIRE_DEVICE(ctx);
   const AttentionKernel k = PickAttentionKernel(*ctx, AttentionKernel::kAuto);
   EXPECT_NE(k, AttentionKernel::kAuto);
@@ -218,9 +233,12 @@ TEST(GpuAttentionKernels, AutoPicksAVariantAndTheParallelOneRefusesHeadsOver256)
          pb = Up(*ctx, c.pages), ob = Up(*ctx, std::vector<float>(c.q.size())), ml;
   AttentionShape sh{c.N, c.Hq, c.Hkv, c.D, 1.0f, c.PS, false, AttentionKernel::kParallel};
   EXPECT_FALSE(RecordAttention(*ctx, qb, kb, vb, ob, rb, pb, c.max_pos, sh, ml).ok());
+  sh.kernel = AttentionKernel::kGroup;
+  EXPECT_FALSE(RecordAttention(*ctx, qb, kb, vb, ob, rb, pb, c.max_pos, sh, ml).ok());
   sh.kernel = AttentionKernel::kAuto;  // falls back to the serial kernel
   EXPECT_TRUE(RecordAttention(*ctx, qb, kb, vb, ob, rb, pb, c.max_pos, sh, ml).ok());
-  EXPECT_TRUE(ParseAttentionKernel("parallel").ok() && ParseAttentionKernel("serial").ok());
+  EXPECT_TRUE(ParseAttentionKernel("parallel").ok() && ParseAttentionKernel("serial").ok() &&
+              ParseAttentionKernel("group").ok() && ParseAttentionKernel("auto").ok());
   EXPECT_FALSE(ParseAttentionKernel("fast").ok());
 }
 

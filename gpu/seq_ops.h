@@ -38,10 +38,12 @@ uint32_t AttentionBlock(uint32_t D);
 // grown to the running max / sum scratch it needs.
 // The kernel variants (attention.comp), one float order, so the same bits (I1): kSerial, one invocation per
 // (row, query head) running every key and dimension itself; kParallel, a workgroup of 64 per (row, query head),
-// the block's keys scored side by side and the value sums split over the dims, each sum in the serial order.
-// kAuto: kParallel on a GPU; on a CPU device (lavapipe), where the workgroup's barriers are dear, whichever
-// measured faster there (PickAttentionKernel).
-enum class AttentionKernel { kAuto, kSerial, kParallel };
+// the block's keys scored side by side and the value sums split over the dims, each sum in the serial order;
+// kGroup, kParallel's arithmetic with a workgroup per (row, KV head) running the G query heads of its GQA group
+// (G = 2, 4 or 8; otherwise kParallel runs), each V element read once for the group. kAuto: kParallel on a GPU
+// (kGroup is not measured on one yet); on a CPU device (lavapipe), where the workgroup's barriers are dear,
+// whichever measured faster there (PickAttentionKernel). Head dims over 256 always run kSerial.
+enum class AttentionKernel { kAuto, kSerial, kParallel, kGroup };
 
 struct AttentionShape {
   uint32_t N = 0, Hq = 0, Hkv = 0, D = 0;
@@ -54,7 +56,7 @@ struct AttentionShape {
 // The variant kAuto resolves to on this device (a forced one is kept).
 AttentionKernel PickAttentionKernel(const Context& ctx, AttentionKernel forced);
 
-// "serial" / "parallel" / "auto" (the REWIND_GPU_ATTENTION switch of the GPU backend); anything else: an error.
+// "serial" / "parallel" / "group" / "auto" (the REWIND_GPU_ATTENTION switch of the GPU backend); anything else: an error.
 Expected<AttentionKernel> ParseAttentionKernel(const std::string& name);
 Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Buffer& vp, Buffer& o,
                        const Buffer& rows, const Buffer& pages, uint32_t max_pos, const AttentionShape& sh, Buffer& ml);

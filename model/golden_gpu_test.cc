@@ -198,8 +198,8 @@ TEST(GoldenGpu, DispatchFoldsAndLoopSplitsDoNotChangeABit) {
   EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), 4 * s1.size()));
 }
 
-// The attention kernels (gpu/seq_ops.h AttentionKernel, forced with REWIND_GPU_ATTENTION): the serial and the
-// parallel one give the same logits and states, bit for bit, over a 200-token prompt in chunks of 50 beside
+// The attention kernels (gpu/seq_ops.h AttentionKernel, forced with REWIND_GPU_ATTENTION): the serial, the
+// parallel and the group one give the same logits and states, bit for bit, over a 200-token prompt in chunks of 50 beside
 // another sequence and over 20 tokens decoded one by one. A bad value of the switch fails the load.
 TEST(GoldenGpu, TheAttentionKernelsGiveTheSameBits) {
   std::string why;
@@ -207,9 +207,9 @@ TEST(GoldenGpu, TheAttentionKernelsGiveTheSameBits) {
   std::vector<int32_t> toks(200);
   for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int32_t>((i * 53 + 7) % 3000);
   const std::vector<int32_t> dec(toks.begin(), toks.begin() + 20);
-  std::vector<float> l[2], s[2], dl[2], ds[2];
-  const char* kernels[2] = {"serial", "parallel"};
-  for (int k = 0; k < 2; ++k) {
+  std::vector<float> l[3], s[3], dl[3], ds[3];
+  const char* kernels[3] = {"serial", "parallel", "group"};
+  for (int k = 0; k < 3; ++k) {
     ASSERT_EQ(0, setenv("REWIND_GPU_ATTENTION", kernels[k], 1));
     std::unique_ptr<Model> m = LoadOnVulkan0("tiny-qwen35-q8_0.gguf");
     unsetenv("REWIND_GPU_ATTENTION");
@@ -217,11 +217,13 @@ TEST(GoldenGpu, TheAttentionKernelsGiveTheSameBits) {
     RunShaped(*m, toks, 50, true, &l[k], &s[k]);
     RunShaped(*m, dec, 1, false, &dl[k], &ds[k]);
   }
-  ASSERT_EQ(l[0].size(), l[1].size());
-  EXPECT_EQ(0, std::memcmp(l[0].data(), l[1].data(), 4 * l[0].size())) << "prefill logits";
-  EXPECT_EQ(0, std::memcmp(s[0].data(), s[1].data(), 4 * s[0].size())) << "prefill states";
-  EXPECT_EQ(0, std::memcmp(dl[0].data(), dl[1].data(), 4 * dl[0].size())) << "decode logits";
-  EXPECT_EQ(0, std::memcmp(ds[0].data(), ds[1].data(), 4 * ds[0].size())) << "decode states";
+  for (int k = 1; k < 3; ++k) {
+    ASSERT_EQ(l[0].size(), l[k].size());
+    EXPECT_EQ(0, std::memcmp(l[0].data(), l[k].data(), 4 * l[0].size())) << kernels[k] << " prefill logits";
+    EXPECT_EQ(0, std::memcmp(s[0].data(), s[k].data(), 4 * s[0].size())) << kernels[k] << " prefill states";
+    EXPECT_EQ(0, std::memcmp(dl[0].data(), dl[k].data(), 4 * dl[0].size())) << kernels[k] << " decode logits";
+    EXPECT_EQ(0, std::memcmp(ds[0].data(), ds[k].data(), 4 * ds[0].size())) << kernels[k] << " decode states";
+  }
   ASSERT_EQ(0, setenv("REWIND_GPU_ATTENTION", "fastest", 1));
   LoadOptions lo;
   lo.device = 0;

@@ -140,6 +140,100 @@ void main() {
     }
   }
 }
+#elif defined(ATTN_G)
+// A workgroup of 64 per (row, KV head) running the G = ATTN_G query heads of its GQA group: lane j scores key
+// p0 + j for each head, holds dims j, j + 64, .. of every head's accumulator, and reads each V element once for
+// the G heads. Each head's operations are attention_par's, in its order.
+#extension GL_EXT_control_flow_attributes : require
+#define G ATTN_G
+shared float s_sc[2][G * 64];
+shared float s_w[2][G * 64];
+shared uint s_kb[2][64];
+
+void main() {
+  const uint gid = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;  // (row, KV head)
+  if (gid >= pc.N * pc.Hkv) return;  // uniform over the workgroup, as every early return below
+  const uint lid = gl_LocalInvocationID.x;
+  const uint i = gid / pc.Hkv, kvh = gid % pc.Hkv;  // the host checked Hq == G · Hkv
+  const uint off = uint(rows[2u * i]), pos = uint(rows[2u * i + 1u]);
+  const uint h0 = i * pc.Hq + kvh * G, KW = pc.Hkv * pc.D;  // (row, head) index of the group's first head
+  const uint last = pos / pc.B;
+  if (pc.b0 > last) return;
+  float m[G];
+  float l[G];
+  float acc[G * 4];  // head g, dims lid + 64·k at g·4 + k (D <= 256)
+  [[unroll]] for (uint g = 0u; g < G; ++g) {
+    m[g] = pc.b0 == 0u ? -1.0 / 0.0 : ml[2u * (h0 + g)];
+    l[g] = pc.b0 == 0u ? 0.0 : ml[2u * (h0 + g) + 1u];
+    [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+      const uint d = lid + 64u * k;
+      acc[g * 4u + k] = (pc.b0 == 0u || d >= pc.D) ? 0.0 : o[(h0 + g) * pc.D + d];
+    }
+  }
+  const uint b_end = min(pc.b1, last + 1u);
+  for (uint b = pc.b0; b < b_end; ++b) {
+    const uint sb = b & 1u;
+    const uint p0 = b * pc.B, n = min(p0 + pc.B, pos + 1u) - p0;
+    if (lid < n) {
+      const uint kb = PoolRow(off, p0 + lid) * KW + kvh * pc.D;
+      s_kb[sb][lid] = kb;
+      [[unroll]] for (uint g = 0u; g < G; ++g) s_sc[sb][g * 64u + lid] = Score((h0 + g) * pc.D, kb);
+    }
+    barrier();
+    [[unroll]] for (uint g = 0u; g < G; ++g) {
+      float bm = -1.0 / 0.0;
+      for (uint j = 0u; j < n; ++j) bm = max(bm, s_sc[sb][g * 64u + j]);
+      const float mn = max(m[g], bm);
+      if (mn != m[g]) {
+        precise const float dm = m[g] - mn;
+        const float c = exp(dm);
+        precise const float lc = l[g] * c;
+        l[g] = lc;
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+          precise const float a = acc[g * 4u + k] * c;
+          acc[g * 4u + k] = a;
+        }
+        m[g] = mn;
+      }
+      if (lid < n) {
+        precise const float ds = s_sc[sb][g * 64u + lid] - m[g];
+        s_w[sb][g * 64u + lid] = exp(ds);
+      }
+    }
+    barrier();
+    [[unroll]] for (uint g = 0u; g < G; ++g) {
+      for (uint j = 0u; j < n; ++j) {
+        precise const float lw = l[g] + s_w[sb][g * 64u + j];
+        l[g] = lw;
+      }
+    }
+    for (uint j = 0u; j < n; ++j) {
+      const uint kb = s_kb[sb][j];
+      [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+        const uint d = lid + 64u * k;
+        if (d < pc.D) {
+          const float v = Vx(kb + d);
+          [[unroll]] for (uint g = 0u; g < G; ++g) {
+            precise const float t = s_w[sb][g * 64u + j] * v;
+            acc[g * 4u + k] = acc[g * 4u + k] + t;
+          }
+        }
+      }
+    }
+  }
+  const bool done = b_end == last + 1u;
+  [[unroll]] for (uint g = 0u; g < G; ++g) {
+    const float inv = 1.0 / l[g];
+    [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+      const uint d = lid + 64u * k;
+      if (d < pc.D) o[(h0 + g) * pc.D + d] = done ? acc[g * 4u + k] * inv : acc[g * 4u + k];
+    }
+    if (!done && lid == 0u) {
+      ml[2u * (h0 + g)] = m[g];
+      ml[2u * (h0 + g) + 1u] = l[g];
+    }
+  }
+}
 #else
 void main() {
   const uint gid = LinearX();
