@@ -209,10 +209,19 @@ TEST(GoldenGpu, TheAttentionKernelsGiveTheSameBits) {
   const std::vector<int32_t> dec(toks.begin(), toks.begin() + 20);
   std::vector<float> l[3], s[3], dl[3], ds[3];
   const char* kernels[3] = {"serial", "parallel", "group"};
+  const char* set = std::getenv("REWIND_GPU_ATTENTION");  // the run's own switch, restored after each load
+  const std::string before = set != nullptr ? set : "";
+  auto restore = [&] {
+    if (set != nullptr) {
+      setenv("REWIND_GPU_ATTENTION", before.c_str(), 1);
+    } else {
+      unsetenv("REWIND_GPU_ATTENTION");
+    }
+  };
   for (int k = 0; k < 3; ++k) {
     ASSERT_EQ(0, setenv("REWIND_GPU_ATTENTION", kernels[k], 1));
     std::unique_ptr<Model> m = LoadOnVulkan0("tiny-qwen35-q8_0.gguf");
-    unsetenv("REWIND_GPU_ATTENTION");
+    restore();
     ASSERT_TRUE(m);
     RunShaped(*m, toks, 50, true, &l[k], &s[k]);
     RunShaped(*m, dec, 1, false, &dl[k], &ds[k]);
@@ -228,7 +237,7 @@ TEST(GoldenGpu, TheAttentionKernelsGiveTheSameBits) {
   LoadOptions lo;
   lo.device = 0;
   auto bad = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-q8_0.gguf", lo);
-  unsetenv("REWIND_GPU_ATTENTION");
+  restore();
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("unknown attention kernel"), std::string::npos) << bad.error().message;
 }
