@@ -12,7 +12,7 @@
 // position p lives at pool row pages[off + p / PS] · PS + p % PS, off = the row's entry in `rows`. No gather copy.
 // GQA: query head h reads KV head h / (Hq / Hkv). No atomics.
 //
-// Two variants with the same float operations in the same order, so the same bits (gpu/seq_ops.h
+// Three kernels with the same float operations in the same order, so the same bits (gpu/seq_ops.h
 // AttentionKernel):
 // - serial ("attention"): one invocation per (row, head) runs every key and every dimension itself;
 // - ATTN_PAR ("attention_par"): a workgroup of 64 per (row, head). Per block, lane j scores key p0 + j (the
@@ -22,6 +22,8 @@
 //   (d = j, j + 64, ..), adds w_p · V[p][d] over the block's keys in ascending order. Parallel over keys for the
 //   scores and over d for the values; every sum keeps the serial kernel's order. Accumulators stay in registers
 //   for the dispatch and go to o (and m, l to ml) at its end.
+// - ATTN_G = 2, 4, 8 ("attention_gqaG"): ATTN_PAR's per-head operations with a workgroup per (row, KV head) for
+//   the G query heads of its GQA group (below).
 layout(local_size_x = 64) in;
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
