@@ -26,8 +26,9 @@ uint32_t UnitsPerDispatch(const Context& ctx, uint64_t per_unit, uint64_t fixed,
 // The parallel variants' lanes hold 4 dims of a head each.
 constexpr uint32_t kAttentionParallelMaxD = 256;
 
-// kAuto's choice on a CPU device (lavapipe), where a workgroup's barriers cost more than on a GPU: measured
-// below (docs/gpu.md "Parallel attention").
+// kAuto's choice on a CPU device (lavapipe), where a workgroup's barriers and per-lane loops cost more than on a
+// GPU: the serial kernel measured fastest there (docs/gpu.md "Attention kernels": tiny-qwen35-f32 pp64 at depth
+// 4,096 about 2x the parallel ones; the 0.8B shape level with the group kernel).
 constexpr AttentionKernel kAttentionOnCpuDevice = AttentionKernel::kSerial;
 
 }  // namespace
