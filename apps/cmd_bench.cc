@@ -170,6 +170,30 @@ Expected<std::pair<double, double>> FusedRollbackCost(model::Model& m, model::Kv
   return std::make_pair(Median(plain), Median(diff));
 }
 
+// The cost of returning a row's best k pairs instead of the row (device selection and download, or the host's
+// selection on the CPU): decode steps of token `tok` at `pos` from slot 0 into slot 2, alternately with the full
+// row and with the pairs. Returns {median full-row step, median of the paired differences} (drift cancels).
+Expected<std::pair<double, double>> TopKCost(model::Model& m, model::KvStorage& kv, model::StateStorage& st,
+                                             std::span<const int32_t> pages, int32_t pos, const int32_t* tok,
+                                             int32_t k, int pairs) {
+  std::vector<double> full, diff;
+  model::ForwardOutput out;
+  for (int r = 0; r < pairs; ++r) {
+    double t[2];
+    for (int top = 0; top < 2; ++top) {
+      model::BatchSeq d{0, 2, pages, pos, std::span<const int32_t>(tok, 1), false};
+      model::ForwardOptions fo;
+      fo.top_k = top ? k : 0;
+      const double t0 = NowSeconds();
+      REWIND_RETURN_IF_ERROR(m.Forward({&d, 1}, kv, st, &out, fo));
+      t[top] = NowSeconds() - t0;
+    }
+    full.push_back(t[0]);
+    diff.push_back(t[1] - t[0]);
+  }
+  return std::make_pair(Median(full), Median(diff));
+}
+
 // Memory-system costs (issue: checkpoint create/restore vs memcpy, replay rollback vs one decode step).
 Status BenchMemory(model::Model& m, int reps) {
   const int page = 32, n_pages = 8;
@@ -313,6 +337,7 @@ int CmdBench(int argc, char** argv) {
   double synth = -1;
   bool memory = false;
   int verify = 0;
+  int decode_top_k = 0;
   FlagSet flags("rewind bench", "Prefill (pp) and decode (tg) tokens/s, like llama-bench.");
   flags.Add("model", 'm', &model_path, "GGUF model file (required)");
   flags.Add("threads", 't', &threads, "threads (0 = all cores)");
@@ -320,6 +345,10 @@ int CmdBench(int argc, char** argv) {
   dev.Declare(flags);
   flags.Add("n-prompt", 'p', &n_prompt, "prompt tokens for the prefill test (0 = skip)");
   flags.Add("n-gen", 'n', &n_gen, "generated tokens for the decode test (0 = skip)");
+  flags.Add("top-k", 0, &decode_top_k,
+            "decode test: each step returns its row's best K (logit, id) pairs instead of the logits row, as the "
+            "engine asks for greedy and top-k requests (1..128; 0 = the full row), then times such steps against "
+            "full-row steps, paired");
   flags.Add("repetitions", 'r', &reps, "runs per test; the median is reported");
   flags.Add("n-depth", 'd', &n_depth,
             "context depth: tokens prefilled (untimed, once) before the pp and tg tests run at that position, "
@@ -349,7 +378,8 @@ int CmdBench(int argc, char** argv) {
     PrintDevices();
     return 0;
   }
-  if (!st.ok() || model_path.empty() || reps < 1 || n_prompt < 0 || n_gen < 0 || n_depth < 0) {
+  if (!st.ok() || model_path.empty() || reps < 1 || n_prompt < 0 || n_gen < 0 || n_depth < 0 || decode_top_k < 0 ||
+      decode_top_k > kernels::kMaxTopLogits) {
     std::fprintf(stderr, "rewind bench: %s\n", st.ok() ? "need -m MODEL, r >= 1, p,n,d >= 0" : st.error().message.c_str());
     return 2;
   }
@@ -533,7 +563,9 @@ int CmdBench(int argc, char** argv) {
         s.pages = pages;
         s.pos0 = n_depth + i;
         s.tokens = std::span<const int32_t>(tokens.data() + n_depth + i, 1);
-        Status fs = m.Forward({&s, 1}, **kvs, **sts, &out);
+        model::ForwardOptions fo;
+        fo.top_k = decode_top_k;
+        Status fs = m.Forward({&s, 1}, **kvs, **sts, &out, fo);
         if (!fs.ok()) {
           std::fprintf(stderr, "rewind bench: %s\n", fs.error().ToString().c_str());
           return 1;
@@ -549,11 +581,23 @@ int CmdBench(int argc, char** argv) {
     PrintPeakRss();
     const double region_ns = kernels::MeasureRegionNanos(*pool, 20000);
     const double read_bw = ReadBandwidth(*pool);
-    std::printf("tg%d%s %.2f tok/s\n", n_gen, DepthSuffix(n_depth).c_str(), tg);
+    std::printf("tg%d%s%s %.2f tok/s\n", n_gen, DepthSuffix(n_depth).c_str(),
+                decode_top_k > 0 ? (" (top-" + std::to_string(decode_top_k) + " pairs)").c_str() : "", tg);
     std::printf("parallel regions per decode token: %.0f; one empty region: %.0f ns at %d threads (%.1f%% of a "
                 "decode step)\n",
                 regions_per_token, region_ns, pool->size(), 100.0 * regions_per_token * region_ns * 1e-9 * tg);
     std::printf("weights read per token: %.1f MiB; decode bandwidth %.2f GB/s\n", wbytes / 1048576.0, wbytes * tg / 1e9);
+    if (decode_top_k > 0) {
+      auto cost = TopKCost(m, **kvs, **sts, pages, n_depth + n_gen, tokens.data() + n_depth + n_gen, decode_top_k,
+                           4 * reps + 1);
+      if (!cost.ok()) {
+        std::fprintf(stderr, "rewind bench: %s\n", cost.error().ToString().c_str());
+        return 1;
+      }
+      std::printf("decode step with the top-%d pairs instead of the %d-entry row: %+.3f ms (full-row step %.3f ms; "
+                  "median of %d paired steps)\n",
+                  decode_top_k, m.config().n_vocab, 1e3 * cost->second, 1e3 * cost->first, 4 * reps + 1);
+    }
     std::printf("machine read bandwidth (%d threads streaming at once): %.2f GB/s; decode bound at that rate: %.2f "
                 "tok/s; reached %.0f%%\n",
                 pool->size(), read_bw / 1e9, read_bw / wbytes, 100.0 * tg * wbytes / read_bw);

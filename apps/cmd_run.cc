@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "apps/command.h"
+#include "apps/device_flags.h"
 #include "apps/image_flags.h"
 #include "apps/kv_flags.h"
 #include "base/flags.h"
@@ -46,7 +47,13 @@ int Run(int argc, char** argv) {
             "an image (PNG or JPEG) for the prompt, with --mmproj: it goes where -p has <__media__>, else first");
   ImageFlags image_flags;
   image_flags.Declare(flags);
+  DeviceFlags dev;
+  dev.Declare(flags);
   Status st = flags.Parse(argc, argv);
+  if (st.ok() && dev.list && !flags.help_requested()) {
+    PrintDevices();
+    return 0;
+  }
   if (!st.ok()) {
     std::fprintf(stderr, "rewind run: %s\n%s", st.error().message.c_str(), flags.Help().c_str());
     return 2;
@@ -69,7 +76,16 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "rewind run: %s\n", kv_types.error().message.c_str());
     return 2;
   }
-  auto loaded = model::Model::Load(model_path, {threads});
+  auto device = dev.Resolve();
+  if (!device.ok()) {
+    std::fprintf(stderr, "rewind run: %s\n", device.error().message.c_str());
+    return 2;
+  }
+  model::LoadOptions lo;
+  lo.n_threads = threads;
+  lo.device = *device;
+  lo.n_gpu_layers = dev.n_gpu_layers;
+  auto loaded = model::Model::Load(model_path, lo);
   if (!loaded.ok()) {
     std::fprintf(stderr, "rewind run: %s\n", loaded.error().ToString().c_str());
     return 1;

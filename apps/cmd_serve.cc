@@ -105,6 +105,9 @@ int Serve(int argc, char** argv) {
   flags.Add("lazy-rollback", 0, &ec.lazy_rollback,
             "re-apply a rollback's kept tokens inside the next forward instead of at once (same results; "
             "--no-lazy-rollback replays at once)");
+  flags.Add("sample-top-k", 0, &ec.sample_top_k,
+            "sample from each row's best K logits where the sampler settings allow it (same tokens; a GPU then "
+            "downloads 8*K bytes per row instead of the row; --no-sample-top-k: always full rows)");
   flags.Add("spec", 0, &ec.spec, "speculative decoding: mtp, draft, ngram or comma-combined (\"\" = off)");
   flags.Add("model-draft", 0, &ec.model_draft, "draft model GGUF for --spec draft");
   flags.Add("draft-max", 0, &draft_max, "max drafted tokens per step");

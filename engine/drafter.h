@@ -36,6 +36,11 @@ class Drafter {
   virtual void End(int32_t key) = 0;
   // True if Observe needs the hidden rows (MTP).
   virtual bool wants_hidden() const { return false; }
+  // Where a draft model's forward runs ("cpu" or "vulkanN (name, memory)"); the other drafters run no model.
+  virtual std::string device() const { return "cpu"; }
+  // Device memory the drafter holds at most with n_seqs sequences of up to n_ctx tokens (0 on the CPU): what
+  // the target's KV page pool must leave free on a shared device.
+  virtual uint64_t device_bytes(int32_t /*n_ctx*/, int32_t /*n_seqs*/) const { return 0; }
 };
 
 // n-gram prompt lookup: the longest recent n-gram (n = max_n .. 1) of the context that occurred earlier in it

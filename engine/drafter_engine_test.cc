@@ -9,6 +9,7 @@
 
 #include "engine/collect_sink.h"
 #include "engine/engine_config.h"
+#include "gpu/device.h"
 
 namespace rw::engine {
 namespace {
@@ -22,8 +23,9 @@ const std::string kDraftQ8 = std::string(REWIND_TEST_DATA) + "/golden/models/tin
 // draft_model: the --model-draft file for a spec containing "draft" (default: the target itself).
 std::unique_ptr<Engine> MakeEngine(const std::string& spec, int draft_max, bool cache,
                                    const std::string& draft_model = kModel,
-                                   const std::string& target = kModel) {
+                                   const std::string& target = kModel, int32_t device = -1) {
   EngineConfig c;
+  c.device = device;
   c.model_path = target;
   c.model_draft = spec.find("draft") != std::string::npos ? draft_model : "";
   c.n_ctx = 512;
@@ -165,6 +167,29 @@ TEST(DrafterEngine, Lfm2KeepsGreedyOutputWithNgramAndDraftModel) {
 // kimi-linear: KDA's per-channel decays in the replay log, MLA's latent rows in the pages.
 TEST(DrafterEngine, KimiLinearKeepsGreedyOutputWithNgramAndDraftModel) {
   CheckGreedyOutputWithNgramAndDraftModel("tiny-kimi-linear-f32.gguf");
+}
+
+// On the GPU the draft model runs where the target runs (docs/gpu.md): its growing KV, its states and its replay
+// log on the device. Greedy tokens and logprobs with speculation are those of the plain run on the device; the
+// q8_0 draft is partly accepted (rollbacks on the device).
+TEST(DrafterEngine, OnTheGpuTheDraftModelRunsThereAndKeepsGreedyOutput) {
+  auto devs = gpu::ListDevices();
+  if (!devs.ok() || devs->empty())
+    GTEST_SKIP() << "no Vulkan device: " << (devs.ok() ? "the loader found none" : devs.error().message);
+  auto plain = MakeEngine("", 4, true, kModel, kModel, 0);
+  ASSERT_TRUE(plain);
+  const auto ref = RunAll(*plain);
+  int64_t drafted = 0, accepted = 0;
+  for (int draft : {2, 5}) {
+    auto e = MakeEngine("draft", draft, true, kDraftQ8, kModel, 0);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->Info().draft_device.rfind("vulkan0", 0), 0u) << e->Info().draft_device;
+    ExpectPlainOutput(ref, RunAll(*e), "vulkan0 draft " + std::to_string(draft), &drafted, &accepted);
+  }
+  std::printf("vulkan0 --spec draft: %lld drafted, %lld accepted\n", static_cast<long long>(drafted),
+              static_cast<long long>(accepted));
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, drafted);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "engine/drafter.h"
 #include "engine/drafter_kv.h"
+#include "kernels/kv_quant.h"
 #include "model/forward.h"
 
 namespace rw::engine {
@@ -25,6 +26,18 @@ class ModelDrafter final : public Drafter {
   explicit ModelDrafter(std::unique_ptr<model::Model> draft) : draft_(std::move(draft)) {}
 
   const char* name() const override { return "draft"; }
+  std::string device() const override { return draft_->device_description(); }
+  // Its weights and scratch, and per sequence two state slots and a KV that grows by doubling its pages (so up
+  // to twice the pages of n_ctx tokens).
+  uint64_t device_bytes(int32_t n_ctx, int32_t n_seqs) const override {
+    if (draft_->device_name() == "cpu") return 0;
+    const model::StateShape sh = draft_->MakeStateShape();
+    const int32_t pages = 2 * ((n_ctx + kPageSize - 1) / kPageSize + 1);
+    const model::KvStorageConfig kc = draft_->MakeKvConfig(pages, kPageSize);
+    const uint64_t kv = static_cast<uint64_t>(kc.n_layers) * kc.page_size * pages *
+                        (kernels::KvRowBytes(kc.type.k, kc.row_width) + kernels::KvRowBytes(kc.type.v, kc.row_width));
+    return draft_->device_bytes() + static_cast<uint64_t>(n_seqs) * (kv + 2 * sh.bytes_per_state());
+  }
 
   void Begin(int32_t key, std::span<const int32_t>) override {
     seqs_.erase(key);
@@ -185,9 +198,17 @@ class ModelDrafter final : public Drafter {
 
 Expected<std::unique_ptr<Drafter>> MakeModelDrafter(const std::string& path, model::Model& target,
                                                     int32_t n_threads) {
+  // The draft runs where the target runs (its KV, states and replay log then live on that device too); a draft
+  // the device cannot run (another architecture, a weight type it lacks) falls back to the CPU, with a warning.
   model::LoadOptions lo;
   lo.n_threads = std::max(1, n_threads);
+  lo.device = target.device_index();
   auto draft = model::Model::Load(path, lo);
+  if (!draft.ok() && lo.device >= 0 && draft.error().kind == ErrorKind::kUnsupported) {
+    LOG_WARN("draft model '%s' runs on the CPU: %s", path.c_str(), draft.error().message.c_str());
+    lo.device = -1;
+    draft = model::Model::Load(path, lo);
+  }
   if (!draft.ok()) {
     Error e = draft.error();
     e.message = "draft model '" + path + "': " + e.message;

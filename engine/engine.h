@@ -172,6 +172,7 @@ struct EngineInfo {
   int32_t n_parallel = 0;      // sequence slots
   std::vector<int32_t> eog_tokens;
   std::string device = "cpu";  // where the forward runs: "cpu" or "vulkanN (name, memory)"
+  std::string draft_device;    // where --spec draft's draft model runs (as `device`); empty without one
   // On a GPU, at load: the device's memory, what the weights and first scratch take, the KV page pool and the
   // recurrent-state slots held there (docs/gpu.md); the cache budget's checkpoints are host memory. 0 on the CPU.
   uint64_t device_memory_total = 0, device_weights_bytes = 0, device_kv_bytes = 0, device_state_bytes = 0;

@@ -150,6 +150,9 @@ std::string EngineImpl::MetricsText() {
           c.admission_waits);
   counter("rewind_batches_total", "Forward batches run.", c.batches);
   counter("rewind_batch_tokens_total", "Tokens evaluated in forward batches.", c.batch_tokens);
+  counter("rewind_batches_top_k_total",
+          "Forward batches whose rows were sampled from each row's best K logits (no full-row download).",
+          c.batches_top_k);
   os << "# HELP rewind_prompt_seconds_total Time spent evaluating prompts.\n# TYPE rewind_prompt_seconds_total counter\n"
      << "rewind_prompt_seconds_total " << c.prompt_seconds << "\n";
   os << "# HELP rewind_decode_seconds_total Time spent in decode steps.\n# TYPE rewind_decode_seconds_total counter\n"

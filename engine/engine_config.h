@@ -48,6 +48,10 @@ struct EngineConfig {
   int32_t checkpoint_every = 1024; // checkpoint every N tokens inside long messages (0 = off)
   std::string slot_save_path;      // directory for /slots save|restore ("" = cache_dir or refuse)
   bool lazy_rollback = true;       // replay-log rollbacks fused into the next forward (false = --no-lazy-rollback)
+  // Decode rows sampled from the forward's best K (logit, id) pairs where every row of the batch allows it
+  // (Sampler::CandidatesNeeded, no logprobs): same tokens, 8·K bytes per row from a GPU instead of the row
+  // (false = --no-sample-top-k: always full rows; docs/api.md, "Sampling").
+  bool sample_top_k = true;
   // Speculative decoding.
   std::string spec;                // "", "mtp", "draft", "ngram", or comma-combined
   std::string model_draft;         // draft model GGUF for --spec draft

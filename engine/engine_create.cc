@@ -122,6 +122,29 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
     int64_t avail = AvailableMemoryBytes();
     hc.budget_bytes = std::min<int64_t>(avail / 2, int64_t{8} << 30);
   }
+  // The drafters first: a draft model on the GPU holds device memory the KV page pool must leave free.
+  if (!config.spec.empty()) {
+    std::stringstream ss(config.spec);
+    std::string kind;
+    while (std::getline(ss, kind, ',')) {
+      if (kind == "ngram") {
+        e->drafters_.push_back(MakeNgramDrafter(3));
+      } else if (kind == "mtp") {
+        REWIND_ASSIGN_OR_RETURN(auto d, MakeMtpDrafter(*e->model_, lo.n_threads, config.draft_vocab));
+        e->drafters_.push_back(std::move(d));
+      } else if (kind == "draft") {
+        REWIND_ASSIGN_OR_RETURN(auto d, MakeModelDrafter(config.model_draft, *e->model_, lo.n_threads));
+        e->info_.draft_device = d->device();
+        LOG_INFO("draft model %s on %s", config.model_draft.c_str(), e->info_.draft_device.c_str());
+        e->drafters_.push_back(std::move(d));
+      }
+    }
+    if (config.spec_synth_accept >= 0)
+      LOG_WARN("--spec-synth-accept %.3f: drafted tokens are accepted at random; the output is NOT the model's "
+               "output (benchmarking only)", config.spec_synth_accept);
+  }
+  for (const auto& d : e->drafters_)
+    hc.device_reserved_bytes += static_cast<int64_t>(d->device_bytes(n_ctx, config.n_parallel));
   hc.device_bytes = config.cache_device_mib << 20;
   REWIND_ASSIGN_OR_RETURN(e->cache_, HybridCache::Create(*e->model_, hc));
   if (e->model_->device_name() != "cpu") {
@@ -148,24 +171,6 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
     n_ctx = fit;
   }
 
-  if (!config.spec.empty()) {
-    std::stringstream ss(config.spec);
-    std::string kind;
-    while (std::getline(ss, kind, ',')) {
-      if (kind == "ngram") {
-        e->drafters_.push_back(MakeNgramDrafter(3));
-      } else if (kind == "mtp") {
-        REWIND_ASSIGN_OR_RETURN(auto d, MakeMtpDrafter(*e->model_, lo.n_threads, config.draft_vocab));
-        e->drafters_.push_back(std::move(d));
-      } else if (kind == "draft") {
-        REWIND_ASSIGN_OR_RETURN(auto d, MakeModelDrafter(config.model_draft, *e->model_, lo.n_threads));
-        e->drafters_.push_back(std::move(d));
-      }
-    }
-    if (config.spec_synth_accept >= 0)
-      LOG_WARN("--spec-synth-accept %.3f: drafted tokens are accepted at random; the output is NOT the model's "
-               "output (benchmarking only)", config.spec_synth_accept);
-  }
   e->info_.model_path = config.model_path;
   e->info_.model_name = config.model_alias.empty() ? BaseName(config.model_path) : config.model_alias;
   e->info_.n_ctx = n_ctx;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "base/cache_root.h"
+#include "base/check.h"
 #include "base/cpu_features.h"
 #include "base/file.h"
 #include "base/hex.h"
@@ -318,7 +319,8 @@ bool EngineImpl::Step() {
   bool want_hidden = std::any_of(drafters_.begin(), drafters_.end(), [](auto& d) { return d->wants_hidden(); });
   std::vector<int32_t> pos0(items.size());
   for (size_t k = 0; k < items.size(); ++k) pos0[k] = slots_[item_slot[k]]->n_evaluated;
-  Status st = cache_->Evaluate(items, &out, want_hidden);
+  const int32_t top_k = BatchTopK(items, item_slot);
+  Status st = cache_->Evaluate(items, &out, want_hidden, top_k);
   double dt = NowSeconds() - t0;
   if (!st.ok()) {
     LOG_ERROR("batch failed: %s", st.error().ToString().c_str());
@@ -326,6 +328,7 @@ bool EngineImpl::Step() {
     return true;
   }
   counters_.batches++;
+  if (top_k > 0) counters_.batches_top_k++;
   for (const auto& it : items) counters_.batch_tokens += it.tokens.size();
   if (!drafters_.empty()) {
     const double t_observe = NowSeconds();
@@ -369,26 +372,44 @@ bool EngineImpl::Step() {
       if (a.prefill) a.prefill->Finish(prompt_size);
       a.t_first = NowSeconds();
     }
-    Emit(a, out.Row(out.seq_first_row[k]));
+    Emit(a, RowOf(out, out.seq_first_row[k]));
   }
   UpdateDraftCost(costs, NowSeconds() - t_step);
   return true;
 }
 
-void EngineImpl::Emit(Active& a, std::span<const float> logits) {
-  size_t slot = 0;
-  while (slots_[slot].get() != &a) ++slot;
-  int32_t token = a.sampler->Sample(logits);
-  if (EmitToken(slot, a, token, logits)) a.pending_token = token;
+// Every row of the batch is sampled by its request's sampler, and logprobs read the full row: the pairs do
+// only where each of those samplers is satisfied by its best K (the largest K of the batch serves all; a
+// verify item's rows share one sampler, whose need does not change between them).
+int32_t EngineImpl::BatchTopK(std::span<const EvalItem> items, std::span<const size_t> item_slot) const {
+  if (!config_.sample_top_k) return 0;
+  int32_t k = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].no_logits) continue;
+    const Active& a = *slots_[item_slot[i]];
+    if (a.request.logprobs || a.request.top_logprobs > 0) return 0;
+    const int32_t need = a.sampler->CandidatesNeeded();
+    if (need == 0) return 0;
+    k = std::max(k, need);
+  }
+  return k;
 }
 
-bool EngineImpl::EmitToken(size_t slot, Active& a, int32_t token, std::span<const float> logits) {
+void EngineImpl::Emit(Active& a, const SampleRow& row) {
+  size_t slot = 0;
+  while (slots_[slot].get() != &a) ++slot;
+  int32_t token = a.sampler->Sample(row);
+  if (EmitToken(slot, a, token, row)) a.pending_token = token;
+}
+
+bool EngineImpl::EmitToken(size_t slot, Active& a, int32_t token, const SampleRow& row) {
   a.sampler->Accept(token);
   TokenEvent ev;
   ev.token = token;
   if (a.request.logprobs || a.request.top_logprobs > 0) {
-    ev.logprob = Sampler::Logprob(logits, token);
-    if (a.request.top_logprobs > 0) ev.top = Sampler::TopLogprobs(logits, a.request.top_logprobs);
+    REWIND_CHECK_MSG(row.full(), "logprobs of request %" PRIu64 " need the full logits row", a.id);
+    ev.logprob = Sampler::Logprob(row.logits, token);
+    if (a.request.top_logprobs > 0) ev.top = Sampler::TopLogprobs(row.logits, a.request.top_logprobs);
   }
   bool is_eog = std::find(eog_.begin(), eog_.end(), token) != eog_.end();
   if (is_eog && !a.request.ignore_eos) {

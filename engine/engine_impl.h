@@ -85,6 +85,7 @@ class EngineImpl final : public Engine {
     uint64_t miss_no_shared_prefix = 0, miss_no_exact_state = 0, hits_exact = 0;
     std::map<std::string, uint64_t> resume_source;
     uint64_t batches = 0, batch_tokens = 0;
+    uint64_t batches_top_k = 0;         // batches whose rows were sampled from the forward's top-k pairs
     uint64_t admission_waits = 0;       // requests that waited for the running ones' reserved memory
     double prompt_seconds = 0, decode_seconds = 0;
     uint64_t spec_rounds = 0, spec_drafted = 0, spec_accepted = 0, spec_rollbacks = 0;
@@ -99,9 +100,17 @@ class EngineImpl final : public Engine {
   void RunTasks();
   void Admit();
   bool Step();  // one batch; false when there was nothing to do
-  void Emit(Active& a, std::span<const float> logits);
-  // Emits `token` (chosen from `logits`) for the request in `slot`; false if the request finished.
-  bool EmitToken(size_t slot, Active& a, int32_t token, std::span<const float> logits);
+  // ForwardOptions::top_k for a batch: the largest Sampler::CandidatesNeeded() of the requests whose rows it
+  // samples, or 0 (full rows) when sample_top_k is off or one of them needs the full row (its sampler
+  // configuration, logprobs).
+  int32_t BatchTopK(std::span<const EvalItem> items, std::span<const size_t> item_slot) const;
+  // Output row r of a forward as the sampler reads it (pairs when the forward ran with top_k).
+  static SampleRow RowOf(const model::ForwardOutput& out, int32_t r) {
+    return out.top_k > 0 ? SampleRow::Top(out.Top(r), out.n_vocab) : SampleRow::Full(out.Row(r));
+  }
+  void Emit(Active& a, const SampleRow& row);
+  // Emits `token` (chosen from `row`) for the request in `slot`; false if the request finished.
+  bool EmitToken(size_t slot, Active& a, int32_t token, const SampleRow& row);
   // Verifies a speculative item: accepts a prefix of the draft, emits tokens, rolls the rejected tail back.
   void VerifyDraft(size_t slot, const model::ForwardOutput& out, int32_t first_row, int32_t pos0,
                    std::span<const int32_t> item_tokens);

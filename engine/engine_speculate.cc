@@ -78,7 +78,7 @@ void EngineImpl::VerifyDraft(size_t slot, const model::ForwardOutput& out, int32
   bool alive = true;
   bool synth = config_.spec_synth_accept >= 0;
   for (int32_t i = 0; i <= n_draft && alive; ++i) {
-    std::span<const float> row = out.Row(first_row + i);
+    const SampleRow row = RowOf(out, first_row + i);
     if (i == n_draft) {  // every draft token accepted: the last row gives one more token for free
       int32_t t = a.sampler->Sample(row);
       alive = EmitToken(slot, a, t, row);

@@ -219,7 +219,7 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
   }
   if (m.pages_apart) {
     REWIND_ASSIGN_OR_RETURN(m.max_pages, DevicePagePool(model, m, config.kv_type, config.device_bytes,
-                                                        config.n_seq_max, config.n_ctx));
+                                                        config.device_reserved_bytes, config.n_seq_max, config.n_ctx));
   }
   if (Status s = m.Validate(); !s.ok())
     return Error::InvalidArgument("cache: " + s.error().message + " (raise the cache budget)");
@@ -335,7 +335,8 @@ int32_t HybridCache::MaxChunk(SeqId seq, int32_t want) const {
   return n;
 }
 
-Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutput* out, bool hidden_all) {
+Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutput* out, bool hidden_all,
+                             int32_t top_k) {
   Impl& im = *impl_;
   if (items.empty()) return Error::InvalidArgument("empty batch");
   const int32_t n_vocab = im.model->config().n_vocab;
@@ -396,6 +397,7 @@ Status HybridCache::Evaluate(std::span<const EvalItem> items, model::ForwardOutp
   model::ForwardOptions opts;
   opts.replay = &replay;
   opts.hidden_all = hidden_all;
+  opts.top_k = top_k;
   Status st = im.model->Forward(batch, *im.kv, *im.states, out, opts);
   REWIND_CHECK_MSG(st.ok(), "forward failed on a validated batch: %s", st.error().message.c_str());
   for (size_t i = 0; i < items.size(); ++i) {

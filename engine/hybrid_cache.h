@@ -27,6 +27,8 @@ struct HybridCacheConfig {
                                   // the checkpoints alone (the pages are device memory)
   int64_t device_bytes = 0;       // on a GPU: the KV page pool in device memory (0: every sequence's full context
                                   // twice over, at most what the device holds)
+  int64_t device_reserved_bytes = 0;  // on a GPU: device memory others on it hold at most (a draft model), which
+                                      // the derived page pool leaves free
   int32_t page_tokens = 32;
   model::KvTypes kv_type = model::KvType::kF16;  // K and V element types (kernels/kv_quant.h)
   int32_t n_seq_max = 4;          // concurrent live sequences (each may hold 2 state slots)
@@ -139,7 +141,10 @@ class HybridCache {
   // pages (evicting if needed; fails cleanly, changing nothing, if impossible), records the replay log,
   // snapshots checkpoints at planned positions reached. out->Row(out->seq_first_row[i] + j) are item i's rows.
   // hidden_all: also fill out->hidden_all (every token's final normed hidden row, batch order; for MTP).
-  Status Evaluate(std::span<const EvalItem> items, model::ForwardOutput* out, bool hidden_all = false);
+  // top_k > 0: out->Top(r) holds each row's best top_k (logit, id) pairs instead of the logits rows
+  // (model::ForwardOptions::top_k; a GPU downloads only the pairs).
+  Status Evaluate(std::span<const EvalItem> items, model::ForwardOutput* out, bool hidden_all = false,
+                  int32_t top_k = 0);
 
   // Exact rollback to n (speculative rejection, edits): see memory::MemoryManager::PlanTruncate.
   Expected<TruncateResult> Truncate(memory::SeqId seq, int32_t n);

@@ -115,15 +115,38 @@ void Sampler::Accept(int32_t token) {
     matcher_->Advance(vocab_->pieces[token]);
 }
 
-void Sampler::Load(std::span<const float> logits) {
-  n_vocab_ = static_cast<int32_t>(logits.size());
+void Sampler::Load(const SampleRow& row) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  n_vocab_ = row.n_vocab;
   auto& d = cand_.data;
-  d.resize(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) d[i] = {static_cast<int32_t>(i), logits[i], 0.0};
+  if (row.full()) {
+    d.resize(row.logits.size());
+    for (size_t i = 0; i < row.logits.size(); ++i) {
+      const float v = row.logits[i];
+      d[i] = {static_cast<int32_t>(i), std::isnan(v) ? kNegInf : v, 0.0};
+    }
+    cand_.sorted = false;
+    cand_.identity = true;
+    for (const LogitBias& b : params_.logit_bias)
+      if (b.token >= 0 && b.token < n_vocab_) d[b.token].logit += b.bias;
+    return;
+  }
+  // The best pairs stand for the whole row only where the first stage that changes anything keeps at most
+  // CandidatesNeeded() of the best tokens (no logit_bias: that is 0).
+  const int32_t need = CandidatesNeeded();
+  REWIND_CHECK_MSG(need > 0, "this sampler configuration needs the full logits row");
+  REWIND_CHECK_MSG(static_cast<int32_t>(row.top.size()) >= std::min(need, row.n_vocab),
+                   "%zu candidate pairs for a sampler that needs %d", row.top.size(), need);
+  d.resize(row.top.size());
+  for (size_t i = 0; i < row.top.size(); ++i) {
+    const kernels::TopLogit& t = row.top[i];
+    REWIND_CHECK_MSG(t.id >= 0 && t.id < n_vocab_, "candidate id %d outside the vocabulary", t.id);
+    d[i] = {t.id, std::isnan(t.logit) ? kNegInf : t.logit, 0.0};
+  }
+  // Not marked sorted: the first active stage (top-k, or temperature <= 0) orders them with `Better` exactly
+  // as it orders the full row's survivors.
   cand_.sorted = false;
-  cand_.identity = true;
-  for (const LogitBias& b : params_.logit_bias)
-    if (b.token >= 0 && b.token < n_vocab_) d[b.token].logit += b.bias;
+  cand_.identity = false;
 }
 
 void Sampler::MaskAll() {
@@ -195,6 +218,40 @@ bool Sampler::GreedyShortcut() const {
   return true;
 }
 
+// Whether the stage changes anything at all (a switched-off stage, or a temperature of exactly 1, whose
+// division changes no bit, leaves the candidates as they are).
+bool Sampler::StageActive(SamplerStage s) const {
+  const SamplingParams& p = params_;
+  switch (s) {
+    case SamplerStage::kPenalties:
+      return penalties_.enabled();
+    case SamplerStage::kDry:
+      return dry_.enabled();
+    case SamplerStage::kTemperature:
+      return p.temperature != 1.0f;
+    default:
+      return !CommutesWithMask(s);
+  }
+}
+
+int32_t Sampler::CandidatesNeeded() const {
+  const SamplingParams& p = params_;
+  if (matcher_ || !p.logit_bias.empty() || p.mirostat != 0) return 0;
+  if (GreedyShortcut()) {
+    // Only the penalties and DRY of the chain run before the best token is taken, over the whole vocabulary.
+    for (SamplerStage s : p.stages)
+      if ((s == SamplerStage::kPenalties || s == SamplerStage::kDry) && StageActive(s)) return 0;
+    return 1;
+  }
+  for (SamplerStage s : p.stages) {
+    if (!StageActive(s)) continue;
+    if (s == SamplerStage::kTopK) return p.top_k <= kernels::kMaxTopLogits ? p.top_k : 0;
+    if (s == SamplerStage::kTemperature && p.temperature <= 0.0f) return 1;
+    return 0;
+  }
+  return 0;
+}
+
 void Sampler::ApplyStage(SamplerStage stage, double xtc_coin) {
   switch (stage) {
     case SamplerStage::kPenalties:
@@ -227,8 +284,8 @@ void Sampler::ApplyStage(SamplerStage stage, double xtc_coin) {
   }
 }
 
-std::vector<std::pair<int32_t, double>> Sampler::Distribution(std::span<const float> logits) {
-  Load(logits);
+std::vector<std::pair<int32_t, double>> Sampler::Distribution(const SampleRow& row) {
+  Load(row);
   const bool xtc_on = params_.xtc_probability > 0.0f && params_.xtc_threshold <= 0.5f;
   const double coin = xtc_on && params_.mirostat == 0 ? Uniform() : 1.0;
   bool masked = matcher_ == nullptr;
@@ -264,7 +321,9 @@ std::vector<std::pair<int32_t, double>> Sampler::Distribution(std::span<const fl
   last_.clear();
   if (d.empty()) {
     // Nothing allowed (a grammar with no way forward): end the generation.
-    int32_t eog = vocab_ && !vocab_->eog.empty() ? vocab_->eog[0] : Argmax(logits);
+    int32_t eog = vocab_ && !vocab_->eog.empty() ? vocab_->eog[0]
+                  : row.full()                       ? Argmax(row.logits)
+                                                     : row.top[0].id;  // the pairs' order is Argmax's
     last_.push_back({eog, 1.0});
     return last_;
   }
@@ -277,8 +336,8 @@ std::vector<std::pair<int32_t, double>> Sampler::Distribution(std::span<const fl
 
 double Sampler::Uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
 
-int32_t Sampler::Sample(std::span<const float> logits) {
-  auto dist = Distribution(logits);
+int32_t Sampler::Sample(const SampleRow& row) {
+  auto dist = Distribution(row);
   if (dist.size() == 1) return dist[0].first;
   double r = Uniform();
   double acc = 0;
@@ -289,8 +348,8 @@ int32_t Sampler::Sample(std::span<const float> logits) {
   return dist.back().first;
 }
 
-int32_t Sampler::SpeculativeStep(std::span<const float> logits, int32_t draft, bool* accepted) {
-  auto dist = Distribution(logits);
+int32_t Sampler::SpeculativeStep(const SampleRow& row, int32_t draft, bool* accepted) {
+  auto dist = Distribution(row);
   double p_draft = 0;
   for (const auto& [tok, p] : dist)
     if (tok == draft) p_draft = p;
@@ -316,8 +375,12 @@ int32_t Sampler::SpeculativeStep(std::span<const float> logits, int32_t draft, b
 
 int32_t Sampler::Argmax(std::span<const float> logits) {
   int32_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
+  float best_v = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (logits[i] > best_v) {  // false for NaN: it never wins, as -inf would not
+      best = static_cast<int32_t>(i);
+      best_v = logits[i];
+    }
   return best;
 }
 

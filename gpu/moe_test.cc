@@ -49,7 +49,11 @@ TEST_P(GpuMatMulId, MatchesTheScalarTwinAndTheDenseMatMulOfTheExpertBitForBit) {
   Buffer xb = Up(*ctx, x), ib = Up(*ctx, ids);
   auto yb = ctx->Alloc(4 * N * K * c.rows);
   ASSERT_TRUE(yb.ok());
+  // Each kernel variant (the quantised types' rows variant; F32 / F16 / BF16 run per element either way).
+  for (const MatMulKernel kernel : {MatMulKernel::kPerElement, MatMulKernel::kRows}) {
+  SCOPED_TRACE(kernel == MatMulKernel::kRows ? "rows variant" : "per element");
   ActScratch s;
+  s.kernel = kernel;
   ASSERT_TRUE(RecordMatMulId(*ctx, *gm, ExpertRows{c.rows, stride, off}, ib, xb, N, K, N * K, *yb, s).ok());
   const std::vector<float> y = Down(*ctx, *yb, N * K * c.rows);
   const TT at = gguf::VecDotType(c.type);
@@ -68,15 +72,19 @@ TEST_P(GpuMatMulId, MatchesTheScalarTwinAndTheDenseMatMulOfTheExpertBitForBit) {
       EXPECT_EQ(0, std::memcmp(&(*dense)[r], &got, 4)) << "vs the dense matmul, t=" << t << " r=" << r;
     }
   }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Types, GpuMatMulId,
     ::testing::Values(IdCase{TT::kF32, 5, 64, false}, IdCase{TT::kF16, 5, 64, true}, IdCase{TT::kBF16, 5, 64, false},
-                      IdCase{TT::kQ8_0, 7, 64, true}, IdCase{TT::kQ4_0, 7, 64, false}, IdCase{TT::kQ4_K, 3, 256, true},
-                      IdCase{TT::kQ5_K, 3, 256, false}, IdCase{TT::kQ6_K, 3, 256, false}),
+                      IdCase{TT::kQ8_0, 7, 64, true}, IdCase{TT::kQ4_0, 7, 64, false}, IdCase{TT::kQ4_1, 7, 64, true},
+                      IdCase{TT::kQ5_0, 7, 64, false}, IdCase{TT::kQ5_1, 7, 64, true}, IdCase{TT::kQ4_K, 3, 256, true},
+                      IdCase{TT::kQ5_K, 3, 256, false}, IdCase{TT::kQ6_K, 3, 256, false},
+                      IdCase{TT::kQ6_K, 9, 5120, true}, IdCase{TT::kQ5_0, 11, 1024, false}),
     [](const ::testing::TestParamInfo<IdCase>& i) {
-      return std::string(gguf::TypeName(i.param.type)) + (i.param.fused ? "_fused" : "");
+      return std::string(gguf::TypeName(i.param.type)) + (i.param.fused ? "_fused" : "") +
+             (i.param.cols > 256 ? "_long" : "");
     });
 
 // The router against kernels::SoftmaxTopK: the same experts in the same order (ties to the lower index, exact

@@ -2,6 +2,7 @@
 #include "gpu/ops.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ const char* MatMulShader(gguf::TensorType t) {
     case TT::kBF16: return "matmul_bf16";
     case TT::kQ8_0: return "matmul_q8_0";
     case TT::kQ4_0: return "matmul_q4_0";
+    case TT::kQ4_1: return "matmul_q4_1";
+    case TT::kQ5_0: return "matmul_q5_0";
+    case TT::kQ5_1: return "matmul_q5_1";
     case TT::kQ4_K: return "matmul_q4_k";
     case TT::kQ5_K: return "matmul_q5_k";
     case TT::kQ6_K: return "matmul_q6_k";
@@ -32,6 +36,7 @@ const char* ActShader(gguf::TensorType w, uint32_t* block) {
   using TT = gguf::TensorType;
   switch (gguf::VecDotType(w)) {
     case TT::kQ8_0: *block = 32; return "quant_q8_0";
+    case TT::kQ8_1: *block = 32; return "quant_q8_1";
     case TT::kQ8_K: *block = 256; return "quant_q8_k";
     case TT::kF16: *block = 1; return "quant_f16";
     case TT::kBF16: *block = 1; return "quant_bf16";
@@ -54,7 +59,7 @@ Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint
                                  int64_t n_rows, uint64_t row_bytes, int64_t row_group) {
   if (!GpuMatMulSupports(type))
     return Error::Unsupported(std::string("the GPU backend does not support weight type ") +
-                              gguf::TypeName(type) + " yet (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+                              gguf::TypeName(type) + " yet (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
   if (n_cols % gguf::BlockSize(type) != 0) return Error::InvalidArgument("weight row is not whole blocks");
   GpuMatrix m;
   m.type = type;
@@ -113,17 +118,40 @@ struct MatMulPush {
   uint32_t M, K, N, row_bytes, y_stride, y_offset, a_offset, a_div, e_stride, r_off, e_lo, e_hi, r_base;
 };
 
-// Tokens per workgroup of the tile variant (matmul.comp's TN): 16 for 32-value blocks, 8 for K-quants.
-uint32_t TileTokens(gguf::TensorType type) { return gguf::GetTypeInfo(type)->block_size == 32 ? 16u : 8u; }
+// Tokens per workgroup of the tile variant (matmul.comp's TN / TNF): 8 for K-quants, else 16.
+uint32_t TileTokens(gguf::TensorType type) { return gguf::GetTypeInfo(type)->block_size == 256 ? 8u : 16u; }
 
 // kAuto's choice. The rows variant exists for a GPU's coalesced loads: on a CPU device (lavapipe) its barriers
 // cost more than they save (tiny-qwen35-q4_k_m tg16: 19.6 tok/s against 53.6 per element), so decode stays per
-// element there; the tile variant is faster on both (pp512: 207 against 105 on lavapipe).
+// element there; the quantised tile is faster on both (pp512: 207 against 105 on lavapipe), the float tile
+// only on a GPU (below).
+// F32 / F16 / BF16 have no rows variant (their sums are one serial order); on a GPU their decode runs the tile,
+// whose staged loads are coalesced where one invocation per row reads a row alone.
+// REWIND_GPU_MATMUL=element|rows|tile forces a variant for measurements (unset: kAuto; anything else: an
+// error at the first matmul).
+MatMulKernel EnvKernel() {
+  static const MatMulKernel k = [] {
+    const char* v = std::getenv("REWIND_GPU_MATMUL");
+    if (v == nullptr || *v == 0) return MatMulKernel::kAuto;
+    const std::string s(v);
+    if (s == "element") return MatMulKernel::kPerElement;
+    if (s == "rows") return MatMulKernel::kRows;
+    if (s == "tile") return MatMulKernel::kTile;
+    REWIND_CHECK_MSG(false, "REWIND_GPU_MATMUL=%s: use element, rows or tile", v);
+    return MatMulKernel::kAuto;
+  }();
+  return k;
+}
+
 MatMulKernel PickKernel(const Context& ctx, gguf::TensorType type, int64_t n_tok, MatMulKernel forced) {
-  if (gguf::GetTypeInfo(type)->block_size == 1) return MatMulKernel::kPerElement;  // F32 / F16 / BF16
-  if (forced != MatMulKernel::kAuto) return forced;
+  const bool floats = gguf::GetTypeInfo(type)->block_size == 1;
+  if (forced == MatMulKernel::kAuto) forced = EnvKernel();
+  if (forced != MatMulKernel::kAuto) return floats && forced == MatMulKernel::kRows ? MatMulKernel::kPerElement : forced;
+  // On a CPU device the float tile measured slower than per element (tiny-qwen35-f32 pp512 on lavapipe: 32-38
+  // against 47 tok/s): its staging and barriers cost more than the re-reads they save from the host's caches.
+  if (ctx.runs_on_cpu() && (floats || n_tok < kMatMulTileMinTokens)) return MatMulKernel::kPerElement;
   if (n_tok >= kMatMulTileMinTokens) return MatMulKernel::kTile;
-  return ctx.info().type == "cpu" ? MatMulKernel::kPerElement : MatMulKernel::kRows;
+  return floats ? MatMulKernel::kTile : MatMulKernel::kRows;
 }
 
 }  // namespace
@@ -169,7 +197,19 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
   const Buffer* a = nullptr;
   uint32_t a_off = 0;
   REWIND_RETURN_IF_ERROR(QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, 0, n_x, s, &a, &a_off));
-  REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(std::string(MatMulShader(w.type)) + "_id"));
+  // The quantised experts have a rows variant (a GPU's coalesced loads; on a CPU device per element, as the
+  // dense decode); no tile: a tile's tokens would have to share an expert.
+  const bool quantised = gguf::GetTypeInfo(w.type)->block_size > 1;
+  const MatMulKernel kernel =
+      !quantised ? MatMulKernel::kPerElement
+      : s.kernel == MatMulKernel::kRows || (s.kernel == MatMulKernel::kAuto && !ctx.runs_on_cpu())
+          ? MatMulKernel::kRows
+          : MatMulKernel::kPerElement;
+  const uint32_t rows_per_group = kernel == MatMulKernel::kRows ? 4 : 64;
+  REWIND_CHECK_MSG(Groups(static_cast<uint64_t>(er.rows), rows_per_group) <= ctx.max_groups()[0],
+                   "an expert of %lld rows is over the device's workgroup count", static_cast<long long>(er.rows));
+  REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(std::string(MatMulShader(w.type)) +
+                                                         (kernel == MatMulKernel::kRows ? "_id_rows" : "_id")));
   for (const GpuMatrixPart& part : w.parts) {  // the rows routed to the experts [e_lo, e_hi) held by each part
     REWIND_CHECK(part.row0 % er.e_stride == 0 && part.rows % er.e_stride == 0);
     const MatMulPush pc{static_cast<uint32_t>(er.rows), static_cast<uint32_t>(w.n_cols), static_cast<uint32_t>(n_out),
@@ -177,7 +217,8 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
                         static_cast<uint32_t>(er.e_stride), static_cast<uint32_t>(er.r_off),
                         static_cast<uint32_t>(part.row0 / er.e_stride),
                         static_cast<uint32_t>((part.row0 + part.rows) / er.e_stride), 0};
-    ctx.Dispatch(*mp, {{&part.data}, {a}, {&s.d}, {&s.bsum}, {&y}, {&ids}}, &pc, sizeof(pc), Groups(pc.M), pc.N);
+    ctx.Dispatch(*mp, {{&part.data}, {a}, {&s.d}, {&s.bsum}, {&y}, {&ids}}, &pc, sizeof(pc),
+                 Groups(pc.M, rows_per_group), pc.N);
   }
   return Status::Ok();
 }

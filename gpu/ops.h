@@ -30,7 +30,7 @@ struct GpuMatrix {
   bool valid() const { return !parts.empty(); }
 };
 
-// Weight types the GPU matmul handles: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K.
+// Weight types the GPU matmul handles: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
 bool GpuMatMulSupports(gguf::TensorType type);
 
 // Uploads a weight as it is in the GGUF file. Unsupported types: an error naming the type. A matrix over the
@@ -39,10 +39,12 @@ bool GpuMatMulSupports(gguf::TensorType type);
 Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint8_t* data, int64_t n_cols,
                                  int64_t n_rows, uint64_t row_bytes, int64_t row_group = 1);
 
-// The matmul's kernel variants for the quantised weight types (matmul.comp): one arithmetic per output element
-// in all of them, so the choice changes no bit (I1), only the speed. kAuto: for fewer than kMatMulTileMinTokens
-// tokens (decode, short verify batches) kRows on a GPU and kPerElement on a CPU device (lavapipe), kTile from
-// there on (prefill). F32 / F16 / BF16 weights and the MoE experts always run kPerElement.
+// The matmul's kernel variants (matmul.comp): one arithmetic per output element in all of them, so the choice
+// changes no bit (I1), only the speed. kAuto on a CPU device (lavapipe): kPerElement, but kTile for the quantised
+// types from kMatMulTileMinTokens tokens (prefill). On a GPU: kTile from kMatMulTileMinTokens tokens; for fewer
+// (decode, short verify batches) kRows for the quantised types, kTile for F32 / F16 / BF16 (their double sums
+// run in value order, so a row cannot be split). REWIND_GPU_MATMUL=element|rows|tile forces one (measurements).
+// F32 / F16 / BF16 have no kRows (forcing it runs kPerElement). The MoE experts always run kPerElement.
 enum class MatMulKernel {
   kAuto,
   kPerElement,  // one invocation per output element

@@ -361,11 +361,14 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
   vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
   if (push_bytes > 0) vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
-  if (gx > max_groups_[0]) {  // a 1-D shader (LinearX): x folds into y, and no further
+  if (gx > max_groups_[0]) {  // a 1-D shader (LinearX): x folds into y, and y into z
     REWIND_CHECK_MSG(gy == 1 && gz == 1, "a dispatch of %u x %u x %u groups cannot fold x", gx, gy, gz);
     gy = (gx + max_groups_[0] - 1) / max_groups_[0];
     gx = max_groups_[0];
-    REWIND_CHECK_MSG(gy <= max_groups_[1], "a dispatch of %u x %u groups is over the device's limits", gx, gy);
+    if (gy > max_groups_[1]) {
+      gz = (gy + max_groups_[1] - 1) / max_groups_[1];
+      gy = max_groups_[1];
+    }
   } else if (gy > max_groups_[1]) {  // rows in y (LinearY): y folds into z
     REWIND_CHECK_MSG(gz == 1, "a dispatch of %u x %u x %u groups cannot fold y", gx, gy, gz);
     gz = (gy + max_groups_[1] - 1) / max_groups_[1];

@@ -83,6 +83,10 @@ class Context {
   uint64_t loop_budget() const { return loop_budget_; }
   // Tests: lower the limits to exercise the folds and splits on small inputs; 0 = the device's own limit.
   void LimitForTesting(uint32_t max_groups, uint64_t loop_budget, uint64_t max_buffer_bytes = 0);
+  // A device whose shaders run on the host's cores (lavapipe): the kernels' kAuto choices and the top-k
+  // selection take the paths that are faster there (docs/gpu.md). Tests can make it choose as a GPU does.
+  bool runs_on_cpu() const { return info_.type == "cpu" && !as_gpu_for_testing_; }
+  void ChooseAsAGpuForTesting(bool on) { as_gpu_for_testing_ = on; }
 
   // Device-local storage buffer (host_visible: a mapped, coherent one; used for staging and small readbacks).
   Expected<Buffer> Alloc(size_t bytes, bool host_visible = false);
@@ -116,6 +120,7 @@ class Context {
   friend class Buffer;
 
   DeviceInfo info_;
+  bool as_gpu_for_testing_ = false;
   VkInstance instance_ = VK_NULL_HANDLE;
   VkPhysicalDevice phys_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;

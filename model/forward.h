@@ -135,6 +135,7 @@ class Model {
   void SetThreads(int32_t n_threads);
   // "cpu" or the device backend's name ("vulkan0"), and a line describing it (name, memory).
   std::string device_name() const;
+  int32_t device_index() const;  // LoadOptions::device: -1 on the CPU, N on vulkanN
   std::string device_description() const;
   uint64_t device_bytes() const;  // bytes held on the device (0 on the CPU)
   std::string device_type() const;         // "cpu" on the CPU, else the Vulkan device's kind ("discrete", ...)

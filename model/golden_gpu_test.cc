@@ -703,6 +703,8 @@ TEST(GoldenGpu, TopKRowsAreTheFullRowsBestPairsAndOnlyThePairsAreDownloaded) {
     Model& m = **loaded;
     auto ctx = gpu::OpenDevice(0);  // the model's context (one per device): its transfer counters
     ASSERT_TRUE(ctx.ok());
+    // lavapipe selects on the host (faster there): the device's selection pass is what a GPU runs.
+    (**ctx).ChooseAsAGpuForTesting(dev == 0);
     PromptInSlot0 t(m, 4);
     ASSERT_TRUE(t.kv && t.st);
     const std::vector<int32_t> verify = {9, 41, 77, 5};
@@ -742,6 +744,7 @@ TEST(GoldenGpu, TopKRowsAreTheFullRowsBestPairsAndOnlyThePairsAreDownloaded) {
     bad.top_k = kernels::kMaxTopLogits + 1;
     ForwardOutput o;
     EXPECT_EQ(m.Forward({&b, 1}, *t.kv, *t.st, &o, bad).error().kind, ErrorKind::kInvalidArgument);
+    (**ctx).ChooseAsAGpuForTesting(false);
   }
 }
 

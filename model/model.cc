@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "base/check.h"
 #include "base/progress.h"
+#include "gpu/device.h"
 #include "kernels/alloc_tuning.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
@@ -59,6 +61,12 @@ Expected<std::unique_ptr<Model>> Model::Load(const std::string& path, const Load
 }
 
 std::string Model::device_name() const { return backend_ ? backend_->name() : "cpu"; }
+int32_t Model::device_index() const {
+  if (!backend_) return -1;
+  auto d = gpu::ParseDeviceName(backend_->name());
+  REWIND_CHECK_MSG(d.ok(), "backend name '%s' is no device name", backend_->name().c_str());
+  return *d;
+}
 std::string Model::device_description() const { return backend_ ? backend_->description() : "cpu"; }
 uint64_t Model::device_bytes() const { return backend_ ? backend_->device_bytes() : 0; }
 std::string Model::device_type() const { return backend_ ? backend_->device_type() : "cpu"; }

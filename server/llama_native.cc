@@ -28,6 +28,7 @@ void Server::Impl::HandleProps(const httplib::Request&, httplib::Response& res) 
             {"reasoning_budget", config.reasoning_budget},
             {"n_vocab", info.n_vocab},
             {"device", info.device},
+            {"draft_device", info.draft_device},
             {"device_memory", {{"total", info.device_memory_total}, {"weights", info.device_weights_bytes},
                                {"kv", info.device_kv_bytes}, {"states", info.device_state_bytes}}},
             {"build_info", std::string("rewind ") + Version() + " (" + GitCommit() + ")"},

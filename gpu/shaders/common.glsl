@@ -58,7 +58,9 @@ uint F32ToBf16(float f) {
 // longer than the device's workgroup-count limit into the next dimension (Context::Dispatch): an element's
 // index, and so its arithmetic, is the same folded or not.
 // (Workgroups are 64 x 1 x 1.)
-uint LinearX() { return gl_GlobalInvocationID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x * 64u; }
+uint LinearX() {
+  return gl_GlobalInvocationID.x + (gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y) * gl_NumWorkGroups.x * 64u;
+}
 uint LinearY() { return gl_GlobalInvocationID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y; }
 
 // kernels::ExpApprox (kernels/exp_approx.h), the same float operations in the same order: its bits.

@@ -6,18 +6,19 @@
 // in block order (K-quants: 8 float lanes, each the partial of every 8th value of a block, summed at the end),
 // F32 / F16 / BF16 products rounded to float and summed in double.
 // Three variants of the quantised types share the block arithmetic below (BlockP, LaneK, MinK):
-// - (default) one invocation per output element: the weight row's blocks in order. F32 / F16 / BF16 weights and
-//   MAT_ID (matmul_<type>_id, the MoE experts) use only this one.
+// - (default) one invocation per output element: the weight row's blocks in order. MAT_ID (matmul_<type>_id, the
+//   MoE experts) uses this one and, for the quantised types, MM_SPLITK (matmul_<type>_id_rows).
 // - MM_SPLITK (matmul_<type>_rows, few tokens: decode): a workgroup computes 4 rows of one token; the 16
 //   invocations of a row compute the float partials of 16 consecutive blocks (K-quants: 2 blocks x 8 lanes) in
 //   parallel, reading the row's bytes side by side, into shared memory; then one invocation adds them to the
 //   row's accumulators in block order, the same adds as the default variant.
-// - MM_TILE (matmul_<type>_tile, prefill): a workgroup computes 64 rows x TN tokens, one row per invocation and
-//   TN accumulators each. Block by block, the tile's 64 weight blocks and TN activation blocks are staged in
+// - MM_TILE (matmul_<type>_tile, prefill; F32 / F16 / BF16 also decode on a GPU): a workgroup computes 64 rows x
+//   TN tokens, one row per invocation and TN accumulators each. (F32 / F16 / BF16: chunks of 32 values staged,
+//   each product added to the double sums in value order, below.) Block by block, the tile's 64 weight blocks and TN activation blocks are staged in
 //   shared memory with cooperative 16- and 32-bit loads (each weight byte is read from memory once per TN tokens
 //   instead of once per token), then each invocation runs the block arithmetic for its row and each token.
 // W_<TYPE> picks the weight type; the activation a is in gguf::VecDotType(TYPE) (quant_act.comp).
-// MAT_ID: output row t multiplies the weight rows of expert ids[t] (rows ids[t]·e_stride + r_off + r of the
+// MAT_ID (per element, and with MM_SPLITK): output row t multiplies the weight rows of expert ids[t] (rows ids[t]·e_stride + r_off + r of the
 // stacked expert tensor) with activation row t / a_div; the element is the dense product's arithmetic.
 // Loops of constant trip count are unrolled ([[unroll]]): lavapipe ends an invocation's loops after 65,535
 // back-edges (docs/gpu.md "Device limits"), so only the loops over blocks count.
@@ -27,6 +28,7 @@
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer W { uint8_t w[]; };
 layout(std430, binding = 0) readonly buffer W16 { uint16_t w16[]; };  // the same bytes (rows and blocks are even)
+layout(std430, binding = 0) readonly buffer W32 { uint w32[]; };      // the same bytes (F32 rows)
 #if defined(W_F32)
 layout(std430, binding = 1) readonly buffer A { float af[]; };
 #elif defined(W_F16) || defined(W_BF16)
@@ -60,6 +62,20 @@ layout(push_constant) uniform P {
 #define BSZ 18u
 #define QK 32u
 #define QKN 32
+#elif defined(W_Q4_1)
+#define BSZ 20u
+#define QK 32u
+#define QKN 32
+#define ACT_Q8_1  // the activation is Q8_1: a block's scale d and its f16 term s = d·Σq (in `abs_`, float bits)
+#elif defined(W_Q5_0)
+#define BSZ 22u
+#define QK 32u
+#define QKN 32
+#elif defined(W_Q5_1)
+#define BSZ 24u
+#define QK 32u
+#define QKN 32
+#define ACT_Q8_1
 #elif defined(W_Q4_K)
 #define BSZ 144u
 #define QK 256u
@@ -74,8 +90,12 @@ layout(push_constant) uniform P {
 #define QKN 256
 #endif
 
+#if defined(W_F32) || defined(W_F16) || defined(W_BF16)
+#define W_FLOAT
+#endif
+
 // ---- Where the block arithmetic reads: memory, or the tile staged in shared memory (MM_TILE). -------------
-#if defined(MM_TILE)
+#if defined(MM_TILE) && !defined(W_FLOAT)
 #if QKN == 32
 #define TN 16u  // tokens per tile
 #else
@@ -84,6 +104,9 @@ layout(push_constant) uniform P {
 shared uint sw[16u * BSZ];         // [64 rows][BSZ bytes] of block i, little-endian words
 shared uint sa[TN * QK / 4u];      // [TN tokens][QK int8] of block i
 shared float sd[TN];               // the tokens' activation scales of block i
+#if defined(ACT_Q8_1)
+shared float ss[TN];               // the tokens' Q8_1 terms s of block i
+#endif
 #if QKN == 256
 shared int sb[TN * 16u];           // [TN tokens][16] Q8_K sums of 16 values
 #endif
@@ -92,6 +115,9 @@ uint WH(uint o) { return (sw[o >> 2] >> ((o & 2u) << 3)) & 65535u; }  // o even
 uint AW(uint o) { return sa[o >> 2]; }                                // o % 4 == 0
 int AQ(uint o) { return bitfieldExtract(int(sa[o >> 2]), int((o & 3u) << 3), 8); }
 float AScale(uint i) { return sd[i]; }
+#if defined(ACT_Q8_1)
+float AS1(uint i) { return ss[i]; }
+#endif
 #if QKN == 256
 int ASum(uint i) { return sb[i]; }
 #endif
@@ -104,13 +130,14 @@ int AQ(uint o) { return int(aq[o]); }
 #endif
 float AScale(uint i) { return ad[i]; }
 int ASum(uint i) { return abs_[i]; }
+float AS1(uint i) { return intBitsToFloat(abs_[i]); }
 #endif
 int I8(uint b) { return bitfieldExtract(int(b), 0, 8); }  // a byte's value as int8
 float WF16(uint o) { return F16ToF32(WB(o) | (WB(o + 1u) << 8)); }
 
 // ---- The block arithmetic: blk = the weight block's first byte, a = its activation values' first index,
 // ai = its activation block's index (scale; Q8_K: sums at ai·16).
-#if defined(W_Q8_0) || defined(W_Q4_0)
+#if QKN == 32
 // The block's float partial p (sumf += p in block order).
 float BlockP(uint blk, uint a, uint ai) {
   int sumi = 0;
@@ -121,7 +148,7 @@ float BlockP(uint blk, uint a, uint ai) {
   }
   precise const float dd = WF16(blk) * AScale(ai);
   precise const float p = float(sumi) * dd;
-#else
+#elif defined(W_Q4_0)
   [[unroll]] for (uint j = 0u; j < 16u; j += 2u) {
     const uint qb = WH(blk + 2u + j);
     sumi += (int(qb & 15u) - 8) * AQ(a + j) + (int((qb >> 4) & 15u) - 8) * AQ(a + j + 16u);
@@ -129,6 +156,42 @@ float BlockP(uint blk, uint a, uint ai) {
   }
   precise const float p0 = float(sumi) * WF16(blk);
   precise const float p = p0 * AScale(ai);
+#elif defined(W_Q4_1)  // d, m, qs[16]: (d·da)·Σ q·a + m·s
+  [[unroll]] for (uint j = 0u; j < 16u; j += 2u) {
+    const uint qb = WH(blk + 4u + j);
+    sumi += int(qb & 15u) * AQ(a + j) + int((qb >> 4) & 15u) * AQ(a + j + 16u);
+    sumi += int((qb >> 8) & 15u) * AQ(a + j + 1u) + int(qb >> 12) * AQ(a + j + 17u);
+  }
+  precise const float dd = WF16(blk) * AScale(ai);
+  precise const float p0 = dd * float(sumi);
+  precise const float pm = WF16(blk + 2u) * AS1(ai);
+  precise const float p = p0 + pm;
+#else  // Q5_0 (d, qh[4], qs[16]; values q - 16) and Q5_1 (d, m, qh[4], qs[16]; (d·da)·Σ q·a + m·s)
+#if defined(W_Q5_0)
+  const uint hb = blk + 2u, qs = blk + 6u;
+  const int off = 16;
+#else
+  const uint hb = blk + 4u, qs = blk + 8u;
+  const int off = 0;
+#endif
+  const uint qh = WH(hb) | (WH(hb + 2u) << 16);
+  [[unroll]] for (uint j = 0u; j < 16u; j += 2u) {
+    const uint qb = WH(qs + j);
+    [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+      const uint b = (qb >> (8u * h)) & 255u, jj = j + h;
+      const int lo = int((b & 15u) | (((qh >> jj) & 1u) << 4)) - off;
+      const int hi = int((b >> 4) | (((qh >> (jj + 16u)) & 1u) << 4)) - off;
+      sumi += lo * AQ(a + jj) + hi * AQ(a + jj + 16u);
+    }
+  }
+  precise const float dd = WF16(blk) * AScale(ai);
+#if defined(W_Q5_0)
+  precise const float p = dd * float(sumi);
+#else
+  precise const float p0 = dd * float(sumi);
+  precise const float pm = WF16(blk + 2u) * AS1(ai);
+  precise const float p = p0 + pm;
+#endif
 #endif
   return p;
 }
@@ -190,7 +253,59 @@ float MinK(uint blk, uint ai) {
 #endif
 #endif
 
-#if defined(MM_TILE)
+#if defined(MM_TILE) && defined(W_FLOAT)
+// ---- F32 / F16 / BF16: 64 rows x 16 tokens per workgroup. ----------------------------------------------------
+// Chunk by chunk of KC values, the 64 rows' values and the 16 tokens' activations are staged in shared memory
+// (consecutive invocations read consecutive values of a row); then each invocation adds, for its row and each
+// token, the chunk's float products to its double sums in value order: the per-element kernel's adds.
+#define TNF 16u
+#define KC 32u
+#define FS 33u  // a staged row's stride (padded: the invocations of a workgroup read different banks)
+shared float fw[64u * FS];
+shared float fa[TNF * KC];
+#if defined(W_F32)
+float WVal(uint r, uint k) { return uintBitsToFloat(w32[(r * pc.row_bytes >> 2) + k]); }
+float AVal(uint t, uint k) { return af[pc.a_offset + t * pc.K + k]; }
+#elif defined(W_F16)
+float WVal(uint r, uint k) { return F16ToF32(uint(w16[(r * pc.row_bytes >> 1) + k])); }
+float AVal(uint t, uint k) { return F16ToF32(uint(ah[t * pc.K + k])); }
+#else
+float WVal(uint r, uint k) { return Bf16ToF32(uint(w16[(r * pc.row_bytes >> 1) + k])); }
+float AVal(uint t, uint k) { return Bf16ToF32(uint(ah[t * pc.K + k])); }
+#endif
+void main() {
+  const uint lid = gl_LocalInvocationID.x, r0 = pc.r_base + gl_WorkGroupID.x * 64u, r = r0 + lid;
+  const uint t0 = LinearY() * TNF;
+  if (t0 >= pc.N) return;
+  const uint nt = min(TNF, pc.N - t0);
+  precise double sum[TNF];
+  [[unroll]] for (uint tt = 0u; tt < TNF; ++tt) sum[tt] = 0.0LF;
+  for (uint c = 0u; c < pc.K; c += KC) {
+    const uint kc = min(KC, pc.K - c);
+    [[unroll]] for (uint j = 0u; j < KC; ++j) {  // 64 rows x KC values, 32 per invocation
+      const uint q = j * 64u + lid, lr = q / KC, cc = q % KC;
+      fw[lr * FS + cc] = (r0 + lr < pc.M && cc < kc) ? WVal(r0 + lr, c + cc) : 0.0;
+    }
+    [[unroll]] for (uint j = 0u; j < TNF * KC / 64u; ++j) {  // 16 tokens x KC values
+      const uint q = j * 64u + lid, tt = q / KC, cc = q % KC;
+      fa[q] = (tt < nt && cc < kc) ? AVal(t0 + tt, c + cc) : 0.0;
+    }
+    barrier();
+    for (uint tt = 0u; tt < nt; ++tt) {
+      [[unroll]] for (uint cc = 0u; cc < KC; ++cc) {
+        if (cc < kc) {
+          precise const float p = fw[lid * FS + cc] * fa[tt * KC + cc];
+          sum[tt] += double(p);
+        }
+      }
+    }
+    barrier();
+  }
+  if (r >= pc.M) return;
+  for (uint tt = 0u; tt < nt; ++tt) y[pc.y_offset + (t0 + tt) * pc.y_stride + r] = float(sum[tt]);
+}
+
+#elif defined(MM_TILE)
 // ---- 64 rows x TN tokens per workgroup. ----------------------------------------------------------------------
 void main() {
   const uint lid = gl_LocalInvocationID.x, r0 = pc.r_base + gl_WorkGroupID.x * 64u, r = r0 + lid;
@@ -228,6 +343,9 @@ void main() {
       }
     }
     if (lid < TN) sd[lid] = t0 + lid < pc.N ? ad[(t0 + lid) * nb + i] : 0.0;
+#if defined(ACT_Q8_1)
+    if (lid < TN) ss[lid] = t0 + lid < pc.N ? intBitsToFloat(abs_[(t0 + lid) * nb + i]) : 0.0;
+#endif
 #if QKN == 256
     [[unroll]] for (uint q0 = 0u; q0 < TN * 16u; q0 += 64u) {
       const uint q = q0 + lid, tt = q / 16u;
@@ -280,15 +398,24 @@ shared float sm[64];     // the mins terms (lane 0 of each block)
 void main() {
   const uint lid = gl_LocalInvocationID.x, lr = lid / 16u, lb = lid % 16u;
   const uint r = pc.r_base + gl_WorkGroupID.x * 4u + lr, t = LinearY(), nb = pc.K / QK;
+  bool live = t < pc.N;  // the same for the whole workgroup (its barriers)
+#if defined(MAT_ID)
+  const uint ta = t / pc.a_div;  // activation row
+  const uint e = live ? uint(ids[t]) : pc.e_lo;
+  live = live && e >= pc.e_lo && e < pc.e_hi;
+  const uint row = ((e - pc.e_lo) * pc.e_stride + pc.r_off + min(r, pc.M - 1u)) * pc.row_bytes;
+#else
+  const uint ta = t;
   const uint row = min(r, pc.M - 1u) * pc.row_bytes;
+#endif
   precise float sumf = 0.0;
 #if QKN == 256
   precise float sums[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
 #endif
   for (uint c = 0u; c < nb; c += BPC) {
     const uint i = c + lb / UPB;
-    if (i < nb && t < pc.N) {
-      const uint blk = row + i * BSZ, a = t * pc.K + i * QK, ai = t * nb + i;
+    if (i < nb && live) {
+      const uint blk = row + i * BSZ, a = ta * pc.K + i * QK, ai = ta * nb + i;
 #if QKN == 32
       sp[lid] = BlockP(blk, a, ai);
 #else
@@ -315,7 +442,7 @@ void main() {
     }
     barrier();
   }
-  if (lb != 0u || r >= pc.M || t >= pc.N) return;
+  if (lb != 0u || r >= pc.M || !live) return;
 #if QKN == 256
   [[unroll]] for (uint l = 0u; l < 8u; ++l) sumf += sums[l];
 #endif

@@ -1,8 +1,9 @@
 #version 450
 // Activation rows converted to the format a weight type dots against (gguf::QuantizeActivationRow, same bytes):
-// ACT_Q8_0 (id = 127/amax, round half to even; d kept as the fp16 value), ACT_Q8_K (iscale = -127/max, round
+// ACT_Q8_0 (id = 127/amax, round half to even; d kept as the fp16 value), ACT_Q8_1 (the same, and the fp16 term
+// s = d·Σq in `bsum` as a float's bits), ACT_Q8_K (iscale = -127/max, round
 // half to even, d = 1/iscale, 16-element sums), ACT_F16 / ACT_BF16 (round to nearest even).
-// One invocation per block of a row (Q8_0: 32, Q8_K: 256, F16/BF16: 1 element).
+// One invocation per block of a row (Q8_0 / Q8_1: 32, Q8_K: 256, F16/BF16: 1 element).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 layout(local_size_x = 64) in;
@@ -19,17 +20,24 @@ layout(push_constant) uniform P { uint n_blocks; uint x_offset; } pc;  // n_bloc
 void main() {
   const uint b = LinearX();
   if (b >= pc.n_blocks) return;
-#if defined(ACT_Q8_0)
+#if defined(ACT_Q8_0) || defined(ACT_Q8_1)
   const uint base = b * 32u;
   float amax = 0.0;
   for (uint j = 0u; j < 32u; ++j) amax = max(amax, abs(x[pc.x_offset + base + j]));
   precise const float id = amax != 0.0 ? 127.0 / amax : 0.0;
   precise const float dd = amax / 127.0;
   d[b] = F16ToF32(F32ToF16(dd));
+  int sum = 0;
   for (uint j = 0u; j < 32u; ++j) {
     precise const float v = x[pc.x_offset + base + j] * id;
-    q[base + j] = int8_t(int(clamp(roundEven(v), -128.0, 127.0)));
+    const int qi = int(clamp(roundEven(v), -128.0, 127.0));
+    q[base + j] = int8_t(qi);
+    sum += qi;
   }
+#if defined(ACT_Q8_1)
+  precise const float sd = dd * float(sum);  // s = f16(d·Σq) with the unrounded d, as a float's bits
+  bsum[b] = floatBitsToInt(F16ToF32(F32ToF16(sd)));
+#endif
 #elif defined(ACT_Q8_K)
   const uint base = b * 256u;
   float mx = 0.0, amax = 0.0;
