@@ -2,6 +2,7 @@
 #include "gpu/seq_ops.h"
 
 #include <algorithm>
+#include <string>
 
 #include "base/check.h"
 #include "gpu/ops.h"
@@ -21,6 +22,14 @@ uint32_t UnitsPerDispatch(const Context& ctx, uint64_t per_unit, uint64_t fixed,
                    static_cast<unsigned long long>(fixed + per_unit), static_cast<unsigned long long>(budget));
   return static_cast<uint32_t>(std::max<uint64_t>(1, (budget - fixed) / per_unit));
 }
+
+// The parallel variants' lanes hold 4 dims of a head each.
+constexpr uint32_t kAttentionParallelMaxD = 256;
+
+// kAuto's choice on a CPU device (lavapipe), where a workgroup's barriers and per-lane loops cost more than on a
+// GPU: the serial kernel measured fastest there (docs/gpu.md "Attention kernels": tiny-qwen35-f32 pp64 at depth
+// 4,096 about 2x the parallel ones; the 0.8B shape level with the group kernel).
+constexpr AttentionKernel kAttentionOnCpuDevice = AttentionKernel::kSerial;
 
 }  // namespace
 
@@ -55,25 +64,70 @@ uint32_t AttentionBlock(uint32_t D) {
   return b;
 }
 
+AttentionKernel PickAttentionKernel(const Context& ctx, AttentionKernel forced) {
+  if (forced != AttentionKernel::kAuto) return forced;
+  return ctx.info().type == "cpu" ? kAttentionOnCpuDevice : AttentionKernel::kParallel;
+}
+
+Expected<AttentionKernel> ParseAttentionKernel(const std::string& name) {
+  if (name == "auto") return AttentionKernel::kAuto;
+  if (name == "serial") return AttentionKernel::kSerial;
+  if (name == "parallel") return AttentionKernel::kParallel;
+  if (name == "group") return AttentionKernel::kGroup;
+  return Error::InvalidArgument("unknown attention kernel '" + name + "' (auto, serial, parallel, group)");
+}
+
 Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Buffer& vp, Buffer& o,
                        const Buffer& rows, const Buffer& pages, uint32_t max_pos, const AttentionShape& sh, Buffer& ml) {
   if (sh.N == 0) return Status::Ok();
   if (sh.page_rows == 0) return Error::InvalidArgument("attention: zero rows per page");
-  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("attention"));
+  AttentionKernel kernel = PickAttentionKernel(ctx, sh.kernel);
+  if (sh.D > kAttentionParallelMaxD) {  // a lane of the parallel variants holds at most 4 dims of a head
+    if (sh.kernel == AttentionKernel::kParallel || sh.kernel == AttentionKernel::kGroup)
+      return Error::Unsupported("the parallel attention kernels take head dims up to 256, not " + std::to_string(sh.D));
+    kernel = AttentionKernel::kSerial;
+  }
+  if (sh.Hkv == 0 || sh.Hq % sh.Hkv != 0) return Error::InvalidArgument("attention: Hq is not a multiple of Hkv");
+  const uint32_t G = sh.Hq / sh.Hkv;
+  if (kernel == AttentionKernel::kGroup && G != 2 && G != 4 && G != 8) kernel = AttentionKernel::kParallel;
+  const char* name = kernel == AttentionKernel::kSerial     ? "attention"
+                     : kernel == AttentionKernel::kParallel ? "attention_par"
+                     : G == 2                               ? "attention_gqa2"
+                     : G == 4                               ? "attention_gqa4"
+                                                            : "attention_gqa8";
+  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline(name));
   const size_t ml_bytes = 8ull * sh.N * sh.Hq;
   if (!ml.valid() || ml.size() < ml_bytes) {
     REWIND_RETURN_IF_ERROR(ctx.Submit());  // recorded work may still use the old buffer
     REWIND_ASSIGN_OR_RETURN(ml, ctx.Alloc(ml_bytes));
   }
   const uint32_t B = AttentionBlock(sh.D), blocks = max_pos / B + 1;
-  // Per block: two score passes and the value loop over B keys, the rescale; outside: the init and the norm.
-  const uint32_t step =
-      UnitsPerDispatch(ctx, static_cast<uint64_t>(B) * (3ull * sh.D + 5) + sh.D + 8, 2ull * sh.D + 8, blocks);
+  REWIND_CHECK(B <= 64);  // the parallel variants score a block's keys one a lane
+  const uint64_t D = sh.D;
+  uint32_t step = 0;
+  uint64_t groups = static_cast<uint64_t>(sh.N) * sh.Hq;
+  switch (kernel) {
+    case AttentionKernel::kSerial:
+      // Per block: two score passes and the value loop over B keys, the rescale; outside: the init and the norm.
+      step = UnitsPerDispatch(ctx, static_cast<uint64_t>(B) * (3ull * D + 5) + D + 8, 2ull * D + 8, blocks);
+      groups = Groups(groups);
+      break;
+    case AttentionKernel::kParallel:
+      // Per lane and block: one score (D), the block max and the weight sum over B keys, the value loop over B
+      // keys of up to 4 dims each, the rescale's 4 dims; outside: the loads and stores of 4 dims.
+      step = UnitsPerDispatch(ctx, D + 7ull * B + 16, 32, blocks);
+      break;
+    default:
+      // The same for G heads (loops over heads and dims counted as loops, unrolled or not).
+      step = UnitsPerDispatch(ctx, G * (D + 6ull * B + 16) + 10ull * B + 16, 16ull * G + 32, blocks);
+      groups = static_cast<uint64_t>(sh.N) * sh.Hkv;
+      break;
+  }
   for (uint32_t b0 = 0; b0 < blocks; b0 += step) {
     struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1, PS, f16; } pc{
         sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B, b0, b0 + step, sh.page_rows, sh.f16 ? 1u : 0u};
     ctx.Dispatch(*p, {{&q}, {&kp}, {&vp}, {&o}, {&rows}, {&ml}, {&pages}}, &pc, sizeof(pc),
-                 Groups(static_cast<uint64_t>(sh.N) * sh.Hq));
+                 static_cast<uint32_t>(groups));
   }
   return Status::Ok();
 }

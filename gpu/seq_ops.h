@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "base/expected.h"
 #include "gpu/vk_context.h"
@@ -35,12 +36,28 @@ uint32_t AttentionBlock(uint32_t D);
 // {offset in `pages` of the row's sequence's page list, position}, the key at position p of that row at pool row
 // pages[off + p / page_rows] · page_rows + p % page_rows (max_pos = the largest position); o [N][Hq·D]; ml is
 // grown to the running max / sum scratch it needs.
+// The kernel variants (attention.comp), one float order, so the same bits (I1): kSerial, one invocation per
+// (row, query head) running every key and dimension itself; kParallel, a workgroup of 64 per (row, query head),
+// the block's keys scored side by side and the value sums split over the dims, each sum in the serial order;
+// kGroup, kParallel's arithmetic with a workgroup per (row, KV head) running the G query heads of its GQA group
+// (G = 2, 4 or 8; otherwise kParallel runs), each V element read once for the group. kAuto: kParallel on a GPU
+// (kGroup is not measured on one yet); on a CPU device (lavapipe), where the workgroup's barriers are dear,
+// whichever measured faster there (PickAttentionKernel). Head dims over 256 always run kSerial.
+enum class AttentionKernel { kAuto, kSerial, kParallel, kGroup };
+
 struct AttentionShape {
   uint32_t N = 0, Hq = 0, Hkv = 0, D = 0;
   float scale = 1.0f;
   uint32_t page_rows = 1;  // rows per page of the pools
   bool f16 = false;        // the pools hold f16 (else f32)
+  AttentionKernel kernel = AttentionKernel::kAuto;  // tests and REWIND_GPU_ATTENTION force a variant
 };
+
+// The variant kAuto resolves to on this device (a forced one is kept).
+AttentionKernel PickAttentionKernel(const Context& ctx, AttentionKernel forced);
+
+// "serial" / "parallel" / "group" / "auto" (the REWIND_GPU_ATTENTION switch of the GPU backend); anything else: an error.
+Expected<AttentionKernel> ParseAttentionKernel(const std::string& name);
 Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Buffer& vp, Buffer& o,
                        const Buffer& rows, const Buffer& pages, uint32_t max_pos, const AttentionShape& sh, Buffer& ml);
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <unistd.h>
@@ -195,6 +196,50 @@ TEST(GoldenGpu, DispatchFoldsAndLoopSplitsDoNotChangeABit) {
   ASSERT_EQ(l1.size(), l2.size());
   EXPECT_EQ(0, std::memcmp(l1.data(), l2.data(), 4 * l1.size()));
   EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), 4 * s1.size()));
+}
+
+// The attention kernels (gpu/seq_ops.h AttentionKernel, forced with REWIND_GPU_ATTENTION): the serial, the
+// parallel and the group one give the same logits and states, bit for bit, over a 200-token prompt in chunks of 50 beside
+// another sequence and over 20 tokens decoded one by one. A bad value of the switch fails the load.
+TEST(GoldenGpu, TheAttentionKernelsGiveTheSameBits) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  std::vector<int32_t> toks(200);
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int32_t>((i * 53 + 7) % 3000);
+  const std::vector<int32_t> dec(toks.begin(), toks.begin() + 20);
+  std::vector<float> l[3], s[3], dl[3], ds[3];
+  const char* kernels[3] = {"serial", "parallel", "group"};
+  const char* set = std::getenv("REWIND_GPU_ATTENTION");  // the run's own switch, restored after each load
+  const std::string before = set != nullptr ? set : "";
+  auto restore = [&] {
+    if (set != nullptr) {
+      setenv("REWIND_GPU_ATTENTION", before.c_str(), 1);
+    } else {
+      unsetenv("REWIND_GPU_ATTENTION");
+    }
+  };
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_EQ(0, setenv("REWIND_GPU_ATTENTION", kernels[k], 1));
+    std::unique_ptr<Model> m = LoadOnVulkan0("tiny-qwen35-q8_0.gguf");
+    restore();
+    ASSERT_TRUE(m);
+    RunShaped(*m, toks, 50, true, &l[k], &s[k]);
+    RunShaped(*m, dec, 1, false, &dl[k], &ds[k]);
+  }
+  for (int k = 1; k < 3; ++k) {
+    ASSERT_EQ(l[0].size(), l[k].size());
+    EXPECT_EQ(0, std::memcmp(l[0].data(), l[k].data(), 4 * l[0].size())) << kernels[k] << " prefill logits";
+    EXPECT_EQ(0, std::memcmp(s[0].data(), s[k].data(), 4 * s[0].size())) << kernels[k] << " prefill states";
+    EXPECT_EQ(0, std::memcmp(dl[0].data(), dl[k].data(), 4 * dl[0].size())) << kernels[k] << " decode logits";
+    EXPECT_EQ(0, std::memcmp(ds[0].data(), ds[k].data(), 4 * ds[0].size())) << kernels[k] << " decode states";
+  }
+  ASSERT_EQ(0, setenv("REWIND_GPU_ATTENTION", "fastest", 1));
+  LoadOptions lo;
+  lo.device = 0;
+  auto bad = Model::Load(std::string(REWIND_TEST_DATA) + "/golden/models/tiny-qwen35-q8_0.gguf", lo);
+  restore();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("unknown attention kernel"), std::string::npos) << bad.error().message;
 }
 #endif  // REWIND_HAVE_VULKAN
 

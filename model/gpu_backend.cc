@@ -6,6 +6,7 @@
 // says what is not on the device yet).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -225,7 +226,7 @@ Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32
   c.Dispatch(*scatter, {{&k_.buf}, {&v_.buf}, {&kvd_->k(ai)}, {&kvd_->v(ai)}, {&scatter_tab_.buf}}, &spc2,
              sizeof(spc2), Groups(static_cast<uint64_t>(n_scatter_) * (kv_f16_ ? KW / 2 : KW)));
   const float scale = cfg_.attn_scale != 0.0f ? cfg_.attn_scale : 1.0f / std::sqrt(static_cast<float>(D));
-  const gpu::AttentionShape ash{static_cast<uint32_t>(N), Hq, Hkv, D, scale, page_rows_, kv_f16_};
+  const gpu::AttentionShape ash{static_cast<uint32_t>(N), Hq, Hkv, D, scale, page_rows_, kv_f16_, attn_kernel_};
   REWIND_RETURN_IF_ERROR(gpu::RecordAttention(c, q_.buf, kvd_->k(ai), kvd_->v(ai), att_.buf, row_tab_.buf,
                                               page_tab_.buf, max_pos, ash, attn_ml_.buf));
   REWIND_RETURN_IF_ERROR(Elt(att_.buf, qg_.buf, N * Hq, D, D, D, 2 * D, 3));  // output gate
@@ -544,6 +545,11 @@ Expected<std::unique_ptr<ForwardBackend>> MakeVulkanBackend(const ModelConfig& c
   REWIND_RETURN_IF_ERROR(vk::CheckSupported(cfg, w));
   REWIND_ASSIGN_OR_RETURN(std::shared_ptr<gpu::Context> ctx, gpu::OpenDevice(device));
   auto b = std::make_unique<vk::VulkanBackend>(std::move(ctx), cfg, w);
+  // REWIND_GPU_ATTENTION=serial|parallel forces an attention kernel (the same bits; for measurements).
+  if (const char* e = std::getenv("REWIND_GPU_ATTENTION"); e != nullptr && e[0] != '\0') {
+    REWIND_ASSIGN_OR_RETURN(gpu::AttentionKernel k, gpu::ParseAttentionKernel(e));
+    b->set_attention_kernel(k);
+  }
   REWIND_RETURN_IF_ERROR(b->Upload());
   return std::unique_ptr<ForwardBackend>(std::move(b));
 }

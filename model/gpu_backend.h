@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpu/ops.h"
+#include "gpu/seq_ops.h"
 #include "model/forward_backend.h"
 #include "model/gpu_storage.h"
 
@@ -55,6 +56,8 @@ class VulkanBackend final : public ForwardBackend {
       : ctx_(std::move(ctx)), cfg_(cfg), w_(w) {}
 
   Status Upload();
+  // Forces an attention kernel (gpu/seq_ops.h; every variant gives the same bits).
+  void set_attention_kernel(gpu::AttentionKernel k) { attn_kernel_ = k; }
   std::string name() const override { return "vulkan" + std::to_string(ctx_->info().index); }
   std::string description() const override {
     return name() + " (" + ctx_->info().name + ", " + std::to_string(ctx_->info().memory_bytes >> 20) + " MiB)";
@@ -124,6 +127,7 @@ class VulkanBackend final : public ForwardBackend {
   Buffer output_norm_;
   gpu::ActScratch act_;
   gpu::TopLogitsScratch top_;  // the top-k passes' pairs (ForwardOptions::top_k)
+  gpu::AttentionKernel attn_kernel_ = gpu::AttentionKernel::kAuto;  // REWIND_GPU_ATTENTION (MakeVulkanBackend)
   bool kv_f16_ = false;  // this forward's KV cache type: F16 (rows rounded as the CPU stores them) or F32
   // Per forward: [N][E] residual / normed / block output, and the layer scratch.
   Grown x_, t_, y_, qkv_, z_, b_, a_, u_, o_, qg_, k_, v_, q_, att_, fg_, fu_, hn_, logits_, rope_, seq_tab_,

@@ -2,7 +2,8 @@
 # The GPU comparison of issue 29, item 5, as one run on the device machine (docs/performance.md, "GPU: prepared
 # comparison"): rewind bench --device vulkan0 next to llama.cpp v0.5.0's llama-bench built with -DGGML_VULKAN=ON
 # (and, when LLAMA_CUDA_BENCH is set, its CUDA build), on the same files made there with make-model; and, on the
-# 0.8B file, rewind bench --memory --device vulkan0 (checkpoint save / restore GB/s between device and host).
+# 0.8B file, rewind bench --memory --device vulkan0 (checkpoint save / restore GB/s between device and host) and
+# the three attention kernels at a depth of 8,192 (REWIND_GPU_ATTENTION).
 #
 #   scripts/bench-gpu.sh DIR
 #
@@ -42,6 +43,13 @@ for spec in "$@"; do
   run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 128 -r 2
   # Checkpoint save (device -> host) and restore (host -> device) GB/s, rollback costs (the issue's >= 10 GB/s).
   [ "$name" = 0.8b-q8_0 ] && run "$rewind" bench -m "$f" --device vulkan0 --memory -r 3
+  # The attention kernels at depth (docs/gpu.md "Attention kernels": the same bits, kAuto's GPU choice unmeasured).
+  if [ "$name" = 0.8b-q8_0 ]; then
+    for k in serial parallel group; do
+      say "REWIND_GPU_ATTENTION=$k"
+      REWIND_GPU_ATTENTION=$k run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 64 -d 8192 --depth-synthetic -r 1
+    done
+  fi
   run "$dir/llama-vulkan/llama-bench" -m "$f" -ngl 99 -p 512 -n 128 -r 2
   [ -n "${LLAMA_CUDA_BENCH:-}" ] && run "$LLAMA_CUDA_BENCH" -m "$f" -ngl 99 -p 512 -n 128 -r 2
   run "$rewind" bench -m "$f" -t 16 -p 512 -n 128 -r 1
