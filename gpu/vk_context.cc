@@ -128,6 +128,9 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 
 void Buffer::Release() {
   if (ctx_ == nullptr) return;
+  // Recorded work may still use this buffer: run it first (freed memory would otherwise be read or written when
+  // it runs: on lavapipe a buffer is host memory, and that corrupted the heap).
+  if (ctx_->recording_) REWIND_CHECK_MSG(ctx_->Submit().ok(), "submitting the work recorded before a buffer's release");
   if (buffer_ != VK_NULL_HANDLE) vkDestroyBuffer(ctx_->device_, buffer_, nullptr);
   if (memory_ != VK_NULL_HANDLE) vkFreeMemory(ctx_->device_, memory_, nullptr);
   ctx_->allocated_bytes_ -= size_;
