@@ -66,7 +66,7 @@ uint32_t AttentionBlock(uint32_t D) {
 
 AttentionKernel PickAttentionKernel(const Context& ctx, AttentionKernel forced) {
   if (forced != AttentionKernel::kAuto) return forced;
-  return ctx.info().type == "cpu" ? kAttentionOnCpuDevice : AttentionKernel::kParallel;
+  return ctx.runs_on_cpu() ? kAttentionOnCpuDevice : AttentionKernel::kParallel;
 }
 
 Expected<AttentionKernel> ParseAttentionKernel(const std::string& name) {

@@ -49,6 +49,9 @@ for spec in "$@"; do
       say "REWIND_GPU_ATTENTION=$k"
       REWIND_GPU_ATTENTION=$k run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 64 -d 8192 --depth-synthetic -r 1
     done
+    # The matmul variants (docs/gpu.md: the same bits; kAuto is rows for decode and tile for prefill on a GPU).
+    say "REWIND_GPU_MATMUL=element"
+    REWIND_GPU_MATMUL=element run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 64 -r 1
   fi
   run "$dir/llama-vulkan/llama-bench" -m "$f" -ngl 99 -p 512 -n 128 -r 2
   [ -n "${LLAMA_CUDA_BENCH:-}" ] && run "$LLAMA_CUDA_BENCH" -m "$f" -ngl 99 -p 512 -n 128 -r 2
