@@ -12,6 +12,7 @@
 #include "engine/engine_images.h"
 #include "engine/tiny_fixture.h"
 #include "gguf/gguf.h"
+#include "gpu/device.h"
 #include "modelgen/mmproj_gen.h"
 #include "vision/image_pipeline.h"
 #include "vision/vision_testing.h"
@@ -21,8 +22,9 @@ namespace {
 
 using testing::Collect;
 
-std::unique_ptr<Engine> MakeEngine(bool cache, const std::string& cache_dir = "") {
+std::unique_ptr<Engine> MakeEngine(bool cache, const std::string& cache_dir = "", int32_t device = -1) {
   EngineConfig c;
+  c.device = device;
   c.model_path = testing::kTinyModel;
   c.n_ctx = 1024;
   c.n_parallel = 3;
@@ -165,6 +167,39 @@ TEST(EngineImages, ACheckpointAfterAnImageSurvivesARestartThroughTheDiskTier) {
   EXPECT_EQ(a->done.cached_tokens, after) << a->done.cache.reason;
   restarted.reset();
   std::filesystem::remove_all(dir);
+}
+
+// On the GPU (--device vulkan0) an image's rows are its embeddings with their IMRoPE positions, as on the CPU:
+// the same tokens as the CPU's run (logprobs within the GPU's float tolerance), the same bits from the prefix
+// cache as cold, and another image changes the answer.
+TEST(EngineImages, OnTheGpuImagesGiveTheCpusAnswerAndTheSameBitsFromTheCache) {
+  auto devs = gpu::ListDevices();
+  if (!devs.ok() || devs->empty())
+    GTEST_SKIP() << "no Vulkan device: " << (devs.ok() ? "the loader found none" : devs.error().message);
+  auto p = Pipeline();
+  const auto png = vision::testing::EncodePng(vision::testing::Pattern(96, 64, 5));
+  auto cpu = MakeEngine(false);
+  auto on = MakeEngine(true, "", 0);
+  auto off = MakeEngine(false, "", 0);
+  ASSERT_TRUE(cpu && on && off);
+  const GenerationRequest first = ImageRequest(*p, png, 100);
+  auto c0 = Generate(*cpu, first);
+  auto a0 = Generate(*on, first);
+  ASSERT_EQ(a0->done.finish_reason, "length") << (a0->done.error ? a0->done.error->message : "");
+  EXPECT_EQ(a0->tokens, c0->tokens);
+  ASSERT_EQ(a0->logprobs.size(), c0->logprobs.size());
+  for (size_t i = 0; i < a0->logprobs.size(); ++i) EXPECT_NEAR(a0->logprobs[i], c0->logprobs[i], 0.02) << i;
+  const GenerationRequest next = ImageRequest(*p, png, 101);  // resumes after the image from the cache
+  auto a = Generate(*on, next);
+  auto b = Generate(*off, next);
+  EXPECT_EQ(a->tokens, b->tokens);
+  EXPECT_EQ(a->logprobs, b->logprobs);
+  EXPECT_GT(a->done.cached_tokens, next.images[0].start) << a->done.cache.reason;
+  const GenerationRequest other = ImageRequest(*p, vision::testing::EncodePng(vision::testing::Pattern(96, 64, 6)), 100);
+  auto d = Generate(*off, other);
+  auto dc = Generate(*cpu, other);
+  EXPECT_NE(d->logprobs, a0->logprobs);
+  EXPECT_EQ(d->tokens, dc->tokens);
 }
 
 TEST(EngineImages, RefusesBadSpansAndIdsOutsideAnImage) {

@@ -367,10 +367,18 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
   REWIND_RETURN_IF_ERROR(AttachStates(states));
 
   // ---- Host-side inputs: embeddings, the sequence and row tables, the RoPE table.
+  // An image's rows are its encoder's embeddings (as model.cc): their placeholder ids are no vocabulary entries.
   std::vector<float> host(n * E);
   for (size_t s = 0; s < batch.size(); ++s)
-    for (int32_t j = 0; j < seqs[s].n; ++j)
-      kernels::DequantizeRowTo(w_.token_embd, batch[s].tokens[j], host.data() + static_cast<size_t>(seqs[s].row0 + j) * E);
+    for (int32_t j = 0; j < seqs[s].n; ++j) {
+      float* row = host.data() + static_cast<size_t>(seqs[s].row0 + j) * E;
+      const ImageSpan* img = batch[s].images ? batch[s].images->Find(batch[s].pos0 + j) : nullptr;
+      if (img != nullptr) {
+        std::memcpy(row, img->rows + static_cast<int64_t>(batch[s].pos0 + j - img->start) * E, E * sizeof(float));
+      } else {
+        kernels::DequantizeRowTo(w_.token_embd, batch[s].tokens[j], row);
+      }
+    }
   if (cf.embedding_scale != 0.0f)
     for (float& v : host) v = v * cf.embedding_scale;
   REWIND_RETURN_IF_ERROR(c.Upload(x_.buf, host.data(), 4 * host.size()));
@@ -391,7 +399,16 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
   if (cf.n_attn_layers() > 0 && cf.n_rot > 0) {
     const kernels::RopeParams rp = internal::MakeRope(cf);
     std::vector<float> table(n * cf.n_rot);
-    for (int32_t i = 0; i < N; ++i) kernels::RopeCache(rp, row_tab[2 * i + 1], table.data() + static_cast<size_t>(i) * cf.n_rot);
+    for (int32_t s = 0; s < n_seqs; ++s)  // an image's rows rotate by their (t, y, x) positions (IMRoPE)
+      for (int32_t j = 0; j < seqs[s].n; ++j) {
+        const int32_t i = seqs[s].row0 + j, pos = seqs[s].pos0 + j;
+        float* row = table.data() + static_cast<size_t>(i) * cf.n_rot;
+        if (seqs[s].images != nullptr && !seqs[s].images->empty()) {
+          kernels::RopeCacheMulti(rp, seqs[s].images->RopePos(pos), row);
+        } else {
+          kernels::RopeCache(rp, pos, row);
+        }
+      }
     REWIND_RETURN_IF_ERROR(c.Upload(rope_.buf, table.data(), 4 * table.size()));
   }
 
