@@ -94,13 +94,6 @@ Status EngineConfig::Validate() const {
   if (draft_vocab < 0) return Error::InvalidArgument("--draft-vocab must be >= 0");
   if (draft_min < 0 || draft_min > draft_max) return Error::InvalidArgument("--draft-min must be in [0, draft-max]");
   if (spec_synth_accept > 1.0) return Error::InvalidArgument("--spec-synth-accept must be <= 1");
-  if (device >= 0) {
-    auto types = CacheTypes();
-    const auto plain = [](kernels::KvType t) { return t == kernels::KvType::kF16 || t == kernels::KvType::kF32; };
-    if (types.ok() && (!plain(types->k) || !plain(types->v) || types->k != types->v))
-      return Error::InvalidArgument("the GPU backend supports f16 and f32 KV caches only, not " +
-                                    kernels::KvTypesName(*types) + " yet (docs/gpu.md)");
-  }
   if (device >= 0 && spec.find("mtp") != std::string::npos)
     return Error::InvalidArgument("--spec mtp is not supported on the GPU yet (the MTP head needs hidden rows): "
                                   "use --spec draft or ngram, or --device cpu");

@@ -112,6 +112,7 @@ struct Totals {
   int64_t fused = 0, materialized = 0;  // lazy rollbacks fused into a forward / applied before another read
   int64_t checkpoints = 0, page_copies = 0;
   std::map<std::string, int64_t> sources;
+  std::map<std::string, int64_t> kv_types;  // scripts per KV cache type
 };
 
 class Script {
@@ -126,8 +127,8 @@ class Script {
                                     model::KvType::kQ4_0, model::KvType::kBF16, model::KvType::kIQ4_NL,
                                     model::KvType::kQ5_1, {model::KvType::kQ8_0, model::KvType::kQ4_1},
                                     {model::KvType::kF16, model::KvType::kQ5_0}};
-    // The GPU backend keeps f16 and f32 caches only (docs/gpu.md): the first two.
-    cfg_.kv_type = types[R(m.device_name() == "cpu" ? static_cast<int32_t>(std::size(types)) : 2)];
+    cfg_.kv_type = types[R(static_cast<int32_t>(std::size(types)))];
+    ++totals_->kv_types[kernels::KvTypesName(cfg_.kv_type)];
     cfg_.n_seq_max = 3;
     cfg_.n_ctx = kMaxLen;
     cfg_.checkpoint_every = std::vector<int32_t>{0, 5, 8, 13}[R(4)];
@@ -369,6 +370,9 @@ void RunScripts(const std::string& name, int n, uint64_t default_base, bool expe
       name.c_str(), static_cast<long long>(totals.scripts), static_cast<long long>(totals.ops),
       static_cast<long long>(totals.compared_rows), static_cast<long long>(totals.prefills));
   for (const auto& [k, v] : totals.sources) std::printf("  %s: %lld\n", k.c_str(), static_cast<long long>(v));
+  std::string kv;
+  for (const auto& [k, v] : totals.kv_types) kv += " " + k + " x" + std::to_string(v);
+  std::printf("  KV cache types:%s\n", kv.c_str());
   std::printf(
       "  storage: %lld checkpoints saved, %lld restores, %lld replays, %lld page copies, %lld evictions\n",
       static_cast<long long>(totals.checkpoints), static_cast<long long>(totals.restores),

@@ -14,6 +14,7 @@
 #include "gpu/gpu_testing.h"
 #include "gpu/seq_ops.h"
 #include "kernels/f16.h"
+#include "kernels/kv_quant.h"
 #include "kernels/random_testing.h"
 
 namespace rw::gpu {
@@ -26,18 +27,35 @@ using testing::Up;
 // query rows at the given positions of each; the same keys laid out contiguously (one row per "page").
 struct PagedCase {
   uint32_t D = 0, Hq = 0, Hkv = 0, PS = 16, N = 0, max_pos = 0;
-  bool f16 = false;
-  std::vector<float> q, kpool, vpool, kc, vc;  // the pools' values (f16: as the pages hold them)
+  kernels::KvTypes types = kernels::KvType::kF32;
+  std::vector<float> q, kpool, vpool, kc, vc;  // the pools' values (as the pages hold them: dequantised)
+  std::vector<uint8_t> kbytes, vbytes;         // the pools' bytes in the case's K and V types
   std::vector<int32_t> rows, pages, crows, cpages;
 };
 
-PagedCase MakePaged(uint32_t D, uint32_t Hq, uint32_t Hkv, bool f16, const std::vector<int32_t>& ctx_len,
+kernels::KvTypes Kv(bool f16) { return f16 ? kernels::KvType::kF16 : kernels::KvType::kF32; }
+
+// A pool of random rows of KW elements stored in type t: its bytes (the CPU's QuantizeKvRow, padded to whole
+// words) and the values they hold (the CPU's exact dequantisation).
+void FillPool(kernels::KvType t, uint32_t rows, uint32_t KW, uint64_t seed, std::vector<uint8_t>* bytes,
+              std::vector<float>* values) {
+  const std::vector<float> r = kernels::Random(static_cast<size_t>(rows) * KW, seed);
+  const size_t rb = kernels::KvRowBytes(t, KW);
+  bytes->assign((rows * rb + 3) / 4 * 4, 0);
+  values->resize(r.size());
+  for (uint32_t i = 0; i < rows; ++i) {
+    kernels::QuantizeKvRow(t, r.data() + static_cast<size_t>(i) * KW, bytes->data() + i * rb, KW);
+    kernels::ref::DequantizeKvRow(t, bytes->data() + i * rb, values->data() + static_cast<size_t>(i) * KW, KW);
+  }
+}
+
+PagedCase MakePaged(uint32_t D, uint32_t Hq, uint32_t Hkv, kernels::KvTypes types, const std::vector<int32_t>& ctx_len,
                     const std::vector<std::vector<int32_t>>& queries, uint64_t seed) {
   PagedCase c;
   c.D = D;
   c.Hq = Hq;
   c.Hkv = Hkv;
-  c.f16 = f16;
+  c.types = types;
   const uint32_t PS = c.PS, KW = Hkv * D;
   uint32_t n_pool = 3;
   for (int32_t n : ctx_len) n_pool += (static_cast<uint32_t>(n) + PS - 1) / PS;
@@ -52,11 +70,8 @@ PagedCase MakePaged(uint32_t D, uint32_t Hq, uint32_t Hkv, bool f16, const std::
   for (uint32_t next = 0; next < n_pool - 3;)
     for (size_t s = 0; s < ctx_len.size(); ++s)
       if (seq_pages[s].size() * PS < static_cast<size_t>(ctx_len[s])) seq_pages[s].push_back(perm[next++]);
-  c.kpool = kernels::Random(n_pool * PS * KW, seed + 1);
-  c.vpool = kernels::Random(n_pool * PS * KW, seed + 2);
-  if (f16)
-    for (std::vector<float>* pool : {&c.kpool, &c.vpool})
-      for (float& x : *pool) x = kernels::HalfToFloat(kernels::FloatToHalf(x));
+  FillPool(types.k, n_pool * PS, KW, seed + 1, &c.kbytes, &c.kpool);
+  FillPool(types.v, n_pool * PS, KW, seed + 2, &c.vbytes, &c.vpool);
   for (size_t s = 0; s < ctx_len.size(); ++s) {
     const int32_t off = static_cast<int32_t>(c.pages.size()), coff = static_cast<int32_t>(c.cpages.size());
     c.pages.insert(c.pages.end(), seq_pages[s].begin(), seq_pages[s].end());
@@ -77,26 +92,16 @@ PagedCase MakePaged(uint32_t D, uint32_t Hq, uint32_t Hkv, bool f16, const std::
   return c;
 }
 
-// Runs the case's attention with `kernel`, through the pages (f16 packed when the case is f16) or over the
-// contiguous f32 rows.
+// Runs the case's attention with `kernel`, through the pages (the pools' bytes in the case's types) or over the
+// contiguous f32 rows of the values they hold.
 std::vector<float> RunCase(Context& ctx, const PagedCase& c, AttentionKernel kernel, bool paged) {
-  Buffer kb, vb;
-  if (paged && c.f16) {
-    std::vector<uint32_t> kh(c.kpool.size() / 2), vh(c.vpool.size() / 2);
-    for (size_t e = 0; e < c.kpool.size(); ++e) {
-      kh[e / 2] |= static_cast<uint32_t>(kernels::FloatToHalf(c.kpool[e])) << (16 * (e % 2));
-      vh[e / 2] |= static_cast<uint32_t>(kernels::FloatToHalf(c.vpool[e])) << (16 * (e % 2));
-    }
-    kb = Up(ctx, kh);
-    vb = Up(ctx, vh);
-  } else {
-    kb = Up(ctx, paged ? c.kpool : c.kc);
-    vb = Up(ctx, paged ? c.vpool : c.vc);
-  }
+  Buffer kb = paged ? Up(ctx, c.kbytes) : Up(ctx, c.kc), vb = paged ? Up(ctx, c.vbytes) : Up(ctx, c.vc);
   Buffer qb = Up(ctx, c.q), rb = Up(ctx, paged ? c.rows : c.crows), pb = Up(ctx, paged ? c.pages : c.cpages),
          ob = Up(ctx, std::vector<float>(c.q.size(), 7.0f)), ml;
-  const AttentionShape sh{c.N,      c.Hq, c.Hkv, c.D, 1.0f / std::sqrt(static_cast<float>(c.D)), paged ? c.PS : 1,
-                          paged && c.f16, kernel};
+  AttentionShape sh{c.N, c.Hq, c.Hkv, c.D, 1.0f / std::sqrt(static_cast<float>(c.D)), paged ? c.PS : 1};
+  sh.k_type = paged ? kernels::KvTensorType(c.types.k) : gguf::TensorType::kF32;
+  sh.v_type = paged ? kernels::KvTensorType(c.types.v) : gguf::TensorType::kF32;
+  sh.kernel = kernel;
   EXPECT_TRUE(RecordAttention(ctx, qb, kb, vb, ob, rb, pb, c.max_pos, sh, ml).ok());
   return Down(ctx, ob, c.q.size());
 }
@@ -158,7 +163,7 @@ TEST(GpuAttentionKernels, TheParallelKernelGivesTheSerialBits) {
         const bool big = G == 2;
         const std::vector<int32_t> len = {big ? 5000 : 700, 1300};
         const std::vector<std::vector<int32_t>> qs = {{len[0] - 1}, {1000, 1001, 1002, 1003, 0, 37}};
-        const PagedCase c = MakePaged(D, Hq, Hkv, f16, len, qs, 1000 + D + 10 * G + (f16 ? 1 : 0));
+        const PagedCase c = MakePaged(D, Hq, Hkv, Kv(f16), len, qs, 1000 + D + 10 * G + (f16 ? 1 : 0));
         const std::vector<float> serial = RunCase(*ctx, c, AttentionKernel::kSerial, true);
         const std::vector<float> par = RunCase(*ctx, c, AttentionKernel::kParallel, true);
         ExpectSameBits(serial, par, "parallel vs serial, paged");
@@ -176,7 +181,7 @@ TEST(GpuAttentionKernels, ADecodeRowAloneGivesTheSerialBits) {
   for (const uint32_t D : {64u, 128u, 256u})
     for (const bool f16 : {false, true}) {
       SCOPED_TRACE(::testing::Message() << "D " << D << (f16 ? " f16" : " f32"));
-      const PagedCase c = MakePaged(D, 8, 1, f16, {2077}, {{2076}}, 2000 + D);
+      const PagedCase c = MakePaged(D, 8, 1, Kv(f16), {2077}, {{2076}}, 2000 + D);
       const std::vector<float> serial = RunCase(*ctx, c, AttentionKernel::kSerial, true);
       ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kParallel, true), "parallel decode");
       ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kGroup, true), "group decode");
@@ -187,7 +192,7 @@ TEST(GpuAttentionKernels, ADecodeRowAloneGivesTheSerialBits) {
 // A group size the group kernel has no variant for (3) runs the parallel kernel: still the serial bits.
 TEST(GpuAttentionKernels, AGroupOfThreeHeadsGivesTheSerialBits) {
   REQUIRE_DEVICE(ctx);
-  const PagedCase c = MakePaged(64, 6, 2, false, {600}, {{599, 300, 301}}, 2500);
+  const PagedCase c = MakePaged(64, 6, 2, Kv(false), {600}, {{599, 300, 301}}, 2500);
   const std::vector<float> serial = RunCase(*ctx, c, AttentionKernel::kSerial, true);
   ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kGroup, true), "group of 3");
 }
@@ -198,7 +203,7 @@ TEST(GpuAttentionKernels, MultiDispatchSplitsGiveTheSameBits) {
   REQUIRE_DEVICE(ctx);
   for (const uint32_t D : {8u, 256u}) {
     SCOPED_TRACE(::testing::Message() << "D " << D);
-    const PagedCase c = MakePaged(D, 4, 2, true, {300, 161}, {{0, 5, 63, 64, 65, 200, 299}, {160, 100, 31, 32}}, 3000 + D);
+    const PagedCase c = MakePaged(D, 4, 2, Kv(true), {300, 161}, {{0, 5, 63, 64, 65, 200, 299}, {160, 100, 31, 32}}, 3000 + D);
     const uint32_t B = AttentionBlock(D);
     const std::vector<float> serial = RunCase(*ctx, c, AttentionKernel::kSerial, true);
     const char* names[3] = {"serial split", "parallel split", "group split"};
@@ -220,6 +225,29 @@ TEST(GpuAttentionKernels, MultiDispatchSplitsGiveTheSameBits) {
   }
 }
 
+// Every KV cache type, K and V alike or mixed: each kernel reading the pages' bytes (dequantised in the kernel)
+// gives the bits of the same kernel over the f32 values those bytes hold (the CPU's exact dequantisation), for
+// D = 64 and 128 (the block types' 32-element blocks inside a head), a decode row deep in a sequence and a chunk.
+TEST(GpuAttentionKernels, EveryKvCacheTypeReadsTheValuesItsBytesHold) {
+  REQUIRE_DEVICE(ctx);
+  using kernels::KvType;
+  std::vector<kernels::KvTypes> all;
+  for (KvType t : kernels::kAllKvTypes) all.push_back(t);
+  all.push_back({KvType::kQ8_0, KvType::kQ4_1});
+  all.push_back({KvType::kF16, KvType::kQ5_0});
+  all.push_back({KvType::kIQ4_NL, KvType::kBF16});
+  for (const kernels::KvTypes t : all)
+    for (const uint32_t D : {64u, 128u}) {
+      SCOPED_TRACE(::testing::Message() << kernels::KvTypesName(t) << " D " << D);
+      const PagedCase c = MakePaged(D, 4, 2, t, {333, 90}, {{332}, {40, 41, 42, 89}}, 5000 + D);
+      const std::vector<float> flat = RunCase(*ctx, c, AttentionKernel::kSerial, false);
+      ExpectSameBits(flat, RunCase(*ctx, c, AttentionKernel::kSerial, true), "serial, pages");
+      ExpectSameBits(flat, RunCase(*ctx, c, AttentionKernel::kParallel, true), "parallel, pages");
+      ExpectSameBits(flat, RunCase(*ctx, c, AttentionKernel::kGroup, true), "group, pages");
+      if (::testing::Test::HasFailure()) return;
+    }
+}
+
 TEST(GpuAttentionKernels, AutoPicksAVariantAndTheParallelOnesRefuseHeadsOver256) {
   REQUIRE_DEVICE(ctx);
   const AttentionKernel k = PickAttentionKernel(*ctx, AttentionKernel::kAuto);
@@ -228,10 +256,11 @@ TEST(GpuAttentionKernels, AutoPicksAVariantAndTheParallelOnesRefuseHeadsOver256)
     EXPECT_EQ(k, AttentionKernel::kParallel) << "a GPU runs the parallel kernel";
   }
   EXPECT_EQ(PickAttentionKernel(*ctx, AttentionKernel::kSerial), AttentionKernel::kSerial);
-  const PagedCase c = MakePaged(512, 1, 1, false, {3}, {{2}}, 4000);
+  const PagedCase c = MakePaged(512, 1, 1, Kv(false), {3}, {{2}}, 4000);
   Buffer kb = Up(*ctx, c.kpool), vb = Up(*ctx, c.vpool), qb = Up(*ctx, c.q), rb = Up(*ctx, c.rows),
          pb = Up(*ctx, c.pages), ob = Up(*ctx, std::vector<float>(c.q.size())), ml;
-  AttentionShape sh{c.N, c.Hq, c.Hkv, c.D, 1.0f, c.PS, false, AttentionKernel::kParallel};
+  AttentionShape sh{c.N, c.Hq, c.Hkv, c.D, 1.0f, c.PS};
+  sh.kernel = AttentionKernel::kParallel;
   EXPECT_FALSE(RecordAttention(*ctx, qb, kb, vb, ob, rb, pb, c.max_pos, sh, ml).ok());
   sh.kernel = AttentionKernel::kGroup;
   EXPECT_FALSE(RecordAttention(*ctx, qb, kb, vb, ob, rb, pb, c.max_pos, sh, ml).ok());

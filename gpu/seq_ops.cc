@@ -2,6 +2,7 @@
 #include "gpu/seq_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "base/check.h"
@@ -22,6 +23,9 @@ uint32_t UnitsPerDispatch(const Context& ctx, uint64_t per_unit, uint64_t fixed,
                    static_cast<unsigned long long>(fixed + per_unit), static_cast<unsigned long long>(budget));
   return static_cast<uint32_t>(std::max<uint64_t>(1, (budget - fixed) / per_unit));
 }
+
+// Elements per unit of a KV format code: a word of f32, two of f16 / bf16, a block of the quantised types.
+uint32_t KvFormatElems(uint32_t code) { return code == 0 ? 1 : code <= 2 ? 2 : 32; }
 
 // The parallel variants' lanes hold 4 dims of a head each.
 constexpr uint32_t kAttentionParallelMaxD = 256;
@@ -95,6 +99,10 @@ Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Bu
                      : G == 2                               ? "attention_gqa2"
                      : G == 4                               ? "attention_gqa4"
                                                             : "attention_gqa8";
+  REWIND_ASSIGN_OR_RETURN(const uint32_t kt, KvFormatCode(sh.k_type));
+  REWIND_ASSIGN_OR_RETURN(const uint32_t vt, KvFormatCode(sh.v_type));
+  if (KvFormatElems(kt) == 32 && sh.D % 32 != 0)  // a head must be whole blocks, as on the CPU
+    return Error::InvalidArgument("attention: a block-quantised KV cache needs a head dim that is a multiple of 32");
   REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline(name));
   const size_t ml_bytes = 8ull * sh.N * sh.Hq;
   if (!ml.valid() || ml.size() < ml_bytes) {
@@ -124,11 +132,54 @@ Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Bu
       break;
   }
   for (uint32_t b0 = 0; b0 < blocks; b0 += step) {
-    struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1, PS, f16; } pc{
-        sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B, b0, b0 + step, sh.page_rows, sh.f16 ? 1u : 0u};
+    struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1, PS, kt, vt; } pc{
+        sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B, b0, b0 + step, sh.page_rows, kt, vt};
     ctx.Dispatch(*p, {{&q}, {&kp}, {&vp}, {&o}, {&rows}, {&ml}, {&pages}}, &pc, sizeof(pc),
                  static_cast<uint32_t>(groups));
   }
+  return Status::Ok();
+}
+
+Expected<uint32_t> KvFormatCode(gguf::TensorType t) {
+  using gguf::TensorType;
+  switch (t) {
+    case TensorType::kF32: return 0u;
+    case TensorType::kF16: return 1u;
+    case TensorType::kBF16: return 2u;
+    case TensorType::kQ8_0: return 3u;
+    case TensorType::kQ4_0: return 4u;
+    case TensorType::kQ4_1: return 5u;
+    case TensorType::kQ5_0: return 6u;
+    case TensorType::kQ5_1: return 7u;
+    case TensorType::kIQ4_NL: return 8u;
+    default: break;
+  }
+  return Error::Unsupported(std::string("the GPU KV cache has no type ") + gguf::TypeName(t));
+}
+
+Status RecordKvScatter(Context& ctx, const Buffer& x, Buffer& pool, const Buffer& tab, uint32_t n, uint32_t KW,
+                       gguf::TensorType t) {
+  REWIND_ASSIGN_OR_RETURN(const uint32_t code, KvFormatCode(t));
+  const uint32_t per = KvFormatElems(code);
+  if (KW % per != 0)
+    return Error::InvalidArgument("KV rows of " + std::to_string(KW) + " elements are not whole units of " +
+                                  std::to_string(per) + " for " + gguf::TypeName(t));
+  if (n == 0) return Status::Ok();
+  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("kv_scatter"));
+  struct { uint32_t n, KW, t; } pc{n, KW, code};
+  ctx.Dispatch(*p, {{&x}, {&pool}, {&tab}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(n) * (KW / per)));
+  return Status::Ok();
+}
+
+Status RecordHadamard(Context& ctx, Buffer& x, uint64_t n, uint32_t size) {
+  if (size == 0 || (size & (size - 1)) != 0 || n % size != 0)
+    return Error::InvalidArgument("Hadamard rotation: chunks of " + std::to_string(size) + " in " + std::to_string(n));
+  if (n == 0) return Status::Ok();
+  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("hadamard"));
+  // The CPU's scale: 1 / sqrt(size) in float.
+  struct { uint32_t n_chunks, size; float scale; } pc{static_cast<uint32_t>(n / size), size,
+                                                        1.0f / std::sqrt(static_cast<float>(size))};
+  ctx.Dispatch(*p, {{&x}}, &pc, sizeof(pc), Groups(pc.n_chunks));
   return Status::Ok();
 }
 

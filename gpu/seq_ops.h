@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/expected.h"
+#include "gguf/types.h"
 #include "gpu/vk_context.h"
 
 namespace rw::gpu {
@@ -32,7 +33,7 @@ void RecordGdnDelta(Context& ctx, const Buffer& u, const Buffer& beta, const Buf
 uint32_t AttentionBlock(uint32_t D);
 
 // Causal attention (attention.comp) of N rows x Hq heads: q [N][Hq·D]; K and V read straight from a layer's page
-// pools kp / vp ([pool row][Hkv·D], f32, or f16 packed two to a word when f16), no gather copy: rows [N][2]
+// pools kp / vp ([pool row][Hkv·D] in the shape's k_type / v_type, the CPU's bytes), no gather copy: rows [N][2]
 // {offset in `pages` of the row's sequence's page list, position}, the key at position p of that row at pool row
 // pages[off + p / page_rows] · page_rows + p % page_rows (max_pos = the largest position); o [N][Hq·D]; ml is
 // grown to the running max / sum scratch it needs.
@@ -49,7 +50,8 @@ struct AttentionShape {
   uint32_t N = 0, Hq = 0, Hkv = 0, D = 0;
   float scale = 1.0f;
   uint32_t page_rows = 1;  // rows per page of the pools
-  bool f16 = false;        // the pools hold f16 (else f32)
+  // The pools' element types (KvFormatCode's), dequantised in the kernel with the CPU's exact arithmetic.
+  gguf::TensorType k_type = gguf::TensorType::kF32, v_type = gguf::TensorType::kF32;
   AttentionKernel kernel = AttentionKernel::kAuto;  // tests and REWIND_GPU_ATTENTION force a variant
 };
 
@@ -60,5 +62,19 @@ AttentionKernel PickAttentionKernel(const Context& ctx, AttentionKernel forced);
 Expected<AttentionKernel> ParseAttentionKernel(const std::string& name);
 Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Buffer& vp, Buffer& o,
                        const Buffer& rows, const Buffer& pages, uint32_t max_pos, const AttentionShape& sh, Buffer& ml);
+
+// The KV cache element types of the device page pools (kv_types.glsl): F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1 and IQ4_NL, the types of --cache-type-k / -v; the shader code of t, or an error naming the type.
+Expected<uint32_t> KvFormatCode(gguf::TensorType t);
+
+// Stores rows of x ([N][KW] floats) into a layer's page pool of type t (kv_scatter.comp): tab [n][2] {row of x,
+// pool row}. The bytes are the CPU's kernels::QuantizeKvRow's (KW a multiple of 32 for the block types, even
+// for f16 / bf16).
+Status RecordKvScatter(Context& ctx, const Buffer& x, Buffer& pool, const Buffer& tab, uint32_t n, uint32_t KW,
+                       gguf::TensorType t);
+
+// x[0..n) = H·x per chunk of `size` floats (hadamard.comp; size a power of two dividing n): the bits of the CPU's
+// kernels::HadamardRotate.
+Status RecordHadamard(Context& ctx, Buffer& x, uint64_t n, uint32_t size);
 
 }  // namespace rw::gpu

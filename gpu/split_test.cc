@@ -23,6 +23,7 @@ namespace {
 
 using testing::Down;
 using testing::Up;
+constexpr gguf::TensorType kF16 = gguf::TensorType::kF16, kF32 = gguf::TensorType::kF32;
 
 // Lowers the context's limits for one scope.
 struct Limited {
@@ -157,7 +158,7 @@ AttnCase MakeAttn(uint32_t D, std::vector<int32_t> positions) {
 std::vector<float> RunAttn(Context& ctx, const AttnCase& a) {
   Buffer qb = Up(ctx, a.q), kb = Up(ctx, a.k), vb = Up(ctx, a.v), rb = Up(ctx, a.rows), pb = Up(ctx, a.pages),
          ob = Up(ctx, std::vector<float>(a.q.size())), ml;
-  const AttentionShape sh{a.N, a.Hq, a.Hkv, a.D, 1.0f / std::sqrt(static_cast<float>(a.D)), 1, false};
+  const AttentionShape sh{a.N, a.Hq, a.Hkv, a.D, 1.0f / std::sqrt(static_cast<float>(a.D)), 1};
   EXPECT_TRUE(RecordAttention(ctx, qb, kb, vb, ob, rb, pb, a.max_pos, sh, ml).ok());
   return Down(ctx, ob, a.q.size());
 }
@@ -249,10 +250,10 @@ TEST(GpuLimits, AttentionThroughScatteredPagesMatchesContiguousRows) {
       Buffer qb = Up(*ctx, q), rb = Up(*ctx, rows), pb = Up(*ctx, pages), ob = Up(*ctx, std::vector<float>(q.size())),
              ml, kcb = Up(*ctx, kc), vcb = Up(*ctx, vc), crb = Up(*ctx, crows), cpb = Up(*ctx, cpages),
              cob = Up(*ctx, std::vector<float>(q.size())), cml;
-      ASSERT_TRUE(RecordAttention(*ctx, qb, kb, vb, ob, rb, pb, max_pos, AttentionShape{N, Hq, Hkv, D, scale, PS, f16},
+      ASSERT_TRUE(RecordAttention(*ctx, qb, kb, vb, ob, rb, pb, max_pos, AttentionShape{N, Hq, Hkv, D, scale, PS, f16 ? kF16 : kF32, f16 ? kF16 : kF32},
                                   ml).ok());
       ASSERT_TRUE(RecordAttention(*ctx, qb, kcb, vcb, cob, crb, cpb, max_pos,
-                                  AttentionShape{N, Hq, Hkv, D, scale, 1, false}, cml).ok());
+                                  AttentionShape{N, Hq, Hkv, D, scale, 1}, cml).ok());
       const std::vector<float> o = Down(*ctx, ob, q.size()), co = Down(*ctx, cob, q.size());
       EXPECT_EQ(0, std::memcmp(o.data(), co.data(), 4 * o.size()));
       for (uint32_t i = 0; i < N; ++i)

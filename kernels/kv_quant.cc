@@ -215,6 +215,8 @@ const bool kHasAvx2 = CpuHasAvx2FmaF16c();
 
 std::string_view KvTypeName(KvType t) { return Info(t).name; }
 
+gguf::TensorType KvTensorType(KvType t) { return TensorTypeOf(t); }
+
 std::string KvTypesName(KvTypes t) {
   if (t.k == t.v) return std::string(KvTypeName(t.k));
   return std::string(KvTypeName(t.k)) + "/" + std::string(KvTypeName(t.v));

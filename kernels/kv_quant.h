@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "base/expected.h"
+#include "gguf/types.h"
 
 namespace rw::kernels {
 
@@ -45,6 +46,9 @@ std::string KvTypesName(KvTypes t);
 Expected<KvType> ParseKvType(std::string_view name);
 // "all types: f32, f16, ..." for help lines.
 std::string KvTypeList();
+
+// The GGUF tensor type whose block format a cached row of type t is stored in (IQ4_NL's block is GGUF's too).
+gguf::TensorType KvTensorType(KvType t);
 
 // Elements per block: 1 for F32/F16/BF16, 32 for the quantised types. A row must be whole blocks, and so must
 // every head inside it (D % KvBlockElems == 0).

@@ -195,13 +195,6 @@ Expected<std::vector<ModelResult>> RunConformance(const ConformanceOptions& opt,
       quant_kv = !(*k == KvType::kF32 && *v == KvType::kF32);
       if (quant_kv) kv_types = KvTypes(*k, *v);
     }
-    if (opt.device >= 0 && quant_kv) {
-      mr.skipped = true;
-      mr.skip_reason = "the GPU backend supports f32 and f16 KV caches only";
-      mr.pass = true;
-      results.push_back(std::move(mr));
-      continue;
-    }
     mr.kv_type = kernels::KvTypesName(kv_types);
     const double kF32MaxAbs = quant_kv ? kF32MaxAbsQuantKv : opt.kv_f16 ? kF32MaxAbsKvF16 : kF32MaxAbsKvF32;
     const double tol = f32 ? kF32MaxAbs : kMarginForTop1;  // logit error level for greedy comparisons

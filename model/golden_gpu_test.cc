@@ -49,7 +49,10 @@ TEST(GoldenGpu, TinyQwenModelsMatchLlamaCppOnVulkan0) {
   if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
   int ran = 0;
   // (Q8_0 runs in the tests below and in engine/exact_test.cc; its matmul is checked bitwise in gpu_tests.)
-  for (const char* model : {"tiny-qwen35-f32", "tiny-qwen35-q4_k_m", "tiny-qwen35moe-f32", "tiny-qwen3next-f32"}) {
+  // The two -kv- references are llama.cpp's with quantised KV caches (Q8_0, Q4_0: Hadamard rotations, the
+  // blocks dequantised in the attention kernels).
+  for (const char* model : {"tiny-qwen35-f32", "tiny-qwen35-q4_k_m", "tiny-qwen35moe-f32", "tiny-qwen3next-f32",
+                            "tiny-qwen35-f32-kv-q8_0", "tiny-qwen35-f32-kv-q4_0"}) {
     ConformanceOptions opt;
     opt.dir = std::string(REWIND_TEST_DATA) + "/golden";
     opt.model_filter = model;
@@ -66,7 +69,7 @@ TEST(GoldenGpu, TinyQwenModelsMatchLlamaCppOnVulkan0) {
       ++ran;
     }
   }
-  EXPECT_EQ(ran, 4);
+  EXPECT_EQ(ran, 6);
 }
 
 TEST(GoldenGpu, OtherArchitecturesSayTheGpuDoesNotSupportThemYet) {

@@ -212,6 +212,10 @@ Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32
   // q: normed out of [q | gate] pairs; k normed in place; both rotated.
   REWIND_RETURN_IF_ERROR(gpu::RecordRmsNorm(c, qg_.buf, 0, 2 * D, N * Hq, D, &L.q_norm, cfg_.eps, q_.buf, 0, D));
   REWIND_RETURN_IF_ERROR(gpu::RecordRmsNorm(c, k_.buf, 0, D, N * Hkv, D, &L.k_norm, cfg_.eps, k_.buf, 0, D));
+  // Hadamard rotation of quantised caches, as the CPU does it (model/attention_layer.cc): Q and K heads when K is
+  // a block type, V heads (and back on the output) when V is.
+  const int32_t rot_k = kernels::KvRotationSize(kv_types_.k, static_cast<int32_t>(D), true);
+  const int32_t rot_v = kernels::KvRotationSize(kv_types_.v, static_cast<int32_t>(D), false);
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * rope, c.GetPipeline("rope"));
   struct { uint32_t total, heads, row_stride, head_stride, x_off, n_rot; } rq{N * Hq, Hq, QW, D, 0,
                                                                              static_cast<uint32_t>(cfg_.n_rot)};
@@ -219,16 +223,23 @@ Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32
   struct { uint32_t total, heads, row_stride, head_stride, x_off, n_rot; } rk{N * Hkv, Hkv, KW, D, 0,
                                                                              static_cast<uint32_t>(cfg_.n_rot)};
   c.Dispatch(*rope, {{&k_.buf}, {&rope_.buf}}, &rk, sizeof(rk), Groups(rk.total));
-  // The new rows into the pages in the cache type (the CPU's bytes); attention then reads every key and value
-  // straight from the pages through the batch's page lists (no gather copy).
-  struct { uint32_t n, KW, f16; } spc2{n_scatter_, KW, kv_f16_ ? 1u : 0u};
-  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * scatter, c.GetPipeline("kv_scatter"));
-  c.Dispatch(*scatter, {{&k_.buf}, {&v_.buf}, {&kvd_->k(ai)}, {&kvd_->v(ai)}, {&scatter_tab_.buf}}, &spc2,
-             sizeof(spc2), Groups(static_cast<uint64_t>(n_scatter_) * (kv_f16_ ? KW / 2 : KW)));
+  if (rot_k > 0) {
+    REWIND_RETURN_IF_ERROR(gpu::RecordHadamard(c, q_.buf, static_cast<uint64_t>(N) * QW, static_cast<uint32_t>(rot_k)));
+    REWIND_RETURN_IF_ERROR(gpu::RecordHadamard(c, k_.buf, static_cast<uint64_t>(N) * KW, static_cast<uint32_t>(rot_k)));
+  }
+  if (rot_v > 0)
+    REWIND_RETURN_IF_ERROR(gpu::RecordHadamard(c, v_.buf, static_cast<uint64_t>(N) * KW, static_cast<uint32_t>(rot_v)));
+  // The new rows into the pages in the cache types (the CPU's bytes); attention then reads every key and value
+  // straight from the pages through the batch's page lists (no gather copy), dequantising in the kernel.
+  const gguf::TensorType kt = kernels::KvTensorType(kv_types_.k), vt = kernels::KvTensorType(kv_types_.v);
+  REWIND_RETURN_IF_ERROR(gpu::RecordKvScatter(c, k_.buf, kvd_->k(ai), scatter_tab_.buf, n_scatter_, KW, kt));
+  REWIND_RETURN_IF_ERROR(gpu::RecordKvScatter(c, v_.buf, kvd_->v(ai), scatter_tab_.buf, n_scatter_, KW, vt));
   const float scale = cfg_.attn_scale != 0.0f ? cfg_.attn_scale : 1.0f / std::sqrt(static_cast<float>(D));
-  const gpu::AttentionShape ash{static_cast<uint32_t>(N), Hq, Hkv, D, scale, page_rows_, kv_f16_, attn_kernel_};
+  const gpu::AttentionShape ash{static_cast<uint32_t>(N), Hq, Hkv, D, scale, page_rows_, kt, vt, attn_kernel_};
   REWIND_RETURN_IF_ERROR(gpu::RecordAttention(c, q_.buf, kvd_->k(ai), kvd_->v(ai), att_.buf, row_tab_.buf,
                                               page_tab_.buf, max_pos, ash, attn_ml_.buf));
+  if (rot_v > 0)  // back from the rotated V space, before the output gate
+    REWIND_RETURN_IF_ERROR(gpu::RecordHadamard(c, att_.buf, static_cast<uint64_t>(N) * QW, static_cast<uint32_t>(rot_v)));
   REWIND_RETURN_IF_ERROR(Elt(att_.buf, qg_.buf, N * Hq, D, D, D, 2 * D, 3));  // output gate
   return gpu::RecordMatMul(c, L.attn_out, att_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
 }
@@ -277,8 +288,10 @@ Status VulkanBackend::AttachStates(StateStorage& states) {
 Status VulkanBackend::AttachKv(KvStorage& kv) {
   if (kv.device() == nullptr) {
     const KvTypes t = kv.config().type;
-    if (t.k == KvType::kF16 && kv.config().row_width % 2 != 0)
-      return Error::Unsupported("the GPU backend needs an even KV row width for an f16 cache");
+    for (KvType e : {t.k, t.v})
+      if (kernels::KvBlockElems(e) == 1 && e != KvType::kF32 && kv.config().row_width % 2 != 0)
+        return Error::Unsupported("the GPU backend needs an even KV row width for an " +
+                                  std::string(kernels::KvTypeName(e)) + " cache");
     REWIND_ASSIGN_OR_RETURN(std::shared_ptr<DeviceKv> d, DeviceKv::Create(ctx_, kv));
     kv.SetDevice(std::move(d));
   }
@@ -351,11 +364,9 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
   const int32_t E = cf.n_embd, V = cf.n_vocab, n_seqs = static_cast<int32_t>(seqs.size());
   const KvTypes kt = kv.config().type;
   if (cf.n_attn_layers() > 0) {
-    const bool f32 = kt.k == KvType::kF32 && kt.v == KvType::kF32, f16 = kt.k == KvType::kF16 && kt.v == KvType::kF16;
-    if (!f32 && !f16)
-      return Error::Unsupported("the GPU backend supports f32 and f16 KV caches only, not " +
-                                std::string(kernels::KvTypesName(kt)) + " yet");
-    kv_f16_ = f16;
+    for (KvType t : {kt.k, kt.v})
+      if (auto code = gpu::KvFormatCode(kernels::KvTensorType(t)); !code.ok()) return code.error();
+    kv_types_ = kt;
   }
   Context& c = *ctx_;
   const uint32_t C = cf.ssm_conv_dim(), Hv = cf.ssm_heads;

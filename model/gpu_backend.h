@@ -128,7 +128,7 @@ class VulkanBackend final : public ForwardBackend {
   gpu::ActScratch act_;
   gpu::TopLogitsScratch top_;  // the top-k passes' pairs (ForwardOptions::top_k)
   gpu::AttentionKernel attn_kernel_ = gpu::AttentionKernel::kAuto;  // REWIND_GPU_ATTENTION (MakeVulkanBackend)
-  bool kv_f16_ = false;  // this forward's KV cache type: F16 (rows rounded as the CPU stores them) or F32
+  KvTypes kv_types_;  // this forward's KV cache types (the pools hold the CPU's bytes of them)
   // Per forward: [N][E] residual / normed / block output, and the layer scratch.
   Grown x_, t_, y_, qkv_, z_, b_, a_, u_, o_, qg_, k_, v_, q_, att_, fg_, fu_, hn_, logits_, rope_, seq_tab_,
       row_tab_, replay_tab_, replay_in_, attn_ml_, fused_, scatter_tab_, page_tab_;

@@ -8,7 +8,8 @@
 // A dispatch runs blocks [b0, b1): the host splits a long context into several dispatches where the driver
 // limits an invocation's loop iterations (lavapipe); m and l live in `ml` between dispatches, acc in o, so the
 // bits are the same however the blocks are grouped. K and V are read straight from a layer's page pool (the
-// host's byte layout: [page][row][Hkv·D] of f32, or of f16 packed two to a word, widened exactly): a row's key at
+// host's byte layout: [page][row][Hkv·D] in the cache type, f32, f16 or bf16 packed two to a word, or 32-element
+// GGUF blocks dequantised in the kernel with the CPU's exact arithmetic, kv_types.glsl): a row's key at
 // position p lives at pool row pages[off + p / PS] · PS + p % PS, off = the row's entry in `rows`. No gather copy.
 // GQA: query head h reads KV head h / (Hq / Hkv). No atomics.
 //
@@ -28,22 +29,23 @@ layout(local_size_x = 64) in;
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 layout(std430, binding = 0) readonly buffer Qb { float q[]; };    // [N][Hq·D]
-layout(std430, binding = 1) readonly buffer Kb { uint kp[]; };    // page pool [pool rows][Hkv·D], f32 or f16
-layout(std430, binding = 2) readonly buffer Vb { uint vp[]; };
+layout(std430, binding = 1) readonly buffer Kb { uint kp[]; };    // page pool [pool rows][Hkv·D] in type kt
+layout(std430, binding = 1) readonly buffer Kb8 { uint8_t kp8[]; };  // the same bytes
+layout(std430, binding = 2) readonly buffer Vb { uint vp[]; };    // in type vt
+layout(std430, binding = 2) readonly buffer Vb8 { uint8_t vp8[]; };
 layout(std430, binding = 3) buffer Ob { float o[]; };             // [N][Hq·D]
 layout(std430, binding = 4) readonly buffer R { int rows[]; };    // [N][2] {offset of the page list, position}
 layout(std430, binding = 5) buffer ML { float ml[]; };            // [N·Hq][2] running max and sum
 layout(std430, binding = 6) readonly buffer PT { int pages[]; };  // the sequences' page lists
 layout(push_constant) uniform P {
-  uint N; uint Hq; uint Hkv; uint D; float scale; uint B; uint b0; uint b1; uint PS; uint f16;
+  uint N; uint Hq; uint Hkv; uint D; float scale; uint B; uint b0; uint b1; uint PS; uint kt; uint vt;
 } pc;
 
-float Kx(uint e) {
-  return pc.f16 != 0u ? F16ToF32((kp[e >> 1] >> ((e & 1u) * 16u)) & 0xFFFFu) : uintBitsToFloat(kp[e]);
-}
-float Vx(uint e) {
-  return pc.f16 != 0u ? F16ToF32((vp[e >> 1] >> ((e & 1u) * 16u)) & 0xFFFFu) : uintBitsToFloat(vp[e]);
-}
+#include "kv_types.glsl"
+KV_DEFINE_ELEMENT(kp, kp8)
+KV_DEFINE_ELEMENT(vp, vp8)
+float Kx(uint e) { return KvElement_kp(pc.kt, e); }
+float Vx(uint e) { return KvElement_vp(pc.vt, e); }
 
 float Score(uint qb, uint kb) {
   precise float sc = 0.0;
