@@ -146,6 +146,9 @@ Expected<std::unique_ptr<EngineImpl>> EngineImpl::Create(const EngineConfig& con
   for (const auto& d : e->drafters_)
     hc.device_reserved_bytes += static_cast<int64_t>(d->device_bytes(n_ctx, config.n_parallel));
   hc.device_bytes = config.cache_device_mib << 20;
+  // A step runs every decoding slot's token (and draft) first, then prompt chunks up to --batch-size.
+  hc.forward_out_rows = std::max(1, config.n_parallel) * (e->drafters_.empty() ? 1 : 1 + config.draft_max);
+  hc.forward_rows = std::max(config.n_batch, hc.forward_out_rows);
   REWIND_ASSIGN_OR_RETURN(e->cache_, HybridCache::Create(*e->model_, hc));
   if (e->model_->device_name() != "cpu") {
     e->info_.device_memory_total = e->model_->device_memory_total();

@@ -218,8 +218,10 @@ Expected<std::unique_ptr<HybridCache>> HybridCache::Create(model::Model& model, 
                                   ": use --cache-ram " + std::to_string(mib) + " or more, or --no-cache");
   }
   if (m.pages_apart) {
+    const int64_t forward = static_cast<int64_t>(model.device_forward_bytes(config.forward_rows, config.forward_out_rows));
     REWIND_ASSIGN_OR_RETURN(m.max_pages, DevicePagePool(model, m, config.kv_type, config.device_bytes,
-                                                        config.device_reserved_bytes, config.n_seq_max, config.n_ctx));
+                                                        config.device_reserved_bytes, forward, config.n_seq_max,
+                                                        config.n_ctx));
   }
   if (Status s = m.Validate(); !s.ok())
     return Error::InvalidArgument("cache: " + s.error().message + " (raise the cache budget)");

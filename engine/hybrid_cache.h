@@ -29,6 +29,9 @@ struct HybridCacheConfig {
                                   // twice over, at most what the device holds)
   int64_t device_reserved_bytes = 0;  // on a GPU: device memory others on it hold at most (a draft model), which
                                       // the derived page pool leaves free
+  int32_t forward_rows = 512;      // on a GPU: the most rows a forward runs (--batch-size) and, of them, the most
+  int32_t forward_out_rows = 4;    // with logits (a token per sequence, or its draft to verify), which the
+                                   // derived page pool leaves room for (Model::device_forward_bytes)
   int32_t page_tokens = 32;
   model::KvTypes kv_type = model::KvType::kF16;  // K and V element types (kernels/kv_quant.h)
   int32_t n_seq_max = 4;          // concurrent live sequences (each may hold 2 state slots)

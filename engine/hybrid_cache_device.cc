@@ -9,12 +9,16 @@
 namespace rw::engine {
 
 Expected<int32_t> DevicePagePool(const model::Model& model, const memory::MemoryConfig& m, kernels::KvTypes kv_type,
-                                 int64_t want_bytes, int64_t reserved_bytes, int32_t n_seq_max, int32_t n_ctx) {
+                                 int64_t want_bytes, int64_t reserved_bytes, int64_t forward_bytes,
+                                 int32_t n_seq_max, int32_t n_ctx) {
   const model::ModelConfig& mc = model.config();
   const int64_t total = static_cast<int64_t>(model.device_memory_total());
   const int64_t used = static_cast<int64_t>(model.device_bytes());
   const int64_t states = static_cast<int64_t>(m.max_slots) * m.state_bytes;
-  const int64_t room = total - used - total / 8 - states - reserved_bytes;
+  // Kept for the forwards: what one holds at most (activations, output rows, replay logs), and at least an
+  // eighth of the device (the driver's own, fragmentation).
+  const int64_t kept = std::max(total / 8, forward_bytes);
+  const int64_t room = total - used - kept - states - reserved_bytes;
   const int64_t width = static_cast<int64_t>(mc.n_head_kv) * mc.head_dim;
   const int64_t layer_page = static_cast<int64_t>(m.page_tokens) *
                              static_cast<int64_t>(std::max(kernels::KvRowBytes(kv_type.k, width),
@@ -25,7 +29,8 @@ Expected<int32_t> DevicePagePool(const model::Model& model, const memory::Memory
                     std::to_string(states >> 20) + " MiB for " + std::to_string(m.max_slots) +
                     " recurrent states, " + (reserved_bytes > 0 ? std::to_string(reserved_bytes >> 20) +
                                              " MiB for the draft model, " : std::string()) +
-                    "an eighth kept for activations";
+                    std::to_string(kept >> 20) + " MiB kept for a forward (activations and replay logs of " +
+                    "--batch-size rows, at least an eighth of the device)";
   if (mc.n_attn_layers() > 0 && layer_page > 0 &&
       static_cast<int64_t>(model.device_max_buffer_bytes()) / layer_page < limit) {
     limit = static_cast<int64_t>(model.device_max_buffer_bytes()) / layer_page;

@@ -18,12 +18,13 @@ namespace rw::engine {
 // On a GPU (docs/gpu.md) the KV pages and the recurrent states live in device memory, the pages in a pool
 // apart from the byte budget (MemoryConfig::pages_apart). Its size: want_bytes (--cache-device) when given,
 // else every sequence's full context twice over; never more than the device holds beside the weights, `m`'s
-// state slots, `reserved_bytes` held by others on the device (a draft model) and a reserve for activations (an
-// eighth of the device), nor than one layer's page pool can bind
-// (its storage buffer range). A clear error when that cannot be met or not even two pages fit.
+// state slots, `reserved_bytes` held by others on the device (a draft model) and a reserve for the forwards
+// (`forward_bytes`, Model::device_forward_bytes, and at least an eighth of the device), nor than one layer's page
+// pool can bind (its storage buffer range). A clear error when that cannot be met or not even two pages fit.
 // hybrid_cache_device.cc.
 Expected<int32_t> DevicePagePool(const model::Model& model, const memory::MemoryConfig& m, kernels::KvTypes kv_type,
-                                 int64_t want_bytes, int64_t reserved_bytes, int32_t n_seq_max, int32_t n_ctx);
+                                 int64_t want_bytes, int64_t reserved_bytes, int64_t forward_bytes,
+                                 int32_t n_seq_max, int32_t n_ctx);
 
 struct HybridCache::Impl {
   model::Model* model = nullptr;

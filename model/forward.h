@@ -138,6 +138,9 @@ class Model {
   int32_t device_index() const;  // LoadOptions::device: -1 on the CPU, N on vulkanN
   std::string device_description() const;
   uint64_t device_bytes() const;  // bytes held on the device (0 on the CPU)
+  // Device bytes a forward of `rows` rows (`out_rows` of them with logits) holds at most beyond the weights, KV
+  // pages and states: activations, output rows and replay logs (0 on the CPU).
+  uint64_t device_forward_bytes(int32_t rows, int32_t out_rows) const;
   std::string device_type() const;         // "cpu" on the CPU, else the Vulkan device's kind ("discrete", ...)
   uint64_t device_memory_total() const;    // the device's memory (0 on the CPU)
   uint64_t device_max_buffer_bytes() const;  // the largest buffer the device binds (0 on the CPU)

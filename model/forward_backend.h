@@ -25,6 +25,9 @@ class ForwardBackend {
   virtual std::string description() const = 0;
   // Bytes this backend holds on its device (weights, activations, KV and state mirrors).
   virtual uint64_t device_bytes() const = 0;
+  // Device bytes a forward of `rows` rows with `out_rows` output rows holds at most beyond the weights, the KV
+  // pages and the states: activations, output rows and replay logs (the device page plan leaves them free).
+  virtual uint64_t forward_bytes(int32_t rows, int32_t out_rows) const = 0;
   // The device's kind ("discrete", "integrated", "virtual", "cpu" for lavapipe, "other") and its memory (the
   // largest device-local heap).
   virtual std::string device_type() const = 0;

@@ -382,6 +382,58 @@ TEST(GoldenGpu, ReplayLogRollbackGivesTheForwardsBits) {
   EXPECT_EQ(delta(2), delta(3));
 }
 
+// Model::device_forward_bytes bounds what forwards hold on the device beyond the weights, KV pages and states
+// (the page plan leaves it free: engine/hybrid_cache_device.cc): prefill chunks of two sequences with replay
+// logs, logs replaced and made again (the pool's spares), a rollback replayed, a draft verified with all logits.
+TEST(GoldenGpu, ForwardBytesBoundWhatForwardsHoldOnTheDevice) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  std::unique_ptr<Model> loaded = LoadQ8OnVulkan0();
+  ASSERT_TRUE(loaded);
+  Model& m = *loaded;
+  constexpr int32_t kRows = 48, kOut = 6;
+  auto kv = KvStorage::Create(m.MakeKvConfig(16, 16, KvType::kQ8_0));
+  auto st = StateStorage::Create(m.MakeStateShape(), 6);
+  ASSERT_TRUE(kv.ok() && st.ok());
+  ASSERT_TRUE(m.PlaceStorage(**kv, **st).ok());
+  const uint64_t placed = m.device_bytes();
+  const uint64_t bound = m.device_forward_bytes(kRows, kOut);
+  ASSERT_GT(bound, 0u);
+  std::vector<int32_t> toks(200);
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int32_t>((i * 37 + 11) % 900);
+  const std::vector<int32_t> pages_a = {0, 1, 2, 3, 4, 5, 6}, pages_b = {7, 8, 9, 10, 11, 12, 13};
+  std::vector<ReplayLog> kept(2);  // the engine keeps a sequence's last log while the next forward runs
+  uint64_t peak = 0;
+  for (int32_t round = 0; round < 4; ++round) {
+    BatchSeq a, b;
+    a.state_in = round == 0 ? -1 : 0;
+    a.state_out = 0;
+    a.pages = pages_a;
+    a.pos0 = round * (kRows / 2);
+    a.tokens = std::span<const int32_t>(toks).subspan(a.pos0, kRows / 2);
+    b = a;
+    b.state_in = round == 0 ? -1 : 1;
+    b.state_out = 1;
+    b.pages = pages_b;
+    b.all_logits = round == 3;  // a verify-like step: logits for every row of b (kOut of them at most)
+    b.tokens = std::span<const int32_t>(toks).subspan(100 + a.pos0, round == 3 ? kOut - 1 : kRows / 2);
+    const BatchSeq batch[] = {a, b};
+    ForwardOutput out;
+    ForwardOptions fo;
+    fo.replay = &kept[round % 2];  // the log of two rounds ago goes back to the pool
+    ASSERT_TRUE(m.Forward(batch, **kv, **st, &out, fo).ok());
+    peak = std::max(peak, m.device_bytes() - placed);
+    if (round == 1) {  // a rollback of sequence a to 5 of the round's tokens, on the device
+      ASSERT_TRUE(m.ReplayState(-1, 2, kept[1].seqs[0], 5, **st).ok());
+      peak = std::max(peak, m.device_bytes() - placed);
+    }
+  }
+  std::printf("device bytes beyond weights, pages and states: %llu at most; forward_bytes(%d, %d) = %llu\n",
+              static_cast<unsigned long long>(peak), kRows, kOut, static_cast<unsigned long long>(bound));
+  EXPECT_GT(peak, 0u);
+  EXPECT_LE(peak, bound);
+}
+
 // The states and KV pages live on the device (model/gpu_storage.h): forwards move no state or KV bytes through
 // the host; a checkpoint is one device -> host copy of the slot and a restore one host -> device copy, and a
 // restored slot continues with the bits of the slot it was taken from; KV pages read to the host and written

@@ -244,34 +244,66 @@ Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32
   return gpu::RecordMatMul(c, L.attn_out, att_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
 }
 
-Status VulkanBackend::EnsureRows(int32_t rows) {
+// The per-forward buffers of an n-row forward and their bytes: f(member, bytes) for each (EnsureRows grows them,
+// forward_bytes counts them). The replay rows (log_) and the output rows are apart.
+template <typename F>
+void VulkanBackend::ForEachRowBuffer(size_t n, F&& f) const {
   const ModelConfig& cf = cfg_;
-  Context& c = *ctx_;
-  const size_t n = static_cast<size_t>(rows), E = cf.n_embd, C = cf.ssm_conv_dim(), Hv = cf.ssm_heads,
-               Vd = cf.ssm_inner, QW = static_cast<size_t>(cf.n_head) * cf.head_dim,
-               KW = static_cast<size_t>(cf.n_head_kv) * cf.head_dim, F = cf.n_ff;
-  for (Grown* g : {&x_, &t_, &y_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * E));
-  for (Grown* g : {&qkv_, &u_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * C));
-  for (Grown* g : {&z_, &o_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * Vd));
-  for (Grown* g : {&b_, &a_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * Hv));
-  for (Grown* g : {&q_, &att_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * QW));
-  for (Grown* g : {&k_, &v_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * KW));
-  for (Grown* g : {&fg_, &fu_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * F));
-  REWIND_RETURN_IF_ERROR(qg_.Ensure(c, 4 * n * 2 * QW));
+  const size_t E = cf.n_embd, C = cf.ssm_conv_dim(), Hv = cf.ssm_heads, Vd = cf.ssm_inner,
+               QW = static_cast<size_t>(cf.n_head) * cf.head_dim, KW = static_cast<size_t>(cf.n_head_kv) * cf.head_dim,
+               F_ = cf.n_ff;
+  using B = VulkanBackend;
+  for (Grown B::*g : {&B::x_, &B::t_, &B::y_}) f(g, 4 * n * E);
+  for (Grown B::*g : {&B::qkv_, &B::u_}) f(g, 4 * n * C);
+  for (Grown B::*g : {&B::z_, &B::o_}) f(g, 4 * n * Vd);
+  for (Grown B::*g : {&B::b_, &B::a_}) f(g, 4 * n * Hv);
+  for (Grown B::*g : {&B::q_, &B::att_}) f(g, 4 * n * QW);
+  for (Grown B::*g : {&B::k_, &B::v_}) f(g, 4 * n * KW);
+  size_t ff = F_;
+  if (cf.is_moe()) ff = std::max<size_t>(ff, cf.n_ff_shexp);
+  for (Grown B::*g : {&B::fg_, &B::fu_}) f(g, 4 * n * ff);
+  f(&B::qg_, 4 * n * 2 * QW);
   if (cf.arch == Arch::kQwen3Next)  // the fused ssm_in (2Kd + 2Vd) or ssm_ba (2Hv) rows before their split
-    REWIND_RETURN_IF_ERROR(fused_.Ensure(c, 4 * n * std::max<size_t>(2 * cf.ssm_key_dim() + 2 * Vd, 2 * Hv)));
+    f(&B::fused_, 4 * n * std::max<size_t>(2 * cf.ssm_key_dim() + 2 * Vd, 2 * Hv));
   if (cf.is_moe()) {
-    const size_t X = cf.n_expert, K = cf.n_expert_used, Fe = cf.n_ff_exp, Fs = cf.n_ff_shexp;
-    REWIND_RETURN_IF_ERROR(moe_logits_.Ensure(c, 4 * n * X));
-    for (Grown* g : {&moe_sel_, &moe_wt_, &sh_g_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * K));
-    for (Grown* g : {&moe_h_, &moe_u_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * K * Fe));
-    REWIND_RETURN_IF_ERROR(moe_y_.Ensure(c, 4 * n * K * E));
-    REWIND_RETURN_IF_ERROR(sh_y_.Ensure(c, 4 * n * E));
-    for (Grown* g : {&fg_, &fu_}) REWIND_RETURN_IF_ERROR(g->Ensure(c, 4 * n * Fs));
+    const size_t X = cf.n_expert, K = cf.n_expert_used, Fe = cf.n_ff_exp;
+    f(&B::moe_logits_, 4 * n * X);
+    for (Grown B::*g : {&B::moe_sel_, &B::moe_wt_, &B::sh_g_}) f(g, 4 * n * K);
+    for (Grown B::*g : {&B::moe_h_, &B::moe_u_}) f(g, 4 * n * K * Fe);
+    f(&B::moe_y_, 4 * n * K * E);
+    f(&B::sh_y_, 4 * n * E);
   }
-  REWIND_RETURN_IF_ERROR(rope_.Ensure(c, 4 * n * std::max(cf.n_rot, 2)));
-  for (Grown& g : log_) REWIND_RETURN_IF_ERROR(g.Ensure(c, 4 * n * (C + 2 * Hv)));
+  f(&B::rope_, 4 * n * std::max(cf.n_rot, 2));
+}
+
+Status VulkanBackend::EnsureRows(int32_t rows) {
+  Context& c = *ctx_;
+  const size_t n = static_cast<size_t>(rows);
+  Status st = Status::Ok();
+  ForEachRowBuffer(n, [&](Grown VulkanBackend::*g, size_t bytes) {
+    if (st.ok()) st = (this->*g).Ensure(c, bytes);
+  });
+  REWIND_RETURN_IF_ERROR(st);
+  for (Grown& g : log_) REWIND_RETURN_IF_ERROR(g.Ensure(c, 4 * n * cfg_.replay_row_floats()));
   return Status::Ok();
+}
+
+uint64_t VulkanBackend::forward_bytes(int32_t rows, int32_t out_rows) const {
+  const size_t n = static_cast<size_t>(std::max(rows, 1)), n_out = static_cast<size_t>(std::max(out_rows, 1));
+  uint64_t b = 0;
+  ForEachRowBuffer(n, [&](Grown VulkanBackend::*, size_t bytes) { b += bytes; });
+  // The largest activation rows a matmul quantises (ActScratch: at most 4 bytes a value with its scales).
+  const size_t widest = std::max({static_cast<size_t>(cfg_.n_embd), static_cast<size_t>(cfg_.n_ff),
+                                  static_cast<size_t>(cfg_.ssm_inner),
+                                  static_cast<size_t>(cfg_.n_head) * cfg_.head_dim,
+                                  static_cast<size_t>(cfg_.n_ff_exp) * std::max(cfg_.n_expert_used, 1)});
+  b += 4 * n * widest;
+  // The output rows: their normed rows and logits (hn_, logits_), the attention's running max / sum, tables.
+  b += 4 * n_out * (static_cast<size_t>(cfg_.n_embd) + cfg_.n_vocab) + 8 * n * cfg_.n_head + 64 * n;
+  // Replay logs: the forward's rows (log_), the logs it records for the sequences, a rollback's input rows
+  // (replay_in_), and the pool's spare sets (ReplayPool::Give: at most the largest log).
+  b += 4 * n * cfg_.ReplayBytesPerToken();
+  return b;
 }
 
 Status VulkanBackend::AttachStates(StateStorage& states) {

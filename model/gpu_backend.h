@@ -63,6 +63,7 @@ class VulkanBackend final : public ForwardBackend {
     return name() + " (" + ctx_->info().name + ", " + std::to_string(ctx_->info().memory_bytes >> 20) + " MiB)";
   }
   uint64_t device_bytes() const override { return ctx_->allocated_bytes(); }
+  uint64_t forward_bytes(int32_t rows, int32_t out_rows) const override;
   std::string device_type() const override { return ctx_->info().type; }
   uint64_t device_memory_total() const override { return ctx_->info().memory_bytes; }
   uint64_t max_buffer_bytes() const override { return ctx_->max_buffer_bytes(); }
@@ -107,6 +108,8 @@ class VulkanBackend final : public ForwardBackend {
   // Device buffers for a log of `layer_bytes` per GDN layer (from the pool).
   Expected<std::unique_ptr<DeviceReplayRows>> NewLog(size_t layer_bytes);
   Status EnsureRows(int32_t N);
+  template <typename F>
+  void ForEachRowBuffer(size_t n, F&& f) const;
   // The device slots of `states` (made and attached on first use): st_ for this call.
   Status AttachStates(StateStorage& states);
   // The device pages of `kv` (made and attached on first use): kvd_ for this call.

@@ -264,13 +264,13 @@ void ReplayPool::Give(std::vector<gpu::Buffer>&& set) {
   if (set.empty() || !set[0].valid()) return;
   (void)ctx_->Submit();  // recorded work that reads or writes them lands before they are reused or freed
   spare_.push_back(std::move(set));
-  // Over the bounds (kMaxSpare sets, twice the largest log taken), the smallest sets go first.
+  // Over the bounds (kMaxSpare sets, the bytes of the largest log taken), the smallest sets go first.
   auto bytes = [&] {
     size_t t = 0;
     for (const auto& s : spare_) t += s.size() * s[0].size();
     return t;
   };
-  while (spare_.size() > kMaxSpare || (spare_.size() > 1 && bytes() > 2 * largest_)) {
+  while (spare_.size() > kMaxSpare || (spare_.size() > 1 && bytes() > largest_)) {
     auto smallest = std::min_element(spare_.begin(), spare_.end(), [](const auto& a, const auto& b) {
       return a[0].size() < b[0].size();
     });

@@ -103,8 +103,8 @@ class ReplayPool {
   // n_layers buffers of at least `bytes` each: the smallest spare set that holds it and is at most four times
   // as large, else new ones.
   Expected<std::vector<gpu::Buffer>> Take(size_t n_layers, size_t bytes);
-  // Keeps a set for the next Take (at most kMaxSpare sets and twice the bytes of the largest log taken, the
-  // largest sets first); the rest are freed.
+  // Keeps a set for the next Take (at most kMaxSpare sets and the bytes of the largest log taken, the largest
+  // sets first: VulkanBackend::forward_bytes counts one such log); the rest are freed.
   void Give(std::vector<gpu::Buffer>&& set);
   // Replay-log bytes uploaded (a log handed in as host rows; nothing reads a log back to the host).
   uint64_t to_device = 0;

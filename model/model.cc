@@ -69,6 +69,9 @@ int32_t Model::device_index() const {
 }
 std::string Model::device_description() const { return backend_ ? backend_->description() : "cpu"; }
 uint64_t Model::device_bytes() const { return backend_ ? backend_->device_bytes() : 0; }
+uint64_t Model::device_forward_bytes(int32_t rows, int32_t out_rows) const {
+  return backend_ ? backend_->forward_bytes(rows, out_rows) : 0;
+}
 std::string Model::device_type() const { return backend_ ? backend_->device_type() : "cpu"; }
 uint64_t Model::device_memory_total() const { return backend_ ? backend_->device_memory_total() : 0; }
 uint64_t Model::device_max_buffer_bytes() const { return backend_ ? backend_->max_buffer_bytes() : 0; }
