@@ -67,13 +67,54 @@ TEST(GpuDevice, BuffersRoundTripThroughStaging) {
   REQUIRE_DEVICE(ctx);
   std::vector<uint32_t> a(1000);
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint32_t>(i * 2654435761u);
-  auto b = ctx->Alloc(a.size() * 4);
-  ASSERT_TRUE(b.ok());
-  ASSERT_TRUE(ctx->Upload(*b, a.data(), a.size() * 4).ok());
-  std::vector<uint32_t> back(a.size());
-  ASSERT_TRUE(ctx->Download(*b, back.data(), back.size() * 4).ok());
-  EXPECT_EQ(a, back);
-  EXPECT_FALSE(ctx->Upload(*b, a.data(), a.size() * 4, 8).ok()) << "past the end must be an error";
+  for (bool unmapped : {false, true}) {  // unified memory (lavapipe) maps device buffers; a discrete GPU does not
+    ctx->UnmapDeviceBuffersForTesting(unmapped);
+    auto b = ctx->Alloc(a.size() * 4);
+    ctx->UnmapDeviceBuffersForTesting(false);
+    ASSERT_TRUE(b.ok());
+    if (unmapped) ASSERT_EQ(b->mapped(), nullptr);
+    ASSERT_TRUE(ctx->Upload(*b, a.data(), a.size() * 4).ok());
+    std::vector<uint32_t> back(a.size());
+    ASSERT_TRUE(ctx->Download(*b, back.data(), back.size() * 4).ok());
+    EXPECT_EQ(a, back);
+    EXPECT_FALSE(ctx->Upload(*b, a.data(), a.size() * 4, 8).ok()) << "past the end must be an error";
+  }
+}
+
+// Staged uploads are recorded, not submitted: many small ones (a forward's inputs) share the upload arena and
+// run in order with the dispatches around them; the next upload to the same bytes does not overwrite what an
+// earlier recorded copy reads. Uploads over the arena's chunk go in chunks. Only the download waits.
+TEST(GpuDevice, StagedUploadsAreRecordedInOrderWithoutSubmissions) {
+  REQUIRE_DEVICE(ctx);
+  ctx->UnmapDeviceBuffersForTesting(true);
+  auto b = ctx->Alloc(4096 * 4);
+  auto c = ctx->Alloc(4096 * 4);
+  const size_t big_n = gpu::Context::kStagingChunk / 4 + 12345;  // over one chunk
+  auto big = ctx->Alloc(big_n * 4);
+  ctx->UnmapDeviceBuffersForTesting(false);
+  ASSERT_TRUE(b.ok() && c.ok() && big.ok());
+  ASSERT_TRUE(ctx->Submit().ok());
+  std::vector<uint32_t> first(4096), second(4096);
+  for (size_t i = 0; i < first.size(); ++i) {
+    first[i] = static_cast<uint32_t>(i * 7 + 1);
+    second[i] = static_cast<uint32_t>(i * 13 + 5);
+  }
+  const uint64_t s0 = ctx->submits();
+  for (size_t part = 0; part < 8; ++part)  // 8 uploads of 512 values
+    ASSERT_TRUE(ctx->Upload(*b, first.data() + 512 * part, 512 * 4, 512 * 4 * part).ok());
+  ctx->Copy(*b, 0, *c, 0, 4096 * 4);                              // reads `first`
+  ASSERT_TRUE(ctx->Upload(*b, second.data(), 4096 * 4).ok());   // then b is overwritten
+  EXPECT_EQ(ctx->submits(), s0) << "a staged upload must be recorded, not submitted";
+  std::vector<uint32_t> back_b(4096), back_c(4096);
+  ASSERT_TRUE(ctx->Download(*c, back_c.data(), 4096 * 4).ok());
+  ASSERT_TRUE(ctx->Download(*b, back_b.data(), 4096 * 4).ok());
+  EXPECT_EQ(back_c, first);
+  EXPECT_EQ(back_b, second);
+  std::vector<uint32_t> v(big_n), back(big_n);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint32_t>(i * 2654435761u + 3);
+  ASSERT_TRUE(ctx->Upload(*big, v.data(), v.size() * 4).ok());
+  ASSERT_TRUE(ctx->Download(*big, back.data(), back.size() * 4).ok());
+  EXPECT_TRUE(v == back);
 }
 
 // A random weight of `type`, quantised by the CPU quantiser (what llama-quantize writes).
@@ -186,16 +227,69 @@ TEST(GpuMatMulKernels, EveryVariantGivesTheScalarTwinsBits) {
         for (const uint32_t groups : {0u, 8u}) {  // 0: the device's limit; 8: rows in several dispatches
           // (8 groups per dimension fold at most 8^3 x 64 activation values: F16 / BF16 convert one per invocation)
           if (groups == 8 && gguf::BlockSize(c.type) == 1 && n_tok * c.cols > 8 * 8 * 8 * 64) continue;
-          ctx->LimitForTesting(groups, 0);
-          auto y = MatMulHost(*ctx, *gm, x.data(), n_tok, k);
-          ctx->LimitForTesting(0, 0);
-          ASSERT_TRUE(y.ok()) << y.error().message;
-          int64_t differ = 0;
-          for (size_t e = 0; e < ref.size(); ++e) differ += std::memcmp(&ref[e], &(*y)[e], 4) != 0;
-          EXPECT_EQ(differ, 0) << gguf::TypeName(c.type) << " K=" << c.cols << " N=" << n_tok << " variant "
-                               << static_cast<int>(k) << " max groups " << groups;
+          // The rows and tile kernels of the 32-value block types with and without the packed dot product.
+          for (const IntDot dot : {IntDot::kOff, IntDot::kOn}) {
+            if (dot == IntDot::kOn && (!ctx->has_int_dot() || gguf::BlockSize(c.type) != 32 ||
+                                       k == MatMulKernel::kPerElement))
+              continue;
+            ctx->LimitForTesting(groups, 0);
+            auto y = MatMulHost(*ctx, *gm, x.data(), n_tok, k, dot);
+            ctx->LimitForTesting(0, 0);
+            ASSERT_TRUE(y.ok()) << y.error().message;
+            int64_t differ = 0;
+            for (size_t e = 0; e < ref.size(); ++e) differ += std::memcmp(&ref[e], &(*y)[e], 4) != 0;
+            EXPECT_EQ(differ, 0) << gguf::TypeName(c.type) << " K=" << c.cols << " N=" << n_tok << " variant "
+                                 << static_cast<int>(k) << " max groups " << groups << " int dot "
+                                 << (dot == IntDot::kOn);
+          }
         }
       }
+    }
+  }
+}
+
+// The packed dot product's weight repacking (Q4_0: q - 8, Q5_0: q - 16, the high bits of Q5_0 / Q5_1) over every
+// byte value: blocks of random bytes (every nibble and high-bit pattern) with a fixed scale, activations with
+// extreme values (+-127) mixed in; the `_dot` rows and tile kernels give the scalar twin's bits.
+TEST(GpuMatMulKernels, TheIntegerDotProductGivesTheScalarTwinsBitsOnEveryByteValue) {
+  REQUIRE_DEVICE(ctx);
+  if (!ctx->has_int_dot()) GTEST_SKIP() << ctx->info().name << " lacks VK_KHR_shader_integer_dot_product";
+  std::printf("%s: integer dot product %s\n", ctx->info().name.c_str(),
+              ctx->int_dot_accelerated() ? "accelerated (kAuto uses it)" : "not accelerated (kAuto leaves it off)");
+  const int64_t rows = 70, cols = 1024, n_tok = 19;
+  for (const TT type : {TT::kQ8_0, TT::kQ4_0, TT::kQ4_1, TT::kQ5_0, TT::kQ5_1}) {
+    const size_t rb = gguf::RowBytes(type, cols), bsz = rb / (cols / 32);
+    std::vector<uint8_t> w(rb * rows);
+    uint32_t st = 12345;
+    for (uint8_t& b : w) {
+      st = st * 1664525u + 1013904223u;
+      b = static_cast<uint8_t>(st >> 24);
+    }
+    for (size_t blk = 0; blk < w.size(); blk += bsz) {  // d = 0.0625 (f16 0x2C00), Q4_1 / Q5_1 m = -0.5 (0xB800)
+      w[blk] = 0x00;
+      w[blk + 1] = 0x2C;
+      if (type == TT::kQ4_1 || type == TT::kQ5_1) {
+        w[blk + 2] = 0x00;
+        w[blk + 3] = 0xB8;
+      }
+    }
+    std::vector<float> x = kernels::Random(static_cast<size_t>(n_tok * cols), 77);
+    for (size_t i = 0; i < x.size(); i += 7) x[i] = (i % 2 ? 1.0f : -1.0f) * 8.0f;  // the block maxima: +-127
+    auto gm = UploadMatrix(*ctx, type, w.data(), cols, rows, rb);
+    ASSERT_TRUE(gm.ok()) << gm.error().message;
+    const TT at = gguf::VecDotType(type);
+    std::vector<uint8_t> act(gguf::RowBytes(at, cols));
+    std::vector<float> ref(static_cast<size_t>(n_tok * rows));
+    for (int64_t t = 0; t < n_tok; ++t) {
+      gguf::QuantizeActivationRow(at, x.data() + t * cols, act.data(), cols);
+      for (int64_t r = 0; r < rows; ++r) ref[t * rows + r] = gguf::VecDotRef(type, cols, w.data() + r * rb, act.data());
+    }
+    for (const MatMulKernel k : {MatMulKernel::kRows, MatMulKernel::kTile}) {
+      auto y = MatMulHost(*ctx, *gm, x.data(), n_tok, k, IntDot::kOn);
+      ASSERT_TRUE(y.ok()) << y.error().message;
+      int64_t differ = 0;
+      for (size_t e = 0; e < ref.size(); ++e) differ += std::memcmp(&ref[e], &(*y)[e], 4) != 0;
+      EXPECT_EQ(differ, 0) << gguf::TypeName(type) << " variant " << static_cast<int>(k);
     }
   }
 }

@@ -50,10 +50,15 @@ TEST_P(GpuMatMulId, MatchesTheScalarTwinAndTheDenseMatMulOfTheExpertBitForBit) {
   auto yb = ctx->Alloc(4 * N * K * c.rows);
   ASSERT_TRUE(yb.ok());
   // Each kernel variant (the quantised types' rows variant; F32 / F16 / BF16 run per element either way).
-  for (const MatMulKernel kernel : {MatMulKernel::kPerElement, MatMulKernel::kRows}) {
-  SCOPED_TRACE(kernel == MatMulKernel::kRows ? "rows variant" : "per element");
+  // The rows variant of the 32-value block types also with the packed integer dot product (where the device has it).
+  const bool dot_too = ctx->has_int_dot() && gguf::BlockSize(c.type) == 32;
+  for (const int variant : {0, 1, 2}) {
+  if (variant == 2 && !dot_too) continue;
+  const MatMulKernel kernel = variant == 0 ? MatMulKernel::kPerElement : MatMulKernel::kRows;
+  SCOPED_TRACE(variant == 0 ? "per element" : variant == 1 ? "rows variant" : "rows variant, integer dot product");
   ActScratch s;
   s.kernel = kernel;
+  s.int_dot = variant == 2 ? IntDot::kOn : IntDot::kOff;
   ASSERT_TRUE(RecordMatMulId(*ctx, *gm, ExpertRows{c.rows, stride, off}, ib, xb, N, K, N * K, *yb, s).ok());
   const std::vector<float> y = Down(*ctx, *yb, N * K * c.rows);
   const TT at = gguf::VecDotType(c.type);

@@ -154,6 +154,33 @@ MatMulKernel PickKernel(const Context& ctx, gguf::TensorType type, int64_t n_tok
   return floats ? MatMulKernel::kTile : MatMulKernel::kRows;
 }
 
+// REWIND_GPU_INT_DOT=0|1 (unset: kAuto; anything else: an error at the first matmul).
+IntDot EnvIntDot() {
+  static const IntDot d = [] {
+    const char* v = std::getenv("REWIND_GPU_INT_DOT");
+    if (v == nullptr || *v == 0) return IntDot::kAuto;
+    const std::string s(v);
+    if (s == "0") return IntDot::kOff;
+    if (s == "1") return IntDot::kOn;
+    REWIND_CHECK_MSG(false, "REWIND_GPU_INT_DOT=%s: use 0 or 1", v);
+    return IntDot::kAuto;
+  }();
+  return d;
+}
+
+// "_dot" when the kernel `name` (a rows or tile variant) runs with the packed dot product (ops.h IntDot).
+Expected<std::string> DotSuffix(const Context& ctx, gguf::TensorType type, IntDot want) {
+  using TT = gguf::TensorType;
+  const bool has_variant = type == TT::kQ8_0 || type == TT::kQ4_0 || type == TT::kQ4_1 || type == TT::kQ5_0 ||
+                           type == TT::kQ5_1;
+  if (want == IntDot::kAuto) want = EnvIntDot();
+  if (want == IntDot::kOn && !ctx.has_int_dot())
+    return Error::Unsupported("the integer dot product was asked for (REWIND_GPU_INT_DOT=1) but " + ctx.info().name +
+                              " lacks VK_KHR_shader_integer_dot_product");
+  const bool on = want == IntDot::kAuto ? ctx.int_dot_accelerated() : want == IntDot::kOn;
+  return std::string(on && has_variant ? "_dot" : "");
+}
+
 }  // namespace
 
 Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_off, int64_t n_tok, Buffer& y,
@@ -171,6 +198,10 @@ Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t 
   } else if (kernel == MatMulKernel::kTile) {
     name += "_tile";
     groups_y = Groups(static_cast<uint64_t>(n_tok), TileTokens(w.type));
+  }
+  if (kernel == MatMulKernel::kRows || kernel == MatMulKernel::kTile) {
+    REWIND_ASSIGN_OR_RETURN(std::string dot, DotSuffix(ctx, w.type, s.int_dot));
+    name += dot;
   }
   REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(name));
   // A workgroup count in x is bounded by the device (65,535 on many): longer row ranges run in dispatches of
@@ -208,8 +239,12 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
   const uint32_t rows_per_group = kernel == MatMulKernel::kRows ? 4 : 64;
   REWIND_CHECK_MSG(Groups(static_cast<uint64_t>(er.rows), rows_per_group) <= ctx.max_groups()[0],
                    "an expert of %lld rows is over the device's workgroup count", static_cast<long long>(er.rows));
-  REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(std::string(MatMulShader(w.type)) +
-                                                         (kernel == MatMulKernel::kRows ? "_id_rows" : "_id")));
+  std::string name = std::string(MatMulShader(w.type)) + (kernel == MatMulKernel::kRows ? "_id_rows" : "_id");
+  if (kernel == MatMulKernel::kRows) {
+    REWIND_ASSIGN_OR_RETURN(std::string dot, DotSuffix(ctx, w.type, s.int_dot));
+    name += dot;
+  }
+  REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(name));
   for (const GpuMatrixPart& part : w.parts) {  // the rows routed to the experts [e_lo, e_hi) held by each part
     REWIND_CHECK(part.row0 % er.e_stride == 0 && part.rows % er.e_stride == 0);
     const MatMulPush pc{static_cast<uint32_t>(er.rows), static_cast<uint32_t>(w.n_cols), static_cast<uint32_t>(n_out),
@@ -281,13 +316,14 @@ Status RecordTopLogits(Context& ctx, const Buffer& logits, uint32_t rows, uint32
 }
 
 Expected<std::vector<float>> MatMulHost(Context& ctx, const GpuMatrix& w, const float* x, int64_t n_tok,
-                                        MatMulKernel kernel) {
+                                        MatMulKernel kernel, IntDot int_dot) {
   const size_t nx = static_cast<size_t>(w.n_cols * n_tok), ny = static_cast<size_t>(w.n_rows * n_tok);
   REWIND_ASSIGN_OR_RETURN(Buffer xb, ctx.Alloc(4 * nx));
   REWIND_ASSIGN_OR_RETURN(Buffer yb, ctx.Alloc(4 * ny));
   REWIND_RETURN_IF_ERROR(ctx.Upload(xb, x, 4 * nx));
   ActScratch s;
   s.kernel = kernel;
+  s.int_dot = int_dot;
   REWIND_RETURN_IF_ERROR(RecordMatMul(ctx, w, xb, 0, n_tok, yb, 0, static_cast<uint32_t>(w.n_rows), s));
   std::vector<float> y(ny);
   REWIND_RETURN_IF_ERROR(ctx.Download(yb, y.data(), 4 * ny));

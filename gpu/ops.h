@@ -53,12 +53,20 @@ enum class MatMulKernel {
 };
 inline constexpr int64_t kMatMulTileMinTokens = 4;
 
+// The packed int8 dot product (VK_KHR_shader_integer_dot_product) in the rows and tile kernels of the 32-value
+// block types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1; the `_dot` shaders): the same exact integer block sums, so the same
+// bits. kAuto: on where the device says the instruction is accelerated (Context::int_dot_accelerated; not on
+// lavapipe, which emulates it). REWIND_GPU_INT_DOT=0|1 forces it (measurements); kOn on a device without the
+// extension is an error.
+enum class IntDot { kAuto, kOff, kOn };
+
 // Activation rows quantised for a matmul (quant_act.comp); grown on demand, reused across calls.
 struct ActScratch {
   Buffer q;     // int8 (Q8_0/Q8_K) or 16-bit (F16/BF16) values
   Buffer d;     // a float scale per block
   Buffer bsum;  // Q8_K: an int sum per 16 values
   MatMulKernel kernel = MatMulKernel::kAuto;  // tests force a variant (all give the same bits)
+  IntDot int_dot = IntDot::kAuto;
 };
 
 // y[t·y_stride + y_off + r] = W[r]·x[x_off + t·K ..] for t < n_tok, r < W.n_rows (K = W.n_cols). One dispatch to
@@ -109,7 +117,7 @@ Status RecordTopLogits(Context& ctx, const Buffer& logits, uint32_t rows, uint32
 
 // Host convenience for tests and tools: uploads x [n_tok][K], runs RecordMatMul, returns y [n_tok][n_rows].
 Expected<std::vector<float>> MatMulHost(Context& ctx, const GpuMatrix& w, const float* x, int64_t n_tok,
-                                        MatMulKernel kernel = MatMulKernel::kAuto);
+                                        MatMulKernel kernel = MatMulKernel::kAuto, IntDot int_dot = IntDot::kAuto);
 
 inline uint32_t Groups(uint64_t n, uint32_t per = 64) { return static_cast<uint32_t>((n + per - 1) / per); }
 

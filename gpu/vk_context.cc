@@ -2,6 +2,7 @@
 #include "gpu/vk_context.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -117,6 +118,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     memory_ = o.memory_;
     size_ = o.size_;
     mapped_ = o.mapped_;
+    counted_ = o.counted_;
     o.ctx_ = nullptr;
     o.buffer_ = VK_NULL_HANDLE;
     o.memory_ = VK_NULL_HANDLE;
@@ -133,7 +135,7 @@ void Buffer::Release() {
   if (ctx_->recording_) REWIND_CHECK_MSG(ctx_->Submit().ok(), "submitting the work recorded before a buffer's release");
   if (buffer_ != VK_NULL_HANDLE) vkDestroyBuffer(ctx_->device_, buffer_, nullptr);
   if (memory_ != VK_NULL_HANDLE) vkFreeMemory(ctx_->device_, memory_, nullptr);
-  ctx_->allocated_bytes_ -= size_;
+  if (counted_) ctx_->allocated_bytes_ -= size_;
   ctx_ = nullptr;
   buffer_ = VK_NULL_HANDLE;
   memory_ = VK_NULL_HANDLE;
@@ -166,6 +168,12 @@ Expected<std::shared_ptr<Context>> Context::Open(int32_t index) {
   vkGetPhysicalDeviceProperties2(c->phys_, &p2);
   if (drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) c->loop_budget_ = c->device_loop_budget_ = 60000;
   vkGetPhysicalDeviceMemoryProperties(c->phys_, &c->mem_props_);
+  // Tests: a unified-memory device (lavapipe) behaves as a discrete GPU (unmapped device buffers, so every
+  // transfer is staged; kernel choices as on a GPU). docs/gpu.md "Testing".
+  if (const char* e = std::getenv("REWIND_GPU_AS_DISCRETE"); e != nullptr && std::string(e) == "1") {
+    c->unmap_device_buffers_ = true;
+    c->as_gpu_for_testing_ = true;
+  }
 
   // Features the shaders use: 8- and 16-bit storage (GGUF blocks are read bytewise), int8 arithmetic, float64
   // (the F32/F16/BF16 dot products accumulate in double, as the CPU's reference twin does).
@@ -193,6 +201,37 @@ Expected<std::shared_ptr<Context>> Context::Open(int32_t index) {
   e2.features.shaderFloat64 = VK_TRUE;
   e2.features.shaderInt64 = VK_TRUE;
   e2.pNext = &e11;
+  // Optional: the integer dot product of 4 packed int8 (VK_KHR_shader_integer_dot_product; the matmuls' `_dot`
+  // variants, exact integers, so the same bits). Used by kAuto where the device says it is accelerated.
+  std::vector<const char*> exts;
+  VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR edot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+  {
+    uint32_t ne = 0;
+    vkEnumerateDeviceExtensionProperties(c->phys_, nullptr, &ne, nullptr);
+    std::vector<VkExtensionProperties> have(ne);
+    vkEnumerateDeviceExtensionProperties(c->phys_, nullptr, &ne, have.data());
+    const bool listed = std::any_of(have.begin(), have.end(), [](const VkExtensionProperties& e) {
+      return std::strcmp(e.extensionName, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME) == 0;
+    });
+    if (listed) {
+      VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR fdot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+      VkPhysicalDeviceFeatures2 q{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+      q.pNext = &fdot;
+      vkGetPhysicalDeviceFeatures2(c->phys_, &q);
+      VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR pdot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
+      VkPhysicalDeviceProperties2 qp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+      qp.pNext = &pdot;
+      vkGetPhysicalDeviceProperties2(c->phys_, &qp);
+      if (fdot.shaderIntegerDotProduct) {
+        c->int_dot_ = true;
+        c->int_dot_accelerated_ = pdot.integerDotProduct4x8BitPackedSignedAccelerated == VK_TRUE;
+        edot.shaderIntegerDotProduct = VK_TRUE;
+        edot.pNext = e2.pNext;
+        e2.pNext = &edot;
+        exts.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+      }
+    }
+  }
 
   const float prio = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -203,6 +242,8 @@ Expected<std::shared_ptr<Context>> Context::Open(int32_t index) {
   dci.pNext = &e2;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
+  dci.ppEnabledExtensionNames = exts.data();
   VK_TRY(vkCreateDevice(c->phys_, &dci, nullptr, &c->device_), "vkCreateDevice");
   vkGetDeviceQueue(c->device_, c->queue_family_, 0, &c->queue_);
 
@@ -229,6 +270,8 @@ Expected<std::shared_ptr<Context>> Context::Open(int32_t index) {
 Context::~Context() {
   if (device_ != VK_NULL_HANDLE) {
     vkDeviceWaitIdle(device_);
+    upload_arena_ = Buffer();  // before the device they were made on
+    readback_ = Buffer();
     for (auto& [name, p] : pipelines_) {
       vkDestroyPipeline(device_, p->pipeline, nullptr);
       vkDestroyPipelineLayout(device_, p->layout, nullptr);
@@ -273,7 +316,8 @@ Expected<Buffer> Context::Alloc(size_t bytes, bool host_visible) {
   VK_TRY(vkCreateBuffer(device_, &bci, nullptr, &b.buffer_), "vkCreateBuffer");
   b.ctx_ = this;
   b.size_ = bytes;
-  allocated_bytes_ += bytes;
+  b.counted_ = !host_visible;
+  if (b.counted_) allocated_bytes_ += bytes;
   VkMemoryRequirements req{};
   vkGetBufferMemoryRequirements(device_, b.buffer_, &req);
   REWIND_ASSIGN_OR_RETURN(uint32_t type, MemoryType(req.memoryTypeBits, host_visible));
@@ -288,7 +332,7 @@ Expected<Buffer> Context::Alloc(size_t bytes, bool host_visible) {
   // Unified memory (lavapipe, integrated GPUs): device-local memory the host can see is mapped too, so uploads
   // and downloads are plain copies instead of a staging buffer and a submission each.
   const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  if ((mem_props_.memoryTypes[type].propertyFlags & hv) == hv) host_visible = true;
+  if ((mem_props_.memoryTypes[type].propertyFlags & hv) == hv && !unmap_device_buffers_) host_visible = true;
   if (host_visible) VK_TRY(vkMapMemory(device_, b.memory_, 0, VK_WHOLE_SIZE, 0, &b.mapped_), "vkMapMemory");
   return b;
 }
@@ -327,6 +371,8 @@ Status Context::Submit() {
   VK_TRY(vkResetFences(device_, 1, &fence_), "vkResetFences");
   VK_TRY(vkQueueSubmit(queue_, 1, &si, fence_), "vkQueueSubmit");
   VK_TRY(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  ++submits_;
+  upload_used_ = 0;  // the recorded copies out of the arena have run
   return Status::Ok();
 }
 
@@ -396,34 +442,67 @@ void Context::Copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t dst
   vkCmdCopyBuffer(cmd_, src.handle(), dst.handle(), 1, &region);
 }
 
+Status Context::EnsureStaging(Buffer& b, size_t bytes) {
+  if (b.valid() && b.size() >= bytes) return Status::Ok();
+  REWIND_RETURN_IF_ERROR(Submit());  // recorded copies may still use the old buffer
+  const size_t want = std::min(kStagingChunk, std::max({bytes, 2 * b.size(), size_t{1} << 20}));
+  b = Buffer();
+  REWIND_ASSIGN_OR_RETURN(b, Alloc(want, /*host_visible=*/true));
+  ++staging_allocs_;
+  return Status::Ok();
+}
+
+Status Context::ReleaseStaging() {
+  REWIND_RETURN_IF_ERROR(Submit());
+  upload_arena_ = Buffer();
+  readback_ = Buffer();
+  return Status::Ok();
+}
+
 Status Context::Upload(Buffer& dst, const void* src, size_t bytes, size_t dst_offset) {
   if (dst_offset + bytes > dst.size()) return Error::OutOfRange("GPU upload past the end of the buffer");
   if (bytes == 0) return Status::Ok();
   bytes_uploaded_ += bytes;
-  REWIND_RETURN_IF_ERROR(Submit());
   if (dst.mapped() != nullptr) {
+    REWIND_RETURN_IF_ERROR(Submit());
     std::memcpy(static_cast<uint8_t*>(dst.mapped()) + dst_offset, src, bytes);
     return Status::Ok();
   }
-  REWIND_ASSIGN_OR_RETURN(Buffer staging, Alloc(bytes, /*host_visible=*/true));
-  std::memcpy(staging.mapped(), src, bytes);
-  Copy(staging, 0, dst, dst_offset, bytes);
-  return Submit();
+  const auto* s = static_cast<const uint8_t*>(src);
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(bytes - done, kStagingChunk);
+    size_t at = (upload_used_ + 15) & ~size_t{15};
+    if (!upload_arena_.valid() || at + n > upload_arena_.size()) {
+      REWIND_RETURN_IF_ERROR(Submit());  // the arena's recorded copies run; its space is free again
+      REWIND_RETURN_IF_ERROR(EnsureStaging(upload_arena_, n));
+      at = 0;
+    }
+    std::memcpy(static_cast<uint8_t*>(upload_arena_.mapped()) + at, s + done, n);
+    Copy(upload_arena_, at, dst, dst_offset + done, n);
+    upload_used_ = at + n;
+    done += n;
+  }
+  return Status::Ok();
 }
 
 Status Context::Download(const Buffer& src, void* dst, size_t bytes, size_t src_offset) {
   if (src_offset + bytes > src.size()) return Error::OutOfRange("GPU download past the end of the buffer");
   if (bytes == 0) return Status::Ok();
   bytes_downloaded_ += bytes;
-  REWIND_RETURN_IF_ERROR(Submit());
   if (src.mapped() != nullptr) {
+    REWIND_RETURN_IF_ERROR(Submit());
     std::memcpy(dst, static_cast<const uint8_t*>(src.mapped()) + src_offset, bytes);
     return Status::Ok();
   }
-  REWIND_ASSIGN_OR_RETURN(Buffer staging, Alloc(bytes, /*host_visible=*/true));
-  Copy(src, src_offset, staging, 0, bytes);
-  REWIND_RETURN_IF_ERROR(Submit());
-  std::memcpy(dst, staging.mapped(), bytes);
+  auto* d = static_cast<uint8_t*>(dst);
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(bytes - done, kStagingChunk);
+    REWIND_RETURN_IF_ERROR(EnsureStaging(readback_, n));
+    Copy(src, src_offset + done, readback_, 0, n);
+    REWIND_RETURN_IF_ERROR(Submit());
+    std::memcpy(d + done, readback_.mapped(), n);
+    done += n;
+  }
   return Status::Ok();
 }
 

@@ -44,6 +44,7 @@ class Buffer {
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   size_t size_ = 0;
   void* mapped_ = nullptr;
+  bool counted_ = false;  // in the context's allocated_bytes (a device buffer, not a staging one)
 };
 
 // A compute pipeline: n_buffers storage buffers at bindings 0..n-1 of set 0, push constants up to 128 bytes.
@@ -73,6 +74,7 @@ class Context {
   const DeviceInfo& info() const { return info_; }
   uint64_t max_buffer_bytes() const { return max_buffer_bytes_; }
   size_t offset_alignment() const { return offset_alignment_; }
+  // Device buffers allocated and not released (host-visible staging buffers are host memory: not counted).
   uint64_t allocated_bytes() const { return allocated_bytes_; }
   // The device's workgroup-count limit per dimension (65,535 on lavapipe and most GPUs in y and z).
   const uint32_t* max_groups() const { return max_groups_; }
@@ -87,12 +89,34 @@ class Context {
   // selection take the paths that are faster there (docs/gpu.md). Tests can make it choose as a GPU does.
   bool runs_on_cpu() const { return info_.type == "cpu" && !as_gpu_for_testing_; }
   void ChooseAsAGpuForTesting(bool on) { as_gpu_for_testing_ = on; }
+  bool chooses_as_a_gpu_for_testing() const { return as_gpu_for_testing_; }
+  // The shaders may use the packed 4 x int8 dot product (VK_KHR_shader_integer_dot_product), and the device says
+  // it is accelerated (a GPU's dp4a; lavapipe has the instruction, emulated).
+  bool has_int_dot() const { return int_dot_; }
+  bool int_dot_accelerated() const { return int_dot_ && int_dot_accelerated_; }
+  // A discrete GPU's device-local memory is not mapped by the host, so every transfer is staged: tests (and
+  // REWIND_GPU_AS_DISCRETE=1, which also chooses kernels as a GPU does) make a unified-memory device (lavapipe)
+  // leave the device buffers it allocates from now on unmapped, so that those paths run in CI.
+  void UnmapDeviceBuffersForTesting(bool on) { unmap_device_buffers_ = on; }
 
   // Device-local storage buffer (host_visible: a mapped, coherent one; used for staging and small readbacks).
   Expected<Buffer> Alloc(size_t bytes, bool host_visible = false);
-  // Copies through a staging buffer (or directly when `dst` is mapped). Any recorded work is submitted first.
+  // Upload: into a mapped `dst`, a plain copy after the recorded work is submitted (it may still read `dst`);
+  // otherwise the bytes go into the context's upload arena and the copy from there is recorded, ordered before
+  // the dispatches recorded after it: no submission, no allocation (the arena's space is reused after each
+  // Submit; uploads over kStagingChunk go in chunks, a submission between them).
   Status Upload(Buffer& dst, const void* src, size_t bytes, size_t dst_offset = 0);
+  // Download: submits the recorded work and copies out (through a reused readback buffer when `src` is not
+  // mapped; in chunks of kStagingChunk).
   Status Download(const Buffer& src, void* dst, size_t bytes, size_t src_offset = 0);
+  static constexpr size_t kStagingChunk = size_t{64} << 20;
+  // Frees the upload arena and the readback buffer (after submitting): a model's load stages its weights
+  // through up to kStagingChunk bytes, which forwards do not need again.
+  Status ReleaseStaging();
+  // Submissions (each waits for the device) and staging-buffer allocations so far (tests: what a forward costs
+  // in round trips on a discrete GPU).
+  uint64_t submits() const { return submits_; }
+  uint64_t staging_allocs() const { return staging_allocs_; }
   // Bytes Upload and Download moved between the host and the device so far (tests: what a forward or a
   // rollback sends through the host).
   uint64_t bytes_uploaded() const { return bytes_uploaded_; }
@@ -117,10 +141,18 @@ class Context {
   Context() = default;
   Status BeginIfNeeded();
   Expected<uint32_t> MemoryType(uint32_t bits, bool host_visible) const;
+  // The staging buffer `b` grown to hold at least `bytes` (up to kStagingChunk); recorded work is submitted first.
+  Status EnsureStaging(Buffer& b, size_t bytes);
   friend class Buffer;
 
   DeviceInfo info_;
   bool as_gpu_for_testing_ = false;
+  bool unmap_device_buffers_ = false;
+  bool int_dot_ = false, int_dot_accelerated_ = false;
+  Buffer upload_arena_;   // host-visible; [0, upload_used_) is read by recorded copies until the next Submit
+  size_t upload_used_ = 0;
+  Buffer readback_;       // host-visible
+  uint64_t submits_ = 0, staging_allocs_ = 0;
   VkInstance instance_ = VK_NULL_HANDLE;
   VkPhysicalDevice phys_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;

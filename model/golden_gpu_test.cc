@@ -759,7 +759,8 @@ TEST(GoldenGpu, TopKRowsAreTheFullRowsBestPairsAndOnlyThePairsAreDownloaded) {
     auto ctx = gpu::OpenDevice(0);  // the model's context (one per device): its transfer counters
     ASSERT_TRUE(ctx.ok());
     // lavapipe selects on the host (faster there): the device's selection pass is what a GPU runs.
-    (**ctx).ChooseAsAGpuForTesting(dev == 0);
+    const bool as_gpu = (**ctx).chooses_as_a_gpu_for_testing();  // REWIND_GPU_AS_DISCRETE=1 sets it
+    (**ctx).ChooseAsAGpuForTesting(as_gpu || dev == 0);
     PromptInSlot0 t(m, 4);
     ASSERT_TRUE(t.kv && t.st);
     const std::vector<int32_t> verify = {9, 41, 77, 5};
@@ -799,10 +800,66 @@ TEST(GoldenGpu, TopKRowsAreTheFullRowsBestPairsAndOnlyThePairsAreDownloaded) {
     bad.top_k = kernels::kMaxTopLogits + 1;
     ForwardOutput o;
     EXPECT_EQ(m.Forward({&b, 1}, *t.kv, *t.st, &o, bad).error().kind, ErrorKind::kInvalidArgument);
-    (**ctx).ChooseAsAGpuForTesting(false);
+    (**ctx).ChooseAsAGpuForTesting(as_gpu);
   }
 }
 
+
+// On a discrete GPU the host does not map device memory, so every input of a forward (embeddings, sequence and
+// page tables, RoPE rows) is staged: through the context's reused upload arena, its copies recorded with the
+// step's dispatches. A decode step is then one submission (the wait for its logits) and allocates nothing once
+// the first steps have sized the buffers; its logits and states are the mapped run's bits. (A unified-memory
+// device, lavapipe, made to leave its device buffers unmapped.)
+TEST(GoldenGpu, OnADiscreteGpuADecodeStepIsOneSubmissionAndAllocatesNothing) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  auto ctx = gpu::OpenDevice(0);
+  ASSERT_TRUE(ctx.ok());
+  gpu::Context& c = **ctx;
+  const std::vector<int32_t> next = {11, 42, 7, 250, 99, 3, 18, 64};
+  struct Run {
+    std::vector<std::vector<float>> logits;
+    std::vector<float> state;
+    std::vector<uint64_t> submits, allocs;
+  };
+  auto decode = [&](bool unmapped) {
+    Run r;
+    c.UnmapDeviceBuffersForTesting(unmapped);
+    std::unique_ptr<Model> m = LoadQ8OnVulkan0();
+    if (m == nullptr) return r;
+    PromptInSlot0 t(*m, 2);
+    if (!t.kv || !t.st) return r;
+    for (size_t i = 0; i < next.size(); ++i) {
+      t.b.state_in = 0;
+      t.b.state_out = 0;
+      t.b.pos0 = 3 + static_cast<int32_t>(i);
+      t.b.tokens = std::span<const int32_t>(&next[i], 1);
+      ForwardOutput o;
+      const uint64_t s0 = c.submits(), a0 = c.staging_allocs();
+      EXPECT_TRUE(m->Forward({&t.b, 1}, *t.kv, *t.st, &o).ok());
+      r.submits.push_back(c.submits() - s0);
+      r.allocs.push_back(c.staging_allocs() - a0);
+      r.logits.push_back(o.logits);
+    }
+    r.state = t.Slot(0);
+    c.UnmapDeviceBuffersForTesting(false);
+    return r;
+  };
+  const Run mapped = decode(false);
+  const Run staged = decode(true);
+  ASSERT_EQ(staged.logits.size(), next.size());
+  ASSERT_EQ(mapped.logits.size(), next.size());
+  for (size_t i = 0; i < next.size(); ++i) {
+    EXPECT_EQ(staged.logits[i], mapped.logits[i]) << "step " << i;
+    std::printf("step %zu: %llu submission(s), %llu staging allocation(s)\n", i,
+                static_cast<unsigned long long>(staged.submits[i]), static_cast<unsigned long long>(staged.allocs[i]));
+    if (i >= 2) {
+      EXPECT_EQ(staged.submits[i], 1u) << "step " << i;
+      EXPECT_EQ(staged.allocs[i], 0u) << "step " << i;
+    }
+  }
+  EXPECT_EQ(staged.state, mapped.state);
+}
 #endif  // REWIND_HAVE_VULKAN
 
 }  // namespace

@@ -77,6 +77,7 @@ Status VulkanBackend::Upload() {
   REWIND_ASSIGN_OR_RETURN(output_, UploadWeight(c, w_.output, "output"));
   REWIND_ASSIGN_OR_RETURN(output_norm_, UploadFloats(c, w_.output_norm, cfg_.n_embd));
   weights_bytes_ = c.allocated_bytes() - before;
+  REWIND_RETURN_IF_ERROR(c.ReleaseStaging());  // the weights' staging (discrete GPUs: up to 64 MiB of host memory)
   log_.resize(cfg_.n_recurrent_layers());
   replay_pool_ = std::make_shared<ReplayPool>(ctx_);
   return Status::Ok();
@@ -530,7 +531,9 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
       REWIND_RETURN_IF_ERROR(gpu::RecordTopLogits(c, logits_.buf, static_cast<uint32_t>(n_out), static_cast<uint32_t>(V),
                                                   static_cast<uint32_t>(top_k), top_, &top_res));
   }
-  REWIND_RETURN_IF_ERROR(c.Submit());
+  // The download submits the recorded forward and its copy out together (one wait; on unified memory the
+  // download submits, then copies from the mapped buffer).
+  if (n_out == 0) REWIND_RETURN_IF_ERROR(c.Submit());
   if (device_top) {
     out->top_k = top_k;
     out->top.resize(static_cast<size_t>(n_out) * top_k);

@@ -52,6 +52,9 @@ for spec in "$@"; do
     # The matmul variants (docs/gpu.md: the same bits; kAuto is rows for decode and tile for prefill on a GPU).
     say "REWIND_GPU_MATMUL=element"
     REWIND_GPU_MATMUL=element run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 64 -r 1
+    # The packed integer dot product (kAuto: on where the device says it is accelerated): off, for comparison.
+    say "REWIND_GPU_INT_DOT=0"
+    REWIND_GPU_INT_DOT=0 run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 64 -r 1
   fi
   run "$dir/llama-vulkan/llama-bench" -m "$f" -ngl 99 -p 512 -n 128 -r 2
   [ -n "${LLAMA_CUDA_BENCH:-}" ] && run "$LLAMA_CUDA_BENCH" -m "$f" -ngl 99 -p 512 -n 128 -r 2

@@ -25,6 +25,24 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
+// MM_DOT (the `_dot` variants of the 32-value block types, rows and tile kernels and the experts' rows): the
+// int8 products of 4 values at a time by the packed integer dot product (SPV_KHR_integer_dot_product's OpSDot,
+// opcode 4450, PackedVectorFormat4x8Bit; capabilities DotProductInput4x8BitPacked 6018 and DotProduct 6019),
+// declared through GL_EXT_spirv_intrinsics since Debian 12's glslang has no GL_EXT_integer_dot_product. The
+// block's integer sum is exact either way, so the variants give the same bits. Weights are repacked to signed
+// bytes first (Q4_0: q - 8, Q5_0: q - 16, with the high bits of Q5_0 / Q5_1 put back).
+#if defined(MM_DOT)
+#extension GL_EXT_spirv_intrinsics : require
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6018, 6019], id = 4450)
+int SDot4(uint a, uint b, spirv_literal int packed_vector_format);
+int Dot4(uint a, uint b) { return SDot4(a, b, 0); }
+// 4 bytes of 4-bit values q (0..15) -> the bytes of q - 8 as int8 (q ^ 8, then bit 3 copied into bits 4-7).
+uint Q4Signed(uint v) { v ^= 0x08080808u; return v | ((v & 0x08080808u) * 0x1Eu); }
+// 4 bytes of 5-bit values q (0..31) -> the bytes of q - 16 as int8.
+uint Q5Signed(uint v) { v ^= 0x10101010u; return v | ((v & 0x10101010u) * 0x0Fu); }
+// 4 bits -> bit 0 of 4 bytes.
+uint Spread4(uint h) { return (h * 0x00204081u) & 0x01010101u; }
+#endif
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer W { uint8_t w[]; };
 layout(std430, binding = 0) readonly buffer W16 { uint16_t w16[]; };  // the same bytes (rows and blocks are even)
@@ -144,24 +162,42 @@ float BlockP(uint blk, uint a, uint ai) {
 #if defined(W_Q8_0)
   [[unroll]] for (uint j = 0u; j < 32u; j += 4u) {
     const uint q0 = WH(blk + 2u + j), q1 = WH(blk + 4u + j), av = AW(a + j);
+#if defined(MM_DOT)
+    sumi += Dot4(q0 | (q1 << 16), av);
+#else
     sumi += I8(q0) * I8(av) + I8(q0 >> 8) * I8(av >> 8) + I8(q1) * I8(av >> 16) + I8(q1 >> 8) * I8(av >> 24);
+#endif
   }
   precise const float dd = WF16(blk) * AScale(ai);
   precise const float p = float(sumi) * dd;
 #elif defined(W_Q4_0)
+#if defined(MM_DOT)
+  [[unroll]] for (uint j = 0u; j < 16u; j += 4u) {
+    const uint qw = WH(blk + 2u + j) | (WH(blk + 4u + j) << 16);
+    sumi += Dot4(Q4Signed(qw & 0x0F0F0F0Fu), AW(a + j)) + Dot4(Q4Signed((qw >> 4) & 0x0F0F0F0Fu), AW(a + j + 16u));
+  }
+#else
   [[unroll]] for (uint j = 0u; j < 16u; j += 2u) {
     const uint qb = WH(blk + 2u + j);
     sumi += (int(qb & 15u) - 8) * AQ(a + j) + (int((qb >> 4) & 15u) - 8) * AQ(a + j + 16u);
     sumi += (int((qb >> 8) & 15u) - 8) * AQ(a + j + 1u) + (int(qb >> 12) - 8) * AQ(a + j + 17u);
   }
+#endif
   precise const float p0 = float(sumi) * WF16(blk);
   precise const float p = p0 * AScale(ai);
 #elif defined(W_Q4_1)  // d, m, qs[16]: (d·da)·Σ q·a + m·s
+#if defined(MM_DOT)
+  [[unroll]] for (uint j = 0u; j < 16u; j += 4u) {
+    const uint qw = WH(blk + 4u + j) | (WH(blk + 6u + j) << 16);
+    sumi += Dot4(qw & 0x0F0F0F0Fu, AW(a + j)) + Dot4((qw >> 4) & 0x0F0F0F0Fu, AW(a + j + 16u));
+  }
+#else
   [[unroll]] for (uint j = 0u; j < 16u; j += 2u) {
     const uint qb = WH(blk + 4u + j);
     sumi += int(qb & 15u) * AQ(a + j) + int((qb >> 4) & 15u) * AQ(a + j + 16u);
     sumi += int((qb >> 8) & 15u) * AQ(a + j + 1u) + int(qb >> 12) * AQ(a + j + 17u);
   }
+#endif
   precise const float dd = WF16(blk) * AScale(ai);
   precise const float p0 = dd * float(sumi);
   precise const float pm = WF16(blk + 2u) * AS1(ai);
@@ -175,6 +211,18 @@ float BlockP(uint blk, uint a, uint ai) {
   const int off = 0;
 #endif
   const uint qh = WH(hb) | (WH(hb + 2u) << 16);
+#if defined(MM_DOT)
+  [[unroll]] for (uint j = 0u; j < 16u; j += 4u) {
+    const uint qw = WH(qs + j) | (WH(qs + 2u + j) << 16);
+    uint lo = (qw & 0x0F0F0F0Fu) | (Spread4((qh >> j) & 15u) << 4);
+    uint hi = ((qw >> 4) & 0x0F0F0F0Fu) | (Spread4((qh >> (j + 16u)) & 15u) << 4);
+#if defined(W_Q5_0)
+    lo = Q5Signed(lo);
+    hi = Q5Signed(hi);
+#endif
+    sumi += Dot4(lo, AW(a + j)) + Dot4(hi, AW(a + j + 16u));
+  }
+#else
   [[unroll]] for (uint j = 0u; j < 16u; j += 2u) {
     const uint qb = WH(qs + j);
     [[unroll]] for (uint h = 0u; h < 2u; ++h) {
@@ -184,6 +232,7 @@ float BlockP(uint blk, uint a, uint ai) {
       sumi += lo * AQ(a + jj) + hi * AQ(a + jj + 16u);
     }
   }
+#endif
   precise const float dd = WF16(blk) * AScale(ai);
 #if defined(W_Q5_0)
   precise const float p = dd * float(sumi);
