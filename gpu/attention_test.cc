@@ -94,7 +94,8 @@ PagedCase MakePaged(uint32_t D, uint32_t Hq, uint32_t Hkv, kernels::KvTypes type
 
 // Runs the case's attention with `kernel`, through the pages (the pools' bytes in the case's types) or over the
 // contiguous f32 rows of the values they hold.
-std::vector<float> RunCase(Context& ctx, const PagedCase& c, AttentionKernel kernel, bool paged) {
+std::vector<float> RunCase(Context& ctx, const PagedCase& c, AttentionKernel kernel, bool paged,
+                           AttentionSplit split = AttentionSplit::kOff) {
   Buffer kb = paged ? Up(ctx, c.kbytes) : Up(ctx, c.kc), vb = paged ? Up(ctx, c.vbytes) : Up(ctx, c.vc);
   Buffer qb = Up(ctx, c.q), rb = Up(ctx, paged ? c.rows : c.crows), pb = Up(ctx, paged ? c.pages : c.cpages),
          ob = Up(ctx, std::vector<float>(c.q.size(), 7.0f)), ml;
@@ -102,6 +103,7 @@ std::vector<float> RunCase(Context& ctx, const PagedCase& c, AttentionKernel ker
   sh.k_type = paged ? kernels::KvTensorType(c.types.k) : gguf::TensorType::kF32;
   sh.v_type = paged ? kernels::KvTensorType(c.types.v) : gguf::TensorType::kF32;
   sh.kernel = kernel;
+  sh.split = split;
   EXPECT_TRUE(RecordAttention(ctx, qb, kb, vb, ob, rb, pb, c.max_pos, sh, ml).ok());
   return Down(ctx, ob, c.q.size());
 }
@@ -209,9 +211,9 @@ TEST(GpuAttentionKernels, MultiDispatchSplitsGiveTheSameBits) {
     const char* names[3] = {"serial split", "parallel split", "group split"};
     for (const AttentionKernel k : {AttentionKernel::kSerial, AttentionKernel::kParallel, AttentionKernel::kGroup}) {
       // Budgets of one block and of three blocks a dispatch for each kernel's charge (gpu/seq_ops.cc; G = 2).
-      const uint64_t unit = k == AttentionKernel::kSerial     ? static_cast<uint64_t>(B) * (3 * D + 5) + D + 8
-                            : k == AttentionKernel::kParallel ? D + 7 * B + 16
-                                                              : 2 * (D + 6 * B + 16) + 10 * B + 16;
+      const uint64_t unit = k == AttentionKernel::kSerial     ? static_cast<uint64_t>(B) * (3 * D + 5) + 2 * D + 10
+                            : k == AttentionKernel::kParallel ? D + 7 * B + 22
+                                                              : 2 * (D + 6 * B + 22) + 10 * B + 18;
       const uint64_t fixed = k == AttentionKernel::kSerial ? 2 * D + 8 : k == AttentionKernel::kParallel ? 32 : 64;
       for (const uint64_t blocks : {1, 3}) {
         ctx->LimitForTesting(7, fixed + blocks * unit);  // and at most 7 workgroups a dimension: x folds into y
@@ -223,6 +225,81 @@ TEST(GpuAttentionKernels, MultiDispatchSplitsGiveTheSameBits) {
     ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kParallel, true), "parallel, one dispatch");
     ExpectSameBits(serial, RunCase(*ctx, c, AttentionKernel::kGroup, true), "group, one dispatch");
   }
+}
+
+// A row's key spans on workgroups of their own, folded by the combine kernel (AttentionSplit::kOn), give the
+// bits of each kernel folding them as it goes: decode rows at depth 2,500 and 1,300 beside prefill rows inside
+// the first span and across span ends (255, 256, 257), a lone decode row, D = 64, 128 and 256 (its 32-key blocks:
+// 8 a span), GQA 1 and 4, f16 and q8_0 pages; also with every span in several dispatches (lavapipe's budget,
+// one block a dispatch) and with the workgroups folded into y. Near a double-precision twin.
+TEST(GpuAttentionKernels, SpansOnWorkgroupsOfTheirOwnGiveTheUnsplitBits) {
+  REQUIRE_DEVICE(ctx);
+  using kernels::KvType;
+  for (const uint32_t D : {64u, 128u, 256u})
+    for (const uint32_t G : {1u, 4u}) {
+      const kernels::KvTypes types = G == 1 ? kernels::KvTypes{KvType::kF16} : kernels::KvTypes{KvType::kQ8_0};
+      SCOPED_TRACE(::testing::Message() << "D " << D << " GQA " << G << " " << kernels::KvTypesName(types));
+      const uint32_t Hkv = 2, Hq = G * Hkv;
+      const PagedCase c = MakePaged(D, Hq, Hkv, types, {2500, 1300, 600},
+                                    {{2499}, {1299, 255, 256, 257, 0}, {599}}, 7000 + D + G);
+      AttentionShape sh{c.N, c.Hq, c.Hkv, c.D, 1.0f, c.PS};
+      sh.split = AttentionSplit::kOn;
+      ASSERT_TRUE(AttentionSplits(*ctx, sh, c.max_pos)) << "the forced split must run here";
+      sh.split = AttentionSplit::kOff;
+      EXPECT_FALSE(AttentionSplits(*ctx, sh, c.max_pos));
+      const std::vector<float> serial = RunCase(*ctx, c, AttentionKernel::kSerial, true);
+      for (const AttentionKernel k : {AttentionKernel::kSerial, AttentionKernel::kParallel, AttentionKernel::kGroup}) {
+        SCOPED_TRACE(::testing::Message() << "kernel " << static_cast<int>(k));
+        ExpectSameBits(serial, RunCase(*ctx, c, k, true), "unsplit");
+        ExpectSameBits(serial, RunCase(*ctx, c, k, true, AttentionSplit::kOn), "split");
+      }
+      ExpectNearDouble(c, serial, 2e-5);
+      if (D == 256 && G == 4) {  // one block a dispatch, at most 40 workgroups a dimension
+        for (const AttentionKernel k : {AttentionKernel::kSerial, AttentionKernel::kParallel, AttentionKernel::kGroup}) {
+          const uint64_t B = AttentionBlock(D);
+          ctx->LimitForTesting(40, k == AttentionKernel::kSerial     ? B * (3 * D + 5) + 4 * D + 18
+                                  : k == AttentionKernel::kParallel ? D + 7 * B + 54
+                                                                    : 4 * (D + 6 * B + 22) + 10 * B + 18 + 96);
+          const std::vector<float> split = RunCase(*ctx, c, k, true, AttentionSplit::kOn);
+          ctx->LimitForTesting(0, 0);
+          ExpectSameBits(serial, split, "split, one block a dispatch");
+        }
+      }
+      const PagedCase one = MakePaged(D, Hq, Hkv, types, {3001}, {{3000}}, 7100 + D + G);
+      const std::vector<float> alone = RunCase(*ctx, one, AttentionKernel::kParallel, true);
+      ExpectSameBits(alone, RunCase(*ctx, one, AttentionKernel::kParallel, true, AttentionSplit::kOn), "lone decode");
+      ExpectSameBits(alone, RunCase(*ctx, one, AttentionKernel::kGroup, true, AttentionSplit::kOn), "lone decode, group");
+      if (::testing::Test::HasFailure()) return;
+    }
+}
+
+// Whether a shape splits: never on request off, nor within one span, nor for heads over 256; kAuto on a GPU for
+// few workgroups at depth (decode), not for a prefill chunk's many rows; never kAuto on a CPU device.
+TEST(GpuAttentionKernels, TheSplitRunsWhereItCan) {
+  REQUIRE_DEVICE(ctx);
+  AttentionShape sh{1, 16, 4, 256, 1.0f, 256};
+  const uint32_t span = AttentionBlock(256) * AttentionSpanBlocks(256);
+  EXPECT_EQ(span, 256u);
+  sh.split = AttentionSplit::kOn;
+  EXPECT_FALSE(AttentionSplits(*ctx, sh, span - 1)) << "one span";
+  EXPECT_TRUE(AttentionSplits(*ctx, sh, span));
+  EXPECT_TRUE(AttentionSplits(*ctx, sh, 262143)) << "a decode row at the trained context: 16.9 MB of slots";
+  sh.N = 4;
+  EXPECT_FALSE(AttentionSplits(*ctx, sh, 262143)) << "over kAttentionSplitMaxBytes";
+  sh.N = 1;
+  sh.D = 512;
+  EXPECT_FALSE(AttentionSplits(*ctx, sh, 4096)) << "heads over 256";
+  sh.D = 256;
+  sh.split = AttentionSplit::kOff;
+  EXPECT_FALSE(AttentionSplits(*ctx, sh, 4096));
+  sh.split = AttentionSplit::kAuto;
+  const bool gpu = !ctx->runs_on_cpu();
+  EXPECT_EQ(AttentionSplits(*ctx, sh, 16383), gpu) << "decode at depth";
+  sh.N = 512;
+  EXPECT_FALSE(AttentionSplits(*ctx, sh, 16383)) << "a prefill chunk has workgroups enough";
+  EXPECT_TRUE(ParseAttentionSplit("auto").ok() && ParseAttentionSplit("0").ok() && ParseAttentionSplit("1").ok());
+  EXPECT_FALSE(ParseAttentionSplit("yes").ok());
+  EXPECT_EQ(AttentionScratchBytes(2, 8, 256), 4ull * 2 * 8 * 260 + kAttentionSplitMaxBytes);
 }
 
 // Every KV cache type, K and V alike or mixed: each kernel reading the pages' bytes (dequantised in the kernel)

@@ -52,13 +52,16 @@ TEST_P(GpuMatMulId, MatchesTheScalarTwinAndTheDenseMatMulOfTheExpertBitForBit) {
   // Each kernel variant (the quantised types' rows variant; F32 / F16 / BF16 run per element either way).
   // The rows variant of the 32-value block types also with the packed integer dot product (where the device has it).
   const bool dot_too = ctx->has_int_dot() && gguf::BlockSize(c.type) == 32;
-  for (const int variant : {0, 1, 2}) {
-  if (variant == 2 && !dot_too) continue;
-  const MatMulKernel kernel = variant == 0 ? MatMulKernel::kPerElement : MatMulKernel::kRows;
-  SCOPED_TRACE(variant == 0 ? "per element" : variant == 1 ? "rows variant" : "rows variant, integer dot product");
+  // And the tile over the rows grouped by expert (8 rows over 3 experts: runs of 1 to 3 rows, padded).
+  for (const int variant : {0, 1, 2, 3, 4}) {
+  if ((variant == 2 || variant == 4) && !dot_too) continue;
+  const MatMulKernel kernel = variant == 0 ? MatMulKernel::kPerElement : variant <= 2 ? MatMulKernel::kRows : MatMulKernel::kTile;
+  const char* names[5] = {"per element", "rows variant", "rows variant, integer dot product", "expert tile",
+                          "expert tile, integer dot product"};
+  SCOPED_TRACE(names[variant]);
   ActScratch s;
   s.kernel = kernel;
-  s.int_dot = variant == 2 ? IntDot::kOn : IntDot::kOff;
+  s.int_dot = variant == 2 || variant == 4 ? IntDot::kOn : IntDot::kOff;
   ASSERT_TRUE(RecordMatMulId(*ctx, *gm, ExpertRows{c.rows, stride, off}, ib, xb, N, K, N * K, *yb, s).ok());
   const std::vector<float> y = Down(*ctx, *yb, N * K * c.rows);
   const TT at = gguf::VecDotType(c.type);
@@ -91,6 +94,66 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(gguf::TypeName(i.param.type)) + (i.param.fused ? "_fused" : "") +
              (i.param.cols > 256 ? "_long" : "");
     });
+
+// Prefill-sized batches: 37 tokens x K = 3 routed rows over 5 experts (runs of up to about 30 rows: several
+// tiles an expert, partial tiles, tiles of padding), also with the stacked tensor in parts of 2 experts (a
+// lowered buffer range) and with activation rows of their own (a_div = 1, the down projection): the tile over
+// the rows grouped by expert gives the per-element kernel's bits, for the 32-value and the 256-value block types,
+// with the integer dot product too where the device has it. kAuto picks the tile from 4 rows an expert.
+TEST(GpuMoe, TheExpertTileGivesThePerElementBits) {
+  REQUIRE_DEVICE(ctx);
+  const int64_t X = 5, N = 37, K = 3, rows = 70;
+  std::vector<int32_t> ids(N * K);
+  for (int64_t t = 0; t < N; ++t)
+    for (int64_t k = 0; k < K; ++k) ids[t * K + k] = static_cast<int32_t>((t * 7 + k * 2 + (t % 3 == 0 ? 1 : 0)) % X);
+  ids[5] = 4;  // expert 4 gets a few rows only
+  for (const TT type : {TT::kQ4_1, TT::kQ4_K}) {  // the other types' tiles: GpuMatMulId
+    const int64_t cols = gguf::BlockSize(type) == 32 ? 96 : 512;
+    const size_t rb = gguf::RowBytes(type, cols);
+    std::vector<uint8_t> w(rb * X * rows);
+    const std::vector<float> f = kernels::Random(static_cast<size_t>(X * rows * cols), 61, 0.5f);
+    for (int64_t r = 0; r < X * rows; ++r) gguf::QuantizeRow(type, f.data() + r * cols, w.data() + r * rb, cols);
+    for (const bool parts : {false, true}) {
+      for (const uint32_t a_div : {static_cast<uint32_t>(K), 1u}) {
+        SCOPED_TRACE(::testing::Message() << gguf::TypeName(type) << (parts ? ", in parts" : "") << ", a_div " << a_div);
+        const int64_t n_x = a_div == 1 ? N * K : N;
+        const std::vector<float> x = kernels::Random(static_cast<size_t>(n_x * cols), 62);
+        if (parts) ctx->LimitForTesting(0, 0, 2 * rows * rb);
+        auto gm = UploadMatrix(*ctx, type, w.data(), cols, X * rows, rb, rows);
+        ctx->LimitForTesting(0, 0);
+        ASSERT_TRUE(gm.ok()) << gm.error().message;
+        EXPECT_EQ(gm->parts.size(), parts ? 3u : 1u);
+        Buffer xb = Up(*ctx, x), ib = Up(*ctx, ids);
+        auto run = [&](MatMulKernel kernel, IntDot dot) {
+          auto yb = ctx->Alloc(4 * N * K * rows);
+          EXPECT_TRUE(yb.ok());
+          ActScratch s;
+          s.kernel = kernel;
+          s.int_dot = dot;
+          EXPECT_TRUE(RecordMatMulId(*ctx, *gm, ExpertRows{rows, rows, 0}, ib, xb, n_x, a_div, N * K, *yb, s).ok());
+          return Down(*ctx, *yb, N * K * rows);
+        };
+        const std::vector<float> ref = run(MatMulKernel::kPerElement, IntDot::kOff);
+        const std::vector<float> tile = run(MatMulKernel::kTile, IntDot::kOff);
+        EXPECT_EQ(0, std::memcmp(ref.data(), tile.data(), 4 * ref.size())) << "tile";
+        EXPECT_EQ(0, std::memcmp(ref.data(), run(MatMulKernel::kAuto, IntDot::kOff).data(), 4 * ref.size())) << "auto";
+        if (ctx->has_int_dot() && gguf::BlockSize(type) == 32)
+          EXPECT_EQ(0, std::memcmp(ref.data(), run(MatMulKernel::kTile, IntDot::kOn).data(), 4 * ref.size())) << "dot";
+        // Against the CPU's scalar twin (a few rows of each output row).
+        const TT at = gguf::VecDotType(type);
+        std::vector<uint8_t> act(gguf::RowBytes(at, cols));
+        for (int64_t t = 0; t < N * K; t += 5) {
+          gguf::QuantizeActivationRow(at, x.data() + (t / a_div) * cols, act.data(), cols);
+          for (int64_t r = 0; r < rows; r += 13) {
+            const float want = gguf::VecDotRef(type, cols, w.data() + (ids[t] * rows + r) * rb, act.data());
+            EXPECT_EQ(0, std::memcmp(&want, &tile[t * rows + r], 4)) << "t " << t << " r " << r;
+          }
+        }
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+}
 
 // The router against kernels::SoftmaxTopK: the same experts in the same order (ties to the lower index, exact
 // ties included), weights within rounding of the device's exp.

@@ -118,6 +118,9 @@ struct MatMulPush {
   uint32_t M, K, N, row_bytes, y_stride, y_offset, a_offset, a_div, e_stride, r_off, e_lo, e_hi, r_base;
 };
 
+// The most experts moe_group.comp groups (its shared arrays).
+constexpr int64_t kMoeGroupMaxExperts = 1024;
+
 // Tokens per workgroup of the tile variant (matmul.comp's TN / TNF): 8 for K-quants, else 16.
 uint32_t TileTokens(gguf::TensorType type) { return gguf::GetTypeInfo(type)->block_size == 256 ? 8u : 16u; }
 
@@ -228,23 +231,47 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
   const Buffer* a = nullptr;
   uint32_t a_off = 0;
   REWIND_RETURN_IF_ERROR(QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, 0, n_x, s, &a, &a_off));
-  // The quantised experts have a rows variant (a GPU's coalesced loads; on a CPU device per element, as the
-  // dense decode); no tile: a tile's tokens would have to share an expert.
+  // The quantised experts have a tile over the rows grouped by expert (prefill: each weight block read once for
+  // a tile's rows of one expert) and a rows variant (a GPU's coalesced loads; on a CPU device per element, as
+  // the dense decode).
   const bool quantised = gguf::GetTypeInfo(w.type)->block_size > 1;
-  const MatMulKernel kernel =
-      !quantised ? MatMulKernel::kPerElement
-      : s.kernel == MatMulKernel::kRows || (s.kernel == MatMulKernel::kAuto && !ctx.runs_on_cpu())
-          ? MatMulKernel::kRows
-          : MatMulKernel::kPerElement;
+  const int64_t n_expert = w.n_rows / er.e_stride;
+  const MatMulKernel want = s.kernel == MatMulKernel::kAuto ? EnvKernel() : s.kernel;
+  if (want == MatMulKernel::kTile && quantised && n_expert > kMoeGroupMaxExperts)
+    return Error::Unsupported("the experts' tile groups at most " + std::to_string(kMoeGroupMaxExperts) +
+                              " experts, not " + std::to_string(n_expert));
+  MatMulKernel kernel = MatMulKernel::kPerElement;
+  if (quantised && (want == MatMulKernel::kTile ||
+                    (want == MatMulKernel::kAuto && n_expert <= kMoeGroupMaxExperts &&
+                     n_out >= kMoeTileMinRowsPerExpert * n_expert))) {
+    kernel = MatMulKernel::kTile;
+  } else if (quantised && (want == MatMulKernel::kRows || (want == MatMulKernel::kAuto && !ctx.runs_on_cpu()))) {
+    kernel = MatMulKernel::kRows;
+  }
   const uint32_t rows_per_group = kernel == MatMulKernel::kRows ? 4 : 64;
   REWIND_CHECK_MSG(Groups(static_cast<uint64_t>(er.rows), rows_per_group) <= ctx.max_groups()[0],
                    "an expert of %lld rows is over the device's workgroup count", static_cast<long long>(er.rows));
-  std::string name = std::string(MatMulShader(w.type)) + (kernel == MatMulKernel::kRows ? "_id_rows" : "_id");
-  if (kernel == MatMulKernel::kRows) {
+  std::string name = std::string(MatMulShader(w.type)) + (kernel == MatMulKernel::kRows   ? "_id_rows"
+                                                          : kernel == MatMulKernel::kTile ? "_id_tile"
+                                                                                          : "_id");
+  if (kernel != MatMulKernel::kPerElement) {
     REWIND_ASSIGN_OR_RETURN(std::string dot, DotSuffix(ctx, w.type, s.int_dot));
     name += dot;
   }
   REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(name));
+  uint32_t groups_y = static_cast<uint32_t>(n_out);
+  if (kernel == MatMulKernel::kTile) {  // the rows grouped by expert, each run padded to 16 (moe_group.comp)
+    const uint64_t bytes = MoeOrderBytes(n_out, n_expert);
+    if (!s.moe_order.valid() || s.moe_order.size() < bytes) {
+      REWIND_RETURN_IF_ERROR(ctx.Submit());  // recorded work may still read the old buffer
+      REWIND_ASSIGN_OR_RETURN(s.moe_order, ctx.Alloc(bytes));
+    }
+    REWIND_RETURN_IF_ERROR(ctx.Fill(s.moe_order, 0xFFFFFFFFu, 0, bytes));
+    REWIND_ASSIGN_OR_RETURN(Pipeline * gp, ctx.GetPipeline("moe_group"));
+    struct { uint32_t N, X; } gpc{static_cast<uint32_t>(n_out), static_cast<uint32_t>(n_expert)};
+    ctx.Dispatch(*gp, {{&ids}, {&s.moe_order}}, &gpc, sizeof(gpc), 1);
+    groups_y = static_cast<uint32_t>(bytes / 4 / TileTokens(w.type));
+  }
   for (const GpuMatrixPart& part : w.parts) {  // the rows routed to the experts [e_lo, e_hi) held by each part
     REWIND_CHECK(part.row0 % er.e_stride == 0 && part.rows % er.e_stride == 0);
     const MatMulPush pc{static_cast<uint32_t>(er.rows), static_cast<uint32_t>(w.n_cols), static_cast<uint32_t>(n_out),
@@ -252,10 +279,15 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
                         static_cast<uint32_t>(er.e_stride), static_cast<uint32_t>(er.r_off),
                         static_cast<uint32_t>(part.row0 / er.e_stride),
                         static_cast<uint32_t>((part.row0 + part.rows) / er.e_stride), 0};
-    ctx.Dispatch(*mp, {{&part.data}, {a}, {&s.d}, {&s.bsum}, {&y}, {&ids}}, &pc, sizeof(pc),
-                 Groups(pc.M, rows_per_group), pc.N);
+    ctx.Dispatch(*mp, {{&part.data}, {a}, {&s.d}, {&s.bsum}, {&y}, {&ids}, {kernel == MatMulKernel::kTile ? &s.moe_order : &ids}},
+                 &pc, sizeof(pc), Groups(pc.M, rows_per_group), groups_y);
   }
   return Status::Ok();
+}
+
+uint64_t MoeOrderBytes(int64_t n_out, int64_t n_expert) {
+  const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(n_out, 0));
+  return 4 * ((n + 15 * std::min<uint64_t>(n, static_cast<uint64_t>(std::max<int64_t>(n_expert, 0))) + 15) / 16 * 16);
 }
 
 Status RecordMoeRoute(Context& ctx, Buffer& logits, uint32_t n_tok, uint32_t n_expert, uint32_t k, Buffer& sel,

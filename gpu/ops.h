@@ -44,7 +44,9 @@ Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint
 // types from kMatMulTileMinTokens tokens (prefill). On a GPU: kTile from kMatMulTileMinTokens tokens; for fewer
 // (decode, short verify batches) kRows for the quantised types, kTile for F32 / F16 / BF16 (their double sums
 // run in value order, so a row cannot be split). REWIND_GPU_MATMUL=element|rows|tile forces one (measurements).
-// F32 / F16 / BF16 have no kRows (forcing it runs kPerElement). The MoE experts always run kPerElement.
+// F32 / F16 / BF16 have no kRows (forcing it runs kPerElement). The MoE experts (RecordMatMulId): F32 / F16 / BF16
+// per element; the quantised types kTile over the rows grouped by expert where an expert has on average
+// kMoeTileMinRowsPerExpert rows (prefill), else kRows on a GPU and kPerElement on a CPU device.
 enum class MatMulKernel {
   kAuto,
   kPerElement,  // one invocation per output element
@@ -52,6 +54,7 @@ enum class MatMulKernel {
   kTile,        // a workgroup per 64 rows x 8 or 16 tokens, weight and activation blocks staged in shared memory
 };
 inline constexpr int64_t kMatMulTileMinTokens = 4;
+inline constexpr int64_t kMoeTileMinRowsPerExpert = 4;
 
 // The packed int8 dot product (VK_KHR_shader_integer_dot_product) in the rows and tile kernels of the 32-value
 // block types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1; the `_dot` shaders): the same exact integer block sums, so the same
@@ -65,6 +68,7 @@ struct ActScratch {
   Buffer q;     // int8 (Q8_0/Q8_K) or 16-bit (F16/BF16) values
   Buffer d;     // a float scale per block
   Buffer bsum;  // Q8_K: an int sum per 16 values
+  Buffer moe_order;  // the expert tile's rows grouped by expert (MoeOrderBytes)
   MatMulKernel kernel = MatMulKernel::kAuto;  // tests force a variant (all give the same bits)
   IntDot int_dot = IntDot::kAuto;
 };
@@ -84,11 +88,15 @@ struct ExpertRows {
 };
 
 // The MoE experts' product (matmul.comp with MAT_ID): y[t·er.rows + r] = W_{ids[t]}[r]·x[t / a_div] for t < n_out,
-// r < er.rows, x [n_x][w.n_cols]; ids [n_out] int32 expert numbers on the device. Each element is the dense
-// matmul's arithmetic (same activation bytes, same integer block sums, same float order): the bits of
+// r < er.rows, x [n_x][w.n_cols]; ids [n_out] int32 expert numbers on the device (the tile groups the rows by
+// expert first, moe_group.comp, into scratch.moe_order). Each element is the dense matmul's arithmetic (same activation bytes, same integer block sums, same float order): the bits of
 // RecordMatMul on that expert's rows, whatever the other rows of the batch route to.
 Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, const Buffer& ids, const Buffer& x,
                       int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y, ActScratch& scratch);
+
+// The bytes of the grouped order the experts' tile kernel needs for n_out rows over n_expert experts (each
+// expert's run padded to 16 rows).
+uint64_t MoeOrderBytes(int64_t n_out, int64_t n_expert);
 
 // The softmax router (moe_route.comp, kernels::SoftmaxTopK): logits [n_tok][n_expert] become probabilities;
 // sel [n_tok][k] int32 and wt [n_tok][k] receive the top k experts and their renormalised weights.

@@ -35,6 +35,32 @@ constexpr uint32_t kAttentionParallelMaxD = 256;
 // 4,096 about 2x the parallel ones; the 0.8B shape level with the group kernel).
 constexpr AttentionKernel kAttentionOnCpuDevice = AttentionKernel::kSerial;
 
+// Positions per attention span (AttentionSpanBlocks).
+constexpr uint32_t kAttentionSpanKeys = 256;
+
+// The span count of rows up to max_pos.
+uint32_t AttentionSpans(uint32_t D, uint32_t max_pos) {
+  return max_pos / (AttentionBlock(D) * AttentionSpanBlocks(D)) + 1;
+}
+
+// The combine kernel's loop iterations for NS spans: per span the fold over a lane's 4 dims; outside: the stores.
+uint64_t CombineLoops(uint32_t NS) { return 8ull * NS + 16; }
+
+// The kernel RecordAttention runs for the shape: the forced or picked one, serial for heads over 256, the
+// parallel one for a group size the group kernel has no variant for. An error for a forced parallel variant
+// with heads over 256.
+Expected<AttentionKernel> ResolveAttentionKernel(const Context& ctx, const AttentionShape& sh) {
+  AttentionKernel kernel = PickAttentionKernel(ctx, sh.kernel);
+  if (sh.D > kAttentionParallelMaxD) {  // a lane of the parallel variants holds at most 4 dims of a head
+    if (sh.kernel == AttentionKernel::kParallel || sh.kernel == AttentionKernel::kGroup)
+      return Error::Unsupported("the parallel attention kernels take head dims up to 256, not " + std::to_string(sh.D));
+    kernel = AttentionKernel::kSerial;
+  }
+  const uint32_t G = sh.Hkv == 0 ? 0 : sh.Hq / sh.Hkv;
+  if (kernel == AttentionKernel::kGroup && G != 2 && G != 4 && G != 8) kernel = AttentionKernel::kParallel;
+  return kernel;
+}
+
 }  // namespace
 
 void RecordGdnConv(Context& ctx, const Buffer& x, const Buffer& w, Buffer& state, Buffer& u, const Buffer& tab,
@@ -68,6 +94,8 @@ uint32_t AttentionBlock(uint32_t D) {
   return b;
 }
 
+uint32_t AttentionSpanBlocks(uint32_t D) { return std::max<uint32_t>(1, kAttentionSpanKeys / AttentionBlock(D)); }
+
 AttentionKernel PickAttentionKernel(const Context& ctx, AttentionKernel forced) {
   if (forced != AttentionKernel::kAuto) return forced;
   return ctx.runs_on_cpu() ? kAttentionOnCpuDevice : AttentionKernel::kParallel;
@@ -81,19 +109,38 @@ Expected<AttentionKernel> ParseAttentionKernel(const std::string& name) {
   return Error::InvalidArgument("unknown attention kernel '" + name + "' (auto, serial, parallel, group)");
 }
 
+Expected<AttentionSplit> ParseAttentionSplit(const std::string& name) {
+  if (name == "auto") return AttentionSplit::kAuto;
+  if (name == "0") return AttentionSplit::kOff;
+  if (name == "1") return AttentionSplit::kOn;
+  return Error::InvalidArgument("unknown attention split '" + name + "' (auto, 0, 1)");
+}
+
+bool AttentionSplits(const Context& ctx, const AttentionShape& sh, uint32_t max_pos) {
+  if (sh.split == AttentionSplit::kOff || sh.N == 0 || sh.Hkv == 0 || sh.D > kAttentionParallelMaxD) return false;
+  if (sh.split == AttentionSplit::kAuto && ctx.runs_on_cpu()) return false;
+  const uint32_t NS = AttentionSpans(sh.D, max_pos);
+  if (NS < 2) return false;
+  if (4ull * sh.N * sh.Hq * NS * (sh.D + 2) > kAttentionSplitMaxBytes) return false;
+  if (ctx.loop_budget() != 0 && CombineLoops(NS) > ctx.loop_budget()) return false;
+  if (sh.split == AttentionSplit::kOn) return true;
+  auto kernel = ResolveAttentionKernel(ctx, sh);
+  if (!kernel.ok()) return false;
+  const uint64_t groups = static_cast<uint64_t>(sh.N) * (*kernel == AttentionKernel::kGroup ? sh.Hkv : sh.Hq);
+  return groups < kAttentionSplitBelowGroups;
+}
+
+uint64_t AttentionScratchBytes(uint32_t N, uint32_t Hq, uint32_t D) {
+  return 4ull * N * Hq * (D + 4) + (D <= kAttentionParallelMaxD ? kAttentionSplitMaxBytes : 0);
+}
+
 Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Buffer& vp, Buffer& o,
                        const Buffer& rows, const Buffer& pages, uint32_t max_pos, const AttentionShape& sh, Buffer& ml) {
   if (sh.N == 0) return Status::Ok();
   if (sh.page_rows == 0) return Error::InvalidArgument("attention: zero rows per page");
-  AttentionKernel kernel = PickAttentionKernel(ctx, sh.kernel);
-  if (sh.D > kAttentionParallelMaxD) {  // a lane of the parallel variants holds at most 4 dims of a head
-    if (sh.kernel == AttentionKernel::kParallel || sh.kernel == AttentionKernel::kGroup)
-      return Error::Unsupported("the parallel attention kernels take head dims up to 256, not " + std::to_string(sh.D));
-    kernel = AttentionKernel::kSerial;
-  }
   if (sh.Hkv == 0 || sh.Hq % sh.Hkv != 0) return Error::InvalidArgument("attention: Hq is not a multiple of Hkv");
+  REWIND_ASSIGN_OR_RETURN(const AttentionKernel kernel, ResolveAttentionKernel(ctx, sh));
   const uint32_t G = sh.Hq / sh.Hkv;
-  if (kernel == AttentionKernel::kGroup && G != 2 && G != 4 && G != 8) kernel = AttentionKernel::kParallel;
   const char* name = kernel == AttentionKernel::kSerial     ? "attention"
                      : kernel == AttentionKernel::kParallel ? "attention_par"
                      : G == 2                               ? "attention_gqa2"
@@ -104,38 +151,51 @@ Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Bu
   if (KvFormatElems(kt) == 32 && sh.D % 32 != 0)  // a head must be whole blocks, as on the CPU
     return Error::InvalidArgument("attention: a block-quantised KV cache needs a head dim that is a multiple of 32");
   REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline(name));
-  const size_t ml_bytes = 8ull * sh.N * sh.Hq;
+  const bool split = AttentionSplits(ctx, sh, max_pos);
+  const uint32_t B = AttentionBlock(sh.D), SB = AttentionSpanBlocks(sh.D), blocks = max_pos / B + 1;
+  const uint32_t NS = split ? AttentionSpans(sh.D, max_pos) : 1;
+  const uint64_t rh = static_cast<uint64_t>(sh.N) * sh.Hq;
+  const size_t ml_bytes = 4 * (rh * (4 + sh.D) + (split ? rh * NS * (sh.D + 2) : 0));
   if (!ml.valid() || ml.size() < ml_bytes) {
     REWIND_RETURN_IF_ERROR(ctx.Submit());  // recorded work may still use the old buffer
     REWIND_ASSIGN_OR_RETURN(ml, ctx.Alloc(ml_bytes));
   }
-  const uint32_t B = AttentionBlock(sh.D), blocks = max_pos / B + 1;
   REWIND_CHECK(B <= 64);  // the parallel variants score a block's keys one a lane
   const uint64_t D = sh.D;
   uint32_t step = 0;
-  uint64_t groups = static_cast<uint64_t>(sh.N) * sh.Hq;
+  // Split: each workgroup runs its span's blocks (SB units); unsplit: every block of the longest row.
+  const uint32_t units = split ? SB : blocks;
+  uint64_t groups = rh * NS;
   switch (kernel) {
     case AttentionKernel::kSerial:
-      // Per block: two score passes and the value loop over B keys, the rescale; outside: the init and the norm.
-      step = UnitsPerDispatch(ctx, static_cast<uint64_t>(B) * (3ull * D + 5) + D + 8, 2ull * D + 8, blocks);
+      // Per block: two score passes and the value loop over B keys, the rescale, a span's fold; outside: the
+      // init and the norm.
+      step = UnitsPerDispatch(ctx, static_cast<uint64_t>(B) * (3ull * D + 5) + 2 * D + 10, 2ull * D + 8, units);
       groups = Groups(groups);
       break;
     case AttentionKernel::kParallel:
       // Per lane and block: one score (D), the block max and the weight sum over B keys, the value loop over B
-      // keys of up to 4 dims each, the rescale's 4 dims; outside: the loads and stores of 4 dims.
-      step = UnitsPerDispatch(ctx, D + 7ull * B + 16, 32, blocks);
+      // keys of up to 4 dims each, the rescale's and a span fold's 4 dims; outside: the loads and stores of 4 dims.
+      step = UnitsPerDispatch(ctx, D + 7ull * B + 22, 32, units);
       break;
     default:
       // The same for G heads (loops over heads and dims counted as loops, unrolled or not).
-      step = UnitsPerDispatch(ctx, G * (D + 6ull * B + 16) + 10ull * B + 16, 16ull * G + 32, blocks);
-      groups = static_cast<uint64_t>(sh.N) * sh.Hkv;
+      step = UnitsPerDispatch(ctx, G * (D + 6ull * B + 22) + 10ull * B + 18, 16ull * G + 32, units);
+      groups = static_cast<uint64_t>(sh.N) * sh.Hkv * NS;
       break;
   }
-  for (uint32_t b0 = 0; b0 < blocks; b0 += step) {
-    struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1, PS, kt, vt; } pc{
-        sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B, b0, b0 + step, sh.page_rows, kt, vt};
+  for (uint32_t b0 = 0; b0 < units; b0 += step) {
+    struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1, PS, kt, vt, SB, split, NS; } pc{
+        sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B, b0, b0 + step, sh.page_rows, kt, vt, SB, split ? 1u : 0u, NS};
     ctx.Dispatch(*p, {{&q}, {&kp}, {&vp}, {&o}, {&rows}, {&ml}, {&pages}}, &pc, sizeof(pc),
                  static_cast<uint32_t>(groups));
+  }
+  if (split) {  // fold each row's span slots in order
+    REWIND_ASSIGN_OR_RETURN(Pipeline * c, ctx.GetPipeline("attention_combine"));
+    struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1, PS, kt, vt, SB, split, NS; } pc{
+        sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B, 0, 0, sh.page_rows, kt, vt, SB, 1u, NS};
+    ctx.Dispatch(*c, {{&q}, {&kp}, {&vp}, {&o}, {&rows}, {&ml}, {&pages}}, &pc, sizeof(pc),
+                 static_cast<uint32_t>(rh));
   }
   return Status::Ok();
 }

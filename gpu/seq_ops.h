@@ -32,11 +32,16 @@ void RecordGdnDelta(Context& ctx, const Buffer& u, const Buffer& beta, const Buf
 // loops stay under lavapipe's budget (B·(3D + 5) + 3D + 16 <= 50,000 iterations; D = 256: 32 keys).
 uint32_t AttentionBlock(uint32_t D);
 
+// Blocks per attention span for head size D: spans of 256 positions (at least one block). A row's blocks are
+// folded span by span in ascending order (attention.comp), so a decode row's spans can run on separate
+// workgroups and give the same bits.
+uint32_t AttentionSpanBlocks(uint32_t D);
+
 // Causal attention (attention.comp) of N rows x Hq heads: q [N][Hq·D]; K and V read straight from a layer's page
 // pools kp / vp ([pool row][Hkv·D] in the shape's k_type / v_type, the CPU's bytes), no gather copy: rows [N][2]
 // {offset in `pages` of the row's sequence's page list, position}, the key at position p of that row at pool row
 // pages[off + p / page_rows] · page_rows + p % page_rows (max_pos = the largest position); o [N][Hq·D]; ml is
-// grown to the running max / sum scratch it needs.
+// grown to the scratch it needs (AttentionScratchBytes).
 // The kernel variants (attention.comp), one float order, so the same bits (I1): kSerial, one invocation per
 // (row, query head) running every key and dimension itself; kParallel, a workgroup of 64 per (row, query head),
 // the block's keys scored side by side and the value sums split over the dims, each sum in the serial order;
@@ -46,6 +51,16 @@ uint32_t AttentionBlock(uint32_t D);
 // whichever measured faster there (PickAttentionKernel). Head dims over 256 always run kSerial.
 enum class AttentionKernel { kAuto, kSerial, kParallel, kGroup };
 
+// Whether the rows' spans run on workgroups of their own (a workgroup per (row, head, span), then the combine
+// kernel folds the spans in order: the same bits as one workgroup folding them as it goes). kAuto: on a GPU
+// when the unsplit kernel would run fewer than kAttentionSplitBelowGroups workgroups (decode and verify rows at
+// depth), never on a CPU device (lavapipe: more workgroups than cores gain nothing). kOn: wherever it can.
+// Either way only for head dims up to 256, at least two spans, span slots of at most kAttentionSplitMaxBytes
+// and a combine loop within the device's loop budget.
+enum class AttentionSplit { kAuto, kOff, kOn };
+inline constexpr uint64_t kAttentionSplitBelowGroups = 256;
+inline constexpr uint64_t kAttentionSplitMaxBytes = 32ull << 20;
+
 struct AttentionShape {
   uint32_t N = 0, Hq = 0, Hkv = 0, D = 0;
   float scale = 1.0f;
@@ -53,6 +68,7 @@ struct AttentionShape {
   // The pools' element types (KvFormatCode's), dequantised in the kernel with the CPU's exact arithmetic.
   gguf::TensorType k_type = gguf::TensorType::kF32, v_type = gguf::TensorType::kF32;
   AttentionKernel kernel = AttentionKernel::kAuto;  // tests and REWIND_GPU_ATTENTION force a variant
+  AttentionSplit split = AttentionSplit::kAuto;     // tests and REWIND_GPU_ATTENTION_SPLIT force it
 };
 
 // The variant kAuto resolves to on this device (a forced one is kept).
@@ -60,6 +76,16 @@ AttentionKernel PickAttentionKernel(const Context& ctx, AttentionKernel forced);
 
 // "serial" / "parallel" / "group" / "auto" (the REWIND_GPU_ATTENTION switch of the GPU backend); anything else: an error.
 Expected<AttentionKernel> ParseAttentionKernel(const std::string& name);
+// "auto" / "0" / "1" (the REWIND_GPU_ATTENTION_SPLIT switch of the GPU backend); anything else: an error.
+Expected<AttentionSplit> ParseAttentionSplit(const std::string& name);
+
+// Whether RecordAttention splits the shape's rows by span (AttentionSplit) for positions up to max_pos.
+bool AttentionSplits(const Context& ctx, const AttentionShape& sh, uint32_t max_pos);
+
+// The most bytes RecordAttention grows its scratch (`ml`) to for N rows: the states kept between dispatches
+// (4 + D floats a row and head) and the split's span slots (at most kAttentionSplitMaxBytes).
+uint64_t AttentionScratchBytes(uint32_t N, uint32_t Hq, uint32_t D);
+
 Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Buffer& vp, Buffer& o,
                        const Buffer& rows, const Buffer& pages, uint32_t max_pos, const AttentionShape& sh, Buffer& ml);
 

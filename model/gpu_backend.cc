@@ -236,7 +236,8 @@ Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32
   REWIND_RETURN_IF_ERROR(gpu::RecordKvScatter(c, k_.buf, kvd_->k(ai), scatter_tab_.buf, n_scatter_, KW, kt));
   REWIND_RETURN_IF_ERROR(gpu::RecordKvScatter(c, v_.buf, kvd_->v(ai), scatter_tab_.buf, n_scatter_, KW, vt));
   const float scale = cfg_.attn_scale != 0.0f ? cfg_.attn_scale : 1.0f / std::sqrt(static_cast<float>(D));
-  const gpu::AttentionShape ash{static_cast<uint32_t>(N), Hq, Hkv, D, scale, page_rows_, kt, vt, attn_kernel_};
+  const gpu::AttentionShape ash{static_cast<uint32_t>(N), Hq, Hkv, D, scale, page_rows_, kt, vt, attn_kernel_,
+                                attn_split_};
   REWIND_RETURN_IF_ERROR(gpu::RecordAttention(c, q_.buf, kvd_->k(ai), kvd_->v(ai), att_.buf, row_tab_.buf,
                                               page_tab_.buf, max_pos, ash, attn_ml_.buf));
   if (rot_v > 0)  // back from the rotated V space, before the output gate
@@ -299,8 +300,11 @@ uint64_t VulkanBackend::forward_bytes(int32_t rows, int32_t out_rows) const {
                                   static_cast<size_t>(cfg_.n_head) * cfg_.head_dim,
                                   static_cast<size_t>(cfg_.n_ff_exp) * std::max(cfg_.n_expert_used, 1)});
   b += 4 * n * widest;
-  // The output rows: their normed rows and logits (hn_, logits_), the attention's running max / sum, tables.
-  b += 4 * n_out * (static_cast<size_t>(cfg_.n_embd) + cfg_.n_vocab) + 8 * n * cfg_.n_head + 64 * n;
+  if (cfg_.is_moe()) b += gpu::MoeOrderBytes(static_cast<int64_t>(n) * cfg_.n_expert_used, cfg_.n_expert);  // ActScratch
+  // The output rows: their normed rows and logits (hn_, logits_), tables; the attention's scratch.
+  b += 4 * n_out * (static_cast<size_t>(cfg_.n_embd) + cfg_.n_vocab) + 64 * n;
+  b += gpu::AttentionScratchBytes(static_cast<uint32_t>(n), static_cast<uint32_t>(cfg_.n_head),
+                                  static_cast<uint32_t>(cfg_.head_dim));
   // Replay logs: the forward's rows (log_), the logs it records for the sequences, a rollback's input rows
   // (replay_in_), and the pool's spare sets (ReplayPool::Give: at most the largest log).
   b += 4 * n * cfg_.ReplayBytesPerToken();
@@ -608,10 +612,15 @@ Expected<std::unique_ptr<ForwardBackend>> MakeVulkanBackend(const ModelConfig& c
   REWIND_RETURN_IF_ERROR(vk::CheckSupported(cfg, w));
   REWIND_ASSIGN_OR_RETURN(std::shared_ptr<gpu::Context> ctx, gpu::OpenDevice(device));
   auto b = std::make_unique<vk::VulkanBackend>(std::move(ctx), cfg, w);
-  // REWIND_GPU_ATTENTION=serial|parallel forces an attention kernel (the same bits; for measurements).
+  // REWIND_GPU_ATTENTION=serial|parallel|group forces an attention kernel (the same bits; for measurements).
   if (const char* e = std::getenv("REWIND_GPU_ATTENTION"); e != nullptr && e[0] != '\0') {
     REWIND_ASSIGN_OR_RETURN(gpu::AttentionKernel k, gpu::ParseAttentionKernel(e));
     b->set_attention_kernel(k);
+  }
+  // REWIND_GPU_ATTENTION_SPLIT=0|1|auto forces a decode row's key spans onto workgroups of their own or not.
+  if (const char* e = std::getenv("REWIND_GPU_ATTENTION_SPLIT"); e != nullptr && e[0] != '\0') {
+    REWIND_ASSIGN_OR_RETURN(gpu::AttentionSplit sp, gpu::ParseAttentionSplit(e));
+    b->set_attention_split(sp);
   }
   REWIND_RETURN_IF_ERROR(b->Upload());
   return std::unique_ptr<ForwardBackend>(std::move(b));

@@ -58,6 +58,7 @@ class VulkanBackend final : public ForwardBackend {
   Status Upload();
   // Forces an attention kernel (gpu/seq_ops.h; every variant gives the same bits).
   void set_attention_kernel(gpu::AttentionKernel k) { attn_kernel_ = k; }
+  void set_attention_split(gpu::AttentionSplit s) { attn_split_ = s; }
   std::string name() const override { return "vulkan" + std::to_string(ctx_->info().index); }
   std::string description() const override {
     return name() + " (" + ctx_->info().name + ", " + std::to_string(ctx_->info().memory_bytes >> 20) + " MiB)";
@@ -131,6 +132,7 @@ class VulkanBackend final : public ForwardBackend {
   gpu::ActScratch act_;
   gpu::TopLogitsScratch top_;  // the top-k passes' pairs (ForwardOptions::top_k)
   gpu::AttentionKernel attn_kernel_ = gpu::AttentionKernel::kAuto;  // REWIND_GPU_ATTENTION (MakeVulkanBackend)
+  gpu::AttentionSplit attn_split_ = gpu::AttentionSplit::kAuto;     // REWIND_GPU_ATTENTION_SPLIT
   KvTypes kv_types_;  // this forward's KV cache types (the pools hold the CPU's bytes of them)
   // Per forward: [N][E] residual / normed / block output, and the layer scratch.
   Grown x_, t_, y_, qkv_, z_, b_, a_, u_, o_, qg_, k_, v_, q_, att_, fg_, fu_, hn_, logits_, rope_, seq_tab_,

@@ -3,7 +3,8 @@
 # comparison"): rewind bench --device vulkan0 next to llama.cpp v0.5.0's llama-bench built with -DGGML_VULKAN=ON
 # (and, when LLAMA_CUDA_BENCH is set, its CUDA build), on the same files made there with make-model; and, on the
 # 0.8B file, rewind bench --memory --device vulkan0 (checkpoint save / restore GB/s between device and host) and
-# the three attention kernels at a depth of 8,192 (REWIND_GPU_ATTENTION).
+# the three attention kernels at a depth of 8,192 (REWIND_GPU_ATTENTION), with and without the split of a decode
+# row's key spans (REWIND_GPU_ATTENTION_SPLIT), beside llama-bench at that depth.
 #
 #   scripts/bench-gpu.sh DIR
 #
@@ -49,6 +50,10 @@ for spec in "$@"; do
       say "REWIND_GPU_ATTENTION=$k"
       REWIND_GPU_ATTENTION=$k run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 64 -d 8192 --depth-synthetic -r 1
     done
+    # A decode row's key spans on workgroups of their own (kAuto on a GPU) against one workgroup a (row, head).
+    say "REWIND_GPU_ATTENTION_SPLIT=0"
+    REWIND_GPU_ATTENTION_SPLIT=0 run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 64 -d 8192 --depth-synthetic -r 1
+    run "$dir/llama-vulkan/llama-bench" -m "$f" -ngl 99 -p 512 -n 64 -d 8192 -r 1
     # The matmul variants (docs/gpu.md: the same bits; kAuto is rows for decode and tile for prefill on a GPU).
     say "REWIND_GPU_MATMUL=element"
     REWIND_GPU_MATMUL=element run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 64 -r 1

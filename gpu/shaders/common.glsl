@@ -61,6 +61,10 @@ uint F32ToBf16(float f) {
 uint LinearX() {
   return gl_GlobalInvocationID.x + (gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y) * gl_NumWorkGroups.x * 64u;
 }
+// The workgroup's linear index for shaders with a workgroup per item (x folded into y, and y into z).
+uint LinearGroup() {
+  return gl_WorkGroupID.x + (gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y) * gl_NumWorkGroups.x;
+}
 uint LinearY() { return gl_GlobalInvocationID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y; }
 
 // kernels::ExpApprox (kernels/exp_approx.h), the same float operations in the same order: its bits.

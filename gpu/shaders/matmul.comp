@@ -7,7 +7,8 @@
 // F32 / F16 / BF16 products rounded to float and summed in double.
 // Three variants of the quantised types share the block arithmetic below (BlockP, LaneK, MinK):
 // - (default) one invocation per output element: the weight row's blocks in order. MAT_ID (matmul_<type>_id, the
-//   MoE experts) uses this one and, for the quantised types, MM_SPLITK (matmul_<type>_id_rows).
+//   MoE experts) uses this one and, for the quantised types, MM_SPLITK (matmul_<type>_id_rows) and MM_TILE over
+//   rows grouped by expert (matmul_<type>_id_tile).
 // - MM_SPLITK (matmul_<type>_rows, few tokens: decode): a workgroup computes 4 rows of one token; the 16
 //   invocations of a row compute the float partials of 16 consecutive blocks (K-quants: 2 blocks x 8 lanes) in
 //   parallel, reading the row's bytes side by side, into shared memory; then one invocation adds them to the
@@ -356,9 +357,40 @@ void main() {
 
 #elif defined(MM_TILE)
 // ---- 64 rows x TN tokens per workgroup. ----------------------------------------------------------------------
+// MAT_ID (matmul_<type>_id_tile, the MoE experts in prefill): the tile's TN output rows are entries
+// LinearY()·TN .. + TN of the grouped order `ord` (moe_group.comp: each expert's rows together, its run padded
+// with -1 to a multiple of 16, so a tile of 16 or 8 holds one expert's rows); the tile's expert is its first
+// row's, and each weight block is read once for its TN rows. A row's arithmetic is the per-element kernel's.
+#if defined(MAT_ID)
+layout(std430, binding = 6) readonly buffer O { int ord[]; };
+#endif
+// The tile's token tt: its output row (-1: none), and a row's activation row.
+int TileRow(uint t0, uint tt) {
+#if defined(MAT_ID)
+  return ord[t0 + tt];
+#else
+  return t0 + tt < pc.N ? int(t0 + tt) : -1;
+#endif
+}
+uint ActRow(int row) {
+#if defined(MAT_ID)
+  return uint(row) / pc.a_div;
+#else
+  return uint(row);
+#endif
+}
 void main() {
   const uint lid = gl_LocalInvocationID.x, r0 = pc.r_base + gl_WorkGroupID.x * 64u, r = r0 + lid;
   const uint t0 = LinearY() * TN, nb = pc.K / QK;
+#if defined(MAT_ID)
+  const int first = ord[t0];
+  if (first < 0) return;  // a tile of padding (uniform over the workgroup, as the next return)
+  const uint e = uint(ids[first]);
+  if (e < pc.e_lo || e >= pc.e_hi) return;  // another part's expert
+  const uint wrow0 = (e - pc.e_lo) * pc.e_stride + pc.r_off;  // the expert's first weight row
+#else
+  const uint wrow0 = 0u;
+#endif
 #if QKN == 32
   precise float sumf[TN];
   [[unroll]] for (uint tt = 0u; tt < TN; ++tt) sumf[tt] = 0.0;
@@ -378,7 +410,7 @@ void main() {
         uint word = 0u;
         [[unroll]] for (uint h = 0u; h < 2u; ++h) {
           const uint s = 4u * q + 2u * h, lr = s / BSZ, rr = r0 + lr;
-          if (rr < pc.M) word |= uint(w16[(rr * pc.row_bytes + i * BSZ + (s - lr * BSZ)) >> 1]) << (16u * h);
+          if (rr < pc.M) word |= uint(w16[((wrow0 + rr) * pc.row_bytes + i * BSZ + (s - lr * BSZ)) >> 1]) << (16u * h);
         }
         sw[q] = word;
       }
@@ -387,18 +419,25 @@ void main() {
     [[unroll]] for (uint q0 = 0u; q0 < TN * QK / 4u; q0 += 64u) {
       const uint q = q0 + lid;
       if (q0 + 64u <= TN * QK / 4u || q < TN * QK / 4u) {
-        const uint tt = q / (QK / 4u), t = t0 + tt;
-        sa[q] = t < pc.N ? aq32[(t * pc.K + i * QK) / 4u + (q - tt * (QK / 4u))] : 0u;
+        const uint tt = q / (QK / 4u);
+        const int tr = TileRow(t0, tt);
+        sa[q] = tr >= 0 ? aq32[(ActRow(tr) * pc.K + i * QK) / 4u + (q - tt * (QK / 4u))] : 0u;
       }
     }
-    if (lid < TN) sd[lid] = t0 + lid < pc.N ? ad[(t0 + lid) * nb + i] : 0.0;
+    if (lid < TN) {
+      const int tr = TileRow(t0, lid);
+      sd[lid] = tr >= 0 ? ad[ActRow(tr) * nb + i] : 0.0;
 #if defined(ACT_Q8_1)
-    if (lid < TN) ss[lid] = t0 + lid < pc.N ? intBitsToFloat(abs_[(t0 + lid) * nb + i]) : 0.0;
+      ss[lid] = tr >= 0 ? intBitsToFloat(abs_[ActRow(tr) * nb + i]) : 0.0;
 #endif
+    }
 #if QKN == 256
     [[unroll]] for (uint q0 = 0u; q0 < TN * 16u; q0 += 64u) {
       const uint q = q0 + lid, tt = q / 16u;
-      if (q < TN * 16u) sb[q] = t0 + tt < pc.N ? abs_[((t0 + tt) * nb + i) * 16u + (q - tt * 16u)] : 0;
+      if (q < TN * 16u) {
+        const int tr = TileRow(t0, tt);
+        sb[q] = tr >= 0 ? abs_[(ActRow(tr) * nb + i) * 16u + (q - tt * 16u)] : 0;
+      }
     }
 #endif
     barrier();
@@ -423,11 +462,12 @@ void main() {
   }
   if (r >= pc.M) return;
   [[unroll]] for (uint tt = 0u; tt < TN; ++tt) {
-    if (t0 + tt < pc.N) {
+    const int tr = TileRow(t0, tt);
+    if (tr >= 0) {
 #if QKN == 256
       [[unroll]] for (uint l = 0u; l < 8u; ++l) sumf[tt] += sums[tt][l];
 #endif
-      y[pc.y_offset + (t0 + tt) * pc.y_stride + r] = sumf[tt];
+      y[pc.y_offset + uint(tr) * pc.y_stride + r] = sumf[tt];
     }
   }
 }
