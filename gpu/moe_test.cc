@@ -96,8 +96,8 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // Prefill-sized batches: 37 tokens x K = 3 routed rows over 5 experts (runs of up to about 30 rows: several
-// tiles an expert, partial tiles, tiles of padding), also with the stacked tensor in parts of 2 experts (a
-// lowered buffer range) and with activation rows of their own (a_div = 1, the down projection): the tile over
+// tiles an expert, partial tiles, tiles of padding), whole with activation rows of their own (a_div = 1, the
+// down projection) and in parts of 2 experts (a lowered buffer range) sharing a token's row (a_div = 3): the tile over
 // the rows grouped by expert gives the per-element kernel's bits, for the 32-value and the 256-value block types,
 // with the integer dot product too where the device has it. kAuto picks the tile from 4 rows an expert.
 TEST(GpuMoe, TheExpertTileGivesThePerElementBits) {
@@ -114,7 +114,8 @@ TEST(GpuMoe, TheExpertTileGivesThePerElementBits) {
     const std::vector<float> f = kernels::Random(static_cast<size_t>(X * rows * cols), 61, 0.5f);
     for (int64_t r = 0; r < X * rows; ++r) gguf::QuantizeRow(type, f.data() + r * cols, w.data() + r * rb, cols);
     for (const bool parts : {false, true}) {
-      for (const uint32_t a_div : {static_cast<uint32_t>(K), 1u}) {
+      {
+        const uint32_t a_div = parts ? static_cast<uint32_t>(K) : 1u;
         SCOPED_TRACE(::testing::Message() << gguf::TypeName(type) << (parts ? ", in parts" : "") << ", a_div " << a_div);
         const int64_t n_x = a_div == 1 ? N * K : N;
         const std::vector<float> x = kernels::Random(static_cast<size_t>(n_x * cols), 62);
