@@ -260,6 +260,8 @@ TEST(GpuAttentionKernels, SpansOnWorkgroupsOfTheirOwnGiveTheUnsplitBits) {
           ctx->LimitForTesting(40, k == AttentionKernel::kSerial     ? B * (3 * D + 5) + 4 * D + 18
                                   : k == AttentionKernel::kParallel ? D + 7 * B + 54
                                                                     : 4 * (D + 6 * B + 22) + 10 * B + 18 + 96);
+          sh.split = AttentionSplit::kOn;
+          EXPECT_TRUE(AttentionSplits(*ctx, sh, c.max_pos)) << "the split must run under the lowered limits too";
           const std::vector<float> split = RunCase(*ctx, c, k, true, AttentionSplit::kOn);
           ctx->LimitForTesting(0, 0);
           ExpectSameBits(serial, split, "split, one block a dispatch");

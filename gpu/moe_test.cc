@@ -114,44 +114,42 @@ TEST(GpuMoe, TheExpertTileGivesThePerElementBits) {
     const std::vector<float> f = kernels::Random(static_cast<size_t>(X * rows * cols), 61, 0.5f);
     for (int64_t r = 0; r < X * rows; ++r) gguf::QuantizeRow(type, f.data() + r * cols, w.data() + r * rb, cols);
     for (const bool parts : {false, true}) {
-      {
-        const uint32_t a_div = parts ? static_cast<uint32_t>(K) : 1u;
-        SCOPED_TRACE(::testing::Message() << gguf::TypeName(type) << (parts ? ", in parts" : "") << ", a_div " << a_div);
-        const int64_t n_x = a_div == 1 ? N * K : N;
-        const std::vector<float> x = kernels::Random(static_cast<size_t>(n_x * cols), 62);
-        if (parts) ctx->LimitForTesting(0, 0, 2 * rows * rb);
-        auto gm = UploadMatrix(*ctx, type, w.data(), cols, X * rows, rb, rows);
-        ctx->LimitForTesting(0, 0);
-        ASSERT_TRUE(gm.ok()) << gm.error().message;
-        EXPECT_EQ(gm->parts.size(), parts ? 3u : 1u);
-        Buffer xb = Up(*ctx, x), ib = Up(*ctx, ids);
-        auto run = [&](MatMulKernel kernel, IntDot dot) {
-          auto yb = ctx->Alloc(4 * N * K * rows);
-          EXPECT_TRUE(yb.ok());
-          ActScratch s;
-          s.kernel = kernel;
-          s.int_dot = dot;
-          EXPECT_TRUE(RecordMatMulId(*ctx, *gm, ExpertRows{rows, rows, 0}, ib, xb, n_x, a_div, N * K, *yb, s).ok());
-          return Down(*ctx, *yb, N * K * rows);
-        };
-        const std::vector<float> ref = run(MatMulKernel::kPerElement, IntDot::kOff);
-        const std::vector<float> tile = run(MatMulKernel::kTile, IntDot::kOff);
-        EXPECT_EQ(0, std::memcmp(ref.data(), tile.data(), 4 * ref.size())) << "tile";
-        EXPECT_EQ(0, std::memcmp(ref.data(), run(MatMulKernel::kAuto, IntDot::kOff).data(), 4 * ref.size())) << "auto";
-        if (ctx->has_int_dot() && gguf::BlockSize(type) == 32)
-          EXPECT_EQ(0, std::memcmp(ref.data(), run(MatMulKernel::kTile, IntDot::kOn).data(), 4 * ref.size())) << "dot";
-        // Against the CPU's scalar twin (a few rows of each output row).
-        const TT at = gguf::VecDotType(type);
-        std::vector<uint8_t> act(gguf::RowBytes(at, cols));
-        for (int64_t t = 0; t < N * K; t += 5) {
-          gguf::QuantizeActivationRow(at, x.data() + (t / a_div) * cols, act.data(), cols);
-          for (int64_t r = 0; r < rows; r += 13) {
-            const float want = gguf::VecDotRef(type, cols, w.data() + (ids[t] * rows + r) * rb, act.data());
-            EXPECT_EQ(0, std::memcmp(&want, &tile[t * rows + r], 4)) << "t " << t << " r " << r;
-          }
+      const uint32_t a_div = parts ? static_cast<uint32_t>(K) : 1u;
+      SCOPED_TRACE(::testing::Message() << gguf::TypeName(type) << (parts ? ", in parts" : "") << ", a_div " << a_div);
+      const int64_t n_x = a_div == 1 ? N * K : N;
+      const std::vector<float> x = kernels::Random(static_cast<size_t>(n_x * cols), 62);
+      if (parts) ctx->LimitForTesting(0, 0, 2 * rows * rb);
+      auto gm = UploadMatrix(*ctx, type, w.data(), cols, X * rows, rb, rows);
+      ctx->LimitForTesting(0, 0);
+      ASSERT_TRUE(gm.ok()) << gm.error().message;
+      EXPECT_EQ(gm->parts.size(), parts ? 3u : 1u);
+      Buffer xb = Up(*ctx, x), ib = Up(*ctx, ids);
+      auto run = [&](MatMulKernel kernel, IntDot dot) {
+        auto yb = ctx->Alloc(4 * N * K * rows);
+        EXPECT_TRUE(yb.ok());
+        ActScratch s;
+        s.kernel = kernel;
+        s.int_dot = dot;
+        EXPECT_TRUE(RecordMatMulId(*ctx, *gm, ExpertRows{rows, rows, 0}, ib, xb, n_x, a_div, N * K, *yb, s).ok());
+        return Down(*ctx, *yb, N * K * rows);
+      };
+      const std::vector<float> ref = run(MatMulKernel::kPerElement, IntDot::kOff);
+      const std::vector<float> tile = run(MatMulKernel::kTile, IntDot::kOff);
+      EXPECT_EQ(0, std::memcmp(ref.data(), tile.data(), 4 * ref.size())) << "tile";
+      EXPECT_EQ(0, std::memcmp(ref.data(), run(MatMulKernel::kAuto, IntDot::kOff).data(), 4 * ref.size())) << "auto";
+      if (ctx->has_int_dot() && gguf::BlockSize(type) == 32)
+        EXPECT_EQ(0, std::memcmp(ref.data(), run(MatMulKernel::kTile, IntDot::kOn).data(), 4 * ref.size())) << "dot";
+      // Against the CPU's scalar twin (a few rows of each output row).
+      const TT at = gguf::VecDotType(type);
+      std::vector<uint8_t> act(gguf::RowBytes(at, cols));
+      for (int64_t t = 0; t < N * K; t += 5) {
+        gguf::QuantizeActivationRow(at, x.data() + (t / a_div) * cols, act.data(), cols);
+        for (int64_t r = 0; r < rows; r += 13) {
+          const float want = gguf::VecDotRef(type, cols, w.data() + (ids[t] * rows + r) * rb, act.data());
+          EXPECT_EQ(0, std::memcmp(&want, &tile[t * rows + r], 4)) << "t " << t << " r " << r;
         }
-        if (::testing::Test::HasFailure()) return;
       }
+      if (::testing::Test::HasFailure()) return;
     }
   }
 }

@@ -184,16 +184,17 @@ Status RecordAttention(Context& ctx, const Buffer& q, const Buffer& kp, const Bu
       groups = static_cast<uint64_t>(sh.N) * sh.Hkv * NS;
       break;
   }
+  // attention.comp's push constants; the combine kernel (split) takes the same ones.
+  struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1, PS, kt, vt, SB, split, NS; } pc{
+      sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B, 0, 0, sh.page_rows, kt, vt, SB, split ? 1u : 0u, NS};
   for (uint32_t b0 = 0; b0 < units; b0 += step) {
-    struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1, PS, kt, vt, SB, split, NS; } pc{
-        sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B, b0, b0 + step, sh.page_rows, kt, vt, SB, split ? 1u : 0u, NS};
+    pc.b0 = b0;
+    pc.b1 = b0 + step;
     ctx.Dispatch(*p, {{&q}, {&kp}, {&vp}, {&o}, {&rows}, {&ml}, {&pages}}, &pc, sizeof(pc),
                  static_cast<uint32_t>(groups));
   }
   if (split) {  // fold each row's span slots in order
     REWIND_ASSIGN_OR_RETURN(Pipeline * c, ctx.GetPipeline("attention_combine"));
-    struct { uint32_t N, Hq, Hkv, D; float scale; uint32_t B, b0, b1, PS, kt, vt, SB, split, NS; } pc{
-        sh.N, sh.Hq, sh.Hkv, sh.D, sh.scale, B, 0, 0, sh.page_rows, kt, vt, SB, 1u, NS};
     ctx.Dispatch(*c, {{&q}, {&kp}, {&vp}, {&o}, {&rows}, {&ml}, {&pages}}, &pc, sizeof(pc),
                  static_cast<uint32_t>(rh));
   }
