@@ -114,6 +114,18 @@ __attribute__((target("avx2,avx512f,avx512dq"), always_inline)) inline __m512i P
 __attribute__((target("avx2,avx512f,avx512dq"), always_inline)) inline __m512 PairF(float a, float b) {
   return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
 }
+// UnpackQ6Half on 512-bit registers: l0, l1 and h hold the ql, ql + 32 and qh bytes of two halves (of one
+// block or two rows), one per 256 bits; q[k] = their elements 32k..32k+31, unsigned (0..63).
+__attribute__((target("avx2,avx512f,avx512bw"), always_inline)) inline void UnpackQ6Zmm(__m512i l0, __m512i l1,
+                                                                                       __m512i h, __m512i q[4]) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+  q[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_slli_epi16(_mm512_and_si512(h, m2), 4));
+  q[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m2), 4));
+  q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
+                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m2), 4));
+  q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m2), 4));
+}
 // sumi += scale_lo * (4-product sums of w_lo . a_lo) + scale_hi * (4-product sums of w_hi . a_hi), per int32
 // lane: vpdpbusd makes each lane's sum of the 4 products of bytes 4j..4j+3 (the lane layout of maddubs + madd),
 // the two sums are packed as the low and high int16 of the lane (each must fit int16), and one vpdpwssd

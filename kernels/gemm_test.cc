@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <iterator>
 #include <random>
@@ -239,6 +240,41 @@ TEST(Gemm, PlainAvx2VecDotRowGroupsOnAnAvx512CpuMatchSingleRows) {
   REWIND_SKIP_WITHOUT_AVX512();
   PlainAvx2Kernels plain;
   VecDotRowGroupsMatchSingleRows();
+}
+
+// Decode's K-quant rows (one row at a time, VecDotRows) run 512-bit kernels on AVX-512 VNNI CPUs: the bits of
+// the plain AVX2 kernels for random blocks (every nibble, high bit and 6-bit scale), with activations that
+// include a block of -128.
+TEST(Gemm, Avx512KQuantRowsGiveThePlainAvx2Bits) {
+  REWIND_SKIP_WITHOUT_AVX512();
+  std::mt19937 rng(23);
+  const int64_t n = 1024, R = 9;
+  for (TT type : {TT::kQ4_K, TT::kQ5_K, TT::kQ6_K}) {
+    const uint64_t rb = gguf::RowBytes(type, n), ab = gguf::RowBytes(TT::kQ8_K, n), bb = rb / (n / 256);
+    std::vector<uint8_t> w(rb * R);
+    for (auto& b : w) b = static_cast<uint8_t>(rng());
+    for (int64_t blk = 0; blk < R * (n / 256); ++blk) {  // finite f16 scales: d (and dmin) in [2^-10, 2^-9)
+      uint8_t* b = w.data() + blk * bb;
+      const size_t d_at = type == TT::kQ6_K ? offsetof(gguf::BlockQ6_K, d) : 0;
+      for (size_t k = 0; k < (type == TT::kQ6_K ? 1u : 2u); ++k) {
+        const uint16_t h = static_cast<uint16_t>(0x1800 | (rng() & 0x3FF));
+        std::memcpy(b + d_at + 2 * k, &h, 2);
+      }
+    }
+    auto a = Rows(TT::kQ8_K, 2, n, rng, 2.0f, true);
+    std::memset(&a[ab + gguf::RowBytes(TT::kQ8_K, 256) + offsetof(gguf::BlockQ8_K, qs)], 0x80, 256);
+    for (int64_t tok = 0; tok < 2; ++tok) {
+      std::vector<float> wide(R), plain(R);
+      VecDotRows(type, n, w.data(), rb, R, a.data() + tok * ab, wide.data());
+      {
+        PlainAvx2Kernels p;
+        VecDotRows(type, n, w.data(), rb, R, a.data() + tok * ab, plain.data());
+      }
+      for (int64_t r = 0; r < R; ++r)
+        ASSERT_EQ(std::memcmp(&wide[r], &plain[r], 4), 0)
+            << gguf::TypeName(type) << " tok " << tok << " row " << r << ": " << wide[r] << " vs " << plain[r];
+    }
+  }
 }
 
 TEST(Gemm, MatMulGivesTheSameBitsForEveryBatchSizeAndThreadCount) {

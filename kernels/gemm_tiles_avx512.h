@@ -316,7 +316,6 @@ __attribute__((target("avx2,avx512f,avx512dq"), always_inline)) inline __m512i Q
 template <int T>
 __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni"))) void RowPairQ6_K(
     int64_t nb, const uint8_t* wa, const uint8_t* wb, ptrdiff_t ahead, const uint8_t* const* act, float* out) {
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
@@ -346,13 +345,7 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vn
       const __m512i l1 = PairI(Load256(xa->ql + 64 * n + 32), Load256(xb->ql + 64 * n + 32));
       const __m512i h = PairI(Load256(xa->qh + 32 * n), Load256(xb->qh + 32 * n));
       __m512i q[4];
-      q[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_slli_epi16(_mm512_and_si512(h, m2), 4));
-      q[1] = _mm512_or_si512(_mm512_and_si512(l1, m4),
-                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m2), 4));
-      q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
-                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m2), 4));
-      q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
-                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m2), 4));
+      UnpackQ6Zmm(l0, l1, h, q);
       const __m512i sc_half = PairI(_mm256_permute4x64_epi64(sca, n ? 0xEE : 0x44),
                                     _mm256_permute4x64_epi64(scb, n ? 0xEE : 0x44));
 #pragma GCC unroll 2

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "base/cpu_features.h"
 #include "gguf/quants.h"
@@ -313,6 +314,105 @@ void RowsQ6_K(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* 
   for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
 }
 
+// ---- K formats on AVX-512 VNNI, one row -------------------------------------------------------------------
+// Decode (one token) reads each weight row once, and at 1-2 threads per memory channel the 256-bit kernels above
+// are bound by their instruction count, not by memory. These put two 32-value sub-blocks in one 512-bit register
+// (the low half: RowsQx_K's `lo` / RowsQ6_K's half 0, the high half: `hi` / half 1), with activations and scales
+// laid out to match. maddubs makes the same int16 pairs, vpdpwssd the same int32 products of pairs and scales
+// added into the lane, and at the end of a super-block the two halves are added lane by lane: integer sums of
+// the same terms as the 256-bit kernel's lane j, so the same exact int32. The float steps are the 256-bit ones.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#define REWIND_ZMM_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni")))
+
+// Shuffle control for a 512-bit copy of 8 int16 scales in every 128-bit lane: scale j in the low 256 bits,
+// scale k in the high 256 bits, broadcast to every int16.
+REWIND_ZMM_TARGET inline __m512i ScaleShuffleHalves(int j, int k) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(ScaleShuffle(j)), ScaleShuffle(k), 1);
+}
+
+REWIND_ZMM_TARGET inline __m256i AddHalves(__m512i v) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+template <bool kFive>
+REWIND_ZMM_TARGET void RowQx_KZmm(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act,
+                                  float* out) {
+  using Block = std::conditional_t<kFive, BlockQ5_K, BlockQ4_K>;
+  const auto* a = static_cast<const BlockQ8_K*>(act);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i one = _mm512_set1_epi8(1);
+  constexpr __mmask32 kHigh = 0xFFFF0000u;  // the int16 lanes of the high 256 bits
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const BlockQ8_K* y = a + i;
+    const auto* x = reinterpret_cast<const Block*>(w[0]) + i;
+    Prefetch<sizeof(Block)>(x, ahead);
+    uint32_t utmp[4];
+    UnpackScalesMins(x->scales, utmp);
+    const __m128i scmn = _mm_set_epi32(static_cast<int>(utmp[3]), static_cast<int>(utmp[2]),
+                                       static_cast<int>(utmp[1]), static_cast<int>(utmp[0]));
+    const __m512i sc16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(scmn));
+    __m512i hbits = _mm512_setzero_si512();
+    if constexpr (kFive) hbits = _mm512_broadcast_i64x4(Load256(x->qh));
+    __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      // [q | q] >> [0 | 4]: low nibbles (sub-block 2c) below, high nibbles (2c + 1) above.
+      const __m512i q2 = _mm512_broadcast_i64x4(Load256(x->qs + 32 * c));
+      __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(q2, kHigh, q2, 4), m4);
+      if constexpr (kFive) {
+        const __m512i h = _mm512_srli_epi16(hbits, 2 * c);
+        q = _mm512_or_si512(q, _mm512_slli_epi16(_mm512_and_si512(_mm512_mask_srli_epi16(h, kHigh, h, 1), one), 4));
+      }
+      const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512(y->qs + 64 * c));
+      sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_shuffle_epi8(sc16, ScaleShuffleHalves(2 * c, 2 * c + 1)));
+    }
+    const __m256 d = _mm256_set1_ps(H2F(x->d) * y->d);
+    const __m256 dmin = _mm256_set1_ps(H2F(x->dmin) * y->d);
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(AddHalves(sumi)), acc);
+    acc = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(MinsDotBsums(_mm_cvtepu8_epi16(_mm_srli_si128(scmn, 8)), y)), acc);
+  }
+  out[0] = Hsum(acc);
+}
+
+// Q6_K: half 0 in the low 256 bits, half 1 in the high 256 bits (UnpackQ6Half's q[k] for both at once).
+REWIND_ZMM_TARGET void RowQ6_KZmm(int64_t nb, const uint8_t* const* w, ptrdiff_t ahead, const void* act,
+                                  float* out) {
+  const auto* a = static_cast<const BlockQ8_K*>(act);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const BlockQ8_K* y = a + i;
+    const auto* x = reinterpret_cast<const BlockQ6_K*>(w[0]) + i;
+    Prefetch<sizeof(BlockQ6_K)>(x, ahead);
+    const __m256i bsums = Load256(reinterpret_cast<const uint8_t*>(y) + offsetof(BlockQ8_K, bsums));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(Load128(x->scales));  // [16] int16
+    const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 5);
+    // Scales 0..7 in both 128-bit lanes of the low half, 8..15 in both of the high half.
+    const __m512i sc = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(sc16));
+    const __m512i l0 = PairI(Load256(x->ql), Load256(x->ql + 64));
+    const __m512i l1 = PairI(Load256(x->ql + 32), Load256(x->ql + 96));
+    const __m512i h = _mm512_loadu_si512(x->qh);
+    __m512i q[4];
+    UnpackQ6Zmm(l0, l1, h, q);
+    __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i ya = PairI(Load256(y->qs + 32 * k), Load256(y->qs + 128 + 32 * k));
+      const __m512i s = _mm512_shuffle_epi8(sc, _mm512_broadcast_i64x4(PairShuffle(k)));
+      sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q[k], ya), s);
+    }
+    // RowsQ6_K's lane: -32 * (scales . bsums) first, then the products of both halves.
+    const __m256i sum = _mm256_add_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), corr), AddHalves(sumi));
+    const __m256 d = _mm256_set1_ps(H2F(x->d) * y->d);
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sum), acc);
+  }
+  out[0] = Hsum(acc);
+}
+#undef REWIND_ZMM_TARGET
+#pragma GCC diagnostic pop
+
 // ---- Float formats (n any) ---------------------------------------------------------------------------------
 // The order of llama.cpp's tinyBLAS (llamafile sgemm), which is what its CPU backend uses for F16/BF16 weights
 // whenever a batch has 2 or more tokens: one 8-lane accumulator, one FMA per 8 elements in order, then Hsum.
@@ -397,10 +497,14 @@ void VecDotRows(TensorType t, int64_t n, const void* w, size_t stride, int64_t n
     case TensorType::kQ5_1:
       return DriveRows<RowsQx_1<4, true>, RowsQx_1<1, true>>(nb, base, stride, n_rows, act, out);
     case TensorType::kQ4_K:
+      if (g_use_avx512) return DriveRows<RowQx_KZmm<false>, RowQx_KZmm<false>, 1>(nb, base, stride, n_rows, act, out);
       return DriveRows<RowsQx_K<1, false>, RowsQx_K<1, false>, 1>(nb, base, stride, n_rows, act, out);
     case TensorType::kQ5_K:
+      if (g_use_avx512) return DriveRows<RowQx_KZmm<true>, RowQx_KZmm<true>, 1>(nb, base, stride, n_rows, act, out);
       return DriveRows<RowsQx_K<4, true>, RowsQx_K<1, true>>(nb, base, stride, n_rows, act, out);
-    case TensorType::kQ6_K: return DriveRows<RowsQ6_K<1>, RowsQ6_K<1>, 1>(nb, base, stride, n_rows, act, out);
+    case TensorType::kQ6_K:
+      if (g_use_avx512) return DriveRows<RowQ6_KZmm, RowQ6_KZmm, 1>(nb, base, stride, n_rows, act, out);
+      return DriveRows<RowsQ6_K<1>, RowsQ6_K<1>, 1>(nb, base, stride, n_rows, act, out);
     case TensorType::kF32:
       return DriveRows<RowsFloat<8, LoadF32, ScalarF32, 4>, RowsFloat<1, LoadF32, ScalarF32, 4>, 8>(
           n, base, stride, n_rows, act, out);
