@@ -79,7 +79,8 @@ void RecordGdnDelta(Context& ctx, const Buffer& u, const Buffer& beta, const Buf
                     const Buffer& tab, uint32_t n_seqs, uint32_t max_n, const GdnDeltaShape& sh) {
   auto p = ctx.GetPipeline("gdn_delta");
   REWIND_CHECK(p.ok());
-  const uint32_t step = UnitsPerDispatch(ctx, 2ull * sh.S + 4, 0, max_n);  // two loops of S per token
+  // Two loops of S per token; the row's copy into shared memory and back once per dispatch.
+  const uint32_t step = UnitsPerDispatch(ctx, 2ull * sh.S + 4, 2ull * sh.S, max_n);
   for (uint32_t t0 = 0; t0 < max_n; t0 += step) {
     struct { uint32_t n_seqs, Hv, S, C, Kd, key_div, key_mod, t0, t1; } pc{
         n_seqs, sh.Hv, sh.S, sh.C, sh.Kd, sh.key_div, sh.key_mod, t0, t0 + step};

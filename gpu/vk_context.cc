@@ -189,6 +189,9 @@ Expected<std::shared_ptr<Context>> Context::Open(int32_t index) {
   if (!f11.storageBuffer16BitAccess) missing += " storageBuffer16BitAccess";
   if (!f2.features.shaderFloat64) missing += " shaderFloat64";
   if (!f2.features.shaderInt64) missing += " shaderInt64";
+  if (props.limits.maxComputeSharedMemorySize < kSharedBytesNeeded)
+    missing += " " + std::to_string(kSharedBytesNeeded / 1024) + " KiB of workgroup shared memory (it has " +
+               std::to_string(props.limits.maxComputeSharedMemorySize) + " bytes)";
   if (!missing.empty())
     return Error::Unsupported("Vulkan device " + c->info_.name + " lacks features the GPU backend needs:" + missing);
   VkPhysicalDeviceVulkan12Features e12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};

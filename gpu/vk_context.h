@@ -110,6 +110,8 @@ class Context {
   // mapped; in chunks of kStagingChunk).
   Status Download(const Buffer& src, void* dst, size_t bytes, size_t src_offset = 0);
   static constexpr size_t kStagingChunk = size_t{64} << 20;
+  // Workgroup shared memory a device must offer (gdn_delta.comp keeps 64 state rows of up to 128 floats there).
+  static constexpr uint32_t kSharedBytesNeeded = 32u << 10;
   // Frees the upload arena and the readback buffer (after submitting): a model's load stages its weights
   // through up to kStagingChunk bytes, which forwards do not need again.
   Status ReleaseStaging();
