@@ -531,6 +531,8 @@ int CmdBench(int argc, char** argv) {
   }
   if (n_prompt > 0) {
     std::vector<double> rates;
+    const model::DeviceCounters dev0 = m.device_counters();
+    const double all0 = NowSeconds();
     for (int r = 0; r < reps + 1; ++r) {  // first run warms up
       model::BatchSeq s;
       s.state_in = depth_slot;
@@ -548,11 +550,23 @@ int CmdBench(int argc, char** argv) {
       if (r > 0) rates.push_back(n_prompt / dt);
     }
     std::printf("pp%d%s %.2f tok/s\n", n_prompt, DepthSuffix(n_depth).c_str(), Median(rates));
+    if (m.device_index() >= 0) {
+      const model::DeviceCounters dev1 = m.device_counters();
+      const double runs = reps + 1, run_s = (NowSeconds() - all0) / runs;
+      const double wait_s = (dev1.wait_seconds - dev0.wait_seconds) / runs;
+      std::printf("device work per prefill of %d tokens: %.0f dispatches, %.2f submissions; a run took %.3f ms: the "
+                  "host waited %.3f ms for the device and spent %.3f ms recording and on the CPU\n",
+                  n_prompt, static_cast<double>(dev1.dispatches - dev0.dispatches) / runs,
+                  static_cast<double>(dev1.submissions - dev0.submissions) / runs, 1e3 * run_s, 1e3 * wait_s,
+                  1e3 * (run_s - wait_s));
+    }
   }
   if (n_gen > 0) {
     std::vector<double> rates;
     kernels::ThreadPool* pool = m.pool();
     const uint64_t regions0 = pool->regions();
+    const model::DeviceCounters dev0 = m.device_counters();
+    const double all0 = NowSeconds();
     for (int r = 0; r < reps + 1; ++r) {
       double t0 = 0;
       for (int i = 0; i < n_gen + 1; ++i) {  // step 0 (empty context) is not timed, as in llama-bench's warm-up
@@ -574,18 +588,30 @@ int CmdBench(int argc, char** argv) {
       double dt = NowSeconds() - t0;
       if (r > 0) rates.push_back(n_gen / dt);
     }
-    const double regions_per_token =
-        static_cast<double>(pool->regions() - regions0) / ((reps + 1) * static_cast<double>(n_gen + 1));
+    const double steps = (reps + 1) * static_cast<double>(n_gen + 1);
+    const double step_s = (NowSeconds() - all0) / steps;
+    const double regions_per_token = static_cast<double>(pool->regions() - regions0) / steps;
+    const model::DeviceCounters dev1 = m.device_counters();
     double tg = Median(rates);
     uint64_t wbytes = WeightBytesPerToken(m);
     PrintPeakRss();
-    const double region_ns = kernels::MeasureRegionNanos(*pool, 20000);
-    const double read_bw = ReadBandwidth(*pool);
+    const bool on_device = m.device_index() >= 0;
     std::printf("tg%d%s%s %.2f tok/s\n", n_gen, DepthSuffix(n_depth).c_str(),
                 decode_top_k > 0 ? (" (top-" + std::to_string(decode_top_k) + " pairs)").c_str() : "", tg);
-    std::printf("parallel regions per decode token: %.0f; one empty region: %.0f ns at %d threads (%.1f%% of a "
-                "decode step)\n",
-                regions_per_token, region_ns, pool->size(), 100.0 * regions_per_token * region_ns * 1e-9 * tg);
+    if (on_device) {
+      // The host records a step's dispatches, then waits in the submission for the device to run them.
+      const double wait_s = (dev1.wait_seconds - dev0.wait_seconds) / steps;
+      std::printf("device work per decode token: %.0f dispatches, %.2f submissions; a step took %.3f ms: the host "
+                  "waited %.3f ms for the device and spent %.3f ms recording and on the CPU\n",
+                  static_cast<double>(dev1.dispatches - dev0.dispatches) / steps,
+                  static_cast<double>(dev1.submissions - dev0.submissions) / steps, 1e3 * step_s, 1e3 * wait_s,
+                  1e3 * (step_s - wait_s));
+    } else {
+      const double region_ns = kernels::MeasureRegionNanos(*pool, 20000);
+      std::printf("parallel regions per decode token: %.0f; one empty region: %.0f ns at %d threads (%.1f%% of a "
+                  "decode step)\n",
+                  regions_per_token, region_ns, pool->size(), 100.0 * regions_per_token * region_ns * 1e-9 * tg);
+    }
     std::printf("weights read per token: %.1f MiB; decode bandwidth %.2f GB/s\n", wbytes / 1048576.0, wbytes * tg / 1e9);
     if (decode_top_k > 0) {
       auto cost = TopKCost(m, **kvs, **sts, pages, n_depth + n_gen, tokens.data() + n_depth + n_gen, decode_top_k,
@@ -598,9 +624,12 @@ int CmdBench(int argc, char** argv) {
                   "median of %d paired steps)\n",
                   decode_top_k, m.config().n_vocab, 1e3 * cost->second, 1e3 * cost->first, 4 * reps + 1);
     }
-    std::printf("machine read bandwidth (%d threads streaming at once): %.2f GB/s; decode bound at that rate: %.2f "
-                "tok/s; reached %.0f%%\n",
-                pool->size(), read_bw / 1e9, read_bw / wbytes, 100.0 * tg * wbytes / read_bw);
+    if (!on_device) {  // the host's memory bounds a CPU decode; a device's weights stream from its own memory
+      const double read_bw = ReadBandwidth(*pool);
+      std::printf("machine read bandwidth (%d threads streaming at once): %.2f GB/s; decode bound at that rate: %.2f "
+                  "tok/s; reached %.0f%%\n",
+                  pool->size(), read_bw / 1e9, read_bw / wbytes, 100.0 * tg * wbytes / read_bw);
+    }
   }
   if (n_gen == 0) PrintPeakRss();
   if (verify > 0 && n_prompt >= 1 && n_prompt + verify < total) {

@@ -6,8 +6,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
+#include "base/check.h"
 #include "gguf/quants.h"
 #include "gpu/device.h"
 #include "gpu/gpu_testing.h"
@@ -208,6 +210,73 @@ TEST(GpuMoe, CombineSumsInTheCpusOrderBitForBit) {
         }
         EXPECT_EQ(0, std::memcmp(&o, &got[i * E + d], 4)) << "mode " << mode << " token " << i << " d " << d;
       }
+  }
+}
+
+// gpu::MatMulReuse: products of one input share its quantised rows, and the routed rows grouped by expert serve
+// the three expert products. Two dense matrices and two stacked expert tensors (Q8_0, 3 experts, the tile) on the
+// same 5 tokens: the same bits as each product on a scratch of its own, with one quantisation and one grouping
+// for all four; a reuse asked for rows the scratch does not hold (another offset, another token count)
+// quantises them.
+TEST(GpuMatMulReuse, SharedInputsAreQuantisedAndGroupedOnceWithTheSameBits) {
+  REQUIRE_DEVICE(ctx);
+  const TT type = TT::kQ8_0;
+  const int64_t cols = 64, R1 = 7, R2 = 5, X = 3, F = 6, N = 5, K = 2;
+  const size_t rb = gguf::RowBytes(type, cols);
+  auto matrix = [&](int64_t rows, uint32_t seed) {
+    std::vector<uint8_t> w(rb * rows);
+    const std::vector<float> f = kernels::Random(static_cast<size_t>(rows * cols), seed, 0.5f);
+    for (int64_t r = 0; r < rows; ++r) gguf::QuantizeRow(type, f.data() + r * cols, w.data() + r * rb, cols);
+    auto m = UploadMatrix(*ctx, type, w.data(), cols, rows, rb);
+    REWIND_CHECK(m.ok());
+    return std::move(*m);
+  };
+  const GpuMatrix w1 = matrix(R1, 61), w2 = matrix(R2, 62), e1 = matrix(X * F, 63), e2 = matrix(X * F, 64);
+  const std::vector<float> x = kernels::Random(static_cast<size_t>((N + 1) * cols), 65);
+  const std::vector<int32_t> ids = {2, 0, 1, 2, 0, 0, 2, 1, 1, 1};  // [N][K]
+  Buffer xb = Up(*ctx, x), ib = Up(*ctx, ids);
+  const ExpertRows er{F, F, 0};
+  auto run = [&](bool reuse, std::vector<float> out[4]) {
+    ActScratch own[4], shared;
+    shared.kernel = MatMulKernel::kTile;
+    for (ActScratch& o : own) o.kernel = MatMulKernel::kTile;
+    Buffer y[4] = {Up(*ctx, std::vector<float>(N * R1)), Up(*ctx, std::vector<float>(N * R2)),
+                   Up(*ctx, std::vector<float>(N * K * F)), Up(*ctx, std::vector<float>(N * K * F))};
+    const uint64_t d0 = ctx->dispatches();
+    ActScratch* s = reuse ? &shared : nullptr;
+    REWIND_CHECK(RecordMatMul(*ctx, w1, xb, 0, N, y[0], 0, R1, s ? *s : own[0]).ok());
+    REWIND_CHECK(RecordMatMul(*ctx, w2, xb, 0, N, y[1], 0, R2, s ? *s : own[1], {reuse, false}).ok());
+    REWIND_CHECK(RecordMatMulId(*ctx, e1, er, ib, xb, N, K, N * K, y[2], s ? *s : own[2], {reuse, false}).ok());
+    REWIND_CHECK(RecordMatMulId(*ctx, e2, er, ib, xb, N, K, N * K, y[3], s ? *s : own[3], {reuse, reuse}).ok());
+    const uint64_t dispatches = ctx->dispatches() - d0;
+    out[0] = Down(*ctx, y[0], N * R1);
+    out[1] = Down(*ctx, y[1], N * R2);
+    out[2] = Down(*ctx, y[2], N * K * F);
+    out[3] = Down(*ctx, y[3], N * K * F);
+    return dispatches;
+  };
+  std::vector<float> alone[4], reused[4];
+  // Alone: a quantisation and a product each, and a grouping for each expert product (10 dispatches). Reused:
+  // one quantisation, one grouping, four products.
+  EXPECT_EQ(run(false, alone), 10u);
+  EXPECT_EQ(run(true, reused), 6u);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(alone[i].size(), reused[i].size());
+    EXPECT_EQ(0, std::memcmp(alone[i].data(), reused[i].data(), 4 * alone[i].size())) << "product " << i;
+  }
+  // Rows the scratch does not hold: quantised again, whatever the caller says.
+  ActScratch s;
+  Buffer y = Up(*ctx, std::vector<float>(N * R2));
+  ASSERT_TRUE(RecordMatMul(*ctx, w1, xb, 0, N, y, 0, R1, s).ok());
+  for (const auto& [off, n] : {std::pair<uint32_t, int64_t>{static_cast<uint32_t>(cols), N}, {0u, N - 1}}) {
+    const uint64_t d0 = ctx->dispatches();
+    ASSERT_TRUE(RecordMatMul(*ctx, w2, xb, off, n, y, 0, R2, s, {true, false}).ok());
+    EXPECT_EQ(ctx->dispatches() - d0, 2u) << "offset " << off << ", " << n << " tokens";
+    const std::vector<float> got = Down(*ctx, y, static_cast<size_t>(n * R2));
+    auto want = MatMulHost(*ctx, w2, x.data() + off, n, MatMulKernel::kTile);
+    ASSERT_TRUE(want.ok());
+    EXPECT_EQ(0, std::memcmp(got.data(), want->data(), 4 * got.size())) << "offset " << off << ", " << n << " tokens";
+    ASSERT_TRUE(RecordMatMul(*ctx, w1, xb, 0, N, y, 0, R1, s).ok());
   }
 }
 

@@ -90,7 +90,7 @@ namespace {
 // Activation rows [n_tok][K] of x converted to what weight type `type` dots against (quant_act.comp); *a and
 // *a_off say where the matmul reads them (F32: x itself).
 Status QuantiseActs(Context& ctx, gguf::TensorType type, uint64_t K, const Buffer& x, uint32_t x_off, int64_t n_tok,
-                    ActScratch& s, const Buffer** a, uint32_t* a_off) {
+                    ActScratch& s, bool reuse, const Buffer** a, uint32_t* a_off) {
   const uint64_t n = K * static_cast<uint64_t>(n_tok);
   uint32_t block = 1;
   const char* act = ActShader(type, &block);
@@ -101,6 +101,14 @@ Status QuantiseActs(Context& ctx, gguf::TensorType type, uint64_t K, const Buffe
     REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 16));
     return Grow(ctx, s.bsum, 16);
   }
+  const ActScratch::HeldActs want{x.handle(), x_off, n_tok, K, act};
+  const ActScratch::HeldActs& h = s.held_acts;
+  *a = &s.q;
+  *a_off = 0;
+  if (reuse && h.x == want.x && h.x_off == want.x_off && h.n_tok == want.n_tok && h.K == want.K &&
+      h.shader == want.shader)
+    return Status::Ok();
+  s.held_acts = {};  // until the quantisation below is recorded
   const bool q8 = block > 1;
   REWIND_RETURN_IF_ERROR(Grow(ctx, s.q, q8 ? n : 2 * n));
   REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 4 * (n / block + 1)));
@@ -108,8 +116,7 @@ Status QuantiseActs(Context& ctx, gguf::TensorType type, uint64_t K, const Buffe
   REWIND_ASSIGN_OR_RETURN(Pipeline * qp, ctx.GetPipeline(act));
   struct { uint32_t n_blocks, x_offset; } qpc{static_cast<uint32_t>(n / block), x_off};
   ctx.Dispatch(*qp, {{&x}, {&s.q}, {&s.d}, {&s.bsum}}, &qpc, sizeof(qpc), Groups(qpc.n_blocks));
-  *a = &s.q;
-  *a_off = 0;
+  s.held_acts = want;
   return Status::Ok();
 }
 
@@ -187,11 +194,12 @@ Expected<std::string> DotSuffix(const Context& ctx, gguf::TensorType type, IntDo
 }  // namespace
 
 Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_off, int64_t n_tok, Buffer& y,
-                    uint32_t y_off, uint32_t y_stride, ActScratch& s) {
+                    uint32_t y_off, uint32_t y_stride, ActScratch& s, MatMulReuse reuse) {
   if (n_tok <= 0) return Status::Ok();
   const Buffer* a = nullptr;
   uint32_t a_off = 0;
-  REWIND_RETURN_IF_ERROR(QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, x_off, n_tok, s, &a, &a_off));
+  REWIND_RETURN_IF_ERROR(
+      QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, x_off, n_tok, s, reuse.acts, &a, &a_off));
   const MatMulKernel kernel = PickKernel(ctx, w.type, n_tok, s.kernel);
   std::string name = MatMulShader(w.type);
   uint32_t rows_per_group = 64, groups_y = static_cast<uint32_t>(n_tok);
@@ -225,12 +233,13 @@ Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t 
 }
 
 Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, const Buffer& ids, const Buffer& x,
-                      int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y, ActScratch& s) {
+                      int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y, ActScratch& s, MatMulReuse reuse) {
   if (n_out <= 0) return Status::Ok();
   REWIND_CHECK(a_div >= 1 && (n_out + a_div - 1) / a_div <= n_x && er.r_off + er.rows <= er.e_stride);
   const Buffer* a = nullptr;
   uint32_t a_off = 0;
-  REWIND_RETURN_IF_ERROR(QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, 0, n_x, s, &a, &a_off));
+  REWIND_RETURN_IF_ERROR(
+      QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, 0, n_x, s, reuse.acts, &a, &a_off));
   // The quantised experts have a tile over the rows grouped by expert (prefill: each weight block read once for
   // a tile's rows of one expert) and a rows variant (a GPU's coalesced loads; on a CPU device per element, as
   // the dense decode).
@@ -262,14 +271,20 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
   uint32_t groups_y = static_cast<uint32_t>(n_out);
   if (kernel == MatMulKernel::kTile) {  // the rows grouped by expert, each run padded to 16 (moe_group.comp)
     const uint64_t bytes = MoeOrderBytes(n_out, n_expert);
-    if (!s.moe_order.valid() || s.moe_order.size() < bytes) {
-      REWIND_RETURN_IF_ERROR(ctx.Submit());  // recorded work may still read the old buffer
-      REWIND_ASSIGN_OR_RETURN(s.moe_order, ctx.Alloc(bytes));
+    const ActScratch::HeldOrder want{ids.handle(), n_out, n_expert};
+    const ActScratch::HeldOrder& h = s.held_order;
+    if (!(reuse.order && h.ids == want.ids && h.n_out == want.n_out && h.n_expert == want.n_expert)) {
+      s.held_order = {};
+      if (!s.moe_order.valid() || s.moe_order.size() < bytes) {
+        REWIND_RETURN_IF_ERROR(ctx.Submit());  // recorded work may still read the old buffer
+        REWIND_ASSIGN_OR_RETURN(s.moe_order, ctx.Alloc(bytes));
+      }
+      REWIND_RETURN_IF_ERROR(ctx.Fill(s.moe_order, 0xFFFFFFFFu, 0, bytes));
+      REWIND_ASSIGN_OR_RETURN(Pipeline * gp, ctx.GetPipeline("moe_group"));
+      struct { uint32_t N, X; } gpc{static_cast<uint32_t>(n_out), static_cast<uint32_t>(n_expert)};
+      ctx.Dispatch(*gp, {{&ids}, {&s.moe_order}}, &gpc, sizeof(gpc), 1);
+      s.held_order = want;
     }
-    REWIND_RETURN_IF_ERROR(ctx.Fill(s.moe_order, 0xFFFFFFFFu, 0, bytes));
-    REWIND_ASSIGN_OR_RETURN(Pipeline * gp, ctx.GetPipeline("moe_group"));
-    struct { uint32_t N, X; } gpc{static_cast<uint32_t>(n_out), static_cast<uint32_t>(n_expert)};
-    ctx.Dispatch(*gp, {{&ids}, {&s.moe_order}}, &gpc, sizeof(gpc), 1);
     groups_y = static_cast<uint32_t>(bytes / 4 / TileTokens(w.type));
   }
   for (const GpuMatrixPart& part : w.parts) {  // the rows routed to the experts [e_lo, e_hi) held by each part

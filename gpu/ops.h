@@ -71,12 +71,35 @@ struct ActScratch {
   Buffer moe_order;  // the expert tile's rows grouped by expert (MoeOrderBytes)
   MatMulKernel kernel = MatMulKernel::kAuto;  // tests force a variant (all give the same bits)
   IntDot int_dot = IntDot::kAuto;
+  // What q / d / bsum hold (the rows the last quantisation read) and the rows moe_order holds grouped: what a
+  // MatMulReuse may skip recomputing.
+  struct HeldActs {
+    VkBuffer x = VK_NULL_HANDLE;
+    uint32_t x_off = 0;
+    int64_t n_tok = 0;
+    uint64_t K = 0;
+    const char* shader = nullptr;
+  } held_acts;
+  struct HeldOrder {
+    VkBuffer ids = VK_NULL_HANDLE;
+    int64_t n_out = 0, n_expert = 0;
+  } held_order;
+};
+
+// The caller's word that an input is unchanged since the previous matmul on this scratch read it (nothing wrote
+// it in between): `acts`, the activation rows x; `order`, the expert ids (RecordMatMulId). Where the scratch
+// still holds what was made from those same rows (same buffer, offset and shape), the matmul reuses it instead
+// of quantising again (or grouping again): the same bytes, so the same bits, and one dispatch less. Layers
+// whose projections share an input (q / k / v, the GDN projections, gate and up) quantise it once.
+struct MatMulReuse {
+  bool acts = false;
+  bool order = false;
 };
 
 // y[t·y_stride + y_off + r] = W[r]·x[x_off + t·K ..] for t < n_tok, r < W.n_rows (K = W.n_cols). One dispatch to
 // quantise the activation rows (same bytes as gguf::QuantizeActivationRow), one for the dot products.
 Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_off, int64_t n_tok, Buffer& y,
-                    uint32_t y_off, uint32_t y_stride, ActScratch& scratch);
+                    uint32_t y_off, uint32_t y_stride, ActScratch& scratch, MatMulReuse reuse = {});
 
 // Which rows of a stacked expert tensor (qwen35moe / qwen3next ffn_*_exps, n_expert·e_stride rows) make one
 // expert's matrix: rows [e·e_stride + r_off, e·e_stride + r_off + rows) for expert e (r_off: the up half of a
@@ -92,7 +115,8 @@ struct ExpertRows {
 // expert first, moe_group.comp, into scratch.moe_order). Each element is the dense matmul's arithmetic (same activation bytes, same integer block sums, same float order): the bits of
 // RecordMatMul on that expert's rows, whatever the other rows of the batch route to.
 Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, const Buffer& ids, const Buffer& x,
-                      int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y, ActScratch& scratch);
+                      int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y, ActScratch& scratch,
+                      MatMulReuse reuse = {});
 
 // The bytes of the grouped order the experts' tile kernel needs for n_out rows over n_expert experts (each
 // expert's run padded to 16 rows).

@@ -1,6 +1,7 @@
 // The Vulkan compute runtime (gpu/vk_context.h).
 #include "gpu/vk_context.h"
 
+#include <chrono>
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -372,8 +373,11 @@ Status Context::Submit() {
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cmd_;
   VK_TRY(vkResetFences(device_, 1, &fence_), "vkResetFences");
+  const auto t0 = std::chrono::steady_clock::now();
   VK_TRY(vkQueueSubmit(queue_, 1, &si, fence_), "vkQueueSubmit");
   VK_TRY(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  wait_ns_ += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   ++submits_;
   upload_used_ = 0;  // the recorded copies out of the arena have run
   return Status::Ok();
@@ -393,6 +397,7 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
   VkDescriptorSet set = VK_NULL_HANDLE;
   REWIND_CHECK(vkAllocateDescriptorSets(device_, &ai, &set) == VK_SUCCESS);
   ++sets_used_;
+  ++dispatches_;
   VkDescriptorBufferInfo infos[kMaxBuffersPerSet];
   VkWriteDescriptorSet writes[kMaxBuffersPerSet];
   uint32_t i = 0;

@@ -118,6 +118,10 @@ class Context {
   // Submissions (each waits for the device) and staging-buffer allocations so far (tests: what a forward costs
   // in round trips on a discrete GPU).
   uint64_t submits() const { return submits_; }
+  // Dispatches recorded so far (each after a full barrier), and the seconds the host spent in Submit waiting for
+  // the device to run the recorded work (`rewind bench` splits a decode step into recording and waiting).
+  uint64_t dispatches() const { return dispatches_; }
+  double wait_seconds() const { return static_cast<double>(wait_ns_) * 1e-9; }
   uint64_t staging_allocs() const { return staging_allocs_; }
   // Bytes Upload and Download moved between the host and the device so far (tests: what a forward or a
   // rollback sends through the host).
@@ -154,7 +158,7 @@ class Context {
   Buffer upload_arena_;   // host-visible; [0, upload_used_) is read by recorded copies until the next Submit
   size_t upload_used_ = 0;
   Buffer readback_;       // host-visible
-  uint64_t submits_ = 0, staging_allocs_ = 0;
+  uint64_t submits_ = 0, staging_allocs_ = 0, dispatches_ = 0, wait_ns_ = 0;
   VkInstance instance_ = VK_NULL_HANDLE;
   VkPhysicalDevice phys_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;

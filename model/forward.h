@@ -27,6 +27,13 @@ namespace rw::model {
 // One sequence's part of a batch: tokens at positions [pos0, pos0 + tokens.size()).
 struct ReplaySeqLog;
 
+// What a device backend did so far (all zero on the CPU): dispatches recorded, submissions, and the seconds the
+// host waited in them for the device (`rewind bench --device`).
+struct DeviceCounters {
+  uint64_t dispatches = 0, submissions = 0;
+  double wait_seconds = 0;
+};
+
 struct BatchSeq {
   // Recurrent state: read from slot state_in, written to slot state_out. state_in may differ from state_out:
   // state_in is then left untouched (the state before the batch stays available for exact rollback). -1 = start
@@ -172,6 +179,7 @@ class Model {
   // Replay-log bytes uploaded to the device so far (0 on the CPU, whose logs are host rows; a device backend
   // records and reads its logs on the device and uploads only a log handed in as host rows). Tests, docs/gpu.md.
   uint64_t replay_bytes_to_device() const;
+  DeviceCounters device_counters() const;
 
  private:
   Model() = default;

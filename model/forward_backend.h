@@ -56,6 +56,8 @@ class ForwardBackend {
   virtual Status AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) = 0;
   // Replay-log bytes uploaded (logs handed in as host rows).
   virtual uint64_t replay_bytes_to_device() const = 0;
+  // Work the device was given so far (Model::device_counters).
+  virtual DeviceCounters device_counters() const = 0;
 };
 
 // Checks that the GPU backend can run this model (architecture, layer kinds, weight types: a clear error naming

@@ -130,11 +130,11 @@ Status VulkanBackend::GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t
   if (L.in.valid() || L.ba.valid()) REWIND_RETURN_IF_ERROR(SplitFused(L, N));
   if (!L.in.valid()) {
     REWIND_RETURN_IF_ERROR(Mat(L.qkv, t_.buf, N, qkv_.buf));
-    REWIND_RETURN_IF_ERROR(Mat(L.gate, t_.buf, N, z_.buf));
+    REWIND_RETURN_IF_ERROR(Mat(L.gate, t_.buf, N, z_.buf, true));
   }
-  if (!L.ba.valid()) {
-    REWIND_RETURN_IF_ERROR(Mat(L.beta, t_.buf, N, b_.buf));
-    REWIND_RETURN_IF_ERROR(Mat(L.alpha, t_.buf, N, a_.buf));
+  if (!L.ba.valid()) {  // t_ is the layer's normed input throughout (SplitFused writes fused_)
+    REWIND_RETURN_IF_ERROR(Mat(L.beta, t_.buf, N, b_.buf, true));
+    REWIND_RETURN_IF_ERROR(Mat(L.alpha, t_.buf, N, a_.buf, true));
   }
   if (record) {  // the replay log's rows [C raw qkv | b | a], before the gates overwrite b and a
     REWIND_RETURN_IF_ERROR(CopyRows(qkv_.buf, 0, C, log_[gi].buf, 0, rw, N, C));
@@ -208,8 +208,8 @@ Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32
   const uint32_t D = cfg_.head_dim, Hq = cfg_.n_head, Hkv = cfg_.n_head_kv, QW = Hq * D, KW = Hkv * D;
   Context& c = *ctx_;
   REWIND_RETURN_IF_ERROR(Mat(L.q, t_.buf, N, qg_.buf));
-  REWIND_RETURN_IF_ERROR(Mat(L.k, t_.buf, N, k_.buf));
-  REWIND_RETURN_IF_ERROR(Mat(L.v, t_.buf, N, v_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.k, t_.buf, N, k_.buf, true));
+  REWIND_RETURN_IF_ERROR(Mat(L.v, t_.buf, N, v_.buf, true));
   // q: normed out of [q | gate] pairs; k normed in place; both rotated.
   REWIND_RETURN_IF_ERROR(gpu::RecordRmsNorm(c, qg_.buf, 0, 2 * D, N * Hq, D, &L.q_norm, cfg_.eps, q_.buf, 0, D));
   REWIND_RETURN_IF_ERROR(gpu::RecordRmsNorm(c, k_.buf, 0, D, N * Hkv, D, &L.k_norm, cfg_.eps, k_.buf, 0, D));
@@ -407,7 +407,6 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
   }
   Context& c = *ctx_;
   const uint32_t C = cf.ssm_conv_dim(), Hv = cf.ssm_heads;
-  const uint32_t KW = cf.n_head_kv * cf.head_dim;
   const size_t n = static_cast<size_t>(N);
   int32_t max_prefix = 0;
   for (const internal::SeqRun& s : seqs) max_prefix = std::max(max_prefix, s.prefix != nullptr ? s.prefix_rows : 0);

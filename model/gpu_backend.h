@@ -84,13 +84,17 @@ class VulkanBackend final : public ForwardBackend {
                      StateStorage& states) override;
   Status AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) override;
   uint64_t replay_bytes_to_device() const override { return replay_pool_ ? replay_pool_->to_device : 0; }
+  DeviceCounters device_counters() const override {
+    return {ctx_->dispatches(), ctx_->submits(), ctx_->wait_seconds()};
+  }
 
  private:
   Status Norm(const Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, Buffer& o) {
     return gpu::RecordRmsNorm(*ctx_, x, 0, n, rows, n, &w, cfg_.eps, o, 0, n);
   }
-  Status Mat(const GpuMatrix& m, const Buffer& x, int32_t N, Buffer& y) {
-    return gpu::RecordMatMul(*ctx_, m, x, 0, N, y, 0, static_cast<uint32_t>(m.n_rows), act_);
+  // same_x: x is unchanged since the previous matmul read it (its quantised rows are reused: gpu::MatMulReuse).
+  Status Mat(const GpuMatrix& m, const Buffer& x, int32_t N, Buffer& y, bool same_x = false) {
+    return gpu::RecordMatMul(*ctx_, m, x, 0, N, y, 0, static_cast<uint32_t>(m.n_rows), act_, {same_x, false});
   }
   Status Elt(Buffer& a, const Buffer& b, uint32_t rows, uint32_t width, uint32_t a_stride, uint32_t b_off,
              uint32_t b_stride, uint32_t mode);

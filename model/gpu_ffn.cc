@@ -40,7 +40,7 @@ Status VulkanBackend::FfnBlock(const GpuLayer& L, int32_t N) {
   if (cfg_.is_moe()) return MoeBlock(L, N);
   const uint32_t F = static_cast<uint32_t>(L.ffn_gate.n_rows);
   REWIND_RETURN_IF_ERROR(Mat(L.ffn_gate, t_.buf, N, fg_.buf));
-  REWIND_RETURN_IF_ERROR(Mat(L.ffn_up, t_.buf, N, fu_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.ffn_up, t_.buf, N, fu_.buf, true));
   REWIND_RETURN_IF_ERROR(Elt(fg_.buf, fu_.buf, 1, N * F, 0, 0, 0, 1));
   return gpu::RecordMatMul(*ctx_, L.ffn_down, fg_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
 }
@@ -52,22 +52,27 @@ Status VulkanBackend::MoeBlock(const GpuLayer& L, int32_t N) {
   Context& c = *ctx_;
   const uint32_t E = cfg_.n_embd, X = cfg_.n_expert, K = cfg_.n_expert_used, F = cfg_.n_ff_exp;
   const uint32_t n = static_cast<uint32_t>(N), NK = n * K;
+  // Every product of the normed row t_ first, so that its quantised rows serve them all (gpu::MatMulReuse; a
+  // product's bits do not depend on the order they are recorded in).
   REWIND_RETURN_IF_ERROR(Mat(L.router, t_.buf, N, moe_logits_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.shexp_gate, t_.buf, N, fg_.buf, true));  // shared expert: SwiGLU FFN, gate logit
+  REWIND_RETURN_IF_ERROR(Mat(L.shexp_up, t_.buf, N, fu_.buf, true));
+  REWIND_RETURN_IF_ERROR(Mat(L.shexp_gate_inp, t_.buf, N, sh_g_.buf, true));
   REWIND_RETURN_IF_ERROR(gpu::RecordMoeRoute(c, moe_logits_.buf, n, X, K, moe_sel_.buf, moe_wt_.buf));
   const int64_t gate_stride = L.fused_gate_up ? 2 * F : F;
   const gpu::ExpertRows gate{F, gate_stride, 0}, up{F, gate_stride, L.fused_gate_up ? F : 0}, down{E, E, 0};
   const GpuMatrix& up_m = L.fused_gate_up ? L.gate_exps : L.up_exps;
-  REWIND_RETURN_IF_ERROR(gpu::RecordMatMulId(c, L.gate_exps, gate, moe_sel_.buf, t_.buf, N, K, NK, moe_h_.buf, act_));
-  REWIND_RETURN_IF_ERROR(gpu::RecordMatMulId(c, up_m, up, moe_sel_.buf, t_.buf, N, K, NK, moe_u_.buf, act_));
+  // The routed rows are grouped by expert once (the tile) for the three products.
+  REWIND_RETURN_IF_ERROR(
+      gpu::RecordMatMulId(c, L.gate_exps, gate, moe_sel_.buf, t_.buf, N, K, NK, moe_h_.buf, act_, {true, false}));
+  REWIND_RETURN_IF_ERROR(
+      gpu::RecordMatMulId(c, up_m, up, moe_sel_.buf, t_.buf, N, K, NK, moe_u_.buf, act_, {true, true}));
   REWIND_RETURN_IF_ERROR(Elt(moe_h_.buf, moe_u_.buf, 1, NK * F, 0, 0, 0, 1));  // SwiGLU
-  REWIND_RETURN_IF_ERROR(gpu::RecordMatMulId(c, L.down_exps, down, moe_sel_.buf, moe_h_.buf, NK, 1, NK, moe_y_.buf, act_));
-  // Shared expert: SwiGLU FFN and its gate logit.
+  REWIND_RETURN_IF_ERROR(gpu::RecordMatMulId(c, L.down_exps, down, moe_sel_.buf, moe_h_.buf, NK, 1, NK, moe_y_.buf,
+                                             act_, {false, true}));
   const uint32_t Fs = static_cast<uint32_t>(L.shexp_up.n_rows);
-  REWIND_RETURN_IF_ERROR(Mat(L.shexp_gate, t_.buf, N, fg_.buf));
-  REWIND_RETURN_IF_ERROR(Mat(L.shexp_up, t_.buf, N, fu_.buf));
   REWIND_RETURN_IF_ERROR(Elt(fg_.buf, fu_.buf, 1, n * Fs, 0, 0, 0, 1));
   REWIND_RETURN_IF_ERROR(Mat(L.shexp_down, fg_.buf, N, sh_y_.buf));
-  REWIND_RETURN_IF_ERROR(Mat(L.shexp_gate_inp, t_.buf, N, sh_g_.buf));
   return gpu::RecordMoeCombine(c, moe_y_.buf, moe_wt_.buf, n, K, E, &sh_y_.buf, &sh_g_.buf, y_.buf);
 }
 
@@ -81,7 +86,7 @@ Status VulkanBackend::SplitFused(const GpuLayer& L, int32_t N) {
     c.Dispatch(*p, {{&fused_.buf}, {&qkv_.buf}, {&z_.buf}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(N) * L.in.n_rows));
   }
   if (L.ba.valid()) {
-    REWIND_RETURN_IF_ERROR(Mat(L.ba, t_.buf, N, fused_.buf));
+    REWIND_RETURN_IF_ERROR(Mat(L.ba, t_.buf, N, fused_.buf, L.in.valid()));  // t_ as ssm_in read it
     pc.mode = 1;
     c.Dispatch(*p, {{&fused_.buf}, {&b_.buf}, {&a_.buf}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(N) * L.ba.n_rows));
   }

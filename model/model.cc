@@ -82,6 +82,7 @@ uint64_t Model::device_kv_bytes() const { return backend_ ? backend_->device_kv_
 uint64_t Model::device_weights_bytes() const { return backend_ ? backend_->device_weights_bytes() : 0; }
 uint64_t Model::device_state_bytes() const { return backend_ ? backend_->device_state_bytes() : 0; }
 uint64_t Model::replay_bytes_to_device() const { return backend_ ? backend_->replay_bytes_to_device() : 0; }
+DeviceCounters Model::device_counters() const { return backend_ ? backend_->device_counters() : DeviceCounters{}; }
 
 
 void Model::SetThreads(int32_t n_threads) { pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, n_threads)); }
