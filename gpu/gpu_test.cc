@@ -340,5 +340,52 @@ TEST(GpuRmsNorm, MatchesKernelsRmsNormBitForBit) {
   EXPECT_EQ(0, std::memcmp(got.data(), want.data(), 4 * got.size()));
 }
 
+// Rows of kRmsWideMinN values and more run a workgroup per row: Σx² as 64 strided partials in double (lane l:
+// elements l, l + 64, ...), added in a fixed tree. The bits of that order computed here on the host, for rows of
+// 600 (not a multiple of 64) and 4,096 values, each row alone and all of them in one dispatch; and the CPU's
+// serial order within rounding.
+TEST(GpuRmsNorm, WideRowsGiveTheirFixedTreeOrdersBitsAndTheCpusWithinRounding) {
+  REQUIRE_DEVICE(ctx);
+  for (const uint32_t n : {600u, 4096u}) {
+    const uint32_t rows = 3;
+    const std::vector<float> x = kernels::Random(rows * n, 23, 3.0f), w = kernels::Random(n, 24);
+    auto xb = ctx->Alloc(4 * x.size());
+    auto wb = ctx->Alloc(4 * w.size());
+    auto ob = ctx->Alloc(4 * x.size());
+    ASSERT_TRUE(xb.ok() && wb.ok() && ob.ok());
+    ASSERT_TRUE(ctx->Upload(*xb, x.data(), 4 * x.size()).ok());
+    ASSERT_TRUE(ctx->Upload(*wb, w.data(), 4 * w.size()).ok());
+    std::vector<float> all(x.size()), alone(x.size());
+    ASSERT_TRUE(RecordRmsNorm(*ctx, *xb, 0, n, rows, n, &*wb, 1e-6f, *ob, 0, n).ok());
+    ASSERT_TRUE(ctx->Download(*ob, all.data(), 4 * all.size()).ok());
+    for (uint32_t r = 0; r < rows; ++r) {
+      ASSERT_TRUE(RecordRmsNorm(*ctx, *xb, r * n, n, 1, n, &*wb, 1e-6f, *ob, r * n, n).ok());
+      ASSERT_TRUE(ctx->Download(*ob, alone.data() + r * n, 4 * n, 4 * r * n).ok());
+    }
+    EXPECT_EQ(0, std::memcmp(all.data(), alone.data(), 4 * all.size())) << "n " << n << ": a row alone";
+    for (uint32_t r = 0; r < rows; ++r) {
+      const float* xr = x.data() + r * n;
+      double part[64] = {};
+      for (uint32_t l = 0; l < 64; ++l)
+        for (uint32_t i = l; i < n; i += 64) {
+          const float p = xr[i] * xr[i];
+          part[l] += static_cast<double>(p);
+        }
+      for (uint32_t s = 32; s > 0; s >>= 1)
+        for (uint32_t l = 0; l < s; ++l) part[l] = part[l] + part[l + s];
+      const float mean = static_cast<float>(part[0] / static_cast<double>(n));
+      const float scale = 1.0f / std::sqrt(mean + 1e-6f);
+      std::vector<float> cpu(n);
+      kernels::RmsNorm(xr, w.data(), n, 1e-6f, cpu.data());
+      for (uint32_t i = 0; i < n; ++i) {
+        const float v = xr[i] * scale;
+        const float want = v * w[i];
+        ASSERT_EQ(0, std::memcmp(&want, &all[r * n + i], 4)) << "n " << n << " row " << r << " i " << i;
+        EXPECT_NEAR(all[r * n + i], cpu[i], 1e-6f * (1.0f + std::fabs(cpu[i]))) << "n " << n << " row " << r;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rw::gpu

@@ -133,7 +133,11 @@ Status RecordMoeCombine(Context& ctx, const Buffer& ye, const Buffer& wt, uint32
                         const Buffer* shared, const Buffer* shared_gate, Buffer& out);
 
 // RMSNorm of `rows` rows of n floats: row r at x[x_off + r·stride] -> o[o_off + r·o_stride], times w (n floats)
-// when w is not null (kernels::RmsNorm).
+// when w is not null (kernels::RmsNorm). Rows shorter than kRmsWideMinN (per-head norms): one invocation per
+// row, Σx² in element order (the CPU's bits). Longer rows (the hidden size): a workgroup per row, Σx² as 64
+// strided partials added in a fixed tree (rms_norm.comp; the CPU's within rounding). The choice depends on n
+// alone, never on the batch.
+inline constexpr uint32_t kRmsWideMinN = 512;
 Status RecordRmsNorm(Context& ctx, const Buffer& x, uint32_t x_off, uint32_t stride, uint32_t rows, uint32_t n,
                      const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride);
 

@@ -1,15 +1,52 @@
 #version 450
 // out[i] = (x[i] · 1/sqrt(mean(x²) + eps)) · w[i] per row (kernels::RmsNorm): Σx² of float products in double,
-// in element order, the mean and the scale in float. One invocation per row; rows of `n` floats `stride` apart;
-// w_flag 0 = no weight. Rows may be sub-rows (per-head norms): row r starts at x_offset + r·stride.
+// the mean and the scale in float. Rows of `n` floats `stride` apart; w_flag 0 = no weight. Rows may be sub-rows
+// (per-head norms): row r starts at x_offset + r·stride.
+// - (default) one invocation per row, Σx² in element order: the CPU's order, so the CPU's bits.
+// - RMS_WIDE (rms_norm_wide, rows of kRmsWideMinN values and more: the hidden size): a workgroup per row. Lane l
+//   sums the products of elements l, l + 64, l + 128, ... in double in that order; then the 64 partials are
+//   added in a fixed tree (l += l + 32, then l + 16, ... l + 1). A single invocation walking 4,096 values
+//   through one chain of double adds took most of a GPU decode step's norms; this order is fixed by n alone, so
+//   a row's bits still do not depend on the batch (I1), and differ from the serial order's only where a double
+//   sum rounds differently into the float mean (within rounding of the CPU).
 layout(local_size_x = 64) in;
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Wt { float w[]; };
 layout(std430, binding = 2) buffer O { float o[]; };
 layout(push_constant) uniform P { uint rows; uint n; uint stride; uint x_offset; uint o_offset; uint o_stride; uint w_flag; float eps; } pc;
 
+#if defined(RMS_WIDE)
+shared double partial[64];
+
+void main() {
+  const uint r = LinearGroup(), l = gl_LocalInvocationID.x;
+  if (r >= pc.rows) return;  // uniform over the workgroup
+  const uint xb = pc.x_offset + r * pc.stride, ob = pc.o_offset + r * pc.o_stride;
+  precise double sum = 0.0LF;
+  for (uint i = l; i < pc.n; i += 64u) {
+    precise const float p = x[xb + i] * x[xb + i];
+    sum += double(p);
+  }
+  partial[l] = sum;
+  barrier();
+  [[unroll]] for (uint s = 32u; s > 0u; s >>= 1u) {
+    if (l < s) {
+      precise const double t = partial[l] + partial[l + s];
+      partial[l] = t;
+    }
+    barrier();
+  }
+  precise const float mean = float(partial[0] / double(pc.n));
+  precise const float scale = 1.0 / sqrt(mean + pc.eps);
+  for (uint i = l; i < pc.n; i += 64u) {
+    precise const float v = x[xb + i] * scale;
+    o[ob + i] = pc.w_flag != 0u ? v * w[i] : v;
+  }
+}
+#else
 void main() {
   const uint r = LinearX();
   if (r >= pc.rows) return;
@@ -26,3 +63,4 @@ void main() {
     o[ob + i] = pc.w_flag != 0u ? v * w[i] : v;
   }
 }
+#endif
