@@ -8,6 +8,7 @@
 
 #include "gguf/quants.h"
 #include "gpu/device.h"
+#include "gpu/gpu_testing.h"
 #include "gpu/ops.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
@@ -327,15 +328,10 @@ TEST(GpuRmsNorm, MatchesKernelsRmsNormBitForBit) {
   REQUIRE_DEVICE(ctx);
   const uint32_t rows = 5, n = 72;
   const std::vector<float> x = kernels::Random(rows * n, 21), w = kernels::Random(n, 22);
-  auto xb = ctx->Alloc(4 * x.size());
-  auto wb = ctx->Alloc(4 * w.size());
-  auto ob = ctx->Alloc(4 * x.size());
-  ASSERT_TRUE(xb.ok() && wb.ok() && ob.ok());
-  ASSERT_TRUE(ctx->Upload(*xb, x.data(), 4 * x.size()).ok());
-  ASSERT_TRUE(ctx->Upload(*wb, w.data(), 4 * w.size()).ok());
-  ASSERT_TRUE(RecordRmsNorm(*ctx, *xb, 0, n, rows, n, &*wb, 1e-6f, *ob, 0, n).ok());
-  std::vector<float> got(x.size()), want(x.size());
-  ASSERT_TRUE(ctx->Download(*ob, got.data(), 4 * got.size()).ok());
+  Buffer xb = testing::Up(*ctx, x), wb = testing::Up(*ctx, w), ob = testing::Up(*ctx, x);
+  ASSERT_TRUE(RecordRmsNorm(*ctx, xb, 0, n, rows, n, &wb, 1e-6f, ob, 0, n).ok());
+  const std::vector<float> got = testing::Down(*ctx, ob, x.size());
+  std::vector<float> want(x.size());
   for (uint32_t r = 0; r < rows; ++r) kernels::RmsNorm(x.data() + r * n, w.data(), n, 1e-6f, want.data() + r * n);
   EXPECT_EQ(0, std::memcmp(got.data(), want.data(), 4 * got.size()));
 }
@@ -349,18 +345,13 @@ TEST(GpuRmsNorm, WideRowsGiveTheirFixedTreeOrdersBitsAndTheCpusWithinRounding) {
   for (const uint32_t n : {600u, 4096u}) {
     const uint32_t rows = 3;
     const std::vector<float> x = kernels::Random(rows * n, 23, 3.0f), w = kernels::Random(n, 24);
-    auto xb = ctx->Alloc(4 * x.size());
-    auto wb = ctx->Alloc(4 * w.size());
-    auto ob = ctx->Alloc(4 * x.size());
-    ASSERT_TRUE(xb.ok() && wb.ok() && ob.ok());
-    ASSERT_TRUE(ctx->Upload(*xb, x.data(), 4 * x.size()).ok());
-    ASSERT_TRUE(ctx->Upload(*wb, w.data(), 4 * w.size()).ok());
-    std::vector<float> all(x.size()), alone(x.size());
-    ASSERT_TRUE(RecordRmsNorm(*ctx, *xb, 0, n, rows, n, &*wb, 1e-6f, *ob, 0, n).ok());
-    ASSERT_TRUE(ctx->Download(*ob, all.data(), 4 * all.size()).ok());
+    Buffer xb = testing::Up(*ctx, x), wb = testing::Up(*ctx, w), ob = testing::Up(*ctx, x);
+    ASSERT_TRUE(RecordRmsNorm(*ctx, xb, 0, n, rows, n, &wb, 1e-6f, ob, 0, n).ok());
+    const std::vector<float> all = testing::Down(*ctx, ob, x.size());
+    std::vector<float> alone(x.size());
     for (uint32_t r = 0; r < rows; ++r) {
-      ASSERT_TRUE(RecordRmsNorm(*ctx, *xb, r * n, n, 1, n, &*wb, 1e-6f, *ob, r * n, n).ok());
-      ASSERT_TRUE(ctx->Download(*ob, alone.data() + r * n, 4 * n, 4 * r * n).ok());
+      ASSERT_TRUE(RecordRmsNorm(*ctx, xb, r * n, n, 1, n, &wb, 1e-6f, ob, r * n, n).ok());
+      ASSERT_TRUE(ctx->Download(ob, alone.data() + r * n, 4 * n, 4 * r * n).ok());
     }
     EXPECT_EQ(0, std::memcmp(all.data(), alone.data(), 4 * all.size())) << "n " << n << ": a row alone";
     for (uint32_t r = 0; r < rows; ++r) {
