@@ -554,9 +554,10 @@ int CmdBench(int argc, char** argv) {
       const model::DeviceCounters dev1 = m.device_counters();
       const double runs = reps + 1, run_s = (NowSeconds() - all0) / runs;
       const double wait_s = (dev1.wait_seconds - dev0.wait_seconds) / runs;
-      std::printf("device work per prefill of %d tokens: %.0f dispatches, %.2f submissions; a run took %.3f ms: the "
-                  "host waited %.3f ms for the device and spent %.3f ms recording and on the CPU\n",
+      std::printf("device work per prefill of %d tokens: %.0f dispatches in %.1f batches, %.2f waits; a run took "
+                  "%.3f ms: the host waited %.3f ms for the device and spent %.3f ms recording and on the CPU\n",
                   n_prompt, static_cast<double>(dev1.dispatches - dev0.dispatches) / runs,
+                  static_cast<double>(dev1.batches - dev0.batches) / runs,
                   static_cast<double>(dev1.submissions - dev0.submissions) / runs, 1e3 * run_s, 1e3 * wait_s,
                   1e3 * (run_s - wait_s));
     }
@@ -601,9 +602,10 @@ int CmdBench(int argc, char** argv) {
     if (on_device) {
       // The host records a step's dispatches, then waits in the submission for the device to run them.
       const double wait_s = (dev1.wait_seconds - dev0.wait_seconds) / steps;
-      std::printf("device work per decode token: %.0f dispatches, %.2f submissions; a step took %.3f ms: the host "
-                  "waited %.3f ms for the device and spent %.3f ms recording and on the CPU\n",
+      std::printf("device work per decode token: %.0f dispatches in %.1f batches, %.2f waits; a step took %.3f ms: "
+                  "the host waited %.3f ms for the device and spent %.3f ms recording and on the CPU\n",
                   static_cast<double>(dev1.dispatches - dev0.dispatches) / steps,
+                  static_cast<double>(dev1.batches - dev0.batches) / steps,
                   static_cast<double>(dev1.submissions - dev0.submissions) / steps, 1e3 * step_s, 1e3 * wait_s,
                   1e3 * (step_s - wait_s));
     } else {

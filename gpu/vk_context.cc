@@ -133,7 +133,7 @@ void Buffer::Release() {
   if (ctx_ == nullptr) return;
   // Recorded work may still use this buffer: run it first (freed memory would otherwise be read or written when
   // it runs: on lavapipe a buffer is host memory, and that corrupted the heap).
-  if (ctx_->recording_) REWIND_CHECK_MSG(ctx_->Submit().ok(), "submitting the work recorded before a buffer's release");
+  if (ctx_->busy()) REWIND_CHECK_MSG(ctx_->Submit().ok(), "submitting the work recorded before a buffer's release");
   if (buffer_ != VK_NULL_HANDLE) vkDestroyBuffer(ctx_->device_, buffer_, nullptr);
   if (memory_ != VK_NULL_HANDLE) vkFreeMemory(ctx_->device_, memory_, nullptr);
   if (counted_) ctx_->allocated_bytes_ -= size_;
@@ -259,15 +259,17 @@ Expected<std::shared_ptr<Context>> Context::Open(int32_t index) {
   cai.commandPool = c->cmd_pool_;
   cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   cai.commandBufferCount = 1;
-  VK_TRY(vkAllocateCommandBuffers(c->device_, &cai, &c->cmd_), "vkAllocateCommandBuffers");
   VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  VK_TRY(vkCreateFence(c->device_, &fci, nullptr, &c->fence_), "vkCreateFence");
   VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kMaxSets * kMaxBuffersPerSet};
   VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   dpi.maxSets = kMaxSets;
   dpi.poolSizeCount = 1;
   dpi.pPoolSizes = &ps;
-  VK_TRY(vkCreateDescriptorPool(c->device_, &dpi, nullptr, &c->desc_pool_), "vkCreateDescriptorPool");
+  for (Frame& f : c->frames_) {
+    VK_TRY(vkAllocateCommandBuffers(c->device_, &cai, &f.cmd), "vkAllocateCommandBuffers");
+    VK_TRY(vkCreateFence(c->device_, &fci, nullptr, &f.fence), "vkCreateFence");
+    VK_TRY(vkCreateDescriptorPool(c->device_, &dpi, nullptr, &f.pool), "vkCreateDescriptorPool");
+  }
   return c;
 }
 
@@ -282,8 +284,10 @@ Context::~Context() {
       vkDestroyDescriptorSetLayout(device_, p->set_layout, nullptr);
       vkDestroyShaderModule(device_, p->module, nullptr);
     }
-    vkDestroyDescriptorPool(device_, desc_pool_, nullptr);
-    vkDestroyFence(device_, fence_, nullptr);
+    for (Frame& f : frames_) {
+      if (f.pool != VK_NULL_HANDLE) vkDestroyDescriptorPool(device_, f.pool, nullptr);
+      if (f.fence != VK_NULL_HANDLE) vkDestroyFence(device_, f.fence, nullptr);
+    }
     vkDestroyCommandPool(device_, cmd_pool_, nullptr);
     vkDestroyDevice(device_, nullptr);
   }
@@ -341,11 +345,27 @@ Expected<Buffer> Context::Alloc(size_t bytes, bool host_visible) {
   return b;
 }
 
+Status Context::WaitFrame(Frame& f) {
+  if (!f.in_flight) return Status::Ok();
+  const auto t0 = std::chrono::steady_clock::now();
+  VK_TRY(vkWaitForFences(device_, 1, &f.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  wait_ns_ += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  f.in_flight = false;
+  --in_flight_;
+  return Status::Ok();
+}
+
 Status Context::BeginIfNeeded() {
   if (recording_) return Status::Ok();
+  Frame& f = frames_[cur_];
+  REWIND_RETURN_IF_ERROR(WaitFrame(f));  // its command buffer and descriptor sets are free again
+  cmd_ = f.cmd;
+  desc_pool_ = f.pool;
   VK_TRY(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
   VK_TRY(vkResetDescriptorPool(device_, desc_pool_, 0), "vkResetDescriptorPool");
   sets_used_ = 0;
+  since_flush_ = 0;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   VK_TRY(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
@@ -365,19 +385,27 @@ void FullBarrier(VkCommandBuffer cmd) {
 }
 }  // namespace
 
-Status Context::Submit() {
+Status Context::Flush() {
   if (!recording_) return Status::Ok();
   recording_ = false;
-  VK_TRY(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+  Frame& f = frames_[cur_];
+  VK_TRY(vkEndCommandBuffer(f.cmd), "vkEndCommandBuffer");
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
-  si.pCommandBuffers = &cmd_;
-  VK_TRY(vkResetFences(device_, 1, &fence_), "vkResetFences");
-  const auto t0 = std::chrono::steady_clock::now();
-  VK_TRY(vkQueueSubmit(queue_, 1, &si, fence_), "vkQueueSubmit");
-  VK_TRY(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-  wait_ns_ += static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  si.pCommandBuffers = &f.cmd;
+  VK_TRY(vkResetFences(device_, 1, &f.fence), "vkResetFences");
+  VK_TRY(vkQueueSubmit(queue_, 1, &si, f.fence), "vkQueueSubmit");
+  f.in_flight = true;
+  ++in_flight_;
+  ++flushes_;
+  cur_ = (cur_ + 1) % kFrames;
+  return Status::Ok();
+}
+
+Status Context::Submit() {
+  if (!busy()) return Status::Ok();
+  REWIND_RETURN_IF_ERROR(Flush());
+  for (int i = 0; i < kFrames; ++i) REWIND_RETURN_IF_ERROR(WaitFrame(frames_[(cur_ + i) % kFrames]));  // oldest first
   ++submits_;
   upload_used_ = 0;  // the recorded copies out of the arena have run
   return Status::Ok();
@@ -388,7 +416,7 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
   // A shader variant that does not use its last bindings has them stripped from the SPIR-V: those are not bound.
   REWIND_CHECK_MSG(buffers.size() >= p.n_buffers, "dispatch with %zu buffers, pipeline takes %u", buffers.size(),
                    p.n_buffers);
-  if (sets_used_ >= kMaxSets) REWIND_CHECK(Submit().ok());
+  if (sets_used_ >= kMaxSets || since_flush_ >= kFlushDispatches) REWIND_CHECK(Flush().ok());
   REWIND_CHECK(BeginIfNeeded().ok());
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   ai.descriptorPool = desc_pool_;
@@ -397,6 +425,7 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
   VkDescriptorSet set = VK_NULL_HANDLE;
   REWIND_CHECK(vkAllocateDescriptorSets(device_, &ai, &set) == VK_SUCCESS);
   ++sets_used_;
+  ++since_flush_;
   ++dispatches_;
   VkDescriptorBufferInfo infos[kMaxBuffersPerSet];
   VkWriteDescriptorSet writes[kMaxBuffersPerSet];

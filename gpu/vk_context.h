@@ -140,8 +140,17 @@ class Context {
                 uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
   // Records a buffer-to-buffer copy (ordered like a dispatch).
   void Copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t dst_offset, size_t bytes);
-  // Submits what was recorded and waits for it (a fence). No-op when nothing was recorded.
+  // Submits what was recorded and waits for it and for every earlier flushed batch (fences). No-op when nothing
+  // was recorded or is running.
   Status Submit();
+  // Submits what was recorded without waiting, so the device runs it while the host records what follows
+  // (Dispatch flushes every kFlushDispatches dispatches on its own). Later work is ordered after it by the
+  // barrier every recorded command starts with (a barrier's first scope is all earlier work in submission
+  // order on the queue); Submit waits for it.
+  Status Flush();
+  static constexpr uint32_t kFlushDispatches = 128;
+  // Batches submitted so far without a wait (Flush), for `rewind bench` and tests.
+  uint64_t flushes() const { return flushes_; }
 
  private:
   Context() = default;
@@ -158,16 +167,28 @@ class Context {
   Buffer upload_arena_;   // host-visible; [0, upload_used_) is read by recorded copies until the next Submit
   size_t upload_used_ = 0;
   Buffer readback_;       // host-visible
-  uint64_t submits_ = 0, staging_allocs_ = 0, dispatches_ = 0, wait_ns_ = 0;
+  uint64_t submits_ = 0, staging_allocs_ = 0, dispatches_ = 0, wait_ns_ = 0, flushes_ = 0;
   VkInstance instance_ = VK_NULL_HANDLE;
   VkPhysicalDevice phys_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   VkCommandPool cmd_pool_ = VK_NULL_HANDLE;
+  // Command buffers recorded and submitted in turn (Flush), each with its fence and descriptor pool; frame
+  // `cur_` is the one being recorded (cmd_ and desc_pool_ are its), a frame is reused once its fence signalled.
+  struct Frame {
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    VkFence fence = VK_NULL_HANDLE;
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    bool in_flight = false;
+  };
+  static constexpr int kFrames = 3;
+  Frame frames_[kFrames];
+  int cur_ = 0, in_flight_ = 0;
+  uint32_t since_flush_ = 0;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
-  VkFence fence_ = VK_NULL_HANDLE;
   VkDescriptorPool desc_pool_ = VK_NULL_HANDLE;
+  Status WaitFrame(Frame& f);
   VkPhysicalDeviceMemoryProperties mem_props_{};
   uint64_t max_buffer_bytes_ = 0;
   size_t offset_alignment_ = 16;
@@ -179,6 +200,7 @@ class Context {
   uint64_t device_loop_budget_ = 0;
   uint64_t device_max_buffer_bytes_ = 0;
   bool recording_ = false;
+  bool busy() const { return recording_ || in_flight_ > 0; }
   uint32_t sets_used_ = 0;
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
 };

@@ -27,10 +27,11 @@ namespace rw::model {
 // One sequence's part of a batch: tokens at positions [pos0, pos0 + tokens.size()).
 struct ReplaySeqLog;
 
-// What a device backend did so far (all zero on the CPU): dispatches recorded, submissions, and the seconds the
-// host waited in them for the device (`rewind bench --device`).
+// What a device backend did so far (all zero on the CPU): dispatches recorded, submissions the host waited for,
+// batches it submitted without waiting (the device runs them while the host records on), and the seconds the
+// host waited for the device (`rewind bench --device`).
 struct DeviceCounters {
-  uint64_t dispatches = 0, submissions = 0;
+  uint64_t dispatches = 0, submissions = 0, batches = 0;
   double wait_seconds = 0;
 };
 
