@@ -82,6 +82,41 @@ TEST(GpuDevice, BuffersRoundTripThroughStaging) {
   }
 }
 
+// A chain of 2.5 x kFlushDispatches dispatches, each adding y into x in place (so each reads what the one before
+// wrote), goes to the device in batches submitted without a wait (Context::Flush); halfway a staged upload
+// replaces y while the earlier batches may still be reading it. Every step sees the one before it (the barriers
+// reach across the batches) and the y of its half, and only the final wait counts as a submission. The values
+// are multiples of 1/64 below 2^9: every sum is exact.
+TEST(GpuDevice, DispatchesFlushedInBatchesRunInTheOrderRecorded) {
+  REQUIRE_DEVICE(ctx);
+  const uint32_t n = 100, steps = Context::kFlushDispatches * 5 / 2;
+  ctx->UnmapDeviceBuffersForTesting(true);
+  auto yb = ctx->Alloc(4 * n);
+  ctx->UnmapDeviceBuffersForTesting(false);
+  ASSERT_TRUE(yb.ok());
+  std::vector<float> want(n, 0.0f), y0(n), y1(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    y0[i] = static_cast<float>(i) / 64.0f;
+    y1[i] = -static_cast<float>(i % 7) / 32.0f;
+  }
+  Buffer xb = testing::Up(*ctx, want);
+  ASSERT_TRUE(ctx->Submit().ok());
+  auto p = ctx->GetPipeline("eltwise");
+  ASSERT_TRUE(p.ok());
+  const uint64_t s0 = ctx->submits(), f0 = ctx->flushes();
+  for (uint32_t k = 0; k < steps; ++k) {
+    if (k == 0 || k == steps / 2) ASSERT_TRUE(ctx->Upload(*yb, (k == 0 ? y0 : y1).data(), 4 * n).ok());
+    struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{1, n, 0, 0, 0, 0, 0};  // a += b
+    ctx->Dispatch(**p, {{&xb}, {&*yb}}, &pc, sizeof(pc), Groups(n));
+    for (uint32_t i = 0; i < n; ++i) want[i] += (k < steps / 2 ? y0 : y1)[i];
+  }
+  EXPECT_GE(ctx->flushes() - f0, 2u) << "the chain went to the device in batches";
+  EXPECT_EQ(ctx->submits(), s0) << "no wait before the download";
+  const std::vector<float> got = testing::Down(*ctx, xb, n);
+  EXPECT_EQ(ctx->submits(), s0 + 1);
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), 4 * n));
+}
+
 // Staged uploads are recorded, not submitted: many small ones (a forward's inputs) share the upload arena and
 // run in order with the dispatches around them; the next upload to the same bytes does not overwrite what an
 // earlier recorded copy reads. Uploads over the arena's chunk go in chunks. Only the download waits.
