@@ -413,5 +413,30 @@ TEST(GpuRmsNorm, WideRowsGiveTheirFixedTreeOrdersBitsAndTheCpusWithinRounding) {
   }
 }
 
+// The residual add in the norm's dispatch (RecordRmsNorm's `add`): x holds x + y afterwards and the output is
+// the norm of the sums, the bits of the element-wise add followed by the norm, for a per-head row (serial) and a
+// hidden-size row (a workgroup per row).
+TEST(GpuRmsNorm, TheResidualAddInTheNormsDispatchGivesTheTwoDispatchesBits) {
+  REQUIRE_DEVICE(ctx);
+  auto elt = ctx->GetPipeline("eltwise");
+  ASSERT_TRUE(elt.ok());
+  for (const uint32_t n : {72u, 600u}) {
+    const uint32_t rows = 3;
+    const std::vector<float> x = kernels::Random(rows * n, 25), y = kernels::Random(rows * n, 26),
+                             w = kernels::Random(n, 27);
+    Buffer x1 = testing::Up(*ctx, x), x2 = testing::Up(*ctx, x), yb = testing::Up(*ctx, y), wb = testing::Up(*ctx, w),
+           o1 = testing::Up(*ctx, x), o2 = testing::Up(*ctx, x);
+    struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{1, rows * n, 0, 0, 0, 0, 0};
+    ctx->Dispatch(**elt, {{&x1}, {&yb}}, &pc, sizeof(pc), Groups(rows * n));
+    ASSERT_TRUE(RecordRmsNorm(*ctx, x1, 0, n, rows, n, &wb, 1e-6f, o1, 0, n).ok());
+    ASSERT_TRUE(RecordRmsNorm(*ctx, x2, 0, n, rows, n, &wb, 1e-6f, o2, 0, n, &yb).ok());
+    const std::vector<float> sum1 = testing::Down(*ctx, x1, x.size()), sum2 = testing::Down(*ctx, x2, x.size()),
+                             out1 = testing::Down(*ctx, o1, x.size()), out2 = testing::Down(*ctx, o2, x.size());
+    EXPECT_EQ(0, std::memcmp(sum1.data(), sum2.data(), 4 * x.size())) << "n " << n << ": the sums";
+    EXPECT_EQ(0, std::memcmp(out1.data(), out2.data(), 4 * x.size())) << "n " << n << ": the norms";
+    EXPECT_NE(0, std::memcmp(sum2.data(), x.data(), 4 * x.size())) << "x was updated";
+  }
+}
+
 }  // namespace
 }  // namespace rw::gpu

@@ -324,13 +324,14 @@ Status RecordMoeCombine(Context& ctx, const Buffer& ye, const Buffer& wt, uint32
   return Status::Ok();
 }
 
-Status RecordRmsNorm(Context& ctx, const Buffer& x, uint32_t x_off, uint32_t stride, uint32_t rows, uint32_t n,
-                     const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride) {
+Status RecordRmsNorm(Context& ctx, Buffer& x, uint32_t x_off, uint32_t stride, uint32_t rows, uint32_t n,
+                     const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride, const Buffer* add) {
   const bool wide = n >= kRmsWideMinN;
   REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline(wide ? "rms_norm_wide" : "rms_norm"));
-  struct { uint32_t rows, n, stride, x_offset, o_offset, o_stride, w_flag; float eps; } pc{
-      rows, n, stride, x_off, o_off, o_stride, w != nullptr ? 1u : 0u, eps};
-  ctx.Dispatch(*p, {{&x}, {w != nullptr ? w : &x}, {&o}}, &pc, sizeof(pc), wide ? rows : Groups(rows));
+  struct { uint32_t rows, n, stride, x_offset, o_offset, o_stride, w_flag; float eps; uint32_t add_flag; } pc{
+      rows, n, stride, x_off, o_off, o_stride, w != nullptr ? 1u : 0u, eps, add != nullptr ? 1u : 0u};
+  ctx.Dispatch(*p, {{&x}, {w != nullptr ? w : &x}, {&o}, {add != nullptr ? add : &x}}, &pc, sizeof(pc),
+               wide ? rows : Groups(rows));
   return Status::Ok();
 }
 

@@ -138,8 +138,11 @@ Status RecordMoeCombine(Context& ctx, const Buffer& ye, const Buffer& wt, uint32
 // strided partials added in a fixed tree (rms_norm.comp; the CPU's within rounding). The choice depends on n
 // alone, never on the batch.
 inline constexpr uint32_t kRmsWideMinN = 512;
-Status RecordRmsNorm(Context& ctx, const Buffer& x, uint32_t x_off, uint32_t stride, uint32_t rows, uint32_t n,
-                     const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride);
+// `add` (not null): first x += add element by element (add laid out as x; the residual add, the same float add
+// as a separate element-wise dispatch), stored in x, and the norm is of the sums: one dispatch for two.
+Status RecordRmsNorm(Context& ctx, Buffer& x, uint32_t x_off, uint32_t stride, uint32_t rows, uint32_t n,
+                     const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride,
+                     const Buffer* add = nullptr);
 
 // Top-K selection of logits rows (top_logits.comp, kernels::TopLogits): logits [rows][n] floats -> the best k
 // (1 <= k <= min(n, 128)) (logit, id) pairs of each row, descending logit, ties to the lower id, NaN as -inf,

@@ -495,18 +495,22 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
   REWIND_RETURN_IF_ERROR(c.Upload(row_tab_.buf, row_tab.data(), 4 * row_tab.size()));
 
   // ---- Layers.
+  // Each residual add runs in the dispatch of the norm that follows it (Norm's `add`), the last one alone.
   for (int32_t il = 0; il < cf.n_layer; ++il) {
     const GpuLayer& L = layers_[il];
-    REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.attn_norm, t_.buf));
+    if (il == 0) REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.attn_norm, t_.buf));
     if (cf.kinds[il] == LayerKind::kGdn) {
       REWIND_RETURN_IF_ERROR(GdnLayer(L, cf.kind_index[il], N, n_seqs, max_n, replay != nullptr));
     } else {
       REWIND_RETURN_IF_ERROR(AttnLayer(L, cf.kind_index[il], N, max_pos));
     }
-    REWIND_RETURN_IF_ERROR(Elt(x_.buf, y_.buf, 1, N * E, 0, 0, 0, 0));
-    REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.post_norm, t_.buf));
+    REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.post_norm, t_.buf, &y_.buf));
     REWIND_RETURN_IF_ERROR(FfnBlock(L, N));
-    REWIND_RETURN_IF_ERROR(Elt(x_.buf, y_.buf, 1, N * E, 0, 0, 0, 0));
+    if (il + 1 < cf.n_layer) {
+      REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, layers_[il + 1].attn_norm, t_.buf, &y_.buf));
+    } else {
+      REWIND_RETURN_IF_ERROR(Elt(x_.buf, y_.buf, 1, N * E, 0, 0, 0, 0));
+    }
   }
 
   // ---- Output rows (as model.cc): the last token of each sequence, or all of them; final norm, LM head.

@@ -89,8 +89,9 @@ class VulkanBackend final : public ForwardBackend {
   }
 
  private:
-  Status Norm(const Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, Buffer& o) {
-    return gpu::RecordRmsNorm(*ctx_, x, 0, n, rows, n, &w, cfg_.eps, o, 0, n);
+  // add (not null): x += add first, in the same dispatch (the residual add before a norm).
+  Status Norm(Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, Buffer& o, const Buffer* add = nullptr) {
+    return gpu::RecordRmsNorm(*ctx_, x, 0, n, rows, n, &w, cfg_.eps, o, 0, n, add);
   }
   // same_x: x is unchanged since the previous matmul read it (its quantised rows are reused: gpu::MatMulReuse).
   Status Mat(const GpuMatrix& m, const Buffer& x, int32_t N, Buffer& y, bool same_x = false) {

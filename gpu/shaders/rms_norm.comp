@@ -1,7 +1,8 @@
 #version 450
 // out[i] = (x[i] · 1/sqrt(mean(x²) + eps)) · w[i] per row (kernels::RmsNorm): Σx² of float products in double,
 // the mean and the scale in float. Rows of `n` floats `stride` apart; w_flag 0 = no weight. Rows may be sub-rows
-// (per-head norms): row r starts at x_offset + r·stride.
+// (per-head norms): row r starts at x_offset + r·stride. add_flag 1: first x[i] = x[i] + y[i] (y laid out as x;
+// the residual add, eltwise.comp's mode 0: the same float add), stored, then the norm of the sums.
 // - (default) one invocation per row, Σx² in element order: the CPU's order, so the CPU's bits.
 // - RMS_WIDE (rms_norm_wide, rows of kRmsWideMinN values and more: the hidden size): a workgroup per row. Lane l
 //   sums the products of elements l, l + 64, l + 128, ... in double in that order; then the 64 partials are
@@ -13,10 +14,19 @@ layout(local_size_x = 64) in;
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
-layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 0) buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Wt { float w[]; };
 layout(std430, binding = 2) buffer O { float o[]; };
-layout(push_constant) uniform P { uint rows; uint n; uint stride; uint x_offset; uint o_offset; uint o_stride; uint w_flag; float eps; } pc;
+layout(std430, binding = 3) readonly buffer Y { float y[]; };
+layout(push_constant) uniform P { uint rows; uint n; uint stride; uint x_offset; uint o_offset; uint o_stride; uint w_flag; float eps; uint add_flag; } pc;
+
+// x[j], after the residual add when add_flag is set (each element is read and written by one invocation).
+float Value(uint j) {
+  if (pc.add_flag == 0u) return x[j];
+  precise const float s = x[j] + y[j];
+  x[j] = s;
+  return s;
+}
 
 #if defined(RMS_WIDE)
 shared double partial[64];
@@ -27,7 +37,8 @@ void main() {
   const uint xb = pc.x_offset + r * pc.stride, ob = pc.o_offset + r * pc.o_stride;
   precise double sum = 0.0LF;
   for (uint i = l; i < pc.n; i += 64u) {
-    precise const float p = x[xb + i] * x[xb + i];
+    const float v = Value(xb + i);
+    precise const float p = v * v;
     sum += double(p);
   }
   partial[l] = sum;
@@ -53,7 +64,8 @@ void main() {
   const uint xb = pc.x_offset + r * pc.stride, ob = pc.o_offset + r * pc.o_stride;
   precise double sum = 0.0LF;
   for (uint i = 0u; i < pc.n; ++i) {
-    precise const float p = x[xb + i] * x[xb + i];
+    const float v = Value(xb + i);
+    precise const float p = v * v;
     sum += double(p);
   }
   precise const float mean = float(sum / double(pc.n));
