@@ -112,10 +112,10 @@ Status VulkanBackend::GdnStateUpdate(const GpuLayer& L, int32_t gi, int32_t rows
   Context& c = *ctx_;
   gpu::RecordGdnConv(c, qkv_.buf, L.conv, st_->conv(gi), u_.buf, tab, static_cast<uint32_t>(n_seqs), max_n, C, Kc, C);
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * l2, c.GetPipeline("l2_norm"));
-  for (uint32_t off : {0u, Kd}) {  // q heads, then k heads
-    struct { uint32_t rows, n, per, outer, inner, x_off; float eps; } lpc{N * Hk, S, Hk, C, S, off, cfg_.eps};
-    c.Dispatch(*l2, {{&u_.buf}}, &lpc, sizeof(lpc), Groups(lpc.rows));
-  }
+  // The Hk q heads and the Hk k heads sit side by side at the start of each row (Kd = ssm_key_dim() = Hk·S):
+  // one dispatch normalises all 2·Hk of them, each as its own vector.
+  struct { uint32_t rows, n, per, outer, inner, x_off; float eps; } lpc{N * 2 * Hk, S, 2 * Hk, C, S, 0, cfg_.eps};
+  c.Dispatch(*l2, {{&u_.buf}}, &lpc, sizeof(lpc), Groups(lpc.rows));
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * gates, c.GetPipeline("gdn_gates"));
   struct { uint32_t n, Hv; } gpc{N * Hv, Hv};
   c.Dispatch(*gates, {{&b_.buf}, {&a_.buf}, {&L.dt_bias}, {&L.ssm_a}}, &gpc, sizeof(gpc), Groups(gpc.n));
