@@ -163,6 +163,9 @@ test('chat streams, regenerates into a branch, and the memory view shows the tre
       // Editing the first message makes a branch at the user's turn, answered anew.
       await page.click('.msg.user button.link[title^="Edit"]');
       await page.waitForSelector('.msg.user textarea.edit');
+      // The page focuses the editor (caret at the end) in the next animation frame: keys typed before that land
+      // elsewhere (seen on a loaded machine: ' Br' lost).
+      await page.waitForFunction(() => document.activeElement?.matches('.msg.user textarea.edit'));
       await page.keyboard.type(' Briefly.');
       await page.keyboard.press('Enter');
       await waitAnswer(page, 1);
