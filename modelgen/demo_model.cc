@@ -1,7 +1,11 @@
 // Demo model cache (see demo_model.h).
 #include "modelgen/demo_model.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "base/cache_root.h"
 #include "base/file.h"
@@ -74,9 +78,18 @@ Expected<std::string> EnsureDemoModel(std::string cache_dir, const std::string& 
     if (recorded.ok() && actual.ok() && *recorded == HexU64(*actual) + "\n") return path;
   }
 
+  // Written under a name of this process's own and renamed into place whole: processes that start at once (a
+  // test suite's servers) each find the file missing and write it, and one of them may already be loading the
+  // copy another finished; writing `path` in place truncated that copy under it.
   REWIND_RETURN_IF_ERROR(MakeDirs(cache_dir));
-  REWIND_RETURN_IF_ERROR(w.Open(path));
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  REWIND_RETURN_IF_ERROR(w.Open(tmp));
   REWIND_RETURN_IF_ERROR(WriteModelData(plan, 0, &w));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    std::remove(tmp.c_str());
+    return Error::Io("rename to '" + path + "' failed: " + std::strerror(e));
+  }
   REWIND_ASSIGN_OR_RETURN(uint64_t h, HashFile(path));
   REWIND_RETURN_IF_ERROR(WriteFileAtomic(sum_path, HexU64(h) + "\n"));
   return path;
