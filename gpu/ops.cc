@@ -94,6 +94,9 @@ Status QuantiseActs(Context& ctx, gguf::TensorType type, uint64_t K, const Buffe
   const uint64_t n = K * static_cast<uint64_t>(n_tok);
   uint32_t block = 1;
   const char* act = ActShader(type, &block);
+  // A call that does not promise reuse forgets what the scratch holds: x may have changed since, and a call that
+  // reads x in place (F32) would otherwise leave an older conversion of the same buffer standing for the next.
+  if (!reuse) s.held_acts = {};
   *a = &x;
   *a_off = x_off;
   if (act == nullptr) {
@@ -269,6 +272,7 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
   }
   REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(name));
   uint32_t groups_y = static_cast<uint32_t>(n_out);
+  if (!reuse.order) s.held_order = {};  // as for the activations: ids may have changed since
   if (kernel == MatMulKernel::kTile) {  // the rows grouped by expert, each run padded to 16 (moe_group.comp)
     const uint64_t bytes = MoeOrderBytes(n_out, n_expert);
     const ActScratch::HeldOrder want{ids.handle(), n_out, n_expert};
