@@ -41,24 +41,6 @@ double ReadBandwidth(kernels::ThreadPool& pool) {
   return kernels::MeasureReadBandwidth(pool, per_thread, 5);
 }
 
-// Bytes of weights a decode step reads: every tensor except the token embedding (one row per token), unless the
-// embedding doubles as the output head (tied), in which case it is read whole.
-uint64_t WeightBytesPerToken(const model::Model& m) {
-  uint64_t total = 0;
-  bool tied = m.file().FindTensor("output.weight") == nullptr;
-  const auto& cfg = m.config();
-  for (const auto& t : m.file().tensors()) {
-    if (t.name == "token_embd.weight" && !tied) continue;
-    // MTP block tensors are not read by the trunk.
-    if (cfg.n_nextn > 0 && t.name.rfind("blk.", 0) == 0) {
-      int layer = std::atoi(t.name.c_str() + 4);
-      if (layer >= cfg.n_layer) continue;
-    }
-    total += t.nbytes;
-  }
-  return total;
-}
-
 void PrintPeakRss() {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -554,9 +536,11 @@ int CmdBench(int argc, char** argv) {
       const model::DeviceCounters dev1 = m.device_counters();
       const double runs = reps + 1, run_s = (NowSeconds() - all0) / runs;
       const double wait_s = (dev1.wait_seconds - dev0.wait_seconds) / runs;
-      std::printf("device work per prefill of %d tokens: %.0f dispatches in %.1f batches, %.2f waits; a run took "
-                  "%.3f ms: the host waited %.3f ms for the device and spent %.3f ms recording and on the CPU\n",
+      std::printf("device work per prefill of %d tokens: %.0f dispatches (%.0f barriers) in %.1f batches, %.2f waits; "
+                  "a run took %.3f ms: the host waited %.3f ms for the device and spent %.3f ms recording and on the "
+                  "CPU\n",
                   n_prompt, static_cast<double>(dev1.dispatches - dev0.dispatches) / runs,
+                  static_cast<double>(dev1.barriers - dev0.barriers) / runs,
                   static_cast<double>(dev1.batches - dev0.batches) / runs,
                   static_cast<double>(dev1.submissions - dev0.submissions) / runs, 1e3 * run_s, 1e3 * wait_s,
                   1e3 * (run_s - wait_s));
@@ -594,7 +578,7 @@ int CmdBench(int argc, char** argv) {
     const double regions_per_token = static_cast<double>(pool->regions() - regions0) / steps;
     const model::DeviceCounters dev1 = m.device_counters();
     double tg = Median(rates);
-    uint64_t wbytes = WeightBytesPerToken(m);
+    uint64_t wbytes = m.decode_weight_bytes();
     PrintPeakRss();
     const bool on_device = m.device_index() >= 0;
     std::printf("tg%d%s%s %.2f tok/s\n", n_gen, DepthSuffix(n_depth).c_str(),
@@ -602,9 +586,10 @@ int CmdBench(int argc, char** argv) {
     if (on_device) {
       // The host records a step's dispatches, then waits in the submission for the device to run them.
       const double wait_s = (dev1.wait_seconds - dev0.wait_seconds) / steps;
-      std::printf("device work per decode token: %.0f dispatches in %.1f batches, %.2f waits; a step took %.3f ms: "
-                  "the host waited %.3f ms for the device and spent %.3f ms recording and on the CPU\n",
+      std::printf("device work per decode token: %.0f dispatches (%.0f barriers) in %.1f batches, %.2f waits; a step "
+                  "took %.3f ms: the host waited %.3f ms for the device and spent %.3f ms recording and on the CPU\n",
                   static_cast<double>(dev1.dispatches - dev0.dispatches) / steps,
+                  static_cast<double>(dev1.barriers - dev0.barriers) / steps,
                   static_cast<double>(dev1.batches - dev0.batches) / steps,
                   static_cast<double>(dev1.submissions - dev0.submissions) / steps, 1e3 * step_s, 1e3 * wait_s,
                   1e3 * (step_s - wait_s));

@@ -175,6 +175,13 @@ Expected<std::shared_ptr<Context>> Context::Open(int32_t index) {
     c->unmap_device_buffers_ = true;
     c->as_gpu_for_testing_ = true;
   }
+  // A barrier before every command, as before the hazard tracking (docs/gpu.md "Barriers"): for comparison, and
+  // a way out should a device ever disagree with the tracking.
+  if (const char* e = std::getenv("REWIND_GPU_BARRIERS"); e != nullptr) {
+    if (std::string(e) == "all") c->full_barriers_ = true;
+    else if (std::string(e) != "hazards")
+      return Error::InvalidArgument(std::string("REWIND_GPU_BARRIERS must be all or hazards, not ") + e);
+  }
 
   // Features the shaders use: 8- and 16-bit storage (GGUF blocks are read bytewise), int8 arithmetic, float64
   // (the F32/F16/BF16 dot products accumulate in double, as the CPU's reference twin does).
@@ -385,6 +392,13 @@ void FullBarrier(VkCommandBuffer cmd) {
 }
 }  // namespace
 
+void Context::Order(std::span<const Access> accesses) {
+  if (hazards_.Record(accesses) || full_barriers_) {
+    FullBarrier(cmd_);
+    ++barriers_;
+  }
+}
+
 Status Context::Flush() {
   if (!recording_) return Status::Ok();
   recording_ = false;
@@ -406,6 +420,7 @@ Status Context::Submit() {
   if (!busy()) return Status::Ok();
   REWIND_RETURN_IF_ERROR(Flush());
   for (int i = 0; i < kFrames; ++i) REWIND_RETURN_IF_ERROR(WaitFrame(frames_[(cur_ + i) % kFrames]));  // oldest first
+  hazards_.Clear();  // all recorded work has finished
   ++submits_;
   upload_used_ = 0;  // the recorded copies out of the arena have run
   return Status::Ok();
@@ -429,11 +444,14 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
   ++dispatches_;
   VkDescriptorBufferInfo infos[kMaxBuffersPerSet];
   VkWriteDescriptorSet writes[kMaxBuffersPerSet];
+  Access access[kMaxBuffersPerSet];
   uint32_t i = 0;
   for (const BufferRef& b : buffers) {
     if (i == p.n_buffers) break;
     REWIND_CHECK(b.buffer != nullptr && b.buffer->valid());
     infos[i] = {b.buffer->handle(), b.offset, b.size == 0 ? VK_WHOLE_SIZE : b.size};
+    access[i] = {reinterpret_cast<uint64_t>(b.buffer->handle()), b.offset,
+                 b.size == 0 ? b.buffer->size() : b.offset + b.size, ((p.writable >> i) & 1u) != 0};
     writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstSet = set;
     writes[i].dstBinding = i;
@@ -443,7 +461,7 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
     ++i;
   }
   vkUpdateDescriptorSets(device_, i, writes, 0, nullptr);
-  FullBarrier(cmd_);
+  Order(std::span<const Access>(access, i));
   vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
   if (push_bytes > 0) vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
@@ -474,7 +492,9 @@ void Context::LimitForTesting(uint32_t max_groups, uint64_t loop_budget, uint64_
 
 void Context::Copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t dst_offset, size_t bytes) {
   REWIND_CHECK(BeginIfNeeded().ok());
-  FullBarrier(cmd_);
+  const Access access[2] = {{reinterpret_cast<uint64_t>(src.handle()), src_offset, src_offset + bytes, false},
+                            {reinterpret_cast<uint64_t>(dst.handle()), dst_offset, dst_offset + bytes, true}};
+  Order(access);
   VkBufferCopy region{src_offset, dst_offset, bytes};
   vkCmdCopyBuffer(cmd_, src.handle(), dst.handle(), 1, &region);
 }
@@ -545,7 +565,8 @@ Status Context::Download(const Buffer& src, void* dst, size_t bytes, size_t src_
 
 Status Context::Fill(Buffer& dst, uint32_t value, size_t offset, size_t bytes) {
   REWIND_RETURN_IF_ERROR(BeginIfNeeded());
-  FullBarrier(cmd_);
+  const Access access{reinterpret_cast<uint64_t>(dst.handle()), offset, bytes == 0 ? dst.size() : offset + bytes, true};
+  Order(std::span<const Access>(&access, 1));
   vkCmdFillBuffer(cmd_, dst.handle(), offset, bytes == 0 ? VK_WHOLE_SIZE : bytes, value);
   return Status::Ok();
 }
@@ -567,6 +588,7 @@ Expected<Pipeline*> Context::GetPipeline(const std::string& name) {
   if (n_bindings > kMaxBuffersPerSet) return Error::Internal("shader " + name + " has too many bindings");
   auto p = std::make_unique<Pipeline>();
   p->n_buffers = n_bindings;
+  p->writable = WritableBindings(blob->words, blob->n_words);
   VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   smi.codeSize = blob->n_words * 4;
   smi.pCode = blob->words;

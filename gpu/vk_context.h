@@ -11,11 +11,13 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/expected.h"
 #include "gpu/device.h"
+#include "gpu/hazards.h"
 
 namespace rw::gpu {
 
@@ -55,6 +57,7 @@ struct Pipeline {
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint32_t n_buffers = 0;
   uint32_t local_x = 1;  // workgroup size in x (the shader's local_size_x), for group counts
+  uint32_t writable = ~0u;  // bit i: the shader may write binding i (WritableBindings, from the SPIR-V)
 };
 
 // A buffer range bound to one binding.
@@ -118,9 +121,13 @@ class Context {
   // Submissions (each waits for the device) and staging-buffer allocations so far (tests: what a forward costs
   // in round trips on a discrete GPU).
   uint64_t submits() const { return submits_; }
-  // Dispatches recorded so far (each after a full barrier), and the seconds the host spent in Submit waiting for
-  // the device to run the recorded work (`rewind bench` splits a decode step into recording and waiting).
+  // Dispatches recorded so far, the barriers recorded before them and before copies and fills (HazardTracker), and
+  // the seconds the host spent in Submit waiting for the device to run the recorded work (`rewind bench` splits
+  // a decode step into recording and waiting).
   uint64_t dispatches() const { return dispatches_; }
+  uint64_t barriers() const { return barriers_; }
+  // Every command after a full barrier, as before the hazard tracking (REWIND_GPU_BARRIERS=all at Open; tests).
+  void SetFullBarriers(bool on) { full_barriers_ = on; }
   double wait_seconds() const { return static_cast<double>(wait_ns_) * 1e-9; }
   uint64_t staging_allocs() const { return staging_allocs_; }
   // Bytes Upload and Download moved between the host and the device so far (tests: what a forward or a
@@ -133,7 +140,8 @@ class Context {
   // The pipeline of embedded shader `name` (gpu/shaders/CMakeLists.txt names them), built on first use.
   Expected<Pipeline*> GetPipeline(const std::string& name);
 
-  // Records a dispatch of `groups` workgroups; a barrier orders it after every earlier recorded dispatch. A count
+  // Records a dispatch of `groups` workgroups, after a barrier when it touches what a command recorded since the
+  // last barrier wrote, or writes what one read (HazardTracker; every command with REWIND_GPU_BARRIERS=all). A count
   // over the device's limit is folded into the next dimension (x into y, y into z; that dimension must be 1):
   // shaders index with LinearX() / LinearY() (gpu/shaders/common.glsl), so an element's index is the same.
   void Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffers, const void* push, size_t push_bytes,
@@ -167,7 +175,11 @@ class Context {
   Buffer upload_arena_;   // host-visible; [0, upload_used_) is read by recorded copies until the next Submit
   size_t upload_used_ = 0;
   Buffer readback_;       // host-visible
-  uint64_t submits_ = 0, staging_allocs_ = 0, dispatches_ = 0, wait_ns_ = 0, flushes_ = 0;
+  uint64_t submits_ = 0, staging_allocs_ = 0, dispatches_ = 0, wait_ns_ = 0, flushes_ = 0, barriers_ = 0;
+  HazardTracker hazards_;
+  bool full_barriers_ = false;
+  // A barrier before the command about to be recorded when hazards_ (or full_barriers_) asks for one.
+  void Order(std::span<const Access> accesses);
   VkInstance instance_ = VK_NULL_HANDLE;
   VkPhysicalDevice phys_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;

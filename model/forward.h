@@ -28,11 +28,12 @@ namespace rw::model {
 struct ReplaySeqLog;
 
 // What a device backend did so far (all zero on the CPU): dispatches recorded, submissions the host waited for,
-// batches it submitted without waiting (the device runs them while the host records on), and the seconds the
-// host waited for the device (`rewind bench --device`).
+// batches it submitted without waiting (the device runs them while the host records on), the seconds the
+// host waited for the device (`rewind bench --device`), and the barriers recorded between commands.
 struct DeviceCounters {
   uint64_t dispatches = 0, submissions = 0, batches = 0;
   double wait_seconds = 0;
+  uint64_t barriers = 0;
 };
 
 struct BatchSeq {
@@ -181,6 +182,10 @@ class Model {
   // records and reads its logs on the device and uploads only a log handed in as host rows). Tests, docs/gpu.md.
   uint64_t replay_bytes_to_device() const;
   DeviceCounters device_counters() const;
+  // Bytes of weights one decode step reads: every tensor of the trunk and the head, the token embedding only when
+  // it is the (tied) head, and of a stacked expert tensor the share of the n_expert_used experts a token uses.
+  // `rewind bench` divides by it.
+  uint64_t decode_weight_bytes() const;
 
  private:
   Model() = default;

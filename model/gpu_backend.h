@@ -85,7 +85,7 @@ class VulkanBackend final : public ForwardBackend {
   Status AppendReplay(ReplaySeqLog& dst, const ReplaySeqLog& tail) override;
   uint64_t replay_bytes_to_device() const override { return replay_pool_ ? replay_pool_->to_device : 0; }
   DeviceCounters device_counters() const override {
-    return {ctx_->dispatches(), ctx_->submits(), ctx_->flushes(), ctx_->wait_seconds()};
+    return {ctx_->dispatches(), ctx_->submits(), ctx_->flushes(), ctx_->wait_seconds(), ctx_->barriers()};
   }
 
  private:

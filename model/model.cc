@@ -1,5 +1,6 @@
 // Model loading and the batch forward driver (spec model-qwen35.md 7.1).
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string>
@@ -83,6 +84,29 @@ uint64_t Model::device_weights_bytes() const { return backend_ ? backend_->devic
 uint64_t Model::device_state_bytes() const { return backend_ ? backend_->device_state_bytes() : 0; }
 uint64_t Model::replay_bytes_to_device() const { return backend_ ? backend_->replay_bytes_to_device() : 0; }
 DeviceCounters Model::device_counters() const { return backend_ ? backend_->device_counters() : DeviceCounters{}; }
+
+// Bytes of weights a decode step reads: every tensor except the token embedding (one row per token), unless the
+// embedding doubles as the output head (tied), in which case it is read whole; of a stacked expert tensor
+// (`*_exps.*`), the n_expert_used experts a token is routed to.
+uint64_t Model::decode_weight_bytes() const {
+  uint64_t total = 0;
+  bool tied = file().FindTensor("output.weight") == nullptr;
+  const auto& cfg = config();
+  for (const auto& t : file().tensors()) {
+    if (t.name == "token_embd.weight" && !tied) continue;
+    // MTP block tensors are not read by the trunk.
+    if (cfg.n_nextn > 0 && t.name.rfind("blk.", 0) == 0) {
+      int layer = std::atoi(t.name.c_str() + 4);
+      if (layer >= cfg.n_layer) continue;
+    }
+    if (cfg.n_expert > 0 && t.name.find("_exps.") != std::string::npos) {
+      total += t.nbytes / static_cast<uint64_t>(cfg.n_expert) * static_cast<uint64_t>(cfg.n_expert_used);
+      continue;
+    }
+    total += t.nbytes;
+  }
+  return total;
+}
 
 
 void Model::SetThreads(int32_t n_threads) { pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, n_threads)); }
