@@ -304,6 +304,17 @@ Status BenchMemory(model::Model& m, int reps) {
   return Status::Ok();
 }
 
+// The device time by kernel of `runs` forwards (--gpu-profile), per forward: every kernel's runs and time, its
+// share of the total, largest first.
+void PrintDeviceProfile(const std::vector<model::DeviceProfileRow>& rows, double runs, const std::string& per) {
+  double total = 0;
+  for (const auto& r : rows) total += r.seconds;
+  std::printf("device time per %s by kernel: %.3f ms in all\n", per.c_str(), 1e3 * total / runs);
+  for (const auto& r : rows)
+    std::printf("  %-28s %8.1f runs %10.1f us %5.1f%%\n", r.name.c_str(), static_cast<double>(r.count) / runs,
+                1e6 * r.seconds / runs, total > 0 ? 100.0 * r.seconds / total : 0.0);
+}
+
 // " @ d16384" after a test name when it ran at a context depth (llama-bench's spelling).
 std::string DepthSuffix(int n_depth) { return n_depth > 0 ? " @ d" + std::to_string(n_depth) : ""; }
 
@@ -320,6 +331,7 @@ int CmdBench(int argc, char** argv) {
   bool memory = false;
   int verify = 0;
   int decode_top_k = 0;
+  bool gpu_profile = false;
   FlagSet flags("rewind bench", "Prefill (pp) and decode (tg) tokens/s, like llama-bench.");
   flags.Add("model", 'm', &model_path, "GGUF model file (required)");
   flags.Add("threads", 't', &threads, "threads (0 = all cores)");
@@ -332,6 +344,9 @@ int CmdBench(int argc, char** argv) {
             "engine asks for greedy and top-k requests (1..128; 0 = the full row), then times such steps against "
             "full-row steps, paired");
   flags.Add("repetitions", 'r', &reps, "runs per test; the median is reported");
+  flags.Add("gpu-profile", 0, &gpu_profile,
+            "with --device: also print the device time of each kernel per prefill and per decode token (a "
+            "timestamp after every command; docs/gpu.md \"Profiling\")");
   flags.Add("n-depth", 'd', &n_depth,
             "context depth: tokens prefilled (untimed, once) before the pp and tg tests run at that position, "
             "like llama-bench -d");
@@ -387,6 +402,12 @@ int CmdBench(int argc, char** argv) {
     return 1;
   }
   model::Model& m = **loaded;
+  if (gpu_profile) {
+    if (Status ps = m.SetDeviceProfiling(true); !ps.ok()) {
+      std::fprintf(stderr, "rewind bench --gpu-profile: %s\n", ps.error().message.c_str());
+      return 2;
+    }
+  }
   if (memory) {
     Status st = BenchMemory(m, reps);
     if (!st.ok()) {
@@ -513,6 +534,7 @@ int CmdBench(int argc, char** argv) {
   }
   if (n_prompt > 0) {
     std::vector<double> rates;
+    m.TakeDeviceProfile();  // the depth's forwards are not part of the test
     const model::DeviceCounters dev0 = m.device_counters();
     const double all0 = NowSeconds();
     for (int r = 0; r < reps + 1; ++r) {  // first run warms up
@@ -544,12 +566,14 @@ int CmdBench(int argc, char** argv) {
                   static_cast<double>(dev1.batches - dev0.batches) / runs,
                   static_cast<double>(dev1.submissions - dev0.submissions) / runs, 1e3 * run_s, 1e3 * wait_s,
                   1e3 * (run_s - wait_s));
+      if (gpu_profile) PrintDeviceProfile(m.TakeDeviceProfile(), runs, "prefill of " + std::to_string(n_prompt) + " tokens");
     }
   }
   if (n_gen > 0) {
     std::vector<double> rates;
     kernels::ThreadPool* pool = m.pool();
     const uint64_t regions0 = pool->regions();
+    m.TakeDeviceProfile();
     const model::DeviceCounters dev0 = m.device_counters();
     const double all0 = NowSeconds();
     for (int r = 0; r < reps + 1; ++r) {
@@ -593,6 +617,7 @@ int CmdBench(int argc, char** argv) {
                   static_cast<double>(dev1.batches - dev0.batches) / steps,
                   static_cast<double>(dev1.submissions - dev0.submissions) / steps, 1e3 * step_s, 1e3 * wait_s,
                   1e3 * (step_s - wait_s));
+      if (gpu_profile) PrintDeviceProfile(m.TakeDeviceProfile(), steps, "decode token");
     } else {
       const double region_ns = kernels::MeasureRegionNanos(*pool, 20000);
       std::printf("parallel regions per decode token: %.0f; one empty region: %.0f ns at %d threads (%.1f%% of a "

@@ -1,8 +1,11 @@
 // Barriers only where a command depends on an earlier one (gpu/hazards.h): the tracker's rule, the shaders'
-// writable bindings read from their SPIR-V, and the device context placing barriers by them.
+// writable bindings read from their SPIR-V, and the device context placing barriers by them; and the context's
+// device time by command (profiling).
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "gpu/gpu_testing.h"
@@ -100,6 +103,49 @@ TEST(GpuHazards, TheContextPlacesBarriersOnlyBeforeDependentCommands) {
     EXPECT_EQ(ctx->barriers() - b0, all ? 5u : 3u) << (all ? "every command" : "hazards only");
   }
   ctx->SetFullBarriers(false);
+}
+
+// Profiling: every command is counted under its shader's name ("fill" for fills), more commands than a frame's
+// timestamps go out in more batches, and nothing is counted once it is off.
+TEST(GpuProfile, EveryCommandIsTimedUnderItsName) {
+  std::string why;
+  auto ctx = testing::Device(&why);
+  if (!ctx) GTEST_SKIP() << "no Vulkan device: " << why;
+  const uint32_t n = 64;
+  Buffer a = testing::Up(*ctx, std::vector<float>(n, 1.0f));
+  auto b = ctx->Alloc(4 * n);
+  ASSERT_TRUE(b.ok());
+  auto copy = ctx->GetPipeline("copy_rows");
+  auto add = ctx->GetPipeline("eltwise");
+  ASSERT_TRUE(copy.ok() && add.ok());
+  ASSERT_TRUE(ctx->SetProfiling(true).ok());
+  ctx->TakeProfile();
+  struct { uint32_t rows, width, src_off, src_stride, dst_off, dst_stride; } cp{1, n, 0, 0, 0, 0};
+  struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } ad{1, n, 0, 0, 0, 0, 0};
+  const uint32_t many = 700;  // over one frame's timestamps (Context::kProfileQueries)
+  const uint64_t f0 = ctx->flushes();
+  ASSERT_TRUE(ctx->Fill(*b, 0).ok());
+  for (uint32_t k = 0; k < many; ++k) ctx->Dispatch(**add, {{&*b}, {&a}}, &ad, sizeof(ad), Groups(n));  // b += 1
+  ctx->Dispatch(**copy, {{&*b}, {&a}}, &cp, sizeof(cp), Groups(n));
+  ASSERT_EQ(testing::Down(*ctx, a, n)[n - 1], static_cast<float>(many));
+  EXPECT_GE(ctx->flushes() - f0, 2u);
+  const std::vector<ProfileRow> rows = ctx->TakeProfile();
+  std::map<std::string, ProfileRow> by;
+  double total = 0;
+  for (const ProfileRow& r : rows) {
+    by[r.name] = r;
+    total += r.seconds;
+    EXPECT_GE(r.seconds, 0.0) << r.name;
+  }
+  EXPECT_EQ(by["eltwise"].count, many);
+  EXPECT_EQ(by["copy_rows"].count, 1u);
+  EXPECT_EQ(by["fill"].count, 1u);
+  EXPECT_GT(total, 0.0);
+  EXPECT_TRUE(ctx->TakeProfile().empty()) << "taken";
+  ASSERT_TRUE(ctx->SetProfiling(false).ok());
+  ctx->Dispatch(**copy, {{&*b}, {&a}}, &cp, sizeof(cp), Groups(n));
+  ASSERT_TRUE(ctx->Submit().ok());
+  EXPECT_TRUE(ctx->TakeProfile().empty()) << "off";
 }
 #endif
 

@@ -291,6 +291,7 @@ Context::~Context() {
       vkDestroyDescriptorSetLayout(device_, p->set_layout, nullptr);
       vkDestroyShaderModule(device_, p->module, nullptr);
     }
+    DestroyProfileQueries();
     for (Frame& f : frames_) {
       if (f.pool != VK_NULL_HANDLE) vkDestroyDescriptorPool(device_, f.pool, nullptr);
       if (f.fence != VK_NULL_HANDLE) vkDestroyFence(device_, f.fence, nullptr);
@@ -360,7 +361,7 @@ Status Context::WaitFrame(Frame& f) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   f.in_flight = false;
   --in_flight_;
-  return Status::Ok();
+  return ProfileCollect(f);
 }
 
 Status Context::BeginIfNeeded() {
@@ -377,6 +378,7 @@ Status Context::BeginIfNeeded() {
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   VK_TRY(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
   recording_ = true;
+  if (profiling_) ProfileFrameStart(f);
   return Status::Ok();
 }
 
@@ -431,7 +433,7 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
   // A shader variant that does not use its last bindings has them stripped from the SPIR-V: those are not bound.
   REWIND_CHECK_MSG(buffers.size() >= p.n_buffers, "dispatch with %zu buffers, pipeline takes %u", buffers.size(),
                    p.n_buffers);
-  if (sets_used_ >= kMaxSets || since_flush_ >= kFlushDispatches) REWIND_CHECK(Flush().ok());
+  if (sets_used_ >= kMaxSets || since_flush_ >= kFlushDispatches || ProfileFull()) REWIND_CHECK(Flush().ok());
   REWIND_CHECK(BeginIfNeeded().ok());
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   ai.descriptorPool = desc_pool_;
@@ -480,6 +482,7 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
   }
   REWIND_CHECK_MSG(gz <= max_groups_[2], "a dispatch of %u x %u x %u groups is over the device's limits", gx, gy, gz);
   if (gx > 0 && gy > 0 && gz > 0) vkCmdDispatch(cmd_, gx, gy, gz);
+  if (profiling_) ProfileMark(p.name.c_str());
 }
 
 void Context::LimitForTesting(uint32_t max_groups, uint64_t loop_budget, uint64_t max_buffer_bytes) {
@@ -491,12 +494,14 @@ void Context::LimitForTesting(uint32_t max_groups, uint64_t loop_budget, uint64_
 }
 
 void Context::Copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t dst_offset, size_t bytes) {
+  if (ProfileFull()) REWIND_CHECK(Flush().ok());
   REWIND_CHECK(BeginIfNeeded().ok());
   const Access access[2] = {{reinterpret_cast<uint64_t>(src.handle()), src_offset, src_offset + bytes, false},
                             {reinterpret_cast<uint64_t>(dst.handle()), dst_offset, dst_offset + bytes, true}};
   Order(access);
   VkBufferCopy region{src_offset, dst_offset, bytes};
   vkCmdCopyBuffer(cmd_, src.handle(), dst.handle(), 1, &region);
+  if (profiling_) ProfileMark("copy");
 }
 
 Status Context::EnsureStaging(Buffer& b, size_t bytes) {
@@ -564,10 +569,12 @@ Status Context::Download(const Buffer& src, void* dst, size_t bytes, size_t src_
 }
 
 Status Context::Fill(Buffer& dst, uint32_t value, size_t offset, size_t bytes) {
+  if (ProfileFull()) REWIND_RETURN_IF_ERROR(Flush());
   REWIND_RETURN_IF_ERROR(BeginIfNeeded());
   const Access access{reinterpret_cast<uint64_t>(dst.handle()), offset, bytes == 0 ? dst.size() : offset + bytes, true};
   Order(std::span<const Access>(&access, 1));
   vkCmdFillBuffer(cmd_, dst.handle(), offset, bytes == 0 ? VK_WHOLE_SIZE : bytes, value);
+  if (profiling_) ProfileMark("fill");
   return Status::Ok();
 }
 
@@ -587,6 +594,7 @@ Expected<Pipeline*> Context::GetPipeline(const std::string& name) {
   }
   if (n_bindings > kMaxBuffersPerSet) return Error::Internal("shader " + name + " has too many bindings");
   auto p = std::make_unique<Pipeline>();
+  p->name = name;
   p->n_buffers = n_bindings;
   p->writable = WritableBindings(blob->words, blob->n_words);
   VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};

@@ -49,8 +49,16 @@ class Buffer {
   bool counted_ = false;  // in the context's allocated_bytes (a device buffer, not a staging one)
 };
 
+// Device time of one kind of command (Context::SetProfiling): how many ran and the seconds they took.
+struct ProfileRow {
+  std::string name;  // the shader's name (gpu/CMakeLists.txt), "copy" or "fill"
+  uint64_t count = 0;
+  double seconds = 0;
+};
+
 // A compute pipeline: n_buffers storage buffers at bindings 0..n-1 of set 0, push constants up to 128 bytes.
 struct Pipeline {
+  std::string name;  // the embedded shader's name
   VkShaderModule module = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
@@ -128,6 +136,13 @@ class Context {
   uint64_t barriers() const { return barriers_; }
   // Every command after a full barrier, as before the hazard tracking (REWIND_GPU_BARRIERS=all at Open; tests).
   void SetFullBarriers(bool on) { full_barriers_ = on; }
+  // Device time by command (`rewind bench --gpu-profile`; gpu/vk_profile.cc): a timestamp after each recorded
+  // command; a command's time is from the end of the work before it to its own end, summed by name. Submits
+  // what was recorded first. An error on a device whose compute queue has no timestamps.
+  Status SetProfiling(bool on);
+  bool profiling() const { return profiling_; }
+  // What the finished commands took since the last call (largest first), and forgets it.
+  std::vector<ProfileRow> TakeProfile();
   double wait_seconds() const { return static_cast<double>(wait_ns_) * 1e-9; }
   uint64_t staging_allocs() const { return staging_allocs_; }
   // Bytes Upload and Download moved between the host and the device so far (tests: what a forward or a
@@ -193,7 +208,20 @@ class Context {
     VkFence fence = VK_NULL_HANDLE;
     VkDescriptorPool pool = VK_NULL_HANDLE;
     bool in_flight = false;
+    VkQueryPool queries = VK_NULL_HANDLE;  // profiling: timestamp 0 at the start, k after command k
+    std::vector<const char*> marks;        // profiling: the name of command k + 1 (Pipeline::name or a literal)
   };
+  // Profiling (gpu/vk_profile.cc).
+  static constexpr uint32_t kProfileQueries = 512;
+  bool profiling_ = false;
+  double ts_period_ns_ = 1.0;
+  uint64_t ts_mask_ = ~uint64_t{0};
+  std::map<std::string, ProfileRow> profile_;
+  void ProfileFrameStart(Frame& f);    // after vkBeginCommandBuffer
+  void ProfileMark(const char* name);  // after recording a command (flushes first when the frame's pool is full)
+  bool ProfileFull() const;            // the current frame has no query left for another command
+  Status ProfileCollect(Frame& f);     // after f's fence signalled
+  void DestroyProfileQueries();
   static constexpr int kFrames = 3;
   Frame frames_[kFrames];
   int cur_ = 0, in_flight_ = 0;

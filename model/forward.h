@@ -36,6 +36,13 @@ struct DeviceCounters {
   uint64_t barriers = 0;
 };
 
+// Device time of one kernel (Model::TakeDeviceProfile): its runs and the seconds they took.
+struct DeviceProfileRow {
+  std::string name;
+  uint64_t count = 0;
+  double seconds = 0;
+};
+
 struct BatchSeq {
   // Recurrent state: read from slot state_in, written to slot state_out. state_in may differ from state_out:
   // state_in is then left untouched (the state before the batch stays available for exact rollback). -1 = start
@@ -186,6 +193,11 @@ class Model {
   // it is the (tied) head, and of a stacked expert tensor the share of the n_expert_used experts a token uses.
   // `rewind bench` divides by it.
   uint64_t decode_weight_bytes() const;
+  // On a device: time every kernel the forwards run from now on (a timestamp after each; docs/gpu.md
+  // "Profiling"); an error on the CPU and on devices without timestamps.
+  Status SetDeviceProfiling(bool on);
+  // The device time by kernel since the last call (largest first), forgotten by the call.
+  std::vector<DeviceProfileRow> TakeDeviceProfile();
 
  private:
   Model() = default;

@@ -58,6 +58,9 @@ class ForwardBackend {
   virtual uint64_t replay_bytes_to_device() const = 0;
   // Work the device was given so far (Model::device_counters).
   virtual DeviceCounters device_counters() const = 0;
+  // Device time by kernel (Model::SetDeviceProfiling / TakeDeviceProfile).
+  virtual Status SetProfiling(bool on) = 0;
+  virtual std::vector<DeviceProfileRow> TakeProfile() = 0;
 };
 
 // Checks that the GPU backend can run this model (architecture, layer kinds, weight types: a clear error naming

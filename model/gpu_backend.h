@@ -87,6 +87,12 @@ class VulkanBackend final : public ForwardBackend {
   DeviceCounters device_counters() const override {
     return {ctx_->dispatches(), ctx_->submits(), ctx_->flushes(), ctx_->wait_seconds(), ctx_->barriers()};
   }
+  Status SetProfiling(bool on) override { return ctx_->SetProfiling(on); }
+  std::vector<DeviceProfileRow> TakeProfile() override {
+    std::vector<DeviceProfileRow> rows;
+    for (const gpu::ProfileRow& r : ctx_->TakeProfile()) rows.push_back({r.name, r.count, r.seconds});
+    return rows;
+  }
 
  private:
   // add (not null): x += add first, in the same dispatch (the residual add before a norm).

@@ -88,6 +88,15 @@ DeviceCounters Model::device_counters() const { return backend_ ? backend_->devi
 // Bytes of weights a decode step reads: every tensor except the token embedding (one row per token), unless the
 // embedding doubles as the output head (tied), in which case it is read whole; of a stacked expert tensor
 // (`*_exps.*`), the n_expert_used experts a token is routed to.
+Status Model::SetDeviceProfiling(bool on) {
+  if (!backend_) return Error::InvalidArgument("device profiling needs a device (--device vulkanN)");
+  return backend_->SetProfiling(on);
+}
+
+std::vector<DeviceProfileRow> Model::TakeDeviceProfile() {
+  return backend_ ? backend_->TakeProfile() : std::vector<DeviceProfileRow>{};
+}
+
 uint64_t Model::decode_weight_bytes() const {
   uint64_t total = 0;
   bool tied = file().FindTensor("output.weight") == nullptr;

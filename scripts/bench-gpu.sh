@@ -4,7 +4,8 @@
 # (and, when LLAMA_CUDA_BENCH is set, its CUDA build), on the same files made there with make-model; and, on the
 # 0.8B file, rewind bench --memory --device vulkan0 (checkpoint save / restore GB/s between device and host) and
 # the three attention kernels at a depth of 8,192 (REWIND_GPU_ATTENTION), with and without the split of a decode
-# row's key spans (REWIND_GPU_ATTENTION_SPLIT), beside llama-bench at that depth.
+# row's key spans (REWIND_GPU_ATTENTION_SPLIT), beside llama-bench at that depth; every file once more with
+# --gpu-profile (device time by kernel), and the 0.8B file with a barrier before every command.
 #
 #   scripts/bench-gpu.sh DIR
 #
@@ -42,6 +43,8 @@ for spec in "$@"; do
   read -r name _ _ <<<"$spec"
   f="$models/$name.gguf"
   run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 128 -r 2
+  # Where the device time goes, kernel by kernel (docs/gpu.md "Profiling").
+  run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 32 -r 1 --gpu-profile
   # Checkpoint save (device -> host) and restore (host -> device) GB/s, rollback costs (the issue's >= 10 GB/s).
   [ "$name" = 0.8b-q8_0 ] && run "$rewind" bench -m "$f" --device vulkan0 --memory -r 3
   # The attention kernels at depth (docs/gpu.md "Attention kernels": the same bits, kAuto's GPU choice unmeasured).
@@ -57,6 +60,9 @@ for spec in "$@"; do
     # The matmul variants (docs/gpu.md: the same bits; kAuto is rows for decode and tile for prefill on a GPU).
     say "REWIND_GPU_MATMUL=element"
     REWIND_GPU_MATMUL=element run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 64 -r 1
+    # A barrier before every command instead of only before dependent ones (docs/gpu.md "Barriers only where").
+    say "REWIND_GPU_BARRIERS=all"
+    REWIND_GPU_BARRIERS=all run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 64 -r 1
     # The packed integer dot product (kAuto: on where the device says it is accelerated): off, for comparison.
     say "REWIND_GPU_INT_DOT=0"
     REWIND_GPU_INT_DOT=0 run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 64 -r 1
