@@ -438,5 +438,56 @@ TEST(GpuRmsNorm, TheResidualAddInTheNormsDispatchGivesTheTwoDispatchesBits) {
   }
 }
 
+// The gated norm (a GDN layer's per-head RMSNorm times silu(z)) in one dispatch gives the bits of the norm and
+// an element-wise a·silu(z) after it.
+TEST(GpuRmsNorm, TheGateInTheNormsDispatchGivesTheTwoDispatchesBits) {
+  REQUIRE_DEVICE(ctx);
+  auto elt = ctx->GetPipeline("eltwise");
+  ASSERT_TRUE(elt.ok());
+  for (const uint32_t n : {64u, 600u}) {
+    const uint32_t rows = 5;
+    const std::vector<float> x = kernels::Random(rows * n, 31), z = kernels::Random(rows * n, 32, 4.0f),
+                             w = kernels::Random(n, 33);
+    Buffer xb = testing::Up(*ctx, x), zb = testing::Up(*ctx, z), wb = testing::Up(*ctx, w), o1 = testing::Up(*ctx, x),
+           o2 = testing::Up(*ctx, x);
+    ASSERT_TRUE(RecordRmsNorm(*ctx, xb, 0, n, rows, n, &wb, 1e-6f, o1, 0, n).ok());
+    struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{rows, n, 0, n, 0, n, 2};  // a·silu(b)
+    ctx->Dispatch(**elt, {{&o1}, {&zb}}, &pc, sizeof(pc), Groups(rows * n));
+    ASSERT_TRUE(RecordRmsNorm(*ctx, xb, 0, n, rows, n, &wb, 1e-6f, o2, 0, n, nullptr, &zb).ok());
+    const std::vector<float> two = testing::Down(*ctx, o1, x.size()), one = testing::Down(*ctx, o2, x.size());
+    EXPECT_EQ(0, std::memcmp(two.data(), one.data(), 4 * x.size())) << "n " << n;
+    EXPECT_NE(two[1], x[1]);
+  }
+}
+
+// SwiGLU computed in the down projection's activation conversion gives the bits of an element-wise SwiGLU and a
+// plain matmul, for each conversion (Q8_0, Q8_1, Q8_K, F16 rows) and for F32 weights, which read the rows in place.
+TEST(GpuMatMulKernels, SwiGluInTheActivationsConversionGivesTheSeparateDispatchesBits) {
+  REQUIRE_DEVICE(ctx);
+  auto elt = ctx->GetPipeline("eltwise");
+  ASSERT_TRUE(elt.ok());
+  const int64_t rows = 24, cols = 512, n_tok = 5;
+  for (const TT type : {TT::kQ8_0, TT::kQ4_1, TT::kQ4_K, TT::kQ6_K, TT::kF16, TT::kF32}) {
+    const std::vector<uint8_t> w = RandomWeight(type, rows, cols, 41);
+    auto gm = UploadMatrix(*ctx, type, w.data(), cols, rows, gguf::RowBytes(type, cols));
+    ASSERT_TRUE(gm.ok()) << gm.error().message;
+    const std::vector<float> g = kernels::Random(static_cast<size_t>(n_tok * cols), 42, 3.0f),
+                             u = kernels::Random(static_cast<size_t>(n_tok * cols), 43);
+    Buffer g1 = testing::Up(*ctx, g), g2 = testing::Up(*ctx, g), ub = testing::Up(*ctx, u);
+    auto y1 = ctx->Alloc(4 * rows * n_tok), y2 = ctx->Alloc(4 * rows * n_tok);
+    ASSERT_TRUE(y1.ok() && y2.ok());
+    ActScratch s;
+    struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{1, n_tok * cols, 0, 0, 0, 0, 1};
+    ctx->Dispatch(**elt, {{&g1}, {&ub}}, &pc, sizeof(pc), Groups(n_tok * cols));  // g1 = silu(g1)·u
+    ASSERT_TRUE(RecordMatMul(*ctx, *gm, g1, 0, n_tok, *y1, 0, rows, s).ok());
+    const uint64_t d0 = ctx->dispatches();
+    ASSERT_TRUE(RecordSwiGluMatMul(*ctx, *gm, g2, ub, n_tok, *y2, 0, rows, s).ok());
+    EXPECT_EQ(ctx->dispatches() - d0, 2u) << gguf::TypeName(type) << ": the conversion (F32: the SwiGLU) and the product";
+    const std::vector<float> a = testing::Down(*ctx, *y1, rows * n_tok), b = testing::Down(*ctx, *y2, rows * n_tok);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), 4 * a.size())) << gguf::TypeName(type);
+    EXPECT_NE(a[0], 0.0f);
+  }
+}
+
 }  // namespace
 }  // namespace rw::gpu

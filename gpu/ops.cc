@@ -87,19 +87,30 @@ Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint
 
 namespace {
 
+// a[a_off + r·width + c] = silu(a[..])·b[same index] for `count` values from a_off (eltwise.comp's mode 1).
+Status RecordSwiGluInPlace(Context& ctx, const Buffer& a, const Buffer& b, uint32_t a_off, uint64_t count) {
+  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("eltwise"));
+  struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{
+      1, static_cast<uint32_t>(count), a_off, 0, a_off, 0, 1};
+  ctx.Dispatch(*p, {{&a}, {&b}}, &pc, sizeof(pc), Groups(count));
+  return Status::Ok();
+}
+
 // Activation rows [n_tok][K] of x converted to what weight type `type` dots against (quant_act.comp); *a and
-// *a_off say where the matmul reads them (F32: x itself).
+// *a_off say where the matmul reads them (F32: x itself). `up` (not null): the rows are silu(x)·up, computed by
+// the conversion (F32 weights, which read x in place: written into x first).
 Status QuantiseActs(Context& ctx, gguf::TensorType type, uint64_t K, const Buffer& x, uint32_t x_off, int64_t n_tok,
-                    ActScratch& s, bool reuse, const Buffer** a, uint32_t* a_off) {
+                    ActScratch& s, bool reuse, const Buffer** a, uint32_t* a_off, const Buffer* up = nullptr) {
   const uint64_t n = K * static_cast<uint64_t>(n_tok);
   uint32_t block = 1;
   const char* act = ActShader(type, &block);
   // A call that does not promise reuse forgets what the scratch holds: x may have changed since, and a call that
   // reads x in place (F32) would otherwise leave an older conversion of the same buffer standing for the next.
-  if (!reuse) s.held_acts = {};
+  if (!reuse || up != nullptr) s.held_acts = {};
   *a = &x;
   *a_off = x_off;
   if (act == nullptr) {
+    if (up != nullptr) REWIND_RETURN_IF_ERROR(RecordSwiGluInPlace(ctx, x, *up, x_off, n));
     // F32 weights read x in place; the scratch buffers still need to exist for the bindings.
     REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 16));
     return Grow(ctx, s.bsum, 16);
@@ -108,7 +119,7 @@ Status QuantiseActs(Context& ctx, gguf::TensorType type, uint64_t K, const Buffe
   const ActScratch::HeldActs& h = s.held_acts;
   *a = &s.q;
   *a_off = 0;
-  if (reuse && h.x == want.x && h.x_off == want.x_off && h.n_tok == want.n_tok && h.K == want.K &&
+  if (reuse && up == nullptr && h.x == want.x && h.x_off == want.x_off && h.n_tok == want.n_tok && h.K == want.K &&
       h.shader == want.shader)
     return Status::Ok();
   s.held_acts = {};  // until the quantisation below is recorded
@@ -117,9 +128,10 @@ Status QuantiseActs(Context& ctx, gguf::TensorType type, uint64_t K, const Buffe
   REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 4 * (n / block + 1)));
   REWIND_RETURN_IF_ERROR(Grow(ctx, s.bsum, 4 * (n / 16 + 1)));
   REWIND_ASSIGN_OR_RETURN(Pipeline * qp, ctx.GetPipeline(act));
-  struct { uint32_t n_blocks, x_offset; } qpc{static_cast<uint32_t>(n / block), x_off};
-  ctx.Dispatch(*qp, {{&x}, {&s.q}, {&s.d}, {&s.bsum}}, &qpc, sizeof(qpc), Groups(qpc.n_blocks));
-  s.held_acts = want;
+  struct { uint32_t n_blocks, x_offset, swiglu; } qpc{static_cast<uint32_t>(n / block), x_off, up != nullptr ? 1u : 0u};
+  ctx.Dispatch(*qp, {{&x}, {&s.q}, {&s.d}, {&s.bsum}, {up != nullptr ? up : &x}}, &qpc, sizeof(qpc),
+               Groups(qpc.n_blocks));
+  if (up == nullptr) s.held_acts = want;  // (SwiGLU rows are not x's: nothing to reuse)
   return Status::Ok();
 }
 
@@ -196,13 +208,15 @@ Expected<std::string> DotSuffix(const Context& ctx, gguf::TensorType type, IntDo
 
 }  // namespace
 
-Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_off, int64_t n_tok, Buffer& y,
-                    uint32_t y_off, uint32_t y_stride, ActScratch& s, MatMulReuse reuse) {
+namespace {
+
+Status MatMulOf(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_off, int64_t n_tok, Buffer& y,
+                uint32_t y_off, uint32_t y_stride, ActScratch& s, MatMulReuse reuse, const Buffer* up) {
   if (n_tok <= 0) return Status::Ok();
   const Buffer* a = nullptr;
   uint32_t a_off = 0;
   REWIND_RETURN_IF_ERROR(
-      QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, x_off, n_tok, s, reuse.acts, &a, &a_off));
+      QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, x_off, n_tok, s, reuse.acts, &a, &a_off, up));
   const MatMulKernel kernel = PickKernel(ctx, w.type, n_tok, s.kernel);
   std::string name = MatMulShader(w.type);
   uint32_t rows_per_group = 64, groups_y = static_cast<uint32_t>(n_tok);
@@ -233,6 +247,18 @@ Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t 
     }
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_off, int64_t n_tok, Buffer& y,
+                    uint32_t y_off, uint32_t y_stride, ActScratch& s, MatMulReuse reuse) {
+  return MatMulOf(ctx, w, x, x_off, n_tok, y, y_off, y_stride, s, reuse, nullptr);
+}
+
+Status RecordSwiGluMatMul(Context& ctx, const GpuMatrix& w, Buffer& g, const Buffer& u, int64_t n_tok, Buffer& y,
+                          uint32_t y_off, uint32_t y_stride, ActScratch& s) {
+  return MatMulOf(ctx, w, g, 0, n_tok, y, y_off, y_stride, s, {}, &u);
 }
 
 Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, const Buffer& ids, const Buffer& x,
@@ -329,13 +355,15 @@ Status RecordMoeCombine(Context& ctx, const Buffer& ye, const Buffer& wt, uint32
 }
 
 Status RecordRmsNorm(Context& ctx, Buffer& x, uint32_t x_off, uint32_t stride, uint32_t rows, uint32_t n,
-                     const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride, const Buffer* add) {
+                     const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride, const Buffer* add,
+                     const Buffer* gate) {
   const bool wide = n >= kRmsWideMinN;
   REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline(wide ? "rms_norm_wide" : "rms_norm"));
-  struct { uint32_t rows, n, stride, x_offset, o_offset, o_stride, w_flag; float eps; uint32_t add_flag; } pc{
-      rows, n, stride, x_off, o_off, o_stride, w != nullptr ? 1u : 0u, eps, add != nullptr ? 1u : 0u};
-  ctx.Dispatch(*p, {{&x}, {w != nullptr ? w : &x}, {&o}, {add != nullptr ? add : &x}}, &pc, sizeof(pc),
-               wide ? rows : Groups(rows));
+  struct { uint32_t rows, n, stride, x_offset, o_offset, o_stride, w_flag; float eps; uint32_t add_flag, gate_flag; } pc{
+      rows, n, stride, x_off, o_off, o_stride, w != nullptr ? 1u : 0u, eps, add != nullptr ? 1u : 0u,
+      gate != nullptr ? 1u : 0u};
+  ctx.Dispatch(*p, {{&x}, {w != nullptr ? w : &x}, {&o}, {add != nullptr ? add : &x}, {gate != nullptr ? gate : &x}},
+               &pc, sizeof(pc), wide ? rows : Groups(rows));
   return Status::Ok();
 }
 

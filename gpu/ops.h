@@ -101,6 +101,12 @@ struct MatMulReuse {
 Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_off, int64_t n_tok, Buffer& y,
                     uint32_t y_off, uint32_t y_stride, ActScratch& scratch, MatMulReuse reuse = {});
 
+// RecordMatMul of the SwiGLU rows silu(g)·u (g, u [n_tok][K]): computed by the activations' conversion, not
+// stored (one dispatch less than an element-wise SwiGLU first: the same float values, so the same bits). F32
+// weights read their input in place: g is overwritten with silu(g)·u first.
+Status RecordSwiGluMatMul(Context& ctx, const GpuMatrix& w, Buffer& g, const Buffer& u, int64_t n_tok, Buffer& y,
+                          uint32_t y_off, uint32_t y_stride, ActScratch& scratch);
+
 // Which rows of a stacked expert tensor (qwen35moe / qwen3next ffn_*_exps, n_expert·e_stride rows) make one
 // expert's matrix: rows [e·e_stride + r_off, e·e_stride + r_off + rows) for expert e (r_off: the up half of a
 // fused gate_up tensor).
@@ -140,9 +146,11 @@ Status RecordMoeCombine(Context& ctx, const Buffer& ye, const Buffer& wt, uint32
 inline constexpr uint32_t kRmsWideMinN = 512;
 // `add` (not null): first x += add element by element (add laid out as x; the residual add, the same float add
 // as a separate element-wise dispatch), stored in x, and the norm is of the sums: one dispatch for two.
+// `gate` (not null): each output times silu(gate) (gate laid out as o; the GDN layer's gated norm, the same
+// arithmetic as a separate element-wise dispatch): one dispatch for two.
 Status RecordRmsNorm(Context& ctx, Buffer& x, uint32_t x_off, uint32_t stride, uint32_t rows, uint32_t n,
                      const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride,
-                     const Buffer* add = nullptr);
+                     const Buffer* add = nullptr, const Buffer* gate = nullptr);
 
 // Top-K selection of logits rows (top_logits.comp, kernels::TopLogits): logits [rows][n] floats -> the best k
 // (1 <= k <= min(n, 128)) (logit, id) pairs of each row, descending logit, ties to the lower id, NaN as -inf,

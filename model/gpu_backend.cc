@@ -143,8 +143,8 @@ Status VulkanBackend::GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t
   }
   REWIND_RETURN_IF_ERROR(GdnStateUpdate(L, gi, N, n_seqs, max_n, seq_tab_.buf));
   // Gated RMSNorm per head, output projection.
-  REWIND_RETURN_IF_ERROR(gpu::RecordRmsNorm(*ctx_, o_.buf, 0, S, N * Hv, S, &L.norm, cfg_.eps, o_.buf, 0, S));
-  REWIND_RETURN_IF_ERROR(Elt(o_.buf, z_.buf, N * Hv, S, S, 0, S, 2));
+  REWIND_RETURN_IF_ERROR(
+      gpu::RecordRmsNorm(*ctx_, o_.buf, 0, S, N * Hv, S, &L.norm, cfg_.eps, o_.buf, 0, S, nullptr, &z_.buf));
   return gpu::RecordMatMul(*ctx_, L.gdn_out, o_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
 }
 

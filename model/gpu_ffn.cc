@@ -38,11 +38,10 @@ Status VulkanBackend::UploadFfn(int32_t il, GpuLayer& G) {
 
 Status VulkanBackend::FfnBlock(const GpuLayer& L, int32_t N) {
   if (cfg_.is_moe()) return MoeBlock(L, N);
-  const uint32_t F = static_cast<uint32_t>(L.ffn_gate.n_rows);
   REWIND_RETURN_IF_ERROR(Mat(L.ffn_gate, t_.buf, N, fg_.buf));
   REWIND_RETURN_IF_ERROR(Mat(L.ffn_up, t_.buf, N, fu_.buf, true));
-  REWIND_RETURN_IF_ERROR(Elt(fg_.buf, fu_.buf, 1, N * F, 0, 0, 0, 1));
-  return gpu::RecordMatMul(*ctx_, L.ffn_down, fg_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
+  // SwiGLU in the down projection's activation conversion.
+  return gpu::RecordSwiGluMatMul(*ctx_, L.ffn_down, fg_.buf, fu_.buf, N, y_.buf, 0, cfg_.n_embd, act_);
 }
 
 // Router (softmax, top k, renormalised weights), the K routed experts of every token as rows of an
@@ -70,9 +69,7 @@ Status VulkanBackend::MoeBlock(const GpuLayer& L, int32_t N) {
   REWIND_RETURN_IF_ERROR(Elt(moe_h_.buf, moe_u_.buf, 1, NK * F, 0, 0, 0, 1));  // SwiGLU
   REWIND_RETURN_IF_ERROR(gpu::RecordMatMulId(c, L.down_exps, down, moe_sel_.buf, moe_h_.buf, NK, 1, NK, moe_y_.buf,
                                              act_, {false, true}));
-  const uint32_t Fs = static_cast<uint32_t>(L.shexp_up.n_rows);
-  REWIND_RETURN_IF_ERROR(Elt(fg_.buf, fu_.buf, 1, n * Fs, 0, 0, 0, 1));
-  REWIND_RETURN_IF_ERROR(Mat(L.shexp_down, fg_.buf, N, sh_y_.buf));
+  REWIND_RETURN_IF_ERROR(gpu::RecordSwiGluMatMul(c, L.shexp_down, fg_.buf, fu_.buf, N, sh_y_.buf, 0, E, act_));
   return gpu::RecordMoeCombine(c, moe_y_.buf, moe_wt_.buf, n, K, E, &sh_y_.buf, &sh_g_.buf, y_.buf);
 }
 

@@ -90,3 +90,17 @@ float ExpApprox(float x) {
   precise const float y = p * scale;
   return y;
 }
+
+// SiLU and the logistic function, one definition for every shader that applies them (eltwise.comp, the gated
+// RMSNorm, SwiGLU in quant_act.comp): the same expression compiles to the same arithmetic in each.
+float Silu(float x) { return x / (1.0 + exp(-x)); }
+float Sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
+// silu(g)·u (SwiGLU) and a·silu(z) (the gated norm's gate), each product rounded once.
+float SwiGlu(float g, float u) {
+  precise const float r = Silu(g) * u;
+  return r;
+}
+float MulSilu(float a, float z) {
+  precise const float r = a * Silu(z);
+  return r;
+}

@@ -10,17 +10,14 @@ layout(push_constant) uniform P { uint rows; uint width; uint a_off; uint a_stri
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-float Silu(float x) { return x / (1.0 + exp(-x)); }
-float Sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
-
 void main() {
   const uint e = LinearX();
   if (e >= pc.rows * pc.width) return;
   const uint r = e / pc.width, c = e % pc.width;
   const uint ai = pc.a_off + r * pc.a_stride + c, bi = pc.b_off + r * pc.b_stride + c;
   if (pc.mode == 0u) a[ai] = a[ai] + b[bi];
-  else if (pc.mode == 1u) a[ai] = Silu(a[ai]) * b[bi];
-  else if (pc.mode == 2u) a[ai] = a[ai] * Silu(b[bi]);
+  else if (pc.mode == 1u) a[ai] = SwiGlu(a[ai], b[bi]);
+  else if (pc.mode == 2u) a[ai] = MulSilu(a[ai], b[bi]);
   else if (pc.mode == 3u) a[ai] = a[ai] * Sigmoid(b[bi]);
   else a[ai] = F16ToF32(F32ToF16(a[ai]));
 }

@@ -15,7 +15,11 @@ layout(std430, binding = 1) writeonly buffer Q { int8_t q[]; };
 #endif
 layout(std430, binding = 2) writeonly buffer D { float d[]; };
 layout(std430, binding = 3) writeonly buffer S { int bsum[]; };
-layout(push_constant) uniform P { uint n_blocks; uint x_offset; } pc;  // n_blocks over all rows; x_offset floats
+layout(std430, binding = 4) readonly buffer U { float u[]; };
+// n_blocks over all rows; x_offset floats; swiglu 1: the rows are silu(x)·u (u laid out as x; SwiGLU, the same
+// arithmetic as eltwise.comp's mode 1), computed here instead of stored by a dispatch of their own.
+layout(push_constant) uniform P { uint n_blocks; uint x_offset; uint swiglu; } pc;
+float In(uint j) { return pc.swiglu != 0u ? SwiGlu(x[j], u[j]) : x[j]; }
 
 void main() {
   const uint b = LinearX();
@@ -23,13 +27,13 @@ void main() {
 #if defined(ACT_Q8_0) || defined(ACT_Q8_1)
   const uint base = b * 32u;
   float amax = 0.0;
-  for (uint j = 0u; j < 32u; ++j) amax = max(amax, abs(x[pc.x_offset + base + j]));
+  for (uint j = 0u; j < 32u; ++j) amax = max(amax, abs(In(pc.x_offset + base + j)));
   precise const float id = amax != 0.0 ? 127.0 / amax : 0.0;
   precise const float dd = amax / 127.0;
   d[b] = F16ToF32(F32ToF16(dd));
   int sum = 0;
   for (uint j = 0u; j < 32u; ++j) {
-    precise const float v = x[pc.x_offset + base + j] * id;
+    precise const float v = In(pc.x_offset + base + j) * id;
     const int qi = int(clamp(roundEven(v), -128.0, 127.0));
     q[base + j] = int8_t(qi);
     sum += qi;
@@ -42,7 +46,7 @@ void main() {
   const uint base = b * 256u;
   float mx = 0.0, amax = 0.0;
   for (uint j = 0u; j < 256u; ++j) {
-    const float v = x[pc.x_offset + base + j];
+    const float v = In(pc.x_offset + base + j);
     if (abs(v) > amax) { amax = abs(v); mx = v; }
   }
   if (amax == 0.0) {
@@ -55,7 +59,7 @@ void main() {
   for (uint g = 0u; g < 16u; ++g) {
     int s = 0;
     for (uint l = 0u; l < 16u; ++l) {
-      precise const float v = iscale * x[pc.x_offset + base + g * 16u + l];
+      precise const float v = iscale * In(pc.x_offset + base + g * 16u + l);
       const int qi = int(clamp(roundEven(v), -128.0, 127.0));
       q[base + g * 16u + l] = int8_t(qi);
       s += qi;
@@ -66,9 +70,9 @@ void main() {
   d[b] = dd;
 #else
 #if defined(ACT_F16)
-  q16[b] = uint16_t(F32ToF16(x[pc.x_offset + b]));
+  q16[b] = uint16_t(F32ToF16(In(pc.x_offset + b)));
 #else
-  q16[b] = uint16_t(F32ToBf16(x[pc.x_offset + b]));
+  q16[b] = uint16_t(F32ToBf16(In(pc.x_offset + b)));
 #endif
 #endif
 }

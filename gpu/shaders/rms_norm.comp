@@ -2,7 +2,9 @@
 // out[i] = (x[i] · 1/sqrt(mean(x²) + eps)) · w[i] per row (kernels::RmsNorm): Σx² of float products in double,
 // the mean and the scale in float. Rows of `n` floats `stride` apart; w_flag 0 = no weight. Rows may be sub-rows
 // (per-head norms): row r starts at x_offset + r·stride. add_flag 1: first x[i] = x[i] + y[i] (y laid out as x;
-// the residual add, eltwise.comp's mode 0: the same float add), stored, then the norm of the sums.
+// the residual add, eltwise.comp's mode 0: the same float add), stored, then the norm of the sums. gate_flag 1:
+// each output is then multiplied by silu(z[i]) (z laid out as o; the gated norm of a GDN layer, eltwise.comp's
+// mode 2: the same arithmetic on the same float).
 // - (default) one invocation per row, Σx² in element order: the CPU's order, so the CPU's bits.
 // - RMS_WIDE (rms_norm_wide, rows of kRmsWideMinN values and more: the hidden size): a workgroup per row. Lane l
 //   sums the products of elements l, l + 64, l + 128, ... in double in that order; then the 64 partials are
@@ -18,7 +20,14 @@ layout(std430, binding = 0) buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Wt { float w[]; };
 layout(std430, binding = 2) buffer O { float o[]; };
 layout(std430, binding = 3) readonly buffer Y { float y[]; };
-layout(push_constant) uniform P { uint rows; uint n; uint stride; uint x_offset; uint o_offset; uint o_stride; uint w_flag; float eps; uint add_flag; } pc;
+layout(std430, binding = 4) readonly buffer Z { float z[]; };
+layout(push_constant) uniform P { uint rows; uint n; uint stride; uint x_offset; uint o_offset; uint o_stride; uint w_flag; float eps; uint add_flag; uint gate_flag; } pc;
+
+// The normed value v of output element oi (times the weight, then the gate when asked).
+float Out(float v, uint i, uint oi) {
+  precise const float nv = pc.w_flag != 0u ? v * w[i] : v;
+  return pc.gate_flag != 0u ? MulSilu(nv, z[oi]) : nv;
+}
 
 // x[j], after the residual add when add_flag is set (each element is read and written by one invocation).
 float Value(uint j) {
@@ -54,7 +63,7 @@ void main() {
   precise const float scale = 1.0 / sqrt(mean + pc.eps);
   for (uint i = l; i < pc.n; i += 64u) {
     precise const float v = x[xb + i] * scale;
-    o[ob + i] = pc.w_flag != 0u ? v * w[i] : v;
+    o[ob + i] = Out(v, i, ob + i);
   }
 }
 #else
@@ -72,7 +81,7 @@ void main() {
   precise const float scale = 1.0 / sqrt(mean + pc.eps);
   for (uint i = 0u; i < pc.n; ++i) {
     precise const float v = x[xb + i] * scale;
-    o[ob + i] = pc.w_flag != 0u ? v * w[i] : v;
+    o[ob + i] = Out(v, i, ob + i);
   }
 }
 #endif
