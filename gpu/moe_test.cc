@@ -280,5 +280,41 @@ TEST(GpuMatMulReuse, SharedInputsAreQuantisedAndGroupedOnceWithTheSameBits) {
   }
 }
 
+// The routed experts' down product with SwiGLU computed by its activation conversion: the bits of an
+// element-wise SwiGLU first and the plain expert product, per element, rows and tile, and for F32 experts.
+TEST(GpuMatMulId, SwiGluInTheActivationsConversionGivesTheSeparateDispatchesBits) {
+  REQUIRE_DEVICE(ctx);
+  auto elt = ctx->GetPipeline("eltwise");
+  ASSERT_TRUE(elt.ok());
+  const int64_t X = 3, NK = 8, rows = 16, cols = 256;
+  const std::vector<int32_t> ids = {2, 0, 1, 2, 0, 0, 2, 1};
+  Buffer ib = Up(*ctx, ids);
+  for (const TT type : {TT::kQ8_0, TT::kQ5_1, TT::kQ4_K, TT::kF32}) {
+    const size_t rb = gguf::RowBytes(type, cols);
+    std::vector<uint8_t> w(rb * X * rows);
+    const std::vector<float> f = kernels::Random(static_cast<size_t>(X * rows * cols), 51, 0.5f);
+    for (int64_t r = 0; r < X * rows; ++r) gguf::QuantizeRow(type, f.data() + r * cols, w.data() + r * rb, cols);
+    auto gm = UploadMatrix(*ctx, type, w.data(), cols, X * rows, rb);
+    ASSERT_TRUE(gm.ok()) << gm.error().message;
+    const std::vector<float> g = kernels::Random(static_cast<size_t>(NK * cols), 52, 3.0f),
+                             u = kernels::Random(static_cast<size_t>(NK * cols), 53);
+    for (const MatMulKernel k : {MatMulKernel::kPerElement, MatMulKernel::kRows, MatMulKernel::kTile}) {
+      Buffer g1 = Up(*ctx, g), g2 = Up(*ctx, g), ub = Up(*ctx, u);
+      auto y1 = ctx->Alloc(4 * NK * rows), y2 = ctx->Alloc(4 * NK * rows);
+      ASSERT_TRUE(y1.ok() && y2.ok());
+      ActScratch s;
+      s.kernel = k;
+      struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{1, NK * cols, 0, 0, 0, 0, 1};
+      ctx->Dispatch(**elt, {{&g1}, {&ub}}, &pc, sizeof(pc), Groups(NK * cols));
+      const ExpertRows er{rows, rows, 0};
+      ASSERT_TRUE(RecordMatMulId(*ctx, *gm, er, ib, g1, NK, 1, NK, *y1, s).ok());
+      ASSERT_TRUE(RecordSwiGluMatMulId(*ctx, *gm, er, ib, g2, ub, NK, 1, NK, *y2, s).ok());
+      const std::vector<float> a = Down(*ctx, *y1, NK * rows), b = Down(*ctx, *y2, NK * rows);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), 4 * a.size())) << gguf::TypeName(type) << " kernel " << static_cast<int>(k);
+      EXPECT_NE(a[0], 0.0f);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rw::gpu

@@ -261,14 +261,17 @@ Status RecordSwiGluMatMul(Context& ctx, const GpuMatrix& w, Buffer& g, const Buf
   return MatMulOf(ctx, w, g, 0, n_tok, y, y_off, y_stride, s, {}, &u);
 }
 
-Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, const Buffer& ids, const Buffer& x,
-                      int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y, ActScratch& s, MatMulReuse reuse) {
+namespace {
+
+Status MatMulIdOf(Context& ctx, const GpuMatrix& w, const ExpertRows& er, const Buffer& ids, const Buffer& x,
+                  int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y, ActScratch& s, MatMulReuse reuse,
+                  const Buffer* up) {
   if (n_out <= 0) return Status::Ok();
   REWIND_CHECK(a_div >= 1 && (n_out + a_div - 1) / a_div <= n_x && er.r_off + er.rows <= er.e_stride);
   const Buffer* a = nullptr;
   uint32_t a_off = 0;
   REWIND_RETURN_IF_ERROR(
-      QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, 0, n_x, s, reuse.acts, &a, &a_off));
+      QuantiseActs(ctx, w.type, static_cast<uint64_t>(w.n_cols), x, 0, n_x, s, reuse.acts, &a, &a_off, up));
   // The quantised experts have a tile over the rows grouped by expert (prefill: each weight block read once for
   // a tile's rows of one expert) and a rows variant (a GPU's coalesced loads; on a CPU device per element, as
   // the dense decode).
@@ -328,6 +331,19 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
                  &pc, sizeof(pc), Groups(pc.M, rows_per_group), groups_y);
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, const Buffer& ids, const Buffer& x,
+                      int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y, ActScratch& s, MatMulReuse reuse) {
+  return MatMulIdOf(ctx, w, er, ids, x, n_x, a_div, n_out, y, s, reuse, nullptr);
+}
+
+Status RecordSwiGluMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, const Buffer& ids, Buffer& g,
+                            const Buffer& u, int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y, ActScratch& s,
+                            MatMulReuse reuse) {
+  return MatMulIdOf(ctx, w, er, ids, g, n_x, a_div, n_out, y, s, {false, reuse.order}, &u);
 }
 
 uint64_t MoeOrderBytes(int64_t n_out, int64_t n_expert) {

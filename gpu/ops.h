@@ -124,6 +124,12 @@ Status RecordMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, co
                       int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y, ActScratch& scratch,
                       MatMulReuse reuse = {});
 
+// RecordMatMulId of the SwiGLU rows silu(g)·u (g, u [n_x][w.n_cols]), computed by the activations' conversion
+// (RecordSwiGluMatMul's rule; F32 weights: g is overwritten with them first). reuse.acts does not apply.
+Status RecordSwiGluMatMulId(Context& ctx, const GpuMatrix& w, const ExpertRows& er, const Buffer& ids, Buffer& g,
+                            const Buffer& u, int64_t n_x, uint32_t a_div, int64_t n_out, Buffer& y,
+                            ActScratch& scratch, MatMulReuse reuse = {});
+
 // The bytes of the grouped order the experts' tile kernel needs for n_out rows over n_expert experts (each
 // expert's run padded to 16 rows).
 uint64_t MoeOrderBytes(int64_t n_out, int64_t n_expert);

@@ -66,9 +66,9 @@ Status VulkanBackend::MoeBlock(const GpuLayer& L, int32_t N) {
       gpu::RecordMatMulId(c, L.gate_exps, gate, moe_sel_.buf, t_.buf, N, K, NK, moe_h_.buf, act_, {true, false}));
   REWIND_RETURN_IF_ERROR(
       gpu::RecordMatMulId(c, up_m, up, moe_sel_.buf, t_.buf, N, K, NK, moe_u_.buf, act_, {true, true}));
-  REWIND_RETURN_IF_ERROR(Elt(moe_h_.buf, moe_u_.buf, 1, NK * F, 0, 0, 0, 1));  // SwiGLU
-  REWIND_RETURN_IF_ERROR(gpu::RecordMatMulId(c, L.down_exps, down, moe_sel_.buf, moe_h_.buf, NK, 1, NK, moe_y_.buf,
-                                             act_, {false, true}));
+  // SwiGLU in the down product's activation conversion.
+  REWIND_RETURN_IF_ERROR(gpu::RecordSwiGluMatMulId(c, L.down_exps, down, moe_sel_.buf, moe_h_.buf, moe_u_.buf, NK, 1,
+                                                   NK, moe_y_.buf, act_, {false, true}));
   REWIND_RETURN_IF_ERROR(gpu::RecordSwiGluMatMul(c, L.shexp_down, fg_.buf, fu_.buf, N, sh_y_.buf, 0, E, act_));
   return gpu::RecordMoeCombine(c, moe_y_.buf, moe_wt_.buf, n, K, E, &sh_y_.buf, &sh_g_.buf, y_.buf);
 }
