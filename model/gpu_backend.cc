@@ -495,7 +495,8 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
   REWIND_RETURN_IF_ERROR(c.Upload(row_tab_.buf, row_tab.data(), 4 * row_tab.size()));
 
   // ---- Layers.
-  // Each residual add runs in the dispatch of the norm that follows it (Norm's `add`), the last one alone.
+  // Each residual add runs in the dispatch of the norm that follows it (Norm's `add`): the last layer's in the
+  // output norm's (a forward without output rows does not need it).
   for (int32_t il = 0; il < cf.n_layer; ++il) {
     const GpuLayer& L = layers_[il];
     if (il == 0) REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.attn_norm, t_.buf));
@@ -506,11 +507,7 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
     }
     REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.post_norm, t_.buf, &y_.buf));
     REWIND_RETURN_IF_ERROR(FfnBlock(L, N));
-    if (il + 1 < cf.n_layer) {
-      REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, layers_[il + 1].attn_norm, t_.buf, &y_.buf));
-    } else {
-      REWIND_RETURN_IF_ERROR(Elt(x_.buf, y_.buf, 1, N * E, 0, 0, 0, 0));
-    }
+    if (il + 1 < cf.n_layer) REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, layers_[il + 1].attn_norm, t_.buf, &y_.buf));
   }
 
   // ---- Output rows (as model.cc): the last token of each sequence, or all of them; final norm, LM head.
@@ -530,10 +527,14 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
   if (n_out > 0) {
     REWIND_RETURN_IF_ERROR(hn_.Ensure(c, 4 * static_cast<size_t>(n_out) * E));
     REWIND_RETURN_IF_ERROR(logits_.Ensure(c, 4 * static_cast<size_t>(n_out) * V));
-    REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, output_norm_, t_.buf));
-    for (int32_t r = 0; r < n_out; ++r)
-      c.Copy(t_.buf, 4 * static_cast<size_t>(src_rows[r]) * E, hn_.buf, 4 * static_cast<size_t>(r) * E, 4 * E);
-    REWIND_RETURN_IF_ERROR(Mat(output_, hn_.buf, n_out, logits_.buf));
+    REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, output_norm_, t_.buf, cf.n_layer > 0 ? &y_.buf : nullptr));
+    // The output rows gathered, unless they are the first n_out rows in order (a decode step's one row).
+    bool in_place = true;
+    for (int32_t r = 0; r < n_out; ++r) in_place = in_place && src_rows[r] == r;
+    if (!in_place)
+      for (int32_t r = 0; r < n_out; ++r)
+        c.Copy(t_.buf, 4 * static_cast<size_t>(src_rows[r]) * E, hn_.buf, 4 * static_cast<size_t>(r) * E, 4 * E);
+    REWIND_RETURN_IF_ERROR(Mat(output_, in_place ? t_.buf : hn_.buf, n_out, logits_.buf));
     if (device_top)
       REWIND_RETURN_IF_ERROR(gpu::RecordTopLogits(c, logits_.buf, static_cast<uint32_t>(n_out), static_cast<uint32_t>(V),
                                                   static_cast<uint32_t>(top_k), top_, &top_res));
