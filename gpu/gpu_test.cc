@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "gguf/quants.h"
@@ -486,6 +487,41 @@ TEST(GpuMatMulKernels, SwiGluInTheActivationsConversionGivesTheSeparateDispatche
     const std::vector<float> a = testing::Down(*ctx, *y1, rows * n_tok), b = testing::Down(*ctx, *y2, rows * n_tok);
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), 4 * a.size())) << gguf::TypeName(type);
     EXPECT_NE(a[0], 0.0f);
+  }
+}
+
+// A hidden-size norm that converts its rows for the next matmul gives the bits of the plain norm and that matmul's
+// own conversion, in one dispatch less (every activation type, narrow and wide rows, with the residual add).
+TEST(GpuRmsNorm, ConvertingItsRowsForTheNextMatMulGivesTheSeparateDispatchesBits) {
+  REQUIRE_DEVICE(ctx);
+  const uint32_t rows = 3, out_rows = 8;
+  for (const uint32_t n : {256u, 1024u}) {
+    for (const TT type : {TT::kQ8_0, TT::kQ4_1, TT::kQ4_K, TT::kF16, TT::kBF16, TT::kF32}) {
+      SCOPED_TRACE(std::string(gguf::TypeName(type)) + " n " + std::to_string(n));
+      const std::vector<uint8_t> wq = RandomWeight(type, out_rows, n, 61);
+      auto gm = UploadMatrix(*ctx, type, wq.data(), n, out_rows, gguf::RowBytes(type, n));
+      ASSERT_TRUE(gm.ok()) << gm.error().message;
+      const std::vector<float> x = kernels::Random(rows * n, 62, 2.0f), y = kernels::Random(rows * n, 63),
+                               w = kernels::Random(n, 64);
+      Buffer x1 = testing::Up(*ctx, x), x2 = testing::Up(*ctx, x), yb = testing::Up(*ctx, y), wb = testing::Up(*ctx, w),
+             o1 = testing::Up(*ctx, x), o2 = testing::Up(*ctx, x);
+      auto p1 = ctx->Alloc(4 * rows * out_rows), p2 = ctx->Alloc(4 * rows * out_rows);
+      ASSERT_TRUE(p1.ok() && p2.ok());
+      ActScratch s;
+      ASSERT_TRUE(RecordRmsNorm(*ctx, x1, 0, n, rows, n, &wb, 1e-6f, o1, 0, n, &yb).ok());
+      ASSERT_TRUE(RecordMatMul(*ctx, *gm, o1, 0, rows, *p1, 0, out_rows, s).ok());
+      const uint64_t d0 = ctx->dispatches();
+      ASSERT_TRUE(RecordRmsNormForMatMul(*ctx, x2, rows, n, wb, 1e-6f, o2, &yb, type, s).ok());
+      ASSERT_TRUE(RecordMatMul(*ctx, *gm, o2, 0, rows, *p2, 0, out_rows, s, {true, false}).ok());
+      EXPECT_EQ(ctx->dispatches() - d0, 2u) << "the norm (converting) and the product";
+      const std::vector<float> a = testing::Down(*ctx, *p1, rows * out_rows), b = testing::Down(*ctx, *p2, rows * out_rows),
+                               n1 = testing::Down(*ctx, o1, rows * n), n2 = testing::Down(*ctx, o2, rows * n),
+                               s2 = testing::Down(*ctx, x2, rows * n), s1 = testing::Down(*ctx, x1, rows * n);
+      EXPECT_EQ(0, std::memcmp(n1.data(), n2.data(), 4 * n1.size())) << "the norm's rows";
+      EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), 4 * s1.size())) << "the residual sums";
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), 4 * a.size())) << "the products";
+      EXPECT_NE(a[0], 0.0f);
+    }
   }
 }
 

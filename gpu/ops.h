@@ -158,6 +158,14 @@ Status RecordRmsNorm(Context& ctx, Buffer& x, uint32_t x_off, uint32_t stride, u
                      const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride,
                      const Buffer* add = nullptr, const Buffer* gate = nullptr);
 
+// RecordRmsNorm of `rows` token rows of n values (x, o [rows][n], weight w; `add` as above) for a matmul with
+// weights of type `next` that reads o next: the same dispatch also converts the output rows as that matmul's
+// activation conversion would (the same bytes: rms_norm.comp's RMS_QUANT), and `scratch` records them, so the
+// matmul called with MatMulReuse{acts = true} skips its conversion. Types that read o in place (F32), or rows
+// that are not whole blocks, get the plain norm. The scratch forgets what it held either way.
+Status RecordRmsNormForMatMul(Context& ctx, Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, float eps, Buffer& o,
+                              const Buffer* add, gguf::TensorType next, ActScratch& scratch);
+
 // Top-K selection of logits rows (top_logits.comp, kernels::TopLogits): logits [rows][n] floats -> the best k
 // (1 <= k <= min(n, 128)) (logit, id) pairs of each row, descending logit, ties to the lower id, NaN as -inf,
 // values with their bits. Passes of 1,024-entry blocks per row until one block is left; `scratch` holds the

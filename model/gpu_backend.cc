@@ -129,7 +129,7 @@ Status VulkanBackend::GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t
   const uint32_t S = cfg_.ssm_state, Hv = cfg_.ssm_heads, C = cfg_.ssm_conv_dim(), rw = C + 2 * Hv;
   if (L.in.valid() || L.ba.valid()) REWIND_RETURN_IF_ERROR(SplitFused(L, N));
   if (!L.in.valid()) {
-    REWIND_RETURN_IF_ERROR(Mat(L.qkv, t_.buf, N, qkv_.buf));
+    REWIND_RETURN_IF_ERROR(Mat(L.qkv, t_.buf, N, qkv_.buf, true));  // t_ as the norm (or ssm_ba) left it
     REWIND_RETURN_IF_ERROR(Mat(L.gate, t_.buf, N, z_.buf, true));
   }
   if (!L.ba.valid()) {  // t_ is the layer's normed input throughout (SplitFused writes fused_)
@@ -207,7 +207,7 @@ Status VulkanBackend::ReplayPass(std::span<const ReplayRun> runs) {
 Status VulkanBackend::AttnLayer(const GpuLayer& L, int32_t ai, int32_t N, uint32_t max_pos) {
   const uint32_t D = cfg_.head_dim, Hq = cfg_.n_head, Hkv = cfg_.n_head_kv, QW = Hq * D, KW = Hkv * D;
   Context& c = *ctx_;
-  REWIND_RETURN_IF_ERROR(Mat(L.q, t_.buf, N, qg_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.q, t_.buf, N, qg_.buf, true));  // t_ as the norm converted it
   REWIND_RETURN_IF_ERROR(Mat(L.k, t_.buf, N, k_.buf, true));
   REWIND_RETURN_IF_ERROR(Mat(L.v, t_.buf, N, v_.buf, true));
   // q: normed out of [q | gate] pairs; k normed in place; both rotated.
@@ -499,15 +499,17 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
   // output norm's (a forward without output rows does not need it).
   for (int32_t il = 0; il < cf.n_layer; ++il) {
     const GpuLayer& L = layers_[il];
-    if (il == 0) REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.attn_norm, t_.buf));
+    if (il == 0) REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.attn_norm, t_.buf, nullptr, FirstMixerMatrix(L)));
     if (cf.kinds[il] == LayerKind::kGdn) {
       REWIND_RETURN_IF_ERROR(GdnLayer(L, cf.kind_index[il], N, n_seqs, max_n, replay != nullptr));
     } else {
       REWIND_RETURN_IF_ERROR(AttnLayer(L, cf.kind_index[il], N, max_pos));
     }
-    REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.post_norm, t_.buf, &y_.buf));
+    REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, L.post_norm, t_.buf, &y_.buf, FirstFfnMatrix(L)));
     REWIND_RETURN_IF_ERROR(FfnBlock(L, N));
-    if (il + 1 < cf.n_layer) REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, layers_[il + 1].attn_norm, t_.buf, &y_.buf));
+    if (il + 1 < cf.n_layer)
+      REWIND_RETURN_IF_ERROR(
+          Norm(x_.buf, N, E, layers_[il + 1].attn_norm, t_.buf, &y_.buf, FirstMixerMatrix(layers_[il + 1])));
   }
 
   // ---- Output rows (as model.cc): the last token of each sequence, or all of them; final norm, LM head.
@@ -527,14 +529,14 @@ Status VulkanBackend::Forward(std::span<const BatchSeq> batch, std::span<const i
   if (n_out > 0) {
     REWIND_RETURN_IF_ERROR(hn_.Ensure(c, 4 * static_cast<size_t>(n_out) * E));
     REWIND_RETURN_IF_ERROR(logits_.Ensure(c, 4 * static_cast<size_t>(n_out) * V));
-    REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, output_norm_, t_.buf, cf.n_layer > 0 ? &y_.buf : nullptr));
+    REWIND_RETURN_IF_ERROR(Norm(x_.buf, N, E, output_norm_, t_.buf, cf.n_layer > 0 ? &y_.buf : nullptr, output_));
     // The output rows gathered, unless they are the first n_out rows in order (a decode step's one row).
     bool in_place = true;
     for (int32_t r = 0; r < n_out; ++r) in_place = in_place && src_rows[r] == r;
     if (!in_place)
       for (int32_t r = 0; r < n_out; ++r)
         c.Copy(t_.buf, 4 * static_cast<size_t>(src_rows[r]) * E, hn_.buf, 4 * static_cast<size_t>(r) * E, 4 * E);
-    REWIND_RETURN_IF_ERROR(Mat(output_, in_place ? t_.buf : hn_.buf, n_out, logits_.buf));
+    REWIND_RETURN_IF_ERROR(Mat(output_, in_place ? t_.buf : hn_.buf, n_out, logits_.buf, in_place));
     if (device_top)
       REWIND_RETURN_IF_ERROR(gpu::RecordTopLogits(c, logits_.buf, static_cast<uint32_t>(n_out), static_cast<uint32_t>(V),
                                                   static_cast<uint32_t>(top_k), top_, &top_res));

@@ -95,10 +95,18 @@ class VulkanBackend final : public ForwardBackend {
   }
 
  private:
-  // add (not null): x += add first, in the same dispatch (the residual add before a norm).
-  Status Norm(Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, Buffer& o, const Buffer* add = nullptr) {
-    return gpu::RecordRmsNorm(*ctx_, x, 0, n, rows, n, &w, cfg_.eps, o, 0, n, add);
+  // A hidden-size norm of `rows` token rows into o; add (not null): x += add first, in the same dispatch (the
+  // residual add before a norm). next: the matrix the first matmul after it multiplies o by: the norm's dispatch
+  // also converts o for it (gpu::RecordRmsNormForMatMul), so every matmul reading o passes same_x.
+  Status Norm(Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, Buffer& o, const Buffer* add,
+              const GpuMatrix& next) {
+    return gpu::RecordRmsNormForMatMul(*ctx_, x, rows, n, w, cfg_.eps, o, add, next.type, act_);
   }
+  // The first matrix a layer's mixer (GDN or attention) multiplies its normed input by, and its FFN's.
+  static const GpuMatrix& FirstMixerMatrix(const GpuLayer& L) {
+    return L.in.valid() ? L.in : L.ba.valid() ? L.ba : L.qkv.valid() ? L.qkv : L.q;
+  }
+  const GpuMatrix& FirstFfnMatrix(const GpuLayer& L) const { return cfg_.is_moe() ? L.shexp_gate : L.ffn_gate; }
   // same_x: x is unchanged since the previous matmul read it (its quantised rows are reused: gpu::MatMulReuse).
   Status Mat(const GpuMatrix& m, const Buffer& x, int32_t N, Buffer& y, bool same_x = false) {
     return gpu::RecordMatMul(*ctx_, m, x, 0, N, y, 0, static_cast<uint32_t>(m.n_rows), act_, {same_x, false});

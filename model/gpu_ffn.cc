@@ -38,7 +38,7 @@ Status VulkanBackend::UploadFfn(int32_t il, GpuLayer& G) {
 
 Status VulkanBackend::FfnBlock(const GpuLayer& L, int32_t N) {
   if (cfg_.is_moe()) return MoeBlock(L, N);
-  REWIND_RETURN_IF_ERROR(Mat(L.ffn_gate, t_.buf, N, fg_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.ffn_gate, t_.buf, N, fg_.buf, true));  // t_ as the norm converted it
   REWIND_RETURN_IF_ERROR(Mat(L.ffn_up, t_.buf, N, fu_.buf, true));
   // SwiGLU in the down projection's activation conversion.
   return gpu::RecordSwiGluMatMul(*ctx_, L.ffn_down, fg_.buf, fu_.buf, N, y_.buf, 0, cfg_.n_embd, act_);
@@ -53,7 +53,7 @@ Status VulkanBackend::MoeBlock(const GpuLayer& L, int32_t N) {
   const uint32_t n = static_cast<uint32_t>(N), NK = n * K;
   // Every product of the normed row t_ first, so that its quantised rows serve them all (gpu::MatMulReuse; a
   // product's bits do not depend on the order they are recorded in).
-  REWIND_RETURN_IF_ERROR(Mat(L.router, t_.buf, N, moe_logits_.buf));
+  REWIND_RETURN_IF_ERROR(Mat(L.router, t_.buf, N, moe_logits_.buf, true));  // t_ as the norm converted it
   REWIND_RETURN_IF_ERROR(Mat(L.shexp_gate, t_.buf, N, fg_.buf, true));  // shared expert: SwiGLU FFN, gate logit
   REWIND_RETURN_IF_ERROR(Mat(L.shexp_up, t_.buf, N, fu_.buf, true));
   REWIND_RETURN_IF_ERROR(Mat(L.shexp_gate_inp, t_.buf, N, sh_g_.buf, true));
@@ -79,11 +79,11 @@ Status VulkanBackend::SplitFused(const GpuLayer& L, int32_t N) {
   REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * p, c.GetPipeline("gdn_split"));
   struct { uint32_t N, S, Hk, r, mode; } pc{static_cast<uint32_t>(N), S, Hk, r, 0};
   if (L.in.valid()) {
-    REWIND_RETURN_IF_ERROR(Mat(L.in, t_.buf, N, fused_.buf));
+    REWIND_RETURN_IF_ERROR(Mat(L.in, t_.buf, N, fused_.buf, true));  // t_ as the norm converted it
     c.Dispatch(*p, {{&fused_.buf}, {&qkv_.buf}, {&z_.buf}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(N) * L.in.n_rows));
   }
   if (L.ba.valid()) {
-    REWIND_RETURN_IF_ERROR(Mat(L.ba, t_.buf, N, fused_.buf, L.in.valid()));  // t_ as ssm_in read it
+    REWIND_RETURN_IF_ERROR(Mat(L.ba, t_.buf, N, fused_.buf, true));  // t_ as the norm (and ssm_in) left it
     pc.mode = 1;
     c.Dispatch(*p, {{&fused_.buf}, {&b_.buf}, {&a_.buf}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(N) * L.ba.n_rows));
   }

@@ -23,11 +23,37 @@ layout(std430, binding = 3) readonly buffer Y { float y[]; };
 layout(std430, binding = 4) readonly buffer Z { float z[]; };
 layout(push_constant) uniform P { uint rows; uint n; uint stride; uint x_offset; uint o_offset; uint o_stride; uint w_flag; float eps; uint add_flag; uint gate_flag; } pc;
 
+// x[xi] times the row's scale.
+float Scaled(uint xi, float scale) {
+  precise const float v = x[xi] * scale;
+  return v;
+}
 // The normed value v of output element oi (times the weight, then the gate when asked).
 float Out(float v, uint i, uint oi) {
   precise const float nv = pc.w_flag != 0u ? v * w[i] : v;
   return pc.gate_flag != 0u ? MulSilu(nv, z[oi]) : nv;
 }
+
+#if defined(RMS_QUANT)
+// RMS_QUANT (rms_norm[_wide]_<act>, with ACT_Q8_0 | ACT_Q8_1 | ACT_Q8_K | ACT_F16 | ACT_BF16): the output rows are
+// also converted for the matmul that reads them next (quant_block.glsl, quant_act.comp's bytes), from the same
+// float values, so that matmul needs no conversion dispatch. Rows are tokens (o_offset 0, o_stride = n, a
+// multiple of the block), element e of the conversion is element e % n of row e / n.
+float g_scale;
+uint g_xb, g_ob, g_row0;
+#define QB_Q 5
+#define QB_D 6
+#define QB_S 7
+#define ACT_IN(e) Out(Scaled(g_xb + ((e) - g_row0), g_scale), (e) - g_row0, g_ob + ((e) - g_row0))
+#include "quant_block.glsl"
+#if defined(ACT_Q8_0) || defined(ACT_Q8_1)
+#define QBLK 32u
+#elif defined(ACT_Q8_K)
+#define QBLK 256u
+#else
+#define QBLK 1u
+#endif
+#endif
 
 // x[j], after the residual add when add_flag is set (each element is read and written by one invocation).
 float Value(uint j) {
@@ -62,9 +88,18 @@ void main() {
   precise const float mean = float(partial[0] / double(pc.n));
   precise const float scale = 1.0 / sqrt(mean + pc.eps);
   for (uint i = l; i < pc.n; i += 64u) {
-    precise const float v = x[xb + i] * scale;
-    o[ob + i] = Out(v, i, ob + i);
+    o[ob + i] = Out(Scaled(xb + i, scale), i, ob + i);
   }
+#if defined(RMS_QUANT)
+  memoryBarrierBuffer();  // the residual sums other invocations stored in x
+  barrier();
+  g_scale = scale;
+  g_xb = xb;
+  g_ob = ob;
+  g_row0 = r * pc.n;
+  const uint nb = pc.n / QBLK;
+  for (uint j = l; j < nb; j += 64u) QuantBlock(r * nb + j);
+#endif
 }
 #else
 void main() {
@@ -80,8 +115,15 @@ void main() {
   precise const float mean = float(sum / double(pc.n));
   precise const float scale = 1.0 / sqrt(mean + pc.eps);
   for (uint i = 0u; i < pc.n; ++i) {
-    precise const float v = x[xb + i] * scale;
-    o[ob + i] = Out(v, i, ob + i);
+    o[ob + i] = Out(Scaled(xb + i, scale), i, ob + i);
   }
+#if defined(RMS_QUANT)
+  g_scale = scale;
+  g_xb = xb;
+  g_ob = ob;
+  g_row0 = r * pc.n;
+  const uint nb = pc.n / QBLK;
+  for (uint j = 0u; j < nb; ++j) QuantBlock(r * nb + j);
+#endif
 }
 #endif
