@@ -525,5 +525,37 @@ TEST(GpuRmsNorm, ConvertingItsRowsForTheNextMatMulGivesTheSeparateDispatchesBits
   }
 }
 
+// The gated per-head norm of a GDN layer, in place, converting a token's heads side by side for the output
+// projection: the bits of the plain gated norm and the projection's own conversion (Q8_0 blocks lie within a
+// head of 128; Q8_K blocks of 256 do not, and get the plain norm and their own conversion).
+TEST(GpuRmsNorm, TheGatedPerHeadNormConvertsATokensHeadsForTheNextMatMul) {
+  REQUIRE_DEVICE(ctx);
+  const uint32_t n_tok = 3, heads = 4, S = 128, K = heads * S, out_rows = 8;
+  for (const TT type : {TT::kQ8_0, TT::kQ5_1, TT::kQ4_K, TT::kF32}) {
+    SCOPED_TRACE(gguf::TypeName(type));
+    const std::vector<uint8_t> wq = RandomWeight(type, out_rows, K, 71);
+    auto gm = UploadMatrix(*ctx, type, wq.data(), K, out_rows, gguf::RowBytes(type, K));
+    ASSERT_TRUE(gm.ok()) << gm.error().message;
+    const std::vector<float> x = kernels::Random(n_tok * K, 72, 2.0f), z = kernels::Random(n_tok * K, 73, 3.0f),
+                             w = kernels::Random(S, 74);
+    Buffer x1 = testing::Up(*ctx, x), x2 = testing::Up(*ctx, x), zb = testing::Up(*ctx, z), wb = testing::Up(*ctx, w);
+    auto p1 = ctx->Alloc(4 * n_tok * out_rows), p2 = ctx->Alloc(4 * n_tok * out_rows);
+    ASSERT_TRUE(p1.ok() && p2.ok());
+    ActScratch s;
+    ASSERT_TRUE(RecordRmsNorm(*ctx, x1, 0, S, n_tok * heads, S, &wb, 1e-6f, x1, 0, S, nullptr, &zb).ok());
+    ASSERT_TRUE(RecordMatMul(*ctx, *gm, x1, 0, n_tok, *p1, 0, out_rows, s).ok());
+    const uint64_t d0 = ctx->dispatches();
+    ASSERT_TRUE(
+        RecordRmsNormForMatMul(*ctx, x2, n_tok * heads, S, wb, 1e-6f, x2, nullptr, type, s, &zb, n_tok).ok());
+    ASSERT_TRUE(RecordMatMul(*ctx, *gm, x2, 0, n_tok, *p2, 0, out_rows, s, {true, false}).ok());
+    EXPECT_EQ(ctx->dispatches() - d0, type == TT::kQ8_0 || type == TT::kQ5_1 ? 2u : type == TT::kF32 ? 2u : 3u);
+    const std::vector<float> a = testing::Down(*ctx, *p1, n_tok * out_rows), b = testing::Down(*ctx, *p2, n_tok * out_rows),
+                             n1 = testing::Down(*ctx, x1, n_tok * K), n2 = testing::Down(*ctx, x2, n_tok * K);
+    EXPECT_EQ(0, std::memcmp(n1.data(), n2.data(), 4 * n1.size())) << "the gated norm's rows";
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), 4 * a.size())) << "the products";
+    EXPECT_NE(a[0], 0.0f);
+  }
+}
+
 }  // namespace
 }  // namespace rw::gpu

@@ -385,12 +385,15 @@ Status RecordRmsNorm(Context& ctx, Buffer& x, uint32_t x_off, uint32_t stride, u
 }
 
 Status RecordRmsNormForMatMul(Context& ctx, Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, float eps, Buffer& o,
-                              const Buffer* add, gguf::TensorType next, ActScratch& s) {
+                              const Buffer* add, gguf::TensorType next, ActScratch& s, const Buffer* gate,
+                              int64_t n_tok) {
   s.held_acts = {};  // o changes
+  if (n_tok <= 0) n_tok = rows;
+  const uint64_t count = static_cast<uint64_t>(n) * rows;
   uint32_t block = 1;
   const char* act = ActShader(next, &block);
-  if (act == nullptr || n % block != 0) return RecordRmsNorm(ctx, x, 0, n, rows, n, &w, eps, o, 0, n, add);
-  const uint64_t count = static_cast<uint64_t>(n) * rows;
+  if (act == nullptr || n % block != 0 || count % static_cast<uint64_t>(n_tok) != 0)
+    return RecordRmsNorm(ctx, x, 0, n, rows, n, &w, eps, o, 0, n, add, gate);
   REWIND_RETURN_IF_ERROR(Grow(ctx, s.q, block > 1 ? count : 2 * count));
   REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 4 * (count / block + 1)));
   REWIND_RETURN_IF_ERROR(Grow(ctx, s.bsum, 4 * (count / 16 + 1)));
@@ -398,10 +401,11 @@ Status RecordRmsNormForMatMul(Context& ctx, Buffer& x, uint32_t rows, uint32_t n
   const std::string name = std::string(wide ? "rms_norm_wide_" : "rms_norm_") + (act + std::strlen("quant_"));
   REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline(name));
   struct { uint32_t rows, n, stride, x_offset, o_offset, o_stride, w_flag; float eps; uint32_t add_flag, gate_flag; } pc{
-      rows, n, n, 0, 0, n, 1u, eps, add != nullptr ? 1u : 0u, 0u};
-  ctx.Dispatch(*p, {{&x}, {&w}, {&o}, {add != nullptr ? add : &x}, {&x}, {&s.q}, {&s.d}, {&s.bsum}}, &pc, sizeof(pc),
-               wide ? rows : Groups(rows));
-  s.held_acts = {o.handle(), 0, static_cast<int64_t>(rows), n, act};
+      rows, n, n, 0, 0, n, 1u, eps, add != nullptr ? 1u : 0u, gate != nullptr ? 1u : 0u};
+  ctx.Dispatch(*p, {{&x}, {&w}, {&o}, {add != nullptr ? add : &x}, {gate != nullptr ? gate : &x}, {&s.q}, {&s.d},
+                    {&s.bsum}},
+               &pc, sizeof(pc), wide ? rows : Groups(rows));
+  s.held_acts = {o.handle(), 0, n_tok, count / static_cast<uint64_t>(n_tok), act};
   return Status::Ok();
 }
 

@@ -158,13 +158,15 @@ Status RecordRmsNorm(Context& ctx, Buffer& x, uint32_t x_off, uint32_t stride, u
                      const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride,
                      const Buffer* add = nullptr, const Buffer* gate = nullptr);
 
-// RecordRmsNorm of `rows` token rows of n values (x, o [rows][n], weight w; `add` as above) for a matmul with
-// weights of type `next` that reads o next: the same dispatch also converts the output rows as that matmul's
-// activation conversion would (the same bytes: rms_norm.comp's RMS_QUANT), and `scratch` records them, so the
-// matmul called with MatMulReuse{acts = true} skips its conversion. Types that read o in place (F32), or rows
-// that are not whole blocks, get the plain norm. The scratch forgets what it held either way.
+// RecordRmsNorm of `rows` contiguous rows of n values (x, o [rows][n], weight w; `add` and `gate` as above) for
+// a matmul with weights of type `next` that reads o next as n_tok token rows (0: rows; a token's heads side by
+// side: rows = n_tok · heads): the same dispatch also converts the output rows as that matmul's activation
+// conversion would (the same bytes: rms_norm.comp's RMS_QUANT), and `scratch` records them, so the matmul
+// called with MatMulReuse{acts = true} skips its conversion. Types that read o in place (F32), and rows that are
+// not whole blocks of the conversion, get the plain norm. The scratch forgets what it held either way.
 Status RecordRmsNormForMatMul(Context& ctx, Buffer& x, uint32_t rows, uint32_t n, const Buffer& w, float eps, Buffer& o,
-                              const Buffer* add, gguf::TensorType next, ActScratch& scratch);
+                              const Buffer* add, gguf::TensorType next, ActScratch& scratch,
+                              const Buffer* gate = nullptr, int64_t n_tok = 0);
 
 // Top-K selection of logits rows (top_logits.comp, kernels::TopLogits): logits [rows][n] floats -> the best k
 // (1 <= k <= min(n, 128)) (logit, id) pairs of each row, descending logit, ties to the lower id, NaN as -inf,

@@ -143,9 +143,9 @@ Status VulkanBackend::GdnLayer(const GpuLayer& L, int32_t gi, int32_t N, int32_t
   }
   REWIND_RETURN_IF_ERROR(GdnStateUpdate(L, gi, N, n_seqs, max_n, seq_tab_.buf));
   // Gated RMSNorm per head, output projection.
-  REWIND_RETURN_IF_ERROR(
-      gpu::RecordRmsNorm(*ctx_, o_.buf, 0, S, N * Hv, S, &L.norm, cfg_.eps, o_.buf, 0, S, nullptr, &z_.buf));
-  return gpu::RecordMatMul(*ctx_, L.gdn_out, o_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_);
+  REWIND_RETURN_IF_ERROR(gpu::RecordRmsNormForMatMul(*ctx_, o_.buf, N * Hv, S, L.norm, cfg_.eps, o_.buf, nullptr,
+                                                     L.gdn_out.type, act_, &z_.buf, N));
+  return gpu::RecordMatMul(*ctx_, L.gdn_out, o_.buf, 0, N, y_.buf, 0, cfg_.n_embd, act_, {true, false});
 }
 
 // Re-applies logged rows to the device states: run r takes rows [0, rows) of its log onto state index `state`.

@@ -36,15 +36,15 @@ float Out(float v, uint i, uint oi) {
 
 #if defined(RMS_QUANT)
 // RMS_QUANT (rms_norm[_wide]_<act>, with ACT_Q8_0 | ACT_Q8_1 | ACT_Q8_K | ACT_F16 | ACT_BF16): the output rows are
-// also converted for the matmul that reads them next (quant_block.glsl, quant_act.comp's bytes), from the same
-// float values, so that matmul needs no conversion dispatch. Rows are tokens (o_offset 0, o_stride = n, a
-// multiple of the block), element e of the conversion is element e % n of row e / n.
-float g_scale;
-uint g_xb, g_ob, g_row0;
+// also converted for the matmul that reads them next (quant_block.glsl, quant_act.comp's bytes), from the floats
+// just stored (so the same values, also when o is x), so that matmul needs no conversion dispatch. The rows are
+// contiguous (o_offset 0, o_stride = n, a multiple of the block: a token's row, or its heads side by side), and
+// element e of the conversion is element e % n of row e / n.
+uint g_ob, g_row0;
 #define QB_Q 5
 #define QB_D 6
 #define QB_S 7
-#define ACT_IN(e) Out(Scaled(g_xb + ((e) - g_row0), g_scale), (e) - g_row0, g_ob + ((e) - g_row0))
+#define ACT_IN(e) o[g_ob + ((e) - g_row0)]
 #include "quant_block.glsl"
 #if defined(ACT_Q8_0) || defined(ACT_Q8_1)
 #define QBLK 32u
@@ -91,10 +91,8 @@ void main() {
     o[ob + i] = Out(Scaled(xb + i, scale), i, ob + i);
   }
 #if defined(RMS_QUANT)
-  memoryBarrierBuffer();  // the residual sums other invocations stored in x
+  memoryBarrierBuffer();  // the outputs other invocations of the row stored
   barrier();
-  g_scale = scale;
-  g_xb = xb;
   g_ob = ob;
   g_row0 = r * pc.n;
   const uint nb = pc.n / QBLK;
@@ -118,8 +116,6 @@ void main() {
     o[ob + i] = Out(Scaled(xb + i, scale), i, ob + i);
   }
 #if defined(RMS_QUANT)
-  g_scale = scale;
-  g_xb = xb;
   g_ob = ob;
   g_row0 = r * pc.n;
   const uint nb = pc.n / QBLK;
