@@ -1,8 +1,8 @@
 // The Vulkan compute runtime (gpu/vk_context.h).
 #include "gpu/vk_context.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -175,6 +175,8 @@ Expected<std::shared_ptr<Context>> Context::Open(int32_t index) {
     c->unmap_device_buffers_ = true;
     c->as_gpu_for_testing_ = true;
   }
+  if (const char* e = std::getenv("REWIND_GPU_VERIFY_READONLY"); e != nullptr && std::string(e) == "1")
+    c->verify_readonly_ = true;
   // A barrier before every command, as before the hazard tracking (docs/gpu.md "Barriers"): for comparison, and
   // a way out should a device ever disagree with the tracking.
   if (const char* e = std::getenv("REWIND_GPU_BARRIERS"); e != nullptr) {
@@ -433,6 +435,7 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
   // A shader variant that does not use its last bindings has them stripped from the SPIR-V: those are not bound.
   REWIND_CHECK_MSG(buffers.size() >= p.n_buffers, "dispatch with %zu buffers, pipeline takes %u", buffers.size(),
                    p.n_buffers);
+  if (verify_readonly_) REWIND_CHECK(Submit().ok());  // tests: the dispatch runs alone
   if (sets_used_ >= kMaxSets || since_flush_ >= kFlushDispatches || ProfileFull()) REWIND_CHECK(Flush().ok());
   REWIND_CHECK(BeginIfNeeded().ok());
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
@@ -463,6 +466,22 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
     ++i;
   }
   vkUpdateDescriptorSets(device_, i, writes, 0, nullptr);
+  // Tests: the read-only bindings' bytes before the dispatch runs alone (compared after it, below).
+  std::vector<std::vector<uint8_t>> kept;
+  if (verify_readonly_) {  // (the device is idle: submitted at the top)
+    kept.resize(i);
+    uint32_t k = 0;
+    for (const BufferRef& b : buffers) {
+      if (k == i) break;
+      bool aliased = false;  // the same bytes bound writable too: written through that binding, legitimately
+      for (uint32_t j = 0; j < i; ++j) aliased = aliased || (access[j].write && HazardTracker::Conflict(access[k], access[j]));
+      if (!access[k].write && !aliased && b.buffer->mapped() != nullptr) {
+        const uint8_t* m = static_cast<const uint8_t*>(b.buffer->mapped());
+        kept[k].assign(m + access[k].begin, m + access[k].end);
+      }
+      ++k;
+    }
+  }
   Order(std::span<const Access>(access, i));
   vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
@@ -483,6 +502,18 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
   REWIND_CHECK_MSG(gz <= max_groups_[2], "a dispatch of %u x %u x %u groups is over the device's limits", gx, gy, gz);
   if (gx > 0 && gy > 0 && gz > 0) vkCmdDispatch(cmd_, gx, gy, gz);
   if (profiling_) ProfileMark(p.name.c_str());
+  if (verify_readonly_) {
+    REWIND_CHECK(Submit().ok());
+    uint32_t k = 0;
+    for (const BufferRef& b : buffers) {
+      if (k == i) break;
+      if (!kept[k].empty())
+        REWIND_CHECK_MSG(std::memcmp(kept[k].data(), static_cast<const uint8_t*>(b.buffer->mapped()) + access[k].begin,
+                                     kept[k].size()) == 0,
+                         "shader %s wrote binding %u, which its SPIR-V declares read-only", p.name.c_str(), k);
+      ++k;
+    }
+  }
 }
 
 void Context::LimitForTesting(uint32_t max_groups, uint64_t loop_budget, uint64_t max_buffer_bytes) {

@@ -136,6 +136,10 @@ class Context {
   uint64_t barriers() const { return barriers_; }
   // Every command after a full barrier, as before the hazard tracking (REWIND_GPU_BARRIERS=all at Open; tests).
   void SetFullBarriers(bool on) { full_barriers_ = on; }
+  // Tests (REWIND_GPU_VERIFY_READONLY=1 at Open): each dispatch runs alone, and the mapped bytes of every binding
+  // its SPIR-V declares read-only are compared before and after it; a difference ends the process naming the
+  // shader and binding (the barrier tracking relies on those declarations).
+  void VerifyReadOnlyForTesting(bool on) { verify_readonly_ = on; }
   // Device time by command (`rewind bench --gpu-profile`; gpu/vk_profile.cc): a timestamp after each recorded
   // command; a command's time is from the end of the work before it to its own end, summed by name. Submits
   // what was recorded first. An error on a device whose compute queue has no timestamps.
@@ -193,6 +197,7 @@ class Context {
   uint64_t submits_ = 0, staging_allocs_ = 0, dispatches_ = 0, wait_ns_ = 0, flushes_ = 0, barriers_ = 0;
   HazardTracker hazards_;
   bool full_barriers_ = false;
+  bool verify_readonly_ = false;
   // A barrier before the command about to be recorded when hazards_ (or full_barriers_) asks for one.
   void Order(std::span<const Access> accesses);
   VkInstance instance_ = VK_NULL_HANDLE;

@@ -311,6 +311,69 @@ TEST(GoldenGpu, Qwen3NextWithTheLegacyFusedSsmInGivesTheSplitFilesBits) {
 
 // Rollback on the device: the state rebuilt from the replay log after k of a batch's tokens, and a forward that
 // fuses that rollback (BatchSeq::prefix), give the bits of running the first k tokens directly.
+// The GPU context places a barrier only before a dispatch that touches what an earlier one wrote, trusting each
+// shader's read-only declarations (gpu/hazards.h). With REWIND_GPU_VERIFY_READONLY=1 every dispatch runs alone and
+// the bytes of its read-only bindings are compared before and after (a difference ends the process naming the
+// shader): prefill in chunks with replay logs, decode, a replayed rollback and a fused prefix, on every tiny
+// Qwen file's architecture and weight types.
+TEST(GoldenGpu, NoShaderWritesABindingItDeclaresReadOnly) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  const char* set = std::getenv("REWIND_GPU_VERIFY_READONLY");
+  ASSERT_EQ(0, setenv("REWIND_GPU_VERIFY_READONLY", "1", 1));
+  for (const char* file : {"tiny-qwen35-q8_0.gguf", "tiny-qwen35-q4_k_m.gguf", "tiny-qwen35-f32.gguf",
+                           "tiny-qwen35moe-f32.gguf", "tiny-qwen3next-f32.gguf"}) {
+    SCOPED_TRACE(file);
+    std::unique_ptr<Model> loaded = LoadOnVulkan0(file);
+    ASSERT_TRUE(loaded);
+    Model& m = *loaded;
+    std::vector<int32_t> toks;
+    for (int i = 0; i < 20; ++i) toks.push_back((i * 37 + 5) % 200 + 1);
+    auto kv = KvStorage::Create(m.MakeKvConfig(4, 16));
+    auto st = StateStorage::Create(m.MakeStateShape(), 4);
+    ASSERT_TRUE(kv.ok() && st.ok());
+    const std::vector<int32_t> pages = {0, 1};
+    ReplayLog log;
+    ForwardOutput out;
+    for (int32_t p = 0; p < 20; p += 7) {  // chunks of 7, 7, 6, the last with a replay log and all logits
+      BatchSeq b;
+      b.state_in = p == 0 ? -1 : 0;
+      b.state_out = p + 7 < 20 ? 0 : 1;
+      b.pages = pages;
+      b.pos0 = p;
+      b.tokens = std::span<const int32_t>(toks).subspan(p, std::min(7, 20 - p));
+      b.all_logits = p + 7 >= 20;
+      ForwardOptions fo;
+      if (p + 7 >= 20) fo.replay = &log;
+      ASSERT_TRUE(m.Forward({&b, 1}, **kv, **st, &out, fo).ok());
+    }
+    ASSERT_TRUE(m.ReplayState(0, 2, log.seqs[0], 3, **st).ok());
+    BatchSeq f;  // from slot 0 with the first 2 logged rows as a prefix, then one token (a rollback's fused path)
+    f.state_in = 0;
+    f.state_out = 3;
+    f.pages = pages;
+    f.pos0 = 16;
+    f.tokens = std::span<const int32_t>(toks).subspan(16, 1);
+    f.prefix = &log.seqs[0];
+    f.prefix_rows = 2;
+    ASSERT_TRUE(m.Forward({&f, 1}, **kv, **st, &out).ok());
+    BatchSeq d;  // a decode step
+    d.state_in = 1;
+    d.state_out = 1;
+    d.pages = pages;
+    d.pos0 = 20;
+    d.tokens = std::span<const int32_t>(toks).first(1);
+    ForwardOptions top;
+    top.top_k = 5;
+    ASSERT_TRUE(m.Forward({&d, 1}, **kv, **st, &out, top).ok());
+  }
+  if (set != nullptr) {
+    setenv("REWIND_GPU_VERIFY_READONLY", set, 1);
+  } else {
+    unsetenv("REWIND_GPU_VERIFY_READONLY");
+  }
+}
+
 TEST(GoldenGpu, ReplayLogRollbackGivesTheForwardsBits) {
   std::string why;
   if (!HaveDevice(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
