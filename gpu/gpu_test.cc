@@ -285,6 +285,53 @@ TEST(GpuMatMulKernels, EveryVariantGivesTheScalarTwinsBits) {
   }
 }
 
+// n bytes of every value (a linear congruential generator's high byte), for blocks of raw quantised bytes.
+std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  for (uint8_t& b : v) {
+    seed = seed * 1664525u + 1013904223u;
+    b = static_cast<uint8_t>(seed >> 24);
+  }
+  return v;
+}
+
+// The K-quant tile with the packed dot product (Q4_K, Q5_K: matmul.comp's KDOT, each lane's sum of a sub-block
+// by one Dot4 over bytes gathered 8 apart) over every byte value: blocks of random bytes (every nibble, high bit
+// and 6-bit scale / min) with fixed d and dmin, activations with extreme values; the scalar twin's bits, for
+// token counts that fill and do not fill the tile's 8.
+TEST(GpuMatMulKernels, TheKQuantTileWithTheIntegerDotProductGivesTheScalarTwinsBits) {
+  REQUIRE_DEVICE(ctx);
+  if (!ctx->has_int_dot()) GTEST_SKIP() << ctx->info().name << " lacks VK_KHR_shader_integer_dot_product";
+  const int64_t rows = 70, cols = 1024;
+  for (const TT type : {TT::kQ4_K, TT::kQ5_K}) {
+    const size_t rb = gguf::RowBytes(type, cols), bsz = rb / (cols / 256);
+    std::vector<uint8_t> w = RandomBytes(rb * rows, 777);
+    for (size_t blk = 0; blk < w.size(); blk += bsz) {  // d = 0.0625, dmin = 0.03125 (f16 0x2C00, 0x2800)
+      w[blk] = 0x00;
+      w[blk + 1] = 0x2C;
+      w[blk + 2] = 0x00;
+      w[blk + 3] = 0x28;
+    }
+    auto gm = UploadMatrix(*ctx, type, w.data(), cols, rows, rb);
+    ASSERT_TRUE(gm.ok()) << gm.error().message;
+    for (const int64_t n_tok : {int64_t{5}, int64_t{19}}) {
+      std::vector<float> x = kernels::Random(static_cast<size_t>(n_tok * cols), 78);
+      for (size_t i = 0; i < x.size(); i += 7) x[i] = (i % 2 ? 1.0f : -1.0f) * 8.0f;
+      std::vector<uint8_t> act(gguf::RowBytes(TT::kQ8_K, cols));
+      std::vector<float> ref(static_cast<size_t>(n_tok * rows));
+      for (int64_t t = 0; t < n_tok; ++t) {
+        gguf::QuantizeActivationRow(TT::kQ8_K, x.data() + t * cols, act.data(), cols);
+        for (int64_t r = 0; r < rows; ++r) ref[t * rows + r] = gguf::VecDotRef(type, cols, w.data() + r * rb, act.data());
+      }
+      auto y = MatMulHost(*ctx, *gm, x.data(), n_tok, MatMulKernel::kTile, IntDot::kOn);
+      ASSERT_TRUE(y.ok()) << y.error().message;
+      int64_t differ = 0;
+      for (size_t e = 0; e < ref.size(); ++e) differ += std::memcmp(&ref[e], &(*y)[e], 4) != 0;
+      EXPECT_EQ(differ, 0) << gguf::TypeName(type) << " " << n_tok << " tokens";
+    }
+  }
+}
+
 // The packed dot product's weight repacking (Q4_0: q - 8, Q5_0: q - 16, the high bits of Q5_0 / Q5_1) over every
 // byte value: blocks of random bytes (every nibble and high-bit pattern) with a fixed scale, activations with
 // extreme values (+-127) mixed in; the `_dot` rows and tile kernels give the scalar twin's bits.
@@ -296,12 +343,7 @@ TEST(GpuMatMulKernels, TheIntegerDotProductGivesTheScalarTwinsBitsOnEveryByteVal
   const int64_t rows = 70, cols = 1024, n_tok = 19;
   for (const TT type : {TT::kQ8_0, TT::kQ4_0, TT::kQ4_1, TT::kQ5_0, TT::kQ5_1}) {
     const size_t rb = gguf::RowBytes(type, cols), bsz = rb / (cols / 32);
-    std::vector<uint8_t> w(rb * rows);
-    uint32_t st = 12345;
-    for (uint8_t& b : w) {
-      st = st * 1664525u + 1013904223u;
-      b = static_cast<uint8_t>(st >> 24);
-    }
+    std::vector<uint8_t> w = RandomBytes(rb * rows, 12345);
     for (size_t blk = 0; blk < w.size(); blk += bsz) {  // d = 0.0625 (f16 0x2C00), Q4_1 / Q5_1 m = -0.5 (0xB800)
       w[blk] = 0x00;
       w[blk + 1] = 0x2C;

@@ -195,10 +195,12 @@ IntDot EnvIntDot() {
 }
 
 // "_dot" when the kernel `name` (a rows or tile variant) runs with the packed dot product (ops.h IntDot).
-Expected<std::string> DotSuffix(const Context& ctx, gguf::TensorType type, IntDot want) {
+Expected<std::string> DotSuffix(const Context& ctx, gguf::TensorType type, IntDot want, MatMulKernel kernel) {
   using TT = gguf::TensorType;
+  // The 32-value block types: rows and tile variants; Q4_K and Q5_K: the tile (matmul.comp's KDOT).
   const bool has_variant = type == TT::kQ8_0 || type == TT::kQ4_0 || type == TT::kQ4_1 || type == TT::kQ5_0 ||
-                           type == TT::kQ5_1;
+                           type == TT::kQ5_1 ||
+                           ((type == TT::kQ4_K || type == TT::kQ5_K) && kernel == MatMulKernel::kTile);
   if (want == IntDot::kAuto) want = EnvIntDot();
   if (want == IntDot::kOn && !ctx.has_int_dot())
     return Error::Unsupported("the integer dot product was asked for (REWIND_GPU_INT_DOT=1) but " + ctx.info().name +
@@ -229,7 +231,7 @@ Status MatMulOf(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_of
     groups_y = Groups(static_cast<uint64_t>(n_tok), TileTokens(w.type));
   }
   if (kernel == MatMulKernel::kRows || kernel == MatMulKernel::kTile) {
-    REWIND_ASSIGN_OR_RETURN(std::string dot, DotSuffix(ctx, w.type, s.int_dot));
+    REWIND_ASSIGN_OR_RETURN(std::string dot, DotSuffix(ctx, w.type, s.int_dot, kernel));
     name += dot;
   }
   REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(name));
@@ -297,7 +299,7 @@ Status MatMulIdOf(Context& ctx, const GpuMatrix& w, const ExpertRows& er, const 
                                                           : kernel == MatMulKernel::kTile ? "_id_tile"
                                                                                           : "_id");
   if (kernel != MatMulKernel::kPerElement) {
-    REWIND_ASSIGN_OR_RETURN(std::string dot, DotSuffix(ctx, w.type, s.int_dot));
+    REWIND_ASSIGN_OR_RETURN(std::string dot, DotSuffix(ctx, w.type, s.int_dot, kernel));
     name += dot;
   }
   REWIND_ASSIGN_OR_RETURN(Pipeline * mp, ctx.GetPipeline(name));

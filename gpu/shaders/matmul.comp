@@ -120,6 +120,15 @@ layout(push_constant) uniform P {
 #else
 #define TN 8u
 #endif
+#if defined(MM_DOT) && (defined(W_Q4_K) || defined(W_Q5_K))
+// KDOT (matmul_q4_k_tile_dot, matmul_q5_k_tile_dot and their _id_ twins): LaneK's integer lane sums by the packed
+// dot product. Lane l of a 32-value sub-block sums the values l, l + 8, l + 16, l + 24 (the 8 float lanes of the
+// generic order); the tile stages each token's activations with those four bytes in one word (`sa`, lane-major:
+// [TN][8 sub-blocks][8 lanes]), each invocation gathers its row's weights the same way, and one Dot4 gives a
+// lane's sum of a sub-block: aux[l] = Σ_j s_j·Σ_k q·a, the same exact integer as LaneK's value by value, so the
+// same float steps after it and the same bits.
+#define KDOT
+#endif
 shared uint sw[16u * BSZ];         // [64 rows][BSZ bytes] of block i, little-endian words
 shared uint sa[TN * QK / 4u];      // [TN tokens][QK int8] of block i
 shared float sd[TN];               // the tokens' activation scales of block i
@@ -416,6 +425,19 @@ void main() {
       }
     }
     // The TN tokens' activation block i (tokens past N: 0).
+#if defined(KDOT)
+    [[unroll]] for (uint q0 = 0u; q0 < TN * 64u; q0 += 64u) {  // word q: token q / 64, sub-block q / 8 % 8, lane q % 8
+      const uint q = q0 + lid, tt = q / 64u, jl = q % 64u;
+      const int tr = TileRow(t0, tt);
+      uint word = 0u;
+      if (tr >= 0) {
+        const uint a0 = ActRow(tr) * pc.K + i * QK + 32u * (jl / 8u) + jl % 8u;
+        word = (uint(aq[a0]) & 255u) | ((uint(aq[a0 + 8u]) & 255u) << 8) | ((uint(aq[a0 + 16u]) & 255u) << 16) |
+               (uint(aq[a0 + 24u]) << 24);
+      }
+      sa[q] = word;
+    }
+#else
     [[unroll]] for (uint q0 = 0u; q0 < TN * QK / 4u; q0 += 64u) {
       const uint q = q0 + lid;
       if (q0 + 64u <= TN * QK / 4u || q < TN * QK / 4u) {
@@ -424,6 +446,7 @@ void main() {
         sa[q] = tr >= 0 ? aq32[(ActRow(tr) * pc.K + i * QK) / 4u + (q - tt * (QK / 4u))] : 0u;
       }
     }
+#endif
     if (lid < TN) {
       const int tr = TileRow(t0, lid);
       sd[lid] = tr >= 0 ? ad[ActRow(tr) * nb + i] : 0.0;
@@ -441,6 +464,56 @@ void main() {
     }
 #endif
     barrier();
+#if defined(KDOT)
+    {
+      const uint wb = lid * BSZ;  // this row's block in sw (a multiple of 4 bytes)
+#if defined(W_Q4_K)
+      const uint qs_w = (wb + 16u) / 4u;
+#else
+      const uint qs_w = (wb + 48u) / 4u, qh_w = (wb + 16u) / 4u;
+      uint qht[8];  // qh transposed: byte k of qht[l] = qh[l + 8k] (bit j: sub-block j's high bit)
+      [[unroll]] for (uint l = 0u; l < 8u; ++l) {
+        const uint sh = 8u * (l % 4u), m = l / 4u;
+        qht[l] = ((sw[qh_w + m] >> sh) & 255u) | (((sw[qh_w + m + 2u] >> sh) & 255u) << 8) |
+                 (((sw[qh_w + m + 4u] >> sh) & 255u) << 16) | (((sw[qh_w + m + 6u] >> sh) & 255u) << 24);
+      }
+#endif
+      int aux[TN][8];
+      [[unroll]] for (uint tt = 0u; tt < TN; ++tt) {
+        [[unroll]] for (uint l = 0u; l < 8u; ++l) aux[tt][l] = 0;
+      }
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) {  // 32 bytes of qs: sub-blocks 2c (low nibbles), 2c + 1 (high)
+        const uint j0 = 2u * c, j1 = 2u * c + 1u;
+        const int s0 = int(j0 < 4u ? (WB(wb + 4u + j0) & 63u) : ((WB(wb + 4u + j0 + 4u) & 15u) | ((WB(wb + 4u + j0 - 4u) >> 6) << 4)));
+        const int s1 = int(j1 < 4u ? (WB(wb + 4u + j1) & 63u) : ((WB(wb + 4u + j1 + 4u) & 15u) | ((WB(wb + 4u + j1 - 4u) >> 6) << 4)));
+        uint lo[8], hi[8];
+        [[unroll]] for (uint l = 0u; l < 8u; ++l) {
+          const uint sh = 8u * (l % 4u), m = qs_w + 8u * c + l / 4u;
+          const uint t = ((sw[m] >> sh) & 255u) | (((sw[m + 2u] >> sh) & 255u) << 8) | (((sw[m + 4u] >> sh) & 255u) << 16) |
+                         (((sw[m + 6u] >> sh) & 255u) << 24);
+          lo[l] = t & 0x0F0F0F0Fu;
+          hi[l] = (t >> 4) & 0x0F0F0F0Fu;
+#if defined(W_Q5_K)
+          lo[l] |= ((qht[l] >> j0) & 0x01010101u) << 4;
+          hi[l] |= ((qht[l] >> j1) & 0x01010101u) << 4;
+#endif
+        }
+        [[unroll]] for (uint tt = 0u; tt < TN; ++tt) {
+          [[unroll]] for (uint l = 0u; l < 8u; ++l)
+            aux[tt][l] += s0 * Dot4(lo[l], sa[tt * 64u + j0 * 8u + l]) + s1 * Dot4(hi[l], sa[tt * 64u + j1 * 8u + l]);
+        }
+      }
+      for (uint tt = 0u; tt < TN; ++tt) {  // LaneK's float steps, then MinK's
+        precise const float dk = WF16(wb) * AScale(tt);
+        [[unroll]] for (uint l = 0u; l < 8u; ++l) {
+          precise const float p = dk * float(aux[tt][l]);
+          sums[tt][l] += p;
+        }
+        precise const float pm = MinK(wb, tt);
+        sumf[tt] -= pm;
+      }
+    }
+#else
     // Loops over tokens and lanes, not unrolled: unrolling TN x 8 K-quant lanes makes a shader glslc cannot
     // compile in 20 GB; they add TN·9 back-edges a block to lavapipe's count.
     for (uint tt = 0u; tt < TN; ++tt) {
@@ -458,6 +531,7 @@ void main() {
 #endif
 #endif
     }
+#endif
     barrier();
   }
   if (r >= pc.M) return;
