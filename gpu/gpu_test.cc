@@ -295,22 +295,25 @@ std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
   return v;
 }
 
-// The K-quant tile with the packed dot product (Q4_K, Q5_K: matmul.comp's KDOT, each lane's sum of a sub-block
-// by one Dot4 over bytes gathered 8 apart) over every byte value: blocks of random bytes (every nibble, high bit
-// and 6-bit scale / min) with fixed d and dmin, activations with extreme values; the scalar twin's bits, for
-// token counts that fill and do not fill the tile's 8.
+// The K-quant tile with the packed dot product (Q4_K, Q5_K, Q6_K: matmul.comp's KDOT, each lane's sum of a
+// sub-block or group by a Dot4 over bytes gathered 8 apart) over every byte value: blocks of random bytes (every
+// nibble, high bit and scale / min) with fixed d and dmin, activations with extreme values; the scalar twin's
+// bits, for token counts that fill and do not fill the tile's 8.
 TEST(GpuMatMulKernels, TheKQuantTileWithTheIntegerDotProductGivesTheScalarTwinsBits) {
   REQUIRE_DEVICE(ctx);
   if (!ctx->has_int_dot()) GTEST_SKIP() << ctx->info().name << " lacks VK_KHR_shader_integer_dot_product";
   const int64_t rows = 70, cols = 1024;
-  for (const TT type : {TT::kQ4_K, TT::kQ5_K}) {
+  for (const TT type : {TT::kQ4_K, TT::kQ5_K, TT::kQ6_K}) {
     const size_t rb = gguf::RowBytes(type, cols), bsz = rb / (cols / 256);
     std::vector<uint8_t> w = RandomBytes(rb * rows, 777);
     for (size_t blk = 0; blk < w.size(); blk += bsz) {  // d = 0.0625, dmin = 0.03125 (f16 0x2C00, 0x2800)
-      w[blk] = 0x00;
-      w[blk + 1] = 0x2C;
-      w[blk + 2] = 0x00;
-      w[blk + 3] = 0x28;
+      const size_t at = type == TT::kQ6_K ? blk + 208 : blk;  // Q6_K: d last, no dmin
+      w[at] = 0x00;
+      w[at + 1] = 0x2C;
+      if (type != TT::kQ6_K) {
+        w[blk + 2] = 0x00;
+        w[blk + 3] = 0x28;
+      }
     }
     auto gm = UploadMatrix(*ctx, type, w.data(), cols, rows, rb);
     ASSERT_TRUE(gm.ok()) << gm.error().message;

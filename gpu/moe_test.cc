@@ -54,7 +54,7 @@ TEST_P(GpuMatMulId, MatchesTheScalarTwinAndTheDenseMatMulOfTheExpertBitForBit) {
   // Each kernel variant (the quantised types' rows variant; F32 / F16 / BF16 run per element either way).
   // The rows variant of the 32-value block types also with the packed integer dot product (where the device has it).
   const bool dot_too = ctx->has_int_dot() &&
-                       (gguf::BlockSize(c.type) == 32 || c.type == TT::kQ4_K || c.type == TT::kQ5_K);  // (K: tile)
+                       (gguf::BlockSize(c.type) == 32 || gguf::BlockSize(c.type) == 256);  // (K-quants: the tile)
   // And the tile over the rows grouped by expert (8 rows over 3 experts: runs of 1 to 3 rows, padded).
   for (const int variant : {0, 1, 2, 3, 4}) {
   if ((variant == 2 || variant == 4) && !dot_too) continue;

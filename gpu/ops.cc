@@ -197,10 +197,10 @@ IntDot EnvIntDot() {
 // "_dot" when the kernel `name` (a rows or tile variant) runs with the packed dot product (ops.h IntDot).
 Expected<std::string> DotSuffix(const Context& ctx, gguf::TensorType type, IntDot want, MatMulKernel kernel) {
   using TT = gguf::TensorType;
-  // The 32-value block types: rows and tile variants; Q4_K and Q5_K: the tile (matmul.comp's KDOT).
+  // The 32-value block types: rows and tile variants; the K-quants: the tile (matmul.comp's KDOT).
   const bool has_variant = type == TT::kQ8_0 || type == TT::kQ4_0 || type == TT::kQ4_1 || type == TT::kQ5_0 ||
                            type == TT::kQ5_1 ||
-                           ((type == TT::kQ4_K || type == TT::kQ5_K) && kernel == MatMulKernel::kTile);
+                           ((type == TT::kQ4_K || type == TT::kQ5_K || type == TT::kQ6_K) && kernel == MatMulKernel::kTile);
   if (want == IntDot::kAuto) want = EnvIntDot();
   if (want == IntDot::kOn && !ctx.has_int_dot())
     return Error::Unsupported("the integer dot product was asked for (REWIND_GPU_INT_DOT=1) but " + ctx.info().name +

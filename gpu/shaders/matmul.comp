@@ -41,6 +41,8 @@ int Dot4(uint a, uint b) { return SDot4(a, b, 0); }
 uint Q4Signed(uint v) { v ^= 0x08080808u; return v | ((v & 0x08080808u) * 0x1Eu); }
 // 4 bytes of 5-bit values q (0..31) -> the bytes of q - 16 as int8.
 uint Q5Signed(uint v) { v ^= 0x10101010u; return v | ((v & 0x10101010u) * 0x0Fu); }
+// 4 bytes of 6-bit values q (0..63) -> the bytes of q - 32 as int8 (q ^ 32, then bit 5 copied into bits 6-7).
+uint Q6Signed(uint v) { v ^= 0x20202020u; return v | ((v & 0x20202020u) * 0x6u); }
 // 4 bits -> bit 0 of 4 bytes.
 uint Spread4(uint h) { return (h * 0x00204081u) & 0x01010101u; }
 #endif
@@ -120,13 +122,15 @@ layout(push_constant) uniform P {
 #else
 #define TN 8u
 #endif
-#if defined(MM_DOT) && (defined(W_Q4_K) || defined(W_Q5_K))
+#if defined(MM_DOT) && (defined(W_Q4_K) || defined(W_Q5_K) || defined(W_Q6_K))
 // KDOT (matmul_q4_k_tile_dot, matmul_q5_k_tile_dot and their _id_ twins): LaneK's integer lane sums by the packed
 // dot product. Lane l of a 32-value sub-block sums the values l, l + 8, l + 16, l + 24 (the 8 float lanes of the
 // generic order); the tile stages each token's activations with those four bytes in one word (`sa`, lane-major:
 // [TN][8 sub-blocks][8 lanes]), each invocation gathers its row's weights the same way, and one Dot4 gives a
 // lane's sum of a sub-block: aux[l] = Σ_j s_j·Σ_k q·a, the same exact integer as LaneK's value by value, so the
-// same float steps after it and the same bits.
+// same float steps after it and the same bits. Q6_K's lanes have 2 values of each 16-value group (its own int8
+// scale): a word holds a lane's values of two groups, and two Dot4s with the other group's bytes masked off give
+// each group's sum.
 #define KDOT
 #endif
 shared uint sw[16u * BSZ];         // [64 rows][BSZ bytes] of block i, little-endian words
@@ -140,6 +144,8 @@ shared int sb[TN * 16u];           // [TN tokens][16] Q8_K sums of 16 values
 #endif
 uint WB(uint o) { return (sw[o >> 2] >> ((o & 3u) << 3)) & 255u; }
 uint WH(uint o) { return (sw[o >> 2] >> ((o & 2u) << 3)) & 65535u; }  // o even
+// Bytes o + l, o + l + 8, o + l + 16, o + l + 24 of the staged blocks in one word (lane l's values of 32 bytes).
+uint Gather8(uint o, uint l) { return WB(o + l) | (WB(o + l + 8u) << 8) | (WB(o + l + 16u) << 16) | (WB(o + l + 24u) << 24); }
 uint AW(uint o) { return sa[o >> 2]; }                                // o % 4 == 0
 int AQ(uint o) { return bitfieldExtract(int(sa[o >> 2]), int((o & 3u) << 3), 8); }
 float AScale(uint i) { return sd[i]; }
@@ -466,17 +472,43 @@ void main() {
     barrier();
 #if defined(KDOT)
     {
-      const uint wb = lid * BSZ;  // this row's block in sw (a multiple of 4 bytes)
-#if defined(W_Q4_K)
-      const uint qs_w = (wb + 16u) / 4u;
-#else
-      const uint qs_w = (wb + 48u) / 4u, qh_w = (wb + 16u) / 4u;
-      uint qht[8];  // qh transposed: byte k of qht[l] = qh[l + 8k] (bit j: sub-block j's high bit)
-      [[unroll]] for (uint l = 0u; l < 8u; ++l) {
-        const uint sh = 8u * (l % 4u), m = l / 4u;
-        qht[l] = ((sw[qh_w + m] >> sh) & 255u) | (((sw[qh_w + m + 2u] >> sh) & 255u) << 8) |
-                 (((sw[qh_w + m + 4u] >> sh) & 255u) << 16) | (((sw[qh_w + m + 6u] >> sh) & 255u) << 24);
+      const uint wb = lid * BSZ;  // this row's block in sw (bytes; Q6_K's 210-byte blocks are not word-aligned)
+#if defined(W_Q6_K)
+      int aux[TN][8];
+      [[unroll]] for (uint tt = 0u; tt < TN; ++tt) {
+        [[unroll]] for (uint l = 0u; l < 8u; ++l) aux[tt][l] = 0;
       }
+      [[unroll]] for (uint gp = 0u; gp < 8u; ++gp) {  // values 32·gp .. + 31: groups 2gp and 2gp + 1
+        const uint half_ = gp / 4u, quarter = gp % 4u;
+        const uint ql_b = wb + half_ * 64u + (quarter & 1u) * 32u, qh_b = wb + 128u + half_ * 32u;  // bytes
+        const int s0 = I8(WB(wb + 192u + 2u * gp)), s1 = I8(WB(wb + 192u + 2u * gp + 1u));
+        uint v[8];
+        [[unroll]] for (uint l = 0u; l < 8u; ++l) {
+          const uint t = Gather8(ql_b, l), h = Gather8(qh_b, l);
+          const uint q6 = ((quarter < 2u ? t : (t >> 4)) & 0x0F0F0F0Fu) | (((h >> (2u * quarter)) & 0x03030303u) << 4);
+          v[l] = Q6Signed(q6);
+        }
+        [[unroll]] for (uint tt = 0u; tt < TN; ++tt) {
+          [[unroll]] for (uint l = 0u; l < 8u; ++l) {
+            const uint a = sa[tt * 64u + gp * 8u + l];
+            aux[tt][l] += s0 * Dot4(v[l] & 0x0000FFFFu, a) + s1 * Dot4(v[l] & 0xFFFF0000u, a);
+          }
+        }
+      }
+      for (uint tt = 0u; tt < TN; ++tt) {  // LaneK's float steps
+        precise const float dk = WF16(wb + 208u) * AScale(tt);
+        [[unroll]] for (uint l = 0u; l < 8u; ++l) {
+          precise const float p = dk * float(aux[tt][l]);
+          sums[tt][l] += p;
+        }
+      }
+#else
+#if defined(W_Q4_K)
+      const uint qs_b = wb + 16u;
+#else
+      const uint qs_b = wb + 48u;
+      uint qht[8];  // qh transposed: byte k of qht[l] = qh[l + 8k] (bit j: sub-block j's high bit)
+      [[unroll]] for (uint l = 0u; l < 8u; ++l) qht[l] = Gather8(wb + 16u, l);
 #endif
       int aux[TN][8];
       [[unroll]] for (uint tt = 0u; tt < TN; ++tt) {
@@ -488,9 +520,7 @@ void main() {
         const int s1 = int(j1 < 4u ? (WB(wb + 4u + j1) & 63u) : ((WB(wb + 4u + j1 + 4u) & 15u) | ((WB(wb + 4u + j1 - 4u) >> 6) << 4)));
         uint lo[8], hi[8];
         [[unroll]] for (uint l = 0u; l < 8u; ++l) {
-          const uint sh = 8u * (l % 4u), m = qs_w + 8u * c + l / 4u;
-          const uint t = ((sw[m] >> sh) & 255u) | (((sw[m + 2u] >> sh) & 255u) << 8) | (((sw[m + 4u] >> sh) & 255u) << 16) |
-                         (((sw[m + 6u] >> sh) & 255u) << 24);
+          const uint t = Gather8(qs_b + 32u * c, l);
           lo[l] = t & 0x0F0F0F0Fu;
           hi[l] = (t >> 4) & 0x0F0F0F0Fu;
 #if defined(W_Q5_K)
@@ -512,6 +542,7 @@ void main() {
         precise const float pm = MinK(wb, tt);
         sumf[tt] -= pm;
       }
+#endif
     }
 #else
     // Loops over tokens and lanes, not unrolled: unrolling TN x 8 K-quant lanes makes a shader glslc cannot
