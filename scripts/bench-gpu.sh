@@ -67,6 +67,11 @@ for spec in "$@"; do
     say "REWIND_GPU_INT_DOT=0"
     REWIND_GPU_INT_DOT=0 run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 64 -r 1
   fi
+  # The K-quant prefill tiles without the packed integer dot product, for comparison (docs/gpu.md).
+  if [ "$name" = 9b-q4_k_m ]; then
+    say "REWIND_GPU_INT_DOT=0"
+    REWIND_GPU_INT_DOT=0 run "$rewind" bench -m "$f" --device vulkan0 -ngl 99 -p 512 -n 0 -r 1
+  fi
   run "$dir/llama-vulkan/llama-bench" -m "$f" -ngl 99 -p 512 -n 128 -r 2
   [ -n "${LLAMA_CUDA_BENCH:-}" ] && run "$LLAMA_CUDA_BENCH" -m "$f" -ngl 99 -p 512 -n 128 -r 2
   run "$rewind" bench -m "$f" -t 16 -p 512 -n 128 -r 1
