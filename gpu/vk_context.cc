@@ -416,17 +416,20 @@ Status Context::Flush() {
   f.in_flight = true;
   ++in_flight_;
   ++flushes_;
+  flush_at_ = std::min(kFlushDispatches, 2 * flush_at_);  // the next batch: twice as long
   cur_ = (cur_ + 1) % kFrames;
   return Status::Ok();
 }
 
 Status Context::Submit() {
-  if (!busy()) return Status::Ok();
-  REWIND_RETURN_IF_ERROR(Flush());
-  for (int i = 0; i < kFrames; ++i) REWIND_RETURN_IF_ERROR(WaitFrame(frames_[(cur_ + i) % kFrames]));  // oldest first
+  if (busy()) {
+    REWIND_RETURN_IF_ERROR(Flush());
+    for (int i = 0; i < kFrames; ++i) REWIND_RETURN_IF_ERROR(WaitFrame(frames_[(cur_ + i) % kFrames]));  // oldest first
+    ++submits_;
+    upload_used_ = 0;  // the recorded copies out of the arena have run
+  }
   hazards_.Clear();  // all recorded work has finished
-  ++submits_;
-  upload_used_ = 0;  // the recorded copies out of the arena have run
+  flush_at_ = kFirstFlushDispatches;  // the device is idle: the next batch starts it early
   return Status::Ok();
 }
 
@@ -436,7 +439,7 @@ void Context::Dispatch(const Pipeline& p, std::initializer_list<BufferRef> buffe
   REWIND_CHECK_MSG(buffers.size() >= p.n_buffers, "dispatch with %zu buffers, pipeline takes %u", buffers.size(),
                    p.n_buffers);
   if (verify_readonly_) REWIND_CHECK(Submit().ok());  // tests: the dispatch runs alone
-  if (sets_used_ >= kMaxSets || since_flush_ >= kFlushDispatches || ProfileFull()) REWIND_CHECK(Flush().ok());
+  if (sets_used_ >= kMaxSets || since_flush_ >= flush_at_ || ProfileFull()) REWIND_CHECK(Flush().ok());
   REWIND_CHECK(BeginIfNeeded().ok());
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   ai.descriptorPool = desc_pool_;

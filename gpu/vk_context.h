@@ -171,10 +171,12 @@ class Context {
   // was recorded or is running.
   Status Submit();
   // Submits what was recorded without waiting, so the device runs it while the host records what follows
-  // (Dispatch flushes every kFlushDispatches dispatches on its own). Later work is ordered after it by the
-  // barrier every recorded command starts with (a barrier's first scope is all earlier work in submission
-  // order on the queue); Submit waits for it.
+  // (Dispatch flushes on its own: after kFirstFlushDispatches dispatches since the last wait, so that the device
+  // starts early, then batches twice as long up to kFlushDispatches). Later work that depends on it gets a
+  // barrier (HazardTracker; a barrier's first scope is all earlier work in submission order on the queue);
+  // Submit waits for it.
   Status Flush();
+  static constexpr uint32_t kFirstFlushDispatches = 32;
   static constexpr uint32_t kFlushDispatches = 128;
   // Batches submitted so far without a wait (Flush), for `rewind bench` and tests.
   uint64_t flushes() const { return flushes_; }
@@ -231,6 +233,7 @@ class Context {
   Frame frames_[kFrames];
   int cur_ = 0, in_flight_ = 0;
   uint32_t since_flush_ = 0;
+  uint32_t flush_at_ = kFirstFlushDispatches;  // the dispatches of the batch being recorded before it is flushed
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkDescriptorPool desc_pool_ = VK_NULL_HANDLE;
   Status WaitFrame(Frame& f);
