@@ -495,7 +495,9 @@ void main() {
           }
         }
       }
-      for (uint tt = 0u; tt < TN; ++tt) {  // LaneK's float steps
+      // Unrolled like the loops above, so that aux, sums and sumf are indexed by constants (registers, not
+      // memory, on a GPU).
+      [[unroll]] for (uint tt = 0u; tt < TN; ++tt) {  // LaneK's float steps
         precise const float dk = WF16(wb + 208u) * AScale(tt);
         [[unroll]] for (uint l = 0u; l < 8u; ++l) {
           precise const float p = dk * float(aux[tt][l]);
@@ -533,7 +535,7 @@ void main() {
             aux[tt][l] += s0 * Dot4(lo[l], sa[tt * 64u + j0 * 8u + l]) + s1 * Dot4(hi[l], sa[tt * 64u + j1 * 8u + l]);
         }
       }
-      for (uint tt = 0u; tt < TN; ++tt) {  // LaneK's float steps, then MinK's
+      [[unroll]] for (uint tt = 0u; tt < TN; ++tt) {  // LaneK's float steps, then MinK's (unrolled, as above)
         precise const float dk = WF16(wb) * AScale(tt);
         [[unroll]] for (uint l = 0u; l < 8u; ++l) {
           precise const float p = dk * float(aux[tt][l]);
