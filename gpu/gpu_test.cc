@@ -466,16 +466,13 @@ TEST(GpuRmsNorm, WideRowsGiveTheirFixedTreeOrdersBitsAndTheCpusWithinRounding) {
 // hidden-size row (a workgroup per row).
 TEST(GpuRmsNorm, TheResidualAddInTheNormsDispatchGivesTheTwoDispatchesBits) {
   REQUIRE_DEVICE(ctx);
-  auto elt = ctx->GetPipeline("eltwise");
-  ASSERT_TRUE(elt.ok());
   for (const uint32_t n : {72u, 600u}) {
     const uint32_t rows = 3;
     const std::vector<float> x = kernels::Random(rows * n, 25), y = kernels::Random(rows * n, 26),
                              w = kernels::Random(n, 27);
     Buffer x1 = testing::Up(*ctx, x), x2 = testing::Up(*ctx, x), yb = testing::Up(*ctx, y), wb = testing::Up(*ctx, w),
            o1 = testing::Up(*ctx, x), o2 = testing::Up(*ctx, x);
-    struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{1, rows * n, 0, 0, 0, 0, 0};
-    ctx->Dispatch(**elt, {{&x1}, {&yb}}, &pc, sizeof(pc), Groups(rows * n));
+    ASSERT_TRUE(RecordEltwise(*ctx, x1, yb, 0, 1, rows * n).ok());  // x1 += y
     ASSERT_TRUE(RecordRmsNorm(*ctx, x1, 0, n, rows, n, &wb, 1e-6f, o1, 0, n).ok());
     ASSERT_TRUE(RecordRmsNorm(*ctx, x2, 0, n, rows, n, &wb, 1e-6f, o2, 0, n, &yb).ok());
     const std::vector<float> sum1 = testing::Down(*ctx, x1, x.size()), sum2 = testing::Down(*ctx, x2, x.size()),
@@ -490,8 +487,6 @@ TEST(GpuRmsNorm, TheResidualAddInTheNormsDispatchGivesTheTwoDispatchesBits) {
 // an element-wise a·silu(z) after it.
 TEST(GpuRmsNorm, TheGateInTheNormsDispatchGivesTheTwoDispatchesBits) {
   REQUIRE_DEVICE(ctx);
-  auto elt = ctx->GetPipeline("eltwise");
-  ASSERT_TRUE(elt.ok());
   for (const uint32_t n : {64u, 600u}) {
     const uint32_t rows = 5;
     const std::vector<float> x = kernels::Random(rows * n, 31), z = kernels::Random(rows * n, 32, 4.0f),
@@ -499,8 +494,7 @@ TEST(GpuRmsNorm, TheGateInTheNormsDispatchGivesTheTwoDispatchesBits) {
     Buffer xb = testing::Up(*ctx, x), zb = testing::Up(*ctx, z), wb = testing::Up(*ctx, w), o1 = testing::Up(*ctx, x),
            o2 = testing::Up(*ctx, x);
     ASSERT_TRUE(RecordRmsNorm(*ctx, xb, 0, n, rows, n, &wb, 1e-6f, o1, 0, n).ok());
-    struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{rows, n, 0, n, 0, n, 2};  // a·silu(b)
-    ctx->Dispatch(**elt, {{&o1}, {&zb}}, &pc, sizeof(pc), Groups(rows * n));
+    ASSERT_TRUE(RecordEltwise(*ctx, o1, zb, 2, rows, n, 0, n, 0, n).ok());  // o1 = o1·silu(z)
     ASSERT_TRUE(RecordRmsNorm(*ctx, xb, 0, n, rows, n, &wb, 1e-6f, o2, 0, n, nullptr, &zb).ok());
     const std::vector<float> two = testing::Down(*ctx, o1, x.size()), one = testing::Down(*ctx, o2, x.size());
     EXPECT_EQ(0, std::memcmp(two.data(), one.data(), 4 * x.size())) << "n " << n;
@@ -512,8 +506,6 @@ TEST(GpuRmsNorm, TheGateInTheNormsDispatchGivesTheTwoDispatchesBits) {
 // plain matmul, for each conversion (Q8_0, Q8_1, Q8_K, F16 rows) and for F32 weights, which read the rows in place.
 TEST(GpuMatMulKernels, SwiGluInTheActivationsConversionGivesTheSeparateDispatchesBits) {
   REQUIRE_DEVICE(ctx);
-  auto elt = ctx->GetPipeline("eltwise");
-  ASSERT_TRUE(elt.ok());
   const int64_t rows = 24, cols = 512, n_tok = 5;
   for (const TT type : {TT::kQ8_0, TT::kQ4_1, TT::kQ4_K, TT::kQ6_K, TT::kF16, TT::kF32}) {
     const std::vector<uint8_t> w = RandomWeight(type, rows, cols, 41);
@@ -525,8 +517,7 @@ TEST(GpuMatMulKernels, SwiGluInTheActivationsConversionGivesTheSeparateDispatche
     auto y1 = ctx->Alloc(4 * rows * n_tok), y2 = ctx->Alloc(4 * rows * n_tok);
     ASSERT_TRUE(y1.ok() && y2.ok());
     ActScratch s;
-    struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{1, n_tok * cols, 0, 0, 0, 0, 1};
-    ctx->Dispatch(**elt, {{&g1}, {&ub}}, &pc, sizeof(pc), Groups(n_tok * cols));  // g1 = silu(g1)·u
+    ASSERT_TRUE(RecordEltwise(*ctx, g1, ub, 1, 1, n_tok * cols).ok());  // g1 = silu(g1)·u
     ASSERT_TRUE(RecordMatMul(*ctx, *gm, g1, 0, n_tok, *y1, 0, rows, s).ok());
     const uint64_t d0 = ctx->dispatches();
     ASSERT_TRUE(RecordSwiGluMatMul(*ctx, *gm, g2, ub, n_tok, *y2, 0, rows, s).ok());

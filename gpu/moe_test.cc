@@ -285,8 +285,6 @@ TEST(GpuMatMulReuse, SharedInputsAreQuantisedAndGroupedOnceWithTheSameBits) {
 // element-wise SwiGLU first and the plain expert product, per element, rows and tile, and for F32 experts.
 TEST(GpuMatMulId, SwiGluInTheActivationsConversionGivesTheSeparateDispatchesBits) {
   REQUIRE_DEVICE(ctx);
-  auto elt = ctx->GetPipeline("eltwise");
-  ASSERT_TRUE(elt.ok());
   const int64_t X = 3, NK = 8, rows = 16, cols = 256;
   const std::vector<int32_t> ids = {2, 0, 1, 2, 0, 0, 2, 1};
   Buffer ib = Up(*ctx, ids);
@@ -305,8 +303,7 @@ TEST(GpuMatMulId, SwiGluInTheActivationsConversionGivesTheSeparateDispatchesBits
       ASSERT_TRUE(y1.ok() && y2.ok());
       ActScratch s;
       s.kernel = k;
-      struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{1, NK * cols, 0, 0, 0, 0, 1};
-      ctx->Dispatch(**elt, {{&g1}, {&ub}}, &pc, sizeof(pc), Groups(NK * cols));
+      ASSERT_TRUE(RecordEltwise(*ctx, g1, ub, 1, 1, NK * cols).ok());  // g1 = silu(g1)·u
       const ExpertRows er{rows, rows, 0};
       ASSERT_TRUE(RecordMatMulId(*ctx, *gm, er, ib, g1, NK, 1, NK, *y1, s).ok());
       ASSERT_TRUE(RecordSwiGluMatMulId(*ctx, *gm, er, ib, g2, ub, NK, 1, NK, *y2, s).ok());

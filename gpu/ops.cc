@@ -88,13 +88,11 @@ Expected<GpuMatrix> UploadMatrix(Context& ctx, gguf::TensorType type, const uint
 
 namespace {
 
-// a[a_off + r·width + c] = silu(a[..])·b[same index] for `count` values from a_off (eltwise.comp's mode 1).
-Status RecordSwiGluInPlace(Context& ctx, const Buffer& a, const Buffer& b, uint32_t a_off, uint64_t count) {
-  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("eltwise"));
-  struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{
-      1, static_cast<uint32_t>(count), a_off, 0, a_off, 0, 1};
-  ctx.Dispatch(*p, {{&a}, {&b}}, &pc, sizeof(pc), Groups(count));
-  return Status::Ok();
+// The scratch's q / d / bsum grown for the conversion of n values in blocks of `block` (1: 16-bit values).
+Status GrowActs(Context& ctx, ActScratch& s, uint64_t n, uint32_t block) {
+  REWIND_RETURN_IF_ERROR(Grow(ctx, s.q, block > 1 ? n : 2 * n));
+  REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 4 * (n / block + 1)));
+  return Grow(ctx, s.bsum, 4 * (n / 16 + 1));
 }
 
 // Activation rows [n_tok][K] of x converted to what weight type `type` dots against (quant_act.comp); *a and
@@ -111,7 +109,8 @@ Status QuantiseActs(Context& ctx, gguf::TensorType type, uint64_t K, const Buffe
   *a = &x;
   *a_off = x_off;
   if (act == nullptr) {
-    if (up != nullptr) REWIND_RETURN_IF_ERROR(RecordSwiGluInPlace(ctx, x, *up, x_off, n));
+    if (up != nullptr)
+      REWIND_RETURN_IF_ERROR(RecordEltwise(ctx, x, *up, 1, 1, static_cast<uint32_t>(n), x_off, 0, x_off, 0));
     // F32 weights read x in place; the scratch buffers still need to exist for the bindings.
     REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 16));
     return Grow(ctx, s.bsum, 16);
@@ -124,10 +123,7 @@ Status QuantiseActs(Context& ctx, gguf::TensorType type, uint64_t K, const Buffe
       h.shader == want.shader)
     return Status::Ok();
   s.held_acts = {};  // until the quantisation below is recorded
-  const bool q8 = block > 1;
-  REWIND_RETURN_IF_ERROR(Grow(ctx, s.q, q8 ? n : 2 * n));
-  REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 4 * (n / block + 1)));
-  REWIND_RETURN_IF_ERROR(Grow(ctx, s.bsum, 4 * (n / 16 + 1)));
+  REWIND_RETURN_IF_ERROR(GrowActs(ctx, s, n, block));
   REWIND_ASSIGN_OR_RETURN(Pipeline * qp, ctx.GetPipeline(act));
   struct { uint32_t n_blocks, x_offset, swiglu; } qpc{static_cast<uint32_t>(n / block), x_off, up != nullptr ? 1u : 0u};
   ctx.Dispatch(*qp, {{&x}, {&s.q}, {&s.d}, {&s.bsum}, {up != nullptr ? up : &x}}, &qpc, sizeof(qpc),
@@ -373,6 +369,15 @@ Status RecordMoeCombine(Context& ctx, const Buffer& ye, const Buffer& wt, uint32
   return Status::Ok();
 }
 
+Status RecordEltwise(Context& ctx, const Buffer& a, const Buffer& b, uint32_t mode, uint32_t rows, uint32_t width,
+                     uint32_t a_off, uint32_t a_stride, uint32_t b_off, uint32_t b_stride) {
+  REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline("eltwise"));
+  struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{rows, width, a_off, a_stride, b_off,
+                                                                             b_stride, mode};
+  ctx.Dispatch(*p, {{&a}, {&b}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(rows) * width));
+  return Status::Ok();
+}
+
 Status RecordRmsNorm(Context& ctx, Buffer& x, uint32_t x_off, uint32_t stride, uint32_t rows, uint32_t n,
                      const Buffer* w, float eps, Buffer& o, uint32_t o_off, uint32_t o_stride, const Buffer* add,
                      const Buffer* gate) {
@@ -396,9 +401,7 @@ Status RecordRmsNormForMatMul(Context& ctx, Buffer& x, uint32_t rows, uint32_t n
   const char* act = ActShader(next, &block);
   if (act == nullptr || n % block != 0 || count % static_cast<uint64_t>(n_tok) != 0)
     return RecordRmsNorm(ctx, x, 0, n, rows, n, &w, eps, o, 0, n, add, gate);
-  REWIND_RETURN_IF_ERROR(Grow(ctx, s.q, block > 1 ? count : 2 * count));
-  REWIND_RETURN_IF_ERROR(Grow(ctx, s.d, 4 * (count / block + 1)));
-  REWIND_RETURN_IF_ERROR(Grow(ctx, s.bsum, 4 * (count / 16 + 1)));
+  REWIND_RETURN_IF_ERROR(GrowActs(ctx, s, count, block));
   const bool wide = n >= kRmsWideMinN;
   const std::string name = std::string(wide ? "rms_norm_wide_" : "rms_norm_") + (act + std::strlen("quant_"));
   REWIND_ASSIGN_OR_RETURN(Pipeline * p, ctx.GetPipeline(name));

@@ -101,6 +101,12 @@ struct MatMulReuse {
 Status RecordMatMul(Context& ctx, const GpuMatrix& w, const Buffer& x, uint32_t x_off, int64_t n_tok, Buffer& y,
                     uint32_t y_off, uint32_t y_stride, ActScratch& scratch, MatMulReuse reuse = {});
 
+// Element-wise ops (eltwise.comp) over `rows` rows of `width` values: a[a_off + r·a_stride + c] op=
+// b[b_off + r·b_stride + c]; the modes are the shader's: 0 a += b, 1 a = silu(a)·b, 2 a = a·silu(b),
+// 3 a = a·sigmoid(b), 4 a = f16(a).
+Status RecordEltwise(Context& ctx, const Buffer& a, const Buffer& b, uint32_t mode, uint32_t rows, uint32_t width,
+                     uint32_t a_off = 0, uint32_t a_stride = 0, uint32_t b_off = 0, uint32_t b_stride = 0);
+
 // RecordMatMul of the SwiGLU rows silu(g)·u (g, u [n_tok][K]): computed by the activations' conversion, not
 // stored (one dispatch less than an element-wise SwiGLU first: the same float values, so the same bits). F32
 // weights read their input in place: g is overwritten with silu(g)·u first.

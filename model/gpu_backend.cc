@@ -85,10 +85,7 @@ Status VulkanBackend::Upload() {
 
 Status VulkanBackend::Elt(Buffer& a, const Buffer& b, uint32_t rows, uint32_t width, uint32_t a_stride,
                           uint32_t b_off, uint32_t b_stride, uint32_t mode) {
-  REWIND_ASSIGN_OR_RETURN(gpu::Pipeline * p, ctx_->GetPipeline("eltwise"));
-  struct { uint32_t rows, width, a_off, a_stride, b_off, b_stride, mode; } pc{rows, width, 0, a_stride, b_off, b_stride, mode};
-  ctx_->Dispatch(*p, {{&a}, {&b}}, &pc, sizeof(pc), Groups(static_cast<uint64_t>(rows) * width));
-  return Status::Ok();
+  return gpu::RecordEltwise(*ctx_, a, b, mode, rows, width, 0, a_stride, b_off, b_stride);
 }
 
 Status VulkanBackend::CopyRows(const Buffer& src, uint32_t src_off, uint32_t src_stride, Buffer& dst,
